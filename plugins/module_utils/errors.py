@@ -1,0 +1,88 @@
+# -*- coding: utf-8 -*-
+# Copyright: kubevol contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""One exception family for kubevol, os-brick style.
+
+Each class has a ``message`` template filled from keyword arguments, so every
+error says what failed, where, and what to do. Only a module's ``main()`` turns
+these into ``fail_json``; library code raises and never exits.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+
+class KubevolError(Exception):
+    """Base class. ``message`` is a ``str.format`` template over the kwargs."""
+
+    message = "kubevol error: {detail}"
+
+    def __init__(self, message=None, **kwargs):
+        self.kwargs = kwargs
+        if message is None:
+            try:
+                message = self.message.format(**kwargs)
+            except (KeyError, IndexError, ValueError):
+                message = "%s: %r" % (self.message, kwargs)
+        self.msg = message
+        super(KubevolError, self).__init__(message)
+
+    def to_result(self):
+        """The fields a module adds to fail_json besides msg."""
+        return dict((k, v) for k, v in self.kwargs.items() if isinstance(v, (str, int, float, bool, list, dict, type(None))))
+
+
+class InvalidInput(KubevolError):
+    message = "invalid {field}: {value!r}: {reason}"
+
+
+class UnsafeName(InvalidInput):
+    message = ("refusing {field} {value!r}: {reason}; names must be a single path component "
+               "(no '/', '..', NUL or control characters)")
+
+
+class MalformedObject(KubevolError):
+    message = "{kind} {name}: field {field}: {reason}"
+
+
+class QuantityError(InvalidInput):
+    message = "invalid quantity {value!r} in {field}: {reason}"
+
+
+class UnknownDriver(KubevolError):
+    message = ("unknown volume driver {driver!r} for volume {volume}: kubevol has no backend for it "
+               "(known: {known}); use a PV whose spec.csi.driver is one of those")
+
+
+class CommandFailed(KubevolError):
+    message = ("{step} failed on node {node} for volume {volume}: `{cmd}` exited {rc}: {stderr}"
+               "{hint}")
+
+    def __init__(self, message=None, **kwargs):
+        hint = kwargs.get("hint")
+        kwargs["hint"] = ("; " + hint) if hint else ""
+        super(CommandFailed, self).__init__(message, **kwargs)
+
+
+class DeviceNotFound(KubevolError):
+    message = "{step} on node {node}: no device for volume {volume}: {reason}"
+
+
+class UnsafeToFormat(KubevolError):
+    message = ("refusing to format {device} for volume {volume} on node {node}: {reason}; "
+               "kubevol formats only a device that every probe reports blank")
+
+
+class StillMounted(KubevolError):
+    message = ("refusing to {step} volume {volume} on node {node}: still mounted at {paths}; "
+               "unmount those pods first or set force=true if the node is fenced")
+
+
+class LockTimeout(KubevolError):
+    message = ("volume {volume} on node {node} is locked by another kubevol run ({lock}); "
+               "waited {timeout}s; retry when that run ends")
+
+
+class ParseError(KubevolError):
+    message = "could not parse output of `{cmd}`: {reason}: {output!r}"

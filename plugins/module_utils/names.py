@@ -1,0 +1,100 @@
+# -*- coding: utf-8 -*-
+# Copyright: kubevol contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Kubernetes' names and the kubelet's on-disk layout, in one place.
+
+Sources: pkg/volume/util/util.go GetUniqueVolumeNameFromSpec,
+pkg/volume/csi/csi_attacher.go getAttachmentName and makeDeviceMountPath,
+pkg/volume/csi/csi_mounter.go getTargetPath.
+Every function that builds a path validates its components first, so a name
+can never escape the kubelet directory or the pool.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import hashlib
+import os
+
+from ansible_collections.kubevol.volumes.plugins.module_utils.errors import UnsafeName
+
+CSI_PLUGIN_NAME = "kubernetes.io/csi"
+CSI_PLUGIN_DIR = "kubernetes.io~csi"  # utilstrings.EscapeQualifiedName(CSI_PLUGIN_NAME)
+VOLUME_NAME_SEP = "^"
+DEFAULT_KUBELET_DIR = "/var/lib/kubelet"
+
+MANAGED_ATTACH_DETACH_ANNOTATION = "volumes.kubernetes.io/controller-managed-attach-detach"
+OUT_OF_SERVICE_TAINT = "node.kubernetes.io/out-of-service"
+DETACH_REQUESTED_AT_ANNOTATION = "kubevol.io/detach-requested-at"
+
+
+def check_component(field, value):
+    """Refuse anything that is not one safe path component; return value."""
+    if not isinstance(value, str) or value == "":
+        raise UnsafeName(field=field, value=value, reason="must be a non-empty string")
+    if value in (".", "..") or "/" in value or "\\" in value:
+        raise UnsafeName(field=field, value=value, reason="it would escape its directory")
+    if any(ord(c) < 32 or ord(c) == 127 for c in value):
+        raise UnsafeName(field=field, value=value, reason="it contains NUL or control characters")
+    if len(value.encode("utf-8")) > 255:
+        raise UnsafeName(field=field, value=value, reason="it is longer than 255 bytes")
+    return value
+
+
+def check_driver_name(value):
+    """A CSI driver name is a DNS-1123 subdomain-like string; it becomes a directory."""
+    check_component("driver", value)
+    allowed = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._")
+    if any(c not in allowed for c in value):
+        raise UnsafeName(field="driver", value=value, reason="it has characters outside [A-Za-z0-9-._]")
+    return value
+
+
+def unique_volume_name(driver, volume_handle):
+    """kubernetes.io/csi/<driver>^<volumeHandle>, the key of both worlds."""
+    return "%s/%s%s%s" % (CSI_PLUGIN_NAME, driver, VOLUME_NAME_SEP, volume_handle)
+
+
+def split_unique_volume_name(name):
+    """Inverse of unique_volume_name; returns (driver, handle) or None for non-CSI names."""
+    prefix = CSI_PLUGIN_NAME + "/"
+    if not name.startswith(prefix) or VOLUME_NAME_SEP not in name:
+        return None
+    driver, handle = name[len(prefix):].split(VOLUME_NAME_SEP, 1)
+    return driver, handle
+
+
+def volume_attachment_name(volume_handle, driver, node_name):
+    """csi- + hex(sha256(volumeHandle + driverName + nodeName)), as csi_attacher.go."""
+    digest = hashlib.sha256((volume_handle + driver + node_name).encode("utf-8")).hexdigest()
+    return "csi-" + digest
+
+
+def handle_hash(volume_handle):
+    return hashlib.sha256(volume_handle.encode("utf-8")).hexdigest()
+
+
+def device_mount_path(kubelet_dir, driver, volume_handle):
+    """<kubelet>/plugins/kubernetes.io/csi/<driver>/<sha256(handle)>/globalmount."""
+    check_driver_name(driver)
+    return os.path.join(kubelet_dir, "plugins", CSI_PLUGIN_NAME, driver, handle_hash(volume_handle), "globalmount")
+
+
+def pod_volume_dir(kubelet_dir, pod_uid, pv_name):
+    """<kubelet>/pods/<uid>/volumes/kubernetes.io~csi/<pv>; vol_data.json lives here."""
+    check_component("pod uid", pod_uid)
+    check_component("PV name", pv_name)
+    return os.path.join(kubelet_dir, "pods", pod_uid, "volumes", CSI_PLUGIN_DIR, pv_name)
+
+
+def pod_mount_path(kubelet_dir, pod_uid, pv_name):
+    """The CSI publish target: <pod volume dir>/mount."""
+    return os.path.join(pod_volume_dir(kubelet_dir, pod_uid, pv_name), "mount")
+
+
+def pod_device_path(kubelet_dir, pod_uid, pv_name):
+    """Block mode: <kubelet>/pods/<uid>/volumeDevices/kubernetes.io~csi/<pv>."""
+    check_component("pod uid", pod_uid)
+    check_component("PV name", pv_name)
+    return os.path.join(kubelet_dir, "pods", pod_uid, "volumeDevices", CSI_PLUGIN_DIR, pv_name)
