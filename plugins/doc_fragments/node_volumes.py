@@ -1,0 +1,127 @@
+# -*- coding: utf-8 -*-
+# Copyright: kubevol contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+
+class ModuleDocFragment(object):
+
+    # kubelet_dir and node_name only (node_volume_facts)
+    NODE = r'''
+options:
+  kubelet_dir:
+    description:
+      - The kubelet root directory on the node. Every path kubevol reads or writes stays inside it (or inside a
+        driver's pool).
+    type: str
+    default: /var/lib/kubelet
+  node_name:
+    description:
+      - The Kubernetes node name of this host (used in VolumeAttachment names and C(vol_data.json)).
+      - Defaults to the host name, lower-cased, as the kubelet does.
+    type: str
+'''
+
+    # The volume modules: the volume item of docs/contracts.md section 1, plus locking.
+    DOCUMENTATION = r'''
+options:
+  kubelet_dir:
+    description:
+      - The kubelet root directory on the node. Every path kubevol reads or writes stays inside it (or inside a
+        driver's pool).
+    type: str
+    default: /var/lib/kubelet
+  node_name:
+    description:
+      - The Kubernetes node name of this host (used in VolumeAttachment names and C(vol_data.json)).
+      - Defaults to the host name, lower-cased, as the kubelet does.
+    type: str
+  run_dir:
+    description:
+      - Directory for the per-volume lock files (C(<run_dir>/locks/<sha256 of the unique volume name>.lock)).
+    type: str
+    default: /run/kubevol
+  lock_timeout:
+    description:
+      - Seconds to wait for another kubevol run that holds a volume's lock before failing with LockTimeout.
+    type: int
+    default: 60
+  volumes:
+    description:
+      - The volumes to act on, one node's whole phase in one call. A single volume is a list of one.
+      - Every name is checked before anything runs; a PV name, pod uid or handle with C(/), C(..), NUL or
+        control characters is refused.
+    type: list
+    elements: dict
+    required: true
+    suboptions:
+      pv_name:
+        description: PersistentVolume name (one path component).
+        type: str
+        required: true
+      driver:
+        description: CSI driver name (C(spec.csi.driver)), for example C(loop.kubevol.io).
+        type: str
+        required: true
+      volume_handle:
+        description:
+          - C(spec.csi.volumeHandle). For C(loop.kubevol.io) the image file name inside the pool; a handle that
+            resolves outside the pool is refused.
+        type: str
+        required: true
+      volume_attributes:
+        description: C(spec.csi.volumeAttributes); for C(loop.kubevol.io) C(pool) (default C(/var/lib/kubevol/pool)).
+        type: dict
+        default: {}
+      capacity_bytes:
+        description: PV capacity in bytes (target size for provisioning and controller expansion).
+        type: int
+      mode:
+        description: PV C(spec.volumeMode).
+        type: str
+        default: Filesystem
+        choices: [Filesystem, Block]
+      fs_type:
+        description: Filesystem to create on a blank device (Filesystem mode).
+        type: str
+        default: ext4
+        choices: [ext4, ext3, xfs, btrfs]
+      mount_options:
+        description: PV C(spec.mountOptions), one option per element.
+        type: list
+        elements: str
+        default: []
+      read_only:
+        description: The whole volume is read-only on this node.
+        type: bool
+        default: false
+      pods:
+        description:
+          - Pod mounts. For M(kubevol.volumes.node_volume_mount) the pods to publish the volume to; for
+            M(kubevol.volumes.volume_detach) the pod mounts to remove.
+        type: list
+        elements: dict
+        default: []
+        suboptions:
+          uid:
+            description: Pod UID (one path component).
+            type: str
+            required: true
+          name:
+            description: C(namespace/name) of the pod, for messages.
+            type: str
+            default: ''
+          read_only:
+            description: Publish read-only to this pod.
+            type: bool
+            default: false
+      detach:
+        description:
+          - M(kubevol.volumes.volume_detach) only. After the pod unmounts, also unmount the global mount and detach
+            the device. Other modules ignore it.
+        type: bool
+        default: true
+'''

@@ -1,0 +1,70 @@
+# -*- coding: utf-8 -*-
+# Copyright: kubevol contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Filters the reconcile role uses to run a plan phase by phase (see module_utils/executor.py)."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible.errors import AnsibleFilterError
+from ansible_collections.kubevol.volumes.plugins.module_utils import executor
+
+
+def _node_of(hostvars, host):
+    return hostvars[host].get("kubevol_node_name") or host
+
+
+def node_results(hostvars, hosts, var_name):
+    """{Kubernetes node name: the result registered as var_name on that host}."""
+    results = {}
+    for host in hosts:
+        result = hostvars[host].get(var_name)
+        results[_node_of(hostvars, host)] = dict(result) if isinstance(result, dict) else None
+    return results
+
+
+def node_facts_map(hostvars, hosts, var_name):
+    """The planner's node_facts: facts of each reachable node, reachable=false with the error otherwise."""
+    facts = {}
+    for host in hosts:
+        node = _node_of(hostvars, host)
+        result = hostvars[host].get(var_name)
+        if isinstance(result, dict) and result.get("node_facts") and not result.get("failed"):
+            facts[node] = dict(result["node_facts"], node_name=node, reachable=True)
+        else:
+            error = (result or {}).get("msg") if isinstance(result, dict) else None
+            facts[node] = {"node_name": node, "reachable": False,
+                           "error": error or "no node facts were gathered from host %s" % host}
+    return facts
+
+
+def phase_items(plan, phase, node, failures=None):
+    try:
+        return executor.phase_items(plan, phase, node, failures)
+    except KeyError as e:
+        raise AnsibleFilterError("kubevol phase_items: unknown phase or malformed plan step: %s" % e)
+
+
+def phase_forced(plan, phase, node, failures=None):
+    return any(step.get("forced") for step in executor.phase_steps(plan, phase, node, failures))
+
+
+def phase_outcome(plan, phase, results, failures=None):
+    return executor.phase_outcome(plan, phase, results, failures)
+
+
+def detach_request_records(plan_result):
+    return executor.detach_request_records(plan_result)
+
+
+class FilterModule(object):
+    def filters(self):
+        return {
+            "node_results": node_results,
+            "node_facts_map": node_facts_map,
+            "phase_items": phase_items,
+            "phase_forced": phase_forced,
+            "phase_outcome": phase_outcome,
+            "detach_request_records": detach_request_records,
+        }

@@ -1,0 +1,135 @@
+# -*- coding: utf-8 -*-
+# Copyright: kubevol contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Actual state of world: what is attached (from the cluster) and mounted (from node facts).
+
+Attach level is rebuilt as the A/D controller does at start-up
+(attach_detach_controller.go populateActualStateOfWorld, processVolumeAttachments):
+node.status.volumesAttached on every node is confirmed; a VolumeAttachment with an
+existing PV that node status does not list is uncertain; node.status.volumesInUse is
+mountedByNode. Mount level comes from node facts (docs/contracts.md section 2), as the
+kubelet reconstructs it from its directories. A node without facts has an unknown mount
+level; a node with ``reachable: false`` blocks every step on it.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from collections import namedtuple
+
+from ansible_collections.kubevol.volumes.plugins.module_utils.cluster import annotation
+from ansible_collections.kubevol.volumes.plugins.module_utils.errors import InvalidInput
+from ansible_collections.kubevol.volumes.plugins.module_utils.names import (
+    DETACH_REQUESTED_AT_ANNOTATION, unique_volume_name)
+
+ATTACHED = "attached"
+UNCERTAIN = "uncertain"
+
+AttachedVolume = namedtuple("AttachedVolume", "unique_name node pv_name state device_path va_name "
+                                              "detach_requested_at")
+PodMount = namedtuple("PodMount", "pod_uid pv_name unique_name mode mounted read_only path")
+NodeMounts = namedtuple("NodeMounts", "node reachable error devices global_mounts pod_mounts")
+NodeMounts.__doc__ = """devices and global_mounts: {unique name: facts dict}; pod_mounts: {(pod uid, pv): PodMount}."""
+ActualState = namedtuple("ActualState", "attached in_use node_facts confirmed_nodes")
+ActualState.__doc__ = """attached: {(unique name, node): AttachedVolume}; in_use: {(unique name, node)} from
+volumesInUse; node_facts: {node: NodeMounts} (absent: unknown); confirmed_nodes: {unique name: {node}} of
+confirmed attachments only (the multi-attach check ignores uncertain ones)."""
+
+
+def _facts_list(facts, key, node):
+    value = facts.get(key) or []
+    if not isinstance(value, list):
+        raise InvalidInput(field="node_facts[%s].%s" % (node, key), value=type(value).__name__, reason="must be a list")
+    for i, entry in enumerate(value):
+        if not isinstance(entry, dict):
+            raise InvalidInput(field="node_facts[%s].%s[%d]" % (node, key, i), value=entry, reason="must be a mapping")
+    return value
+
+
+def _require(entry, key, node, where, i):
+    value = entry.get(key)
+    if not isinstance(value, str) or not value:
+        raise InvalidInput(field="node_facts[%s].%s[%d].%s" % (node, where, i, key), value=value,
+                           reason="must be a non-empty string")
+    return value
+
+
+def node_mounts_from_facts(node, facts, pv_by_name):
+    """Validate one node's facts (contracts.md section 2) into NodeMounts."""
+    if not isinstance(facts, dict):
+        raise InvalidInput(field="node_facts[%s]" % node, value=type(facts).__name__, reason="must be a mapping")
+    if facts.get("reachable", True) is False:
+        return NodeMounts(node, False, facts.get("error") or "no error given", {}, {}, {})
+    devices = {}
+    for i, dev in enumerate(_facts_list(facts, "devices", node)):
+        devices[_require(dev, "unique_volume_name", node, "devices", i)] = dev
+    global_mounts = {}
+    for i, gm in enumerate(_facts_list(facts, "global_mounts", node)):
+        global_mounts[_require(gm, "unique_volume_name", node, "global_mounts", i)] = gm
+    pod_mounts = {}
+    for i, pm in enumerate(_facts_list(facts, "pod_mounts", node)):
+        uid = _require(pm, "pod_uid", node, "pod_mounts", i)
+        pv_name = _require(pm, "pv_name", node, "pod_mounts", i)
+        unique = pm.get("unique_volume_name")
+        if not unique:
+            pv = pv_by_name.get(pv_name)
+            unique = unique_volume_name(pv.csi.driver, pv.csi.volume_handle) if pv is not None and pv.csi else None
+        pod_mounts[(uid, pv_name)] = PodMount(uid, pv_name, unique, pm.get("mode") or "Filesystem",
+                                              bool(pm.get("mounted")), bool(pm.get("read_only")), pm.get("path"))
+    return NodeMounts(node, True, None, devices, global_mounts, pod_mounts)
+
+
+def build_actual_state(index, node_facts=None):
+    """Attach level from the cluster, mount level from node facts ({node name: facts})."""
+    attached = {}
+    in_use = set()
+    confirmed = {}
+    pv_by_unique = index.pv_by_unique_name
+    va_by_pair = index.va_by_pair
+    for node in index.cluster.nodes:
+        name = node.name
+        for status in node.volumes_attached:
+            pv = pv_by_unique.get(status.name)
+            pv_name = pv.name if pv is not None else None
+            va = va_by_pair.get((pv_name, name)) if pv_name else None
+            attached[(status.name, name)] = AttachedVolume(
+                status.name, name, pv_name, ATTACHED, status.device_path, va.name if va else None,
+                annotation(va, DETACH_REQUESTED_AT_ANNOTATION) if va else None)
+            confirmed.setdefault(status.name, set()).add(name)
+        for unique in node.volumes_in_use:
+            in_use.add((unique, name))
+    csidriver = index.csidriver_by_name
+    for va in index.cluster.volume_attachments:
+        pv = index.pv_by_name.get(va.pv_name) if va.pv_name else None
+        if pv is None or pv.csi is None:
+            continue  # processVolumeAttachments skips VAs without an existing PV
+        driver = csidriver.get(pv.csi.driver)
+        if driver is not None and not driver.attach_required:
+            continue  # not attachable: no attacher plugin
+        pair = (unique_volume_name(pv.csi.driver, pv.csi.volume_handle), va.node_name)
+        if pair not in attached:
+            attached[pair] = AttachedVolume(pair[0], va.node_name, pv.name, UNCERTAIN, va.device_path, va.name,
+                                            annotation(va, DETACH_REQUESTED_AT_ANNOTATION))
+    mounts = {}
+    if node_facts:
+        if not isinstance(node_facts, dict):
+            raise InvalidInput(field="node_facts", value=type(node_facts).__name__,
+                               reason="must be a mapping of node name to facts")
+        for node, facts in node_facts.items():
+            mounts[node] = node_mounts_from_facts(node, facts, index.pv_by_name)
+    return ActualState(attached, in_use, mounts, confirmed)
+
+
+def summarize_actual(actual):
+    per_node = {}
+    uncertain = 0
+    for (unique, node), av in actual.attached.items():
+        per_node.setdefault(node, []).append(av.pv_name or unique)
+        uncertain += av.state == UNCERTAIN
+    unreachable = sorted(n for n, f in actual.node_facts.items() if not f.reachable)
+    return {"attached": len(actual.attached), "uncertain": uncertain, "in_use": len(actual.in_use),
+            "nodes_with_facts": len(actual.node_facts), "unreachable_nodes": unreachable,
+            "pod_mounts": sum(len(f.pod_mounts) for f in actual.node_facts.values()),
+            "global_mounts": sum(len(f.global_mounts) for f in actual.node_facts.values()),
+            "per_node": dict((n, sorted(v)) for n, v in sorted(per_node.items()))}

@@ -1,0 +1,392 @@
+# -*- coding: utf-8 -*-
+# Copyright: kubevol contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The cluster as plain, read-only objects, loaded from a Kubernetes List.
+
+Input is what ``kubectl get nodes,pods,pv,pvc,volumeattachments,csidrivers -A
+-o yaml`` (or ``-o json``) prints, multi-document YAML, or the same data already
+parsed. Only the fields the planner reads are kept; sizes become integer bytes
+(quantity.py). Unknown kinds are ignored; a malformed object raises
+MalformedObject naming the object and the field.
+
+Loading must stay cheap at 150,000 pods: objects are NamedTuples built straight
+from the dicts, and field names are tracked in a local string, not per-field
+helper calls.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import json
+from collections import namedtuple
+
+from ansible_collections.kubevol.volumes.plugins.module_utils.errors import (
+    InvalidInput, MalformedObject, QuantityError)
+from ansible_collections.kubevol.volumes.plugins.module_utils.names import MANAGED_ATTACH_DETACH_ANNOTATION
+from ansible_collections.kubevol.volumes.plugins.module_utils.quantity import to_bytes
+
+try:
+    import yaml
+    try:
+        _YamlLoader = yaml.CSafeLoader
+    except AttributeError:  # libyaml not built
+        _YamlLoader = yaml.SafeLoader
+    HAS_YAML = True
+except ImportError:  # pragma: no cover - depends on the host
+    yaml = None
+    HAS_YAML = False
+
+Taint = namedtuple("Taint", "key value effect")
+AttachedVolumeStatus = namedtuple("AttachedVolumeStatus", "name device_path")
+Node = namedtuple("Node", "name annotations taints ready volumes_attached volumes_in_use")
+Node.__doc__ = """annotations: tuple of (key, value); ready: True, False or None (no Ready condition)."""
+
+PodVolume = namedtuple("PodVolume", "name kind claim_name read_only driver")
+PodVolume.__doc__ = """kind: the volume source key (persistentVolumeClaim, ephemeral, csi, nfs, ...).
+claim_name: the PVC for persistentVolumeClaim and ephemeral (<pod>-<volume>) volumes, else None."""
+VolumeMount = namedtuple("VolumeMount", "name read_only")
+Pod = namedtuple("Pod", "namespace name uid node_name phase deletion_timestamp container_states "
+                        "volumes volume_mounts volume_devices")
+Pod.__doc__ = """container_states: one of running/terminated/waiting per init, regular and ephemeral
+container status. volume_mounts: VolumeMount per container mount; volume_devices: names."""
+
+ClaimRef = namedtuple("ClaimRef", "namespace name uid")
+CSISource = namedtuple("CSISource", "driver volume_handle fs_type read_only volume_attributes")
+PersistentVolume = namedtuple("PersistentVolume", "name capacity_bytes access_modes volume_mode mount_options "
+                                                  "claim_ref csi source_kind")
+PersistentVolumeClaim = namedtuple("PersistentVolumeClaim", "namespace name uid phase volume_name request_bytes "
+                                                            "capacity_bytes access_modes conditions owner_uids")
+VolumeAttachment = namedtuple("VolumeAttachment", "name attacher node_name pv_name attached device_path annotations")
+CSIDriver = namedtuple("CSIDriver", "name attach_required")
+Cluster = namedtuple("Cluster", "nodes pods persistent_volumes claims volume_attachments csi_drivers")
+
+_EMPTY = {}
+_NOT_SOURCE_KEYS = frozenset(("name",))
+_PV_NOT_SOURCE_KEYS = frozenset(("capacity", "accessModes", "volumeMode", "mountOptions", "claimRef",
+                                 "persistentVolumeReclaimPolicy", "storageClassName", "nodeAffinity",
+                                 "volumeAttributesClassName"))
+
+
+def pod_key(pod):
+    return pod.namespace + "/" + pod.name
+
+
+def node_is_managed(node):
+    """attach_detach_controller.go addNodeToDswp: the annotation key alone decides."""
+    return any(key == MANAGED_ATTACH_DETACH_ANNOTATION for key, _value in node.annotations)
+
+
+def annotation(obj, key, default=None):
+    for k, v in obj.annotations:
+        if k == key:
+            return v
+    return default
+
+
+def _pairs(mapping, where):
+    if not mapping:
+        return ()
+    if not isinstance(mapping, dict):
+        raise TypeError("%s must be a mapping" % where)
+    return tuple(sorted((str(k), str(v)) for k, v in mapping.items()))
+
+
+def _name_of(obj):
+    meta = obj.get("metadata") if isinstance(obj, dict) else None
+    if not isinstance(meta, dict):
+        return "<no metadata>"
+    name = meta.get("name")
+    ns = meta.get("namespace")
+    return "%s/%s" % (ns, name) if ns else str(name)
+
+
+def _require_str(value, what):
+    if type(value) is not str or not value:
+        raise TypeError("%s must be a non-empty string, got %r" % (what, value))
+    return value
+
+
+def _node(obj):
+    where = "metadata"
+    meta = obj["metadata"]
+    name = _require_str(meta["name"], "metadata.name")
+    annotations = _pairs(meta.get("annotations"), "metadata.annotations")
+    where = "spec.taints"
+    taints = tuple(Taint(t["key"], t.get("value"), t.get("effect")) for t in (obj.get("spec") or _EMPTY).get("taints") or ())
+    status = obj.get("status") or _EMPTY
+    where = "status.conditions"
+    ready = None
+    for cond in status.get("conditions") or ():
+        if cond["type"] == "Ready":
+            ready = cond.get("status") == "True"
+    where = "status.volumesAttached"
+    attached = tuple(AttachedVolumeStatus(_require_str(v["name"], "name"), v.get("devicePath") or "")
+                     for v in status.get("volumesAttached") or ())
+    where = "status.volumesInUse"
+    in_use = tuple(_require_str(v, "entry") for v in status.get("volumesInUse") or ())
+    return Node(name, annotations, taints, ready, attached, in_use)
+
+
+def _container_states(status):
+    states = []
+    for key in ("initContainerStatuses", "containerStatuses", "ephemeralContainerStatuses"):
+        for cs in status.get(key) or ():
+            state = cs.get("state") or _EMPTY
+            states.append("terminated" if "terminated" in state else "waiting" if "waiting" in state
+                          else "running" if "running" in state else "waiting")
+    return tuple(states)
+
+
+def _pod_volume(pod_name, vol):
+    name = _require_str(vol["name"], "spec.volumes[].name")
+    if "persistentVolumeClaim" in vol:
+        src = vol["persistentVolumeClaim"]
+        return PodVolume(name, "persistentVolumeClaim", _require_str(src["claimName"], "claimName"),
+                         bool(src.get("readOnly")), None)
+    if "ephemeral" in vol:
+        # util.go CreateVolumeSpec: a generic ephemeral volume's claim is <pod>-<volume>
+        return PodVolume(name, "ephemeral", pod_name + "-" + name, False, None)
+    if "csi" in vol:
+        src = vol["csi"]
+        return PodVolume(name, "csi", None, bool(src.get("readOnly")), src["driver"])
+    kind = next((k for k in vol if k not in _NOT_SOURCE_KEYS), "unknown")
+    return PodVolume(name, kind, None, False, None)
+
+
+def _pod(obj):
+    where = "metadata"
+    meta = obj["metadata"]
+    name = _require_str(meta["name"], "metadata.name")
+    namespace = meta.get("namespace") or "default"
+    uid = _require_str(meta.get("uid"), "metadata.uid")
+    spec = obj["spec"]
+    where = "spec.nodeName"
+    node_name = spec.get("nodeName") or ""
+    status = obj.get("status") or _EMPTY
+    where = "status"
+    phase = status.get("phase") or "Pending"
+    states = _container_states(status)
+    where = "spec.volumes"
+    volumes = tuple(_pod_volume(name, v) for v in spec.get("volumes") or ())
+    where = "spec.containers"
+    mounts = []
+    devices = []
+    for key in ("initContainers", "containers", "ephemeralContainers"):
+        for container in spec.get(key) or ():
+            for m in container.get("volumeMounts") or ():
+                mounts.append(VolumeMount(m["name"], bool(m.get("readOnly"))))
+            for d in container.get("volumeDevices") or ():
+                devices.append(d["name"])
+    return Pod(namespace, name, uid, node_name, phase, meta.get("deletionTimestamp"), states, volumes,
+               tuple(mounts), tuple(devices))
+
+
+def _pv(obj):
+    where = "metadata.name"
+    name = _require_str(obj["metadata"]["name"], "metadata.name")
+    spec = obj["spec"]
+    where = "spec.capacity.storage"
+    storage = (spec.get("capacity") or _EMPTY).get("storage")
+    capacity = to_bytes(storage, where) if storage is not None else 0
+    where = "spec.claimRef"
+    ref = spec.get("claimRef")
+    claim_ref = ClaimRef(ref.get("namespace"), ref.get("name"), ref.get("uid")) if ref else None
+    where = "spec.csi"
+    csi = spec.get("csi")
+    if csi is not None:
+        csi = CSISource(_require_str(csi["driver"], "driver"), _require_str(csi["volumeHandle"], "volumeHandle"),
+                        csi.get("fsType") or "", bool(csi.get("readOnly")),
+                        _pairs(csi.get("volumeAttributes"), "volumeAttributes"))
+        source_kind = "csi"
+    else:
+        source_kind = next((k for k in spec if k not in _PV_NOT_SOURCE_KEYS), "unknown")
+    where = "spec.accessModes"
+    modes = tuple(spec.get("accessModes") or ())
+    where = "spec.mountOptions"
+    options = tuple(spec.get("mountOptions") or ())
+    return PersistentVolume(name, capacity, modes, spec.get("volumeMode") or "Filesystem", options, claim_ref, csi,
+                            source_kind)
+
+
+def _pvc(obj):
+    where = "metadata"
+    meta = obj["metadata"]
+    name = _require_str(meta["name"], "metadata.name")
+    spec = obj.get("spec") or _EMPTY
+    status = obj.get("status") or _EMPTY
+    where = "spec.resources.requests.storage"
+    request = ((spec.get("resources") or _EMPTY).get("requests") or _EMPTY).get("storage")
+    request = to_bytes(request, where) if request is not None else 0
+    where = "status.capacity.storage"
+    capacity = (status.get("capacity") or _EMPTY).get("storage")
+    capacity = to_bytes(capacity, where) if capacity is not None else None
+    where = "status.conditions"
+    conditions = tuple(c["type"] for c in status.get("conditions") or ())
+    where = "metadata.ownerReferences"
+    owners = tuple(o["uid"] for o in meta.get("ownerReferences") or ())
+    return PersistentVolumeClaim(meta.get("namespace") or "default", name, meta.get("uid"),
+                                 status.get("phase") or "Pending", spec.get("volumeName") or "", request, capacity,
+                                 tuple(spec.get("accessModes") or ()), conditions, owners)
+
+
+def _va(obj):
+    where = "metadata"
+    meta = obj["metadata"]
+    name = _require_str(meta["name"], "metadata.name")
+    where = "spec"
+    spec = obj["spec"]
+    status = obj.get("status") or _EMPTY
+    annotations = _pairs(meta.get("annotations"), "metadata.annotations")
+    pv_name = (spec.get("source") or _EMPTY).get("persistentVolumeName")
+    where = "status.attachmentMetadata"
+    device_path = (status.get("attachmentMetadata") or _EMPTY).get("devicePath") or ""
+    return VolumeAttachment(name, spec.get("attacher"), _require_str(spec["nodeName"], "spec.nodeName"), pv_name,
+                            bool(status.get("attached")), device_path, annotations)
+
+
+def _csidriver(obj):
+    name = _require_str(obj["metadata"]["name"], "metadata.name")
+    required = (obj.get("spec") or _EMPTY).get("attachRequired")
+    # csi_plugin.go skipAttach: nil attachRequired means attach is required
+    return CSIDriver(name, True if required is None else bool(required))
+
+
+_BUILDERS = {
+    "Node": (_node, 0), "Pod": (_pod, 1), "PersistentVolume": (_pv, 2), "PersistentVolumeClaim": (_pvc, 3),
+    "VolumeAttachment": (_va, 4), "CSIDriver": (_csidriver, 5),
+}
+
+
+def _field_of(builder, obj, exc):
+    """Which field failed: read the builder's `where` marker from the failing frame."""
+    tb = exc.__traceback__
+    field = None
+    while tb is not None:
+        if tb.tb_frame.f_code is builder.__code__:
+            field = tb.tb_frame.f_locals.get("where")
+        tb = tb.tb_next
+    return field or "metadata"
+
+
+def _reason(exc):
+    if isinstance(exc, KeyError):
+        return "missing key %s" % exc
+    if isinstance(exc, QuantityError):
+        return exc.msg
+    return str(exc) or exc.__class__.__name__
+
+
+def iter_items(data):
+    """The objects of a List (or of several documents, each a List or one object)."""
+    docs = data if isinstance(data, (list, tuple)) else (data,)
+    for doc in docs:
+        if doc is None:
+            continue
+        if not isinstance(doc, dict):
+            raise InvalidInput(field="cluster", value=type(doc).__name__, reason="expected a Kubernetes List or object")
+        if "items" in doc and (doc.get("kind") or "List").endswith("List"):
+            items = doc.get("items") or ()
+            if not isinstance(items, list):
+                raise InvalidInput(field="cluster items", value=type(items).__name__, reason="must be a list")
+            for item in items:
+                yield item
+        else:
+            yield doc
+
+
+def cluster_from_data(data):
+    """Build a Cluster from parsed data: a List dict, a list of documents, or one object."""
+    buckets = ([], [], [], [], [], [])
+    builders = _BUILDERS
+    for obj in iter_items(data):
+        if not isinstance(obj, dict):
+            raise MalformedObject(kind="item", name="?", field="", reason="not a mapping: %r" % (obj,))
+        entry = builders.get(obj.get("kind"))
+        if entry is None:
+            continue
+        builder, slot = entry
+        try:
+            buckets[slot].append(builder(obj))
+        except (KeyError, TypeError, AttributeError, ValueError, QuantityError) as exc:
+            raise MalformedObject(kind=obj.get("kind"), name=_name_of(obj), field=_field_of(builder, obj, exc),
+                                  reason=_reason(exc))
+    return Cluster(*(tuple(b) for b in buckets))
+
+
+def parse_text(text, source="cluster"):
+    """JSON or (multi-document) YAML text to data."""
+    stripped = text.lstrip()
+    if stripped[:1] in ("{", "["):
+        try:
+            return json.loads(text)
+        except ValueError:
+            pass  # YAML flow style is also valid JSON-looking text
+    if not HAS_YAML:
+        raise InvalidInput(field=source, value="<yaml>", reason="PyYAML is required to read YAML; install PyYAML "
+                           "or give the List as JSON")
+    try:
+        docs = [d for d in yaml.load_all(text, Loader=_YamlLoader) if d is not None]
+    except yaml.YAMLError as exc:
+        raise InvalidInput(field=source, value="<text>", reason="not valid JSON or YAML: %s" % exc)
+    return docs[0] if len(docs) == 1 else docs
+
+
+def load_cluster_file(path):
+    """Read a List file (JSON or YAML) into a Cluster; also returns the raw data for scope queries."""
+    try:
+        with open(path, "r") as handle:
+            text = handle.read()
+    except (IOError, OSError) as exc:
+        raise InvalidInput(field="cluster_state", value=path, reason="cannot read it: %s" % exc)
+    data = parse_text(text, path)
+    return cluster_from_data(data), data
+
+
+class ClusterIndex:
+    """Dict lookups over a Cluster, built once: pv by name, pvc by ns/name, csidriver and node by name,
+    pods by node, and the PV behind each CSI unique volume name."""
+
+    __slots__ = ("cluster", "pv_by_name", "pvc_by_key", "csidriver_by_name", "node_by_name", "pods_by_node",
+                 "pv_by_unique_name", "va_by_pair")
+
+    def __init__(self, cluster):
+        from ansible_collections.kubevol.volumes.plugins.module_utils.names import unique_volume_name
+        self.cluster = cluster
+        self.pv_by_name = dict((pv.name, pv) for pv in cluster.persistent_volumes)
+        self.pvc_by_key = dict((c.namespace + "/" + c.name, c) for c in cluster.claims)
+        self.csidriver_by_name = dict((d.name, d) for d in cluster.csi_drivers)
+        self.node_by_name = dict((n.name, n) for n in cluster.nodes)
+        pods_by_node = {}
+        for pod in cluster.pods:
+            if pod.node_name:
+                pods_by_node.setdefault(pod.node_name, []).append(pod)
+        self.pods_by_node = pods_by_node
+        self.pv_by_unique_name = dict((unique_volume_name(pv.csi.driver, pv.csi.volume_handle), pv)
+                                      for pv in cluster.persistent_volumes if pv.csi is not None)
+        self.va_by_pair = dict(((va.pv_name, va.node_name), va) for va in cluster.volume_attachments if va.pv_name)
+
+
+def select_pods(data, expression):
+    """The "ns/name" keys of the pods a JMESPath expression selects over the List's items."""
+    try:
+        import jmespath
+    except ImportError:
+        raise InvalidInput(field="scope", value=expression, reason="the jmespath Python library is required for "
+                           "scope; install jmespath")
+    try:
+        selected = jmespath.search(expression, list(iter_items(data)))
+    except jmespath.exceptions.JMESPathError as exc:
+        raise InvalidInput(field="scope", value=expression, reason="not a valid JMESPath expression: %s" % exc)
+    if selected is None:
+        return frozenset()
+    if isinstance(selected, dict):
+        selected = [selected]
+    if not isinstance(selected, list):
+        raise InvalidInput(field="scope", value=expression, reason="must select a list of pod objects")
+    keys = set()
+    for obj in selected:
+        if isinstance(obj, dict) and obj.get("kind", "Pod") == "Pod" and isinstance(obj.get("metadata"), dict):
+            meta = obj["metadata"]
+            keys.add("%s/%s" % (meta.get("namespace") or "default", meta.get("name")))
+    return frozenset(keys)

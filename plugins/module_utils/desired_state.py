@@ -1,0 +1,228 @@
+# -*- coding: utf-8 -*-
+# Copyright: kubevol contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Desired state of world: which volume each node should have attached and mounted.
+
+Attach level follows the A/D controller (pkg/controller/volume/attachdetach/util/util.go
+ProcessPodVolumes, CreateVolumeSpec; attach_detach_controller.go addNodeToDswp); mount
+level follows the kubelet's populator (pkg/kubelet/volumemanager/populator/
+desired_state_of_world_populator.go), which runs on every node. Both are keyed by
+(unique volume name, node): two pods on one node share one entry.
+
+Where Kubernetes skips a volume silently (unbound claim, missing PV, claimRef uid
+mismatch), kubevol reports it in ``blocked`` so a person can act on it.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from collections import namedtuple
+
+from ansible_collections.kubevol.volumes.plugins.module_utils.cluster import node_is_managed, annotation
+from ansible_collections.kubevol.volumes.plugins.module_utils.errors import UnknownDriver
+from ansible_collections.kubevol.volumes.plugins.module_utils.names import unique_volume_name
+
+DEFAULT_KNOWN_DRIVERS = ("loop.kubevol.io",)
+DEFAULT_FS_TYPE = "ext4"
+KEEP_TERMINATED_POD_VOLUMES_ANNOTATION = "volumes.kubernetes.io/keep-terminated-pod-volumes"
+
+# in-tree plugins with an attacher.go that kubevol has no backend for
+IN_TREE_ATTACHABLE = frozenset(("gcePersistentDisk", "awsElasticBlockStore", "azureDisk", "cinder", "vsphereVolume",
+                                "iscsi", "fc", "rbd", "flexVolume"))
+
+VolumeSpec = namedtuple("VolumeSpec", "pv_name unique_name driver volume_handle volume_attributes capacity_bytes "
+                                      "mode fs_type mount_options read_only multi_attach_allowed attachable "
+                                      "claim_key request_bytes claim_capacity_bytes")
+VolumeSpec.__doc__ = """One bound CSI PV with a known driver, resolved once however many pods use it."""
+
+PodToMount = namedtuple("PodToMount", "uid name read_only")
+NodeVolume = namedtuple("NodeVolume", "spec node attach pods mount_pods read_only")
+NodeVolume.__doc__ = """One (volume, node) pair. attach: the A/D controller attaches it here (managed node,
+attachable volume). pods: "ns/name" of every pod that references it (multi-attach messages).
+mount_pods: PodToMount for each pod whose containers mount or map it. read_only: the whole volume
+is read-only on this node (PV source readOnly, or every pod's claim source readOnly)."""
+
+DesiredState = namedtuple("DesiredState", "volumes blocked skipped pods_considered protected_pairs "
+                                          "protected_pod_uids pod_by_uid")
+DesiredState.__doc__ = """volumes: {(unique name, node): NodeVolume}. blocked: [{node, volume, pod, reason}].
+skipped: volumes that are not kubevol's business (nfs, emptyDir, inline CSI, ...). protected_pairs and
+protected_pod_uids: what pods outside `scope` use; never torn down. pod_by_uid: uid -> "ns/name"."""
+
+
+def is_pod_terminated(pod):
+    """pkg/volume/util/util.go IsPodTerminated: Failed/Succeeded, or deleted with no container running."""
+    if pod.phase in ("Failed", "Succeeded"):
+        return True
+    return bool(pod.deletion_timestamp) and all(s != "running" for s in pod.container_states)
+
+
+def is_multi_attach_allowed(access_modes):
+    """pkg/volume/util/util.go IsMultiAttachAllowed for a PV: no modes, RWX or ROX allow it."""
+    if not access_modes:
+        return True
+    return "ReadWriteMany" in access_modes or "ReadOnlyMany" in access_modes
+
+
+class _Resolver:
+    """PVC -> bound PV -> VolumeSpec, cached per claim (util.go getPVCFromCache, getPVSpecFromCache)."""
+
+    def __init__(self, index, known_drivers):
+        self.index = index
+        self.known = tuple(known_drivers)
+        self.cache = {}
+
+    def resolve(self, claim_key):
+        """A VolumeSpec, None (not kubevol's business) or a str reason (blocked)."""
+        try:
+            return self.cache[claim_key]
+        except KeyError:
+            result = self.cache[claim_key] = self._resolve(claim_key)
+            return result
+
+    def _resolve(self, claim_key):
+        pvc = self.index.pvc_by_key.get(claim_key)
+        if pvc is None:
+            return "PVC %s not found; create it or fix the pod's claimName" % claim_key
+        if pvc.phase != "Bound" or not pvc.volume_name:
+            return ("PVC %s has non-bound phase (%r) or empty pvc.Spec.VolumeName (%r); wait for it to bind or "
+                    "check its StorageClass and PV" % (claim_key, pvc.phase, pvc.volume_name))
+        pv = self.index.pv_by_name.get(pvc.volume_name)
+        if pv is None:
+            return "PV %s bound by PVC %s not found; restore the PV or re-create the claim" % (pvc.volume_name,
+                                                                                              claim_key)
+        if pv.claim_ref is None:
+            return "PV %s is not yet bound to the claim %s (no spec.claimRef)" % (pv.name, claim_key)
+        if pv.claim_ref.uid != pvc.uid:
+            return ("PV %s claimRef uid %s does not match PVC %s uid %s; the PV is bound to another (older) claim"
+                    % (pv.name, pv.claim_ref.uid, claim_key, pvc.uid))
+        if pv.csi is None:
+            if pv.source_kind in IN_TREE_ATTACHABLE:
+                return "PV %s uses in-tree %s: no kubevol backend for it" % (pv.name, pv.source_kind)
+            return None
+        csi = pv.csi
+        if csi.driver not in self.known:
+            return UnknownDriver(driver=csi.driver, volume=pv.name, known=", ".join(self.known)).msg
+        driver_object = self.index.csidriver_by_name.get(csi.driver)
+        # csi_plugin.go skipAttach: no CSIDriver object means attach is required
+        return volume_spec(pv, pvc, driver_object is None or driver_object.attach_required)
+
+
+def volume_spec(pv, pvc, attachable):
+    """A VolumeSpec for a CSI PV (pvc None: a PV only actual state still refers to)."""
+    csi = pv.csi
+    return VolumeSpec(pv.name, unique_volume_name(csi.driver, csi.volume_handle), csi.driver, csi.volume_handle,
+                      csi.volume_attributes, pv.capacity_bytes, pv.volume_mode, csi.fs_type or DEFAULT_FS_TYPE,
+                      pv.mount_options, csi.read_only, is_multi_attach_allowed(pv.access_modes), attachable,
+                      pvc.namespace + "/" + pvc.name if pvc else None, pvc.request_bytes if pvc else 0,
+                      pvc.capacity_bytes if pvc else None)
+
+
+def _volume_uses(pod):
+    """{volume name: (mode used, all mounts read-only)}: what the pod's containers mount or map."""
+    uses = {}
+    for mount in pod.volume_mounts:
+        mode, ro = uses.get(mount.name, ("Filesystem", True))
+        uses[mount.name] = ("Filesystem", ro and mount.read_only)
+    for name in pod.volume_devices:
+        uses[name] = ("Block", False)
+    return uses
+
+
+def _blocked(node, volume, pod, reason):
+    return {"node": node, "volume": volume, "pod": pod, "reason": reason}
+
+
+def build_desired_state(index, known_drivers=DEFAULT_KNOWN_DRIVERS, scope=None):
+    """Walk pods once. scope: a set of "ns/name" pod keys to consider, or None for all pods."""
+    resolver = _Resolver(index, known_drivers)
+    node_managed = {}
+    keep_terminated = {}
+    for node in index.cluster.nodes:
+        node_managed[node.name] = node_is_managed(node)
+        keep_terminated[node.name] = annotation(node, KEEP_TERMINATED_POD_VOLUMES_ANNOTATION) == "true"
+    building = {}
+    blocked = []
+    skipped = 0
+    considered = 0
+    protected_pairs = set()
+    protected_uids = set()
+    pod_by_uid = {}
+    for pod in index.cluster.pods:
+        key = pod.namespace + "/" + pod.name
+        pod_by_uid[pod.uid] = key
+        in_scope = scope is None or key in scope
+        if not in_scope:
+            protected_uids.add(pod.uid)
+        node = pod.node_name
+        if not node:  # attach_detach_controller.go podAdd: unscheduled pods are ignored
+            continue
+        if is_pod_terminated(pod) and not keep_terminated.get(node):
+            continue
+        if in_scope:
+            considered += 1
+        if not pod.volumes:
+            continue
+        if node not in node_managed:
+            if in_scope:
+                blocked.append(_blocked(node, None, key, "pod is scheduled to node %s, which does not exist" % node))
+            continue
+        managed = node_managed[node]
+        uses = _volume_uses(pod)
+        for volume in pod.volumes:
+            claim = volume.claim_name
+            if claim is None:
+                if volume.kind in IN_TREE_ATTACHABLE and in_scope:
+                    blocked.append(_blocked(node, "%s/%s" % (key, volume.name), key,
+                                            "in-tree %s volume: no kubevol backend for it" % volume.kind))
+                else:
+                    skipped += in_scope  # nfs, emptyDir, inline CSI, ...: the kubelet's or nobody's
+                continue
+            spec = resolver.resolve(pod.namespace + "/" + claim)
+            if spec is None:
+                skipped += in_scope
+                continue
+            if spec.__class__ is str:
+                if in_scope:
+                    blocked.append(_blocked(node, None, key, spec))
+                continue
+            if volume.kind == "ephemeral" and pod.uid not in resolver.index.pvc_by_key[spec.claim_key].owner_uids:
+                if in_scope:
+                    blocked.append(_blocked(node, spec.pv_name, key, "PVC %s is not owned by pod %s (generic "
+                                            "ephemeral volume); delete the stale claim" % (spec.claim_key, key)))
+                continue
+            pair = (spec.unique_name, node)
+            if not in_scope:
+                protected_pairs.add(pair)
+                continue
+            use = uses.get(volume.name)
+            if use is not None and use[0] != spec.mode:
+                blocked.append(_blocked(node, spec.pv_name, key, "PV %s has volumeMode %s but the pod uses it as %s "
+                                        "(volumeMounts need Filesystem, volumeDevices need Block)"
+                                        % (spec.pv_name, spec.mode, use[0])))
+                continue
+            entry = building.get(pair)
+            if entry is None:
+                entry = building[pair] = [spec, managed and spec.attachable, [], [], True]
+            entry[2].append(key)
+            entry[4] = entry[4] and volume.read_only
+            if use is not None:
+                entry[3].append(PodToMount(pod.uid, key, volume.read_only or spec.read_only or use[1]))
+    volumes = {}
+    for pair, (spec, attach, pods, mount_pods, claims_ro) in building.items():
+        volumes[pair] = NodeVolume(spec, pair[1], attach, tuple(pods), tuple(mount_pods), spec.read_only or claims_ro)
+    return DesiredState(volumes, blocked, skipped, considered, frozenset(protected_pairs), frozenset(protected_uids),
+                        pod_by_uid)
+
+
+def summarize_desired(desired):
+    """Counts and per-node PV lists small enough to print."""
+    per_node = {}
+    attachments = mounts = 0
+    for nv in desired.volumes.values():
+        per_node.setdefault(nv.node, []).append(nv.spec.pv_name)
+        attachments += nv.attach
+        mounts += len(nv.mount_pods)
+    return {"pods": desired.pods_considered, "volumes": len(desired.volumes), "attachments": attachments,
+            "pod_mounts": mounts, "skipped_volumes": desired.skipped, "blocked": len(desired.blocked),
+            "per_node": dict((n, sorted(v)) for n, v in sorted(per_node.items()))}

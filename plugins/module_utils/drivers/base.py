@@ -1,0 +1,90 @@
+# -*- coding: utf-8 -*-
+# Copyright: kubevol contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The volume backend interface (one class per driver, as os-brick's connectors).
+
+A driver attaches a volume to this node and returns its device, finds the device of an attached
+volume (only looks, never creates), detaches, grows the backing volume (controller-side
+expansion), rescans on the node, and declares what it can do in ``CAPABILITIES``.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from dataclasses import dataclass
+from typing import Optional
+
+ATTACHABLE = "attachable"
+NODE_EXPAND = "node_expand"  # the filesystem must be grown on the node after the backing volume grows
+CONTROLLER_EXPAND = "controller_expand"
+BLOCK = "block"  # supports volumeMode Block
+
+
+@dataclass(frozen=True)
+class Attachment:
+    """What attach did: ``device`` is None only in check mode when it would attach."""
+    device: Optional[str]
+    attached: bool = False  # a device was attached now
+    provisioned: bool = False  # the backing volume was created now
+    adopted: bool = False  # an existing attachment was found and recorded for this node
+
+
+@dataclass(frozen=True)
+class AttachedDevice:
+    unique_volume_name: str
+    driver: str
+    volume_handle: str
+    device: str
+
+
+@dataclass(frozen=True)
+class Expansion:
+    old_bytes: int
+    new_bytes: int
+
+    @property
+    def changed(self):
+        return self.new_bytes != self.old_bytes
+
+
+class Driver:
+    """Base class: subclasses set NAME and CAPABILITIES and implement the methods below."""
+
+    NAME = None
+    CAPABILITIES = frozenset()
+
+    def __init__(self, runner, kubelet_dir, node_name):
+        self.runner = runner
+        self.kubelet_dir = kubelet_dir
+        self.node_name = node_name
+
+    def can(self, capability):
+        return capability in self.CAPABILITIES
+
+    def validate(self, item):
+        """Raise UnsafeName/InvalidInput for an item this driver must refuse. Runs before anything acts."""
+
+    def attach(self, item, provision=False, check_mode=False):
+        """Attach ``item`` to this node (idempotent); return an Attachment."""
+        raise NotImplementedError
+
+    def find_device(self, item):
+        """The device of ``item`` if it is attached to this node, else None. Never attaches."""
+        raise NotImplementedError
+
+    def detach(self, item, check_mode=False):
+        """Detach ``item`` from this node; return the device detached (or that would be), or None."""
+        raise NotImplementedError
+
+    def expand(self, item, check_mode=False):
+        """Grow the backing volume to ``item.capacity_bytes`` (never shrink); return an Expansion."""
+        raise NotImplementedError
+
+    def rescan(self, item, device, check_mode=False):
+        """Make the node see the backing volume's size; return the device size in bytes it will have."""
+        raise NotImplementedError
+
+    def attached_volumes(self):
+        """AttachedDevice for every volume of this driver attached to this node (reconstruction)."""
+        raise NotImplementedError

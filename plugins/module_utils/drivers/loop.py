@@ -1,0 +1,249 @@
+# -*- coding: utf-8 -*-
+# Copyright: kubevol contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The ``loop.kubevol.io`` driver: a volume is an image file in a pool, attached as a loop device.
+
+A loop device is identified only by the (st_dev, st_ino) of its backing file as the kernel reports
+it (``losetup -J --list -O NAME,BACK-INO,BACK-MAJ:MIN``), never by path text (``losetup -j`` falls
+back to string matching). Every node of a test cluster shares one kernel and sees every loop device,
+so the driver also keeps a per-node attachment record,
+``<kubelet_dir>/plugins/kubevol.io/loop/attachments/<sha256(handle)>.json``: a device is attached
+to *this* node only when the record and the kernel agree (the device is still backed by the
+recorded inode).
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import hashlib
+import json
+import os
+from dataclasses import dataclass
+from typing import Tuple
+
+from ansible_collections.kubevol.volumes.plugins.module_utils import names
+from ansible_collections.kubevol.volumes.plugins.module_utils.errors import (
+    DeviceNotFound, InvalidInput, ParseError, UnsafeName)
+from ansible_collections.kubevol.volumes.plugins.module_utils.drivers.base import (
+    ATTACHABLE, BLOCK, CONTROLLER_EXPAND, NODE_EXPAND, AttachedDevice, Attachment, Driver, Expansion)
+from ansible_collections.kubevol.volumes.plugins.module_utils.node import blockdev
+
+DEFAULT_POOL = "/var/lib/kubevol/pool"
+LOSETUP_LIST = ["losetup", "-J", "--list", "-O", "NAME,BACK-FILE,BACK-INO,BACK-MAJ:MIN,RO"]
+
+
+@dataclass(frozen=True)
+class LoopDevice:
+    name: str
+    back_file: str
+    back_ino: int
+    back_dev: Tuple[int, int]
+    read_only: bool = False
+
+    def backs(self, dev, ino):
+        """True when this device's backing file is the inode (st_dev ``dev``, st_ino ``ino``)."""
+        return self.back_ino == ino and self.back_dev == (os.major(dev), os.minor(dev))
+
+
+def parse_losetup(out):
+    """``losetup -J --list`` output to LoopDevice list (empty output: no loop devices)."""
+    if not out.strip():
+        return []
+    try:
+        entries = json.loads(out)["loopdevices"]
+        devices = []
+        for entry in entries:
+            major, minor = str(entry.get("back-maj:min") or "").strip().split(":")
+            devices.append(LoopDevice(name=entry["name"], back_file=entry.get("back-file") or "",
+                                      back_ino=int(entry.get("back-ino")), back_dev=(int(major), int(minor)),
+                                      read_only=entry.get("ro") in (True, 1, "1")))
+        return devices
+    except (ValueError, KeyError, TypeError, AttributeError):
+        raise ParseError(cmd=" ".join(LOSETUP_LIST), reason="expected loopdevices with BACK-INO and BACK-MAJ:MIN",
+                         output=out)
+
+
+class LoopDriver(Driver):
+    NAME = "loop.kubevol.io"
+    CAPABILITIES = frozenset((ATTACHABLE, NODE_EXPAND, CONTROLLER_EXPAND, BLOCK))
+
+    # -- paths -------------------------------------------------------------------------------------
+    @property
+    def records_dir(self):
+        return os.path.join(self.kubelet_dir, "plugins", "kubevol.io", "loop", "attachments")
+
+    def record_path(self, volume_handle):
+        return os.path.join(self.records_dir, hashlib.sha256(volume_handle.encode("utf-8")).hexdigest() + ".json")
+
+    def pool(self, item):
+        pool = item.attributes.get("pool") or DEFAULT_POOL
+        if not os.path.isabs(pool) or "\x00" in pool:
+            raise InvalidInput(field="volume_attributes.pool", value=pool, reason="must be an absolute path")
+        return os.path.realpath(pool)
+
+    def image_path(self, item):
+        """<pool>/<handle>; refused when the handle is not one component or resolves outside the pool."""
+        names.check_component("volume handle", item.volume_handle)
+        pool = self.pool(item)
+        image = os.path.join(pool, item.volume_handle)
+        if os.path.lexists(image):
+            real = os.path.realpath(image)
+            if os.path.dirname(real) != pool:
+                raise UnsafeName(field="volume handle", value=item.volume_handle,
+                                 reason="it resolves to %s, outside the pool %s" % (real, pool))
+        return image
+
+    def validate(self, item):
+        self.image_path(item)
+
+    # -- kernel and record -------------------------------------------------------------------------
+    def loop_devices(self):
+        rc, out, err = self.runner.check(LOSETUP_LIST, step="list loop devices")
+        return parse_losetup(out)
+
+    def read_record(self, volume_handle):
+        try:
+            with open(self.record_path(volume_handle)) as handle:
+                record = json.load(handle)
+            return record if isinstance(record, dict) and record.get("device") else None
+        except (IOError, OSError, ValueError):
+            return None
+
+    def write_record(self, item, image, device, st):
+        os.makedirs(self.records_dir, mode=0o750, exist_ok=True)
+        record = {"device": device, "image": image, "backing_dev": st.st_dev, "backing_ino": st.st_ino,
+                  "volume_handle": item.volume_handle, "unique_volume_name": item.unique_name,
+                  "driver": self.NAME, "node_name": self.node_name}
+        path = self.record_path(item.volume_handle)
+        with open(path + ".tmp", "w") as handle:
+            json.dump(record, handle, sort_keys=True)
+        os.rename(path + ".tmp", path)
+
+    def remove_record(self, volume_handle):
+        try:
+            os.unlink(self.record_path(volume_handle))
+        except OSError:
+            pass
+
+    def _recorded_device(self, record, devices):
+        """The recorded device if the kernel still backs it by the recorded inode, else None."""
+        for dev in devices:
+            if dev.name == record["device"] and dev.backs(record.get("backing_dev", -1), record.get("backing_ino", -1)):
+                return dev.name
+        return None
+
+    # -- the interface -----------------------------------------------------------------------------
+    def find_device(self, item):
+        record = self.read_record(item.volume_handle)
+        if not record:
+            return None
+        image = self.image_path(item)
+        try:
+            st = os.stat(image)
+            if (st.st_dev, st.st_ino) != (record.get("backing_dev"), record.get("backing_ino")):
+                return None  # the image was replaced: the record is stale
+        except OSError:
+            pass  # image deleted under an attached device: still ours to find and detach
+        return self._recorded_device(record, self.loop_devices())
+
+    def attach(self, item, provision=False, check_mode=False):
+        image = self.image_path(item)
+        provisioned = False
+        if not os.path.exists(image):
+            if not provision:
+                raise DeviceNotFound(step="attach", node=self.node_name, volume=item.pv_name,
+                                     reason="image %s does not exist; create it in the pool or run with "
+                                            "provision=true" % image)
+            if not item.capacity_bytes:
+                raise InvalidInput(field="capacity_bytes", value=item.capacity_bytes,
+                                   reason="provisioning %s needs the PV capacity" % image)
+            if check_mode:
+                return Attachment(device=None, attached=True, provisioned=True)
+            os.makedirs(os.path.dirname(image), mode=0o750, exist_ok=True)
+            fd = os.open(image, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            try:
+                os.ftruncate(fd, item.capacity_bytes)  # sparse
+            finally:
+                os.close(fd)
+            provisioned = True
+        st = os.stat(image)
+        devices = self.loop_devices()
+        record = self.read_record(item.volume_handle)
+        if record and (record.get("backing_dev"), record.get("backing_ino")) == (st.st_dev, st.st_ino):
+            device = self._recorded_device(record, devices)
+            if device:
+                return Attachment(device=device, provisioned=provisioned)
+        backing = sorted(d.name for d in devices if d.backs(st.st_dev, st.st_ino))
+        if backing:
+            # Already attached (a lost record, or another node on this shared kernel): never attach twice.
+            if not check_mode:
+                self.write_record(item, image, backing[0], st)
+            return Attachment(device=backing[0], provisioned=provisioned, adopted=True)
+        if check_mode:
+            return Attachment(device=None, attached=True)
+        argv = ["losetup", "--find", "--show"] + (["--read-only"] if item.read_only else []) + [image]
+        rc, out, err = self.runner.check(argv, step="attach",
+                                         hint="check that a free loop device exists (losetup -f) and the image is readable")
+        device = out.strip()
+        if not device.startswith("/dev/loop"):
+            raise ParseError(cmd=" ".join(argv), reason="expected a /dev/loopN path", output=out)
+        self.write_record(item, image, device, st)
+        return Attachment(device=device, attached=True, provisioned=provisioned)
+
+    def detach(self, item, check_mode=False):
+        device = self.find_device(item)
+        if check_mode:
+            return device
+        if device:
+            self.runner.check(["losetup", "-d", device], step="detach",
+                              hint="the device may still be open (mounted or used); unmount it first")
+        self.remove_record(item.volume_handle)
+        return device
+
+    def expand(self, item, check_mode=False):
+        image = self.image_path(item)
+        if not item.capacity_bytes:
+            raise InvalidInput(field="capacity_bytes", value=item.capacity_bytes,
+                               reason="controller expansion needs the target capacity")
+        try:
+            old = os.stat(image).st_size
+        except OSError as exc:
+            raise DeviceNotFound(step="expand (controller)", node=self.node_name, volume=item.pv_name,
+                                 reason="image %s: %s" % (image, exc))
+        new = max(old, item.capacity_bytes)  # never shrink
+        if new > old and not check_mode:
+            os.truncate(image, new)
+        return Expansion(old_bytes=old, new_bytes=new)
+
+    def rescan(self, item, device, check_mode=False):
+        if check_mode:
+            try:
+                return os.stat(self.image_path(item)).st_size
+            except OSError:
+                return blockdev.device_size(self.runner, device)
+        self.runner.check(["losetup", "-c", device], step="rescan (losetup -c)")
+        return blockdev.device_size(self.runner, device)
+
+    def attached_volumes(self):
+        try:
+            files = sorted(f for f in os.listdir(self.records_dir) if f.endswith(".json"))
+        except OSError:
+            return []
+        devices = None
+        found = []
+        for name in files:
+            try:
+                with open(os.path.join(self.records_dir, name)) as handle:
+                    record = json.load(handle)
+            except (IOError, OSError, ValueError):
+                continue
+            if not isinstance(record, dict) or not record.get("device") or not record.get("volume_handle"):
+                continue
+            if devices is None:
+                devices = self.loop_devices()
+            device = self._recorded_device(record, devices)
+            if device:
+                found.append(AttachedDevice(unique_volume_name=names.unique_volume_name(self.NAME, record["volume_handle"]),
+                                            driver=self.NAME, volume_handle=record["volume_handle"], device=device))
+        return found

@@ -1,0 +1,227 @@
+# -*- coding: utf-8 -*-
+# Copyright: kubevol contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Controller-side execution of a plan, phase by phase, across nodes.
+
+The planner (planner.py) decides; this module turns its ordered steps into one
+node-module call per node per phase, and turns what the nodes report back into
+the records the cluster store writes (record.py). It is pure: the reconcile role
+calls these functions through filters (plugins/filter/reconcile.py).
+
+Like the attach/detach controller's reconciler, a step whose precondition failed
+is not attempted: a failure on a volume blocks every later step of that volume
+(a failed detach on node A must not let node B attach an RWO volume), and an
+unreachable node blocks every later step on that node.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.kubevol.volumes.plugins.module_utils.names import unique_volume_name
+
+# (phase, the plan step kinds it runs, the node module that runs them)
+PHASES = (
+    ("teardown", (("unmount", "pod"), ("unmount", "device"), ("detach", "device")), "volume_detach"),
+    ("attach", (("attach", "device"),), "k8s_volume_attach"),
+    ("mount", (("mount", "device"), ("mount", "pod")), "node_volume_mount"),
+    ("expand_controller", (("expand", "controller"),), "fs_expand"),
+    ("expand_node", (("expand", "node"),), "fs_expand"),
+)
+PHASE_KINDS = dict((name, kinds) for name, kinds, _module in PHASES)
+
+
+def _step_kind(step):
+    return (step.get("action"), step.get("target"))
+
+
+def phase_steps(plan, phase, node=None, failures=None):
+    """The steps of one phase (optionally for one node), minus those blocked by earlier failures."""
+    kinds = PHASE_KINDS[phase]
+    failures = failures or {}
+    failed_nodes = failures.get("nodes", {})
+    failed_volumes = failures.get("volumes", {})
+    selected = []
+    for step in plan or ():
+        if _step_kind(step) not in kinds:
+            continue
+        if node is not None and step.get("node") != node:
+            continue
+        if step.get("node") in failed_nodes or step.get("unique_volume_name") in failed_volumes:
+            continue
+        selected.append(step)
+    return selected
+
+
+def phase_items(plan, phase, node, failures=None):
+    """Merge one node's steps of a phase into the `volumes` list of its node module call.
+
+    One item per volume (contracts.md section 1); pod-level steps add their pod to
+    the item's `pods`; teardown items say whether the device is unmounted and detached.
+    """
+    items = {}
+    order = []
+    for step in phase_steps(plan, phase, node, failures):
+        key = step["unique_volume_name"]
+        if key not in items:
+            item = dict(step.get("item") or {})
+            item["pods"] = []
+            if phase == "teardown":
+                item["unmount_device"] = False
+                item["detach"] = False
+            items[key] = item
+            order.append(key)
+        item = items[key]
+        kind = _step_kind(step)
+        if step.get("pod_uid"):
+            pod = {"uid": step["pod_uid"], "name": step.get("pod") or ""}
+            for src in (step.get("item") or {}).get("pods") or ():
+                if src.get("uid") == step["pod_uid"]:
+                    pod = dict(src)
+            if pod not in item["pods"]:
+                item["pods"].append(pod)
+        if kind == ("unmount", "device"):
+            item["unmount_device"] = True
+        elif kind == ("detach", "device"):
+            item["unmount_device"] = True
+            item["detach"] = True
+        elif phase in ("expand_controller", "expand_node") and step.get("size_to") is not None:
+            item["capacity_bytes"] = step["size_to"]
+    return [items[key] for key in order]
+
+
+def phase_nodes(plan, phase, failures=None):
+    """Node names that have work in this phase."""
+    seen = []
+    for step in phase_steps(plan, phase, None, failures):
+        if step.get("node") and step["node"] not in seen:
+            seen.append(step["node"])
+    return seen
+
+
+def _volume_outcomes(result):
+    """Map unique volume name -> True (done) / error message, from a node module result.
+
+    A module that failed as a whole reports the volumes it completed in `volumes`
+    (each with `status: ok`) or `completed`; anything else counts as failed.
+    """
+    outcomes = {}
+    failed_msg = result.get("msg") if result.get("failed") or result.get("unreachable") else None
+    for vol in result.get("volumes") or ():
+        key = vol.get("unique_volume_name") or _unique_name(vol)
+        if not key:
+            continue
+        status = vol.get("status", "ok" if not failed_msg else "failed")
+        outcomes[key] = True if status in ("ok", "skipped") else (vol.get("msg") or failed_msg or "failed")
+    for key in result.get("completed") or ():
+        outcomes[key] = True
+    return outcomes, failed_msg
+
+
+def _unique_name(item):
+    if item.get("driver") and item.get("volume_handle") is not None:
+        return unique_volume_name(item["driver"], item["volume_handle"])
+    return None
+
+
+def _find(items, key):
+    for item in items:
+        if _unique_name(item) == key:
+            return item
+    return None
+
+
+def phase_outcome(plan, phase, results, failures=None, now=None):
+    """Turn the node results of one phase into records and updated failures.
+
+    results: {node name: registered module result, or None when the node had no work}.
+    Returns {records, failures, blocked, errors}: records for cluster_volume_record,
+    the failures to carry into the next phase, and the steps reported as blocked.
+    """
+    failures = {"nodes": dict((failures or {}).get("nodes", {})),
+                "volumes": dict((failures or {}).get("volumes", {}))}
+    records, blocked, errors = [], [], []
+    for node in phase_nodes(plan, phase, failures):
+        steps = phase_steps(plan, phase, node, failures)
+        items = phase_items(plan, phase, node, failures)
+        result = (results or {}).get(node)
+        if result is None or result.get("skipped"):
+            msg = ("node %s has work in phase %s but did not run it: is it in this play's inventory "
+                   "(or limited out)? Add it, or run again without --limit" % (node, phase))
+            result = {"failed": True, "msg": msg}
+        if result.get("unreachable"):
+            failures["nodes"][node] = "node unreachable: %s" % (result.get("msg") or "")
+        outcomes, failed_msg = _volume_outcomes(result)
+        for step in steps:
+            key = step["unique_volume_name"]
+            done = outcomes.get(key, None if failed_msg else True)
+            if done is True:
+                continue
+            reason = done or failed_msg or "failed"
+            failures["volumes"].setdefault(key, "%s on node %s failed: %s" % (phase, node, reason))
+        errors.extend({"node": node, "phase": phase, "msg": failed_msg} for _ in [0] if failed_msg)
+        for item in items:
+            key = _unique_name(item)
+            if outcomes.get(key, None if failed_msg else True) is not True:
+                continue
+            records.extend(_records_for(phase, node, item, _result_volume(result, key), steps))
+    # Everything later that the new failures touch is reported, not attempted.
+    for step in plan or ():
+        if _later_than(step, phase) and (step.get("node") in failures["nodes"]
+                                         or step.get("unique_volume_name") in failures["volumes"]):
+            reason = failures["nodes"].get(step.get("node")) or failures["volumes"].get(step.get("unique_volume_name"))
+            blocked.append({"node": step.get("node"), "volume": step.get("volume"), "pod": step.get("pod"),
+                            "action": step.get("action"), "reason": "not attempted: " + reason})
+    return {"records": records, "failures": failures, "blocked": blocked, "errors": errors}
+
+
+def _later_than(step, phase):
+    names = [name for name, _kinds, _module in PHASES]
+    for name, kinds, _module in PHASES:
+        if _step_kind(step) in kinds:
+            return names.index(name) > names.index(phase)
+    return False
+
+
+def _result_volume(result, key):
+    for vol in result.get("volumes") or ():
+        if (vol.get("unique_volume_name") or _unique_name(vol)) == key:
+            return vol
+    return {}
+
+
+def _records_for(phase, node, item, outcome, steps):
+    """The cluster records Kubernetes would write after this phase succeeded for one volume."""
+    base = {"node": node, "pv_name": item["pv_name"], "driver": item["driver"],
+            "volume_handle": item["volume_handle"]}
+    key = unique_volume_name(item["driver"], item["volume_handle"])
+    if phase == "teardown":
+        if item.get("detach"):
+            return [dict(base, type="detached")]
+        if item.get("unmount_device"):
+            return [{"type": "in_use", "node": node, "unique_volume_names": [key], "in_use": False}]
+        return []
+    if phase == "attach":
+        device = outcome.get("device_path") or outcome.get("device")
+        return [dict(base, type="attached", device_path=device)]
+    if phase == "mount":
+        return [{"type": "in_use", "node": node, "unique_volume_names": [key], "in_use": True}]
+    records = []
+    for step in steps:
+        if step["unique_volume_name"] != key or step.get("capacity") is None:
+            continue
+        if phase == "expand_controller":
+            records.append({"type": "controller_expanded", "pv_name": item["pv_name"], "capacity": step["capacity"]})
+        elif phase == "expand_node" and step.get("pvc"):
+            records.append({"type": "node_expanded", "pvc": step["pvc"], "capacity": step["capacity"]})
+    return records
+
+
+def detach_request_records(plan_result):
+    """Records that keep the first time a blocked detach was requested (and clear stale ones)."""
+    records = []
+    for req in plan_result.get("detach_requests") or ():
+        records.append(dict(req, type="detach_requested"))
+    for req in plan_result.get("detach_requests_to_clear") or ():
+        records.append(dict(req, type="detach_request_cleared"))
+    return records

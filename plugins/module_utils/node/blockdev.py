@@ -1,0 +1,200 @@
+# -*- coding: utf-8 -*-
+# Copyright: kubevol contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Block devices: size, identity, waiting, and the fail-closed "is it blank?" probe.
+
+A device counts as blank only when three independent probes all positively say so (mount-utils'
+``blkid -p`` exit 2, ``lsblk`` with no fstype, pttype or children, ``wipefs`` listing no signature).
+Any failing or unparseable probe raises :class:`UnsafeToFormat`: kubevol never formats on doubt.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import json
+import os
+import stat
+import time
+from dataclasses import dataclass
+from typing import Tuple
+
+from ansible_collections.kubevol.volumes.plugins.module_utils.errors import ParseError, UnsafeToFormat
+
+BLKID_NOTHING_FOUND = 2
+
+
+def is_block_device(path):
+    try:
+        return stat.S_ISBLK(os.stat(path).st_mode)
+    except OSError:
+        return False
+
+
+def device_number(path):
+    """'major:minor' of a block device node (or of the device behind a bind-mounted node)."""
+    rdev = os.stat(path).st_rdev
+    return "%d:%d" % (os.major(rdev), os.minor(rdev))
+
+
+def device_for_number(majmin):
+    """/dev/<name> of the block device 'major:minor' (from sysfs), or None."""
+    try:
+        with open("/sys/dev/block/%s/uevent" % majmin) as handle:
+            for line in handle:
+                if line.startswith("DEVNAME="):
+                    return "/dev/" + line.strip().split("=", 1)[1]
+    except (IOError, OSError):
+        return None
+    return None
+
+
+def device_size(runner, device, step="read device size"):
+    """Size in bytes as the kernel sees it (``blockdev --getsize64``)."""
+    argv = ["blockdev", "--getsize64", device]
+    rc, out, err = runner.check(argv, step=step)
+    try:
+        return int(out.strip())
+    except ValueError:
+        raise ParseError(cmd=" ".join(argv), reason="expected an integer", output=out)
+
+
+def device_read_only(runner, device):
+    argv = ["blockdev", "--getro", device]
+    rc, out, err = runner.check(argv, step="read device read-only flag")
+    return out.strip() == "1"
+
+
+def wait_for_device(find, timeout, interval=0.5, clock=time.monotonic, sleep=time.sleep):
+    """Call ``find()`` until it returns a device path that exists, at most ``timeout`` seconds."""
+    deadline = clock() + max(0, timeout)
+    while True:
+        device = find()
+        if device and is_block_device(device):
+            return device
+        if clock() >= deadline:
+            return None
+        sleep(interval)
+
+
+def parse_blkid_export(out, cmd="blkid -p -o export"):
+    """KEY=value lines to a dict; any other line is an error (as mount-utils getDiskFormat)."""
+    values = {}
+    for line in out.splitlines():
+        line = line.strip()
+        if not line:
+            continue
+        if "=" not in line:
+            raise ParseError(cmd=cmd, reason="a line is not KEY=value", output=out)
+        key, value = line.split("=", 1)
+        values[key] = value
+    return values
+
+
+def parse_lsblk(out, cmd="lsblk -J"):
+    try:
+        devices = json.loads(out)["blockdevices"]
+        return devices[0]
+    except (ValueError, KeyError, IndexError, TypeError):
+        raise ParseError(cmd=cmd, reason="expected JSON with one blockdevices entry", output=out)
+
+
+def parse_wipefs(out, cmd="wipefs --no-act --json"):
+    """Signatures as 'type@offset' strings. Empty output is inconclusive, hence an error."""
+    try:
+        signatures = json.loads(out)["signatures"]
+        return tuple("%s@%s" % (s.get("type"), s.get("offset")) for s in signatures)
+    except (ValueError, KeyError, TypeError, AttributeError):
+        raise ParseError(cmd=cmd, reason="expected JSON with a signatures list", output=out)
+
+
+@dataclass(frozen=True)
+class Probe:
+    device: str
+    fs_type: str = ""
+    pttype: str = ""
+    lsblk_fstype: str = ""
+    children: Tuple[str, ...] = ()
+    signatures: Tuple[str, ...] = ()
+
+    @property
+    def blank(self):
+        return not (self.fs_type or self.pttype or self.lsblk_fstype or self.children or self.signatures)
+
+    def describe(self):
+        parts = []
+        if self.fs_type:
+            parts.append("a %s signature" % self.fs_type)
+        if self.pttype:
+            parts.append("a %s partition table" % self.pttype)
+        if self.children:
+            parts.append("partitions %s" % ", ".join(self.children))
+        if self.signatures:
+            parts.append("signatures %s" % ", ".join(self.signatures))
+        if self.lsblk_fstype and not self.fs_type:
+            parts.append("lsblk fstype %s" % self.lsblk_fstype)
+        return "it holds " + "; ".join(parts) if parts else "it is blank"
+
+
+def _inconclusive(runner, device, argv, rc, out, err, why):
+    return UnsafeToFormat(device=device, volume=runner.volume, node=runner.node,
+                          reason="probe `%s` %s (exit %s: %s), so the device's content is unknown"
+                          % (" ".join(argv), why, rc, (err or out or "").strip()))
+
+
+def blkid_probe(runner, device):
+    """(TYPE, PTTYPE) from ``blkid -p``; ('', '') only on exit 2 with no output."""
+    argv = ["blkid", "-p", "-s", "TYPE", "-s", "PTTYPE", "-o", "export", device]
+    rc, out, err = runner(argv)
+    if rc == BLKID_NOTHING_FOUND and not out.strip():
+        return "", ""
+    if rc != 0:
+        raise _inconclusive(runner, device, argv, rc, out, err, "failed")
+    try:
+        values = parse_blkid_export(out, " ".join(argv))
+    except ParseError:
+        raise _inconclusive(runner, device, argv, rc, out, err, "gave unparseable output")
+    if not values:
+        raise _inconclusive(runner, device, argv, rc, out, err, "succeeded without reporting anything")
+    return values.get("TYPE", ""), values.get("PTTYPE", "")
+
+
+def probe(runner, device):
+    """Run all three probes; return a Probe or raise UnsafeToFormat when any is inconclusive."""
+    if not is_block_device(device):
+        raise UnsafeToFormat(device=device, volume=runner.volume, node=runner.node,
+                             reason="it is not a block device (missing?)")
+    fs_type, pttype = blkid_probe(runner, device)
+    argv = ["lsblk", "-J", "-b", "-o", "NAME,FSTYPE,PTTYPE,TYPE", device]
+    rc, out, err = runner(argv)
+    if rc != 0:
+        raise _inconclusive(runner, device, argv, rc, out, err, "failed")
+    try:
+        entry = parse_lsblk(out, " ".join(argv))
+    except ParseError:
+        raise _inconclusive(runner, device, argv, rc, out, err, "gave unparseable output")
+    children = tuple(c.get("name", "?") for c in entry.get("children") or ())
+    argv = ["wipefs", "--no-act", "--json", device]
+    rc, out, err = runner(argv)
+    if rc != 0:
+        raise _inconclusive(runner, device, argv, rc, out, err, "failed")
+    try:
+        signatures = parse_wipefs(out, " ".join(argv))
+    except ParseError:
+        raise _inconclusive(runner, device, argv, rc, out, err, "gave no parseable answer")
+    return Probe(device=device, fs_type=fs_type, pttype=pttype or (entry.get("pttype") or ""),
+                 lsblk_fstype=entry.get("fstype") or "", children=children, signatures=signatures)
+
+
+def filesystem_type(runner, device):
+    """The filesystem type blkid sees ('' when unformatted); raises CommandFailed on a failed probe."""
+    argv = ["blkid", "-p", "-s", "TYPE", "-s", "PTTYPE", "-o", "export", device]
+    rc, out, err = runner(argv)
+    if rc == BLKID_NOTHING_FOUND and not out.strip():
+        return ""
+    if rc != 0:
+        raise runner.fail("probe filesystem", argv, rc, err or out)
+    values = parse_blkid_export(out, " ".join(argv))
+    if values.get("PTTYPE"):
+        return ""
+    return values.get("TYPE", "")

@@ -1,0 +1,89 @@
+# -*- coding: utf-8 -*-
+# Copyright: kubevol contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""What every node phase needs: runner, node name, directories, lock settings, check mode."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import os
+import socket
+
+from ansible_collections.kubevol.volumes.plugins.module_utils import names
+from ansible_collections.kubevol.volumes.plugins.module_utils.drivers import get_driver
+from ansible_collections.kubevol.volumes.plugins.module_utils.errors import InvalidInput, KubevolError
+from ansible_collections.kubevol.volumes.plugins.module_utils.node.lock import DEFAULT_RUN_DIR, VolumeLock
+from ansible_collections.kubevol.volumes.plugins.module_utils.node.runner import Runner
+from ansible_collections.kubevol.volumes.plugins.module_utils.node.volume import volume_item
+
+
+def default_node_name():
+    """The kubelet's default: the host name, lower-cased."""
+    return socket.gethostname().strip().lower()
+
+
+def _check_dir(field, value):
+    if not isinstance(value, str) or not os.path.isabs(value) or "\x00" in value:
+        raise InvalidInput(field=field, value=value, reason="must be an absolute path")
+    return os.path.normpath(value)
+
+
+class NodeContext:
+    def __init__(self, raw_runner, node_name=None, kubelet_dir=names.DEFAULT_KUBELET_DIR,
+                 run_dir=DEFAULT_RUN_DIR, lock_timeout=60, check_mode=False):
+        self.node_name = node_name or default_node_name()
+        names.check_component("node name", self.node_name)
+        self.kubelet_dir = _check_dir("kubelet_dir", kubelet_dir)
+        self.run_dir = _check_dir("run_dir", run_dir)
+        self.lock_timeout = lock_timeout
+        self.check_mode = check_mode
+        self.runner = Runner(raw_runner, node=self.node_name)
+        self.warnings = []
+        self._drivers = {}
+
+    def warn(self, text):
+        self.warnings.append(text)
+
+    def runner_for(self, item):
+        return self.runner.for_volume(item.pv_name)
+
+    def driver(self, item):
+        """A driver instance for ``item`` whose runner names the item's volume in errors."""
+        cls = get_driver(item.driver, volume=item.pv_name)
+        return cls(self.runner_for(item), self.kubelet_dir, self.node_name)
+
+    def all_drivers(self):
+        from ansible_collections.kubevol.volumes.plugins.module_utils.drivers import DRIVERS
+        return [cls(self.runner, self.kubelet_dir, self.node_name) for _, cls in sorted(DRIVERS.items())]
+
+    def lock(self, item):
+        return VolumeLock(self.run_dir, item.unique_name, self.lock_timeout, node=self.node_name, volume=item.pv_name)
+
+    def items(self, raw_volumes):
+        """Validate every item (names, driver, driver paths) before anything runs."""
+        items = [volume_item(raw) for raw in raw_volumes or ()]
+        for item in items:
+            self.driver(item).validate(item)
+        seen = set()
+        for item in items:
+            if item.unique_name in seen:
+                raise InvalidInput(field="volumes", value=item.unique_name, reason="listed twice")
+            seen.add(item.unique_name)
+        return items
+
+    def run_each(self, items, phase):
+        """Run ``phase(item)`` per item under its lock; a failure reports the completed volumes."""
+        results = []
+        for item in items:
+            try:
+                with self.lock(item):
+                    results.append(phase(item))
+            except KubevolError as err:
+                done = [r["pv_name"] for r in results]
+                err.kwargs.setdefault("volume", item.pv_name)
+                err.kwargs.update(failed_volume=item.pv_name, completed=done, volumes=results,
+                                  changed=any(r.get("changed") for r in results), node=self.node_name)
+                err.msg = "%s (volumes completed before this failure: %s)" % (err.msg, ", ".join(done) or "none")
+                raise
+        return results

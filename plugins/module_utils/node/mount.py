@@ -1,0 +1,116 @@
+# -*- coding: utf-8 -*-
+# Copyright: kubevol contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The mount table (``findmnt -J``) and mount, bind and unmount as argument lists."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import json
+from dataclasses import dataclass
+from typing import Tuple
+
+from ansible_collections.kubevol.volumes.plugins.module_utils.errors import ParseError
+from ansible_collections.kubevol.volumes.plugins.module_utils.node import blockdev
+
+FINDMNT = ["findmnt", "-J", "-l", "-o", "TARGET,SOURCE,FSTYPE,OPTIONS,MAJ:MIN"]
+
+
+@dataclass(frozen=True)
+class Mount:
+    target: str
+    source: str
+    fstype: str
+    options: Tuple[str, ...]
+    majmin: str
+
+    @property
+    def read_only(self):
+        return "ro" in self.options
+
+    @property
+    def source_device(self):
+        """'/dev/loop0' from '/dev/loop0' or '/dev/loop0[/sub]'."""
+        return self.source.split("[", 1)[0]
+
+
+def parse_findmnt(out):
+    if not out.strip():
+        return []
+    try:
+        entries = json.loads(out)["filesystems"]
+    except (ValueError, KeyError, TypeError):
+        raise ParseError(cmd=" ".join(FINDMNT), reason="expected JSON with a filesystems list", output=out)
+    mounts = []
+
+    def walk(items):
+        for entry in items:
+            mounts.append(Mount(target=entry.get("target") or "", source=entry.get("source") or "",
+                                fstype=entry.get("fstype") or "",
+                                options=tuple((entry.get("options") or "").split(",")),
+                                majmin=(entry.get("maj:min") or "").strip()))
+            walk(entry.get("children") or ())
+    walk(entries)
+    return mounts
+
+
+class MountTable:
+    def __init__(self, mounts):
+        self.mounts = list(mounts)
+
+    def at(self, target):
+        """The mount on top at ``target`` or None."""
+        found = [m for m in self.mounts if m.target == target]
+        return found[-1] if found else None
+
+    def mounted(self, target):
+        return self.at(target) is not None
+
+    def of_device(self, majmin):
+        return [m for m in self.mounts if m.majmin == majmin]
+
+
+def list_mounts(runner):
+    rc, out, err = runner(FINDMNT)
+    if rc == 1 and not out.strip():
+        return MountTable([])
+    if rc != 0:
+        raise runner.fail("read the mount table", FINDMNT, rc, err)
+    return MountTable(parse_findmnt(out))
+
+
+def same_device(mount, device):
+    """True when ``mount`` is a filesystem on block device ``device`` (compared by major:minor)."""
+    try:
+        return mount.majmin == blockdev.device_number(device)
+    except OSError:
+        return False
+
+
+def mount_options(options, read_only):
+    opts = ["defaults"] + [o for o in options if o not in ("defaults",)]
+    if read_only and "ro" not in opts:
+        opts.append("ro")
+    return opts
+
+
+def mount_device(runner, device, target, fstype, options, read_only):
+    argv = ["mount", "-t", fstype, "-o", ",".join(mount_options(options, read_only)), device, target]
+    runner.check(argv, step="mount device", hint="check the mount options and the kernel log (dmesg)")
+
+
+def bind(runner, source, target, read_only):
+    """Bind ``source`` at ``target``; read-only as mount-utils: bind, then remount,bind,ro."""
+    runner.check(["mount", "--bind", source, target], step="bind mount")
+    if read_only:
+        remount_read_only(runner, target)
+
+
+def remount_read_only(runner, target):
+    runner.check(["mount", "-o", "remount,bind,ro", target], step="remount read-only")
+
+
+def unmount(runner, target):
+    runner.check(["umount", target], step="unmount",
+                 hint="a process may still use it (fuser -vm %s); stop it and retry" % target)

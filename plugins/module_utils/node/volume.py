@@ -1,0 +1,93 @@
+# -*- coding: utf-8 -*-
+# Copyright: kubevol contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The volume item of docs/contracts.md section 1 as frozen data, validated before anything runs."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from dataclasses import dataclass, field
+from typing import Optional, Tuple
+
+from ansible_collections.kubevol.volumes.plugins.module_utils import names
+from ansible_collections.kubevol.volumes.plugins.module_utils.errors import InvalidInput
+
+FILESYSTEM = "Filesystem"
+BLOCK = "Block"
+
+
+@dataclass(frozen=True)
+class PodMount:
+    uid: str
+    name: str = ""
+    read_only: bool = False
+
+
+@dataclass(frozen=True)
+class VolumeItem:
+    pv_name: str
+    driver: str
+    volume_handle: str
+    volume_attributes: Tuple[Tuple[str, str], ...] = ()
+    capacity_bytes: Optional[int] = None
+    mode: str = FILESYSTEM
+    fs_type: str = "ext4"
+    mount_options: Tuple[str, ...] = ()
+    read_only: bool = False
+    pods: Tuple[PodMount, ...] = field(default_factory=tuple)
+    detach: bool = True
+
+    @property
+    def unique_name(self):
+        return names.unique_volume_name(self.driver, self.volume_handle)
+
+    @property
+    def attributes(self):
+        return dict(self.volume_attributes)
+
+    @property
+    def block(self):
+        return self.mode == BLOCK
+
+    def attachment_name(self, node_name):
+        return names.volume_attachment_name(self.volume_handle, self.driver, node_name)
+
+
+def volume_item(raw):
+    """Build a VolumeItem from one ``volumes`` element; raise UnsafeName/InvalidInput on bad input."""
+    if not isinstance(raw, dict):
+        raise InvalidInput(field="volumes item", value=raw, reason="must be a dict")
+    names.check_component("PV name", raw.get("pv_name"))
+    names.check_driver_name(raw.get("driver"))
+    names.check_component("volume handle", raw.get("volume_handle"))
+    attrs = raw.get("volume_attributes") or {}
+    if not isinstance(attrs, dict):
+        raise InvalidInput(field="volume_attributes", value=attrs, reason="must be a dict")
+    for key, value in attrs.items():
+        if "\x00" in str(key) or "\x00" in str(value):
+            raise InvalidInput(field="volume_attributes", value=key, reason="NUL is not allowed")
+    mode = raw.get("mode") or FILESYSTEM
+    if mode not in (FILESYSTEM, BLOCK):
+        raise InvalidInput(field="mode", value=mode, reason="must be Filesystem or Block")
+    capacity = raw.get("capacity_bytes")
+    if capacity is not None and (not isinstance(capacity, int) or capacity < 0):
+        raise InvalidInput(field="capacity_bytes", value=capacity, reason="must be a non-negative integer")
+    options = tuple(raw.get("mount_options") or ())
+    for opt in options:
+        if not opt or "," in opt or any(ord(c) < 32 for c in opt):
+            raise InvalidInput(field="mount_options", value=opt,
+                               reason="each option must be one non-empty option without ',' or control characters")
+    pods = []
+    for pod in raw.get("pods") or ():
+        if not isinstance(pod, dict):
+            raise InvalidInput(field="pods item", value=pod, reason="must be a dict")
+        names.check_component("pod uid", pod.get("uid"))
+        pods.append(PodMount(uid=pod["uid"], name=pod.get("name") or "", read_only=bool(pod.get("read_only"))))
+    return VolumeItem(
+        pv_name=raw["pv_name"], driver=raw["driver"], volume_handle=raw["volume_handle"],
+        volume_attributes=tuple(sorted((str(k), str(v)) for k, v in attrs.items())),
+        capacity_bytes=capacity, mode=mode, fs_type=raw.get("fs_type") or "ext4",
+        mount_options=options, read_only=bool(raw.get("read_only")), pods=tuple(pods),
+        detach=True if raw.get("detach") is None else bool(raw.get("detach")),
+    )

@@ -1,0 +1,58 @@
+# -*- coding: utf-8 -*-
+# Copyright: kubevol contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Shared argument specs of the node modules (documented in doc_fragments/node_volumes.py).
+
+The volume item is docs/contracts.md section 1. Modules deepcopy these dicts into their own spec.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import copy
+
+POD_SPEC = dict(
+    uid=dict(type="str", required=True),
+    name=dict(type="str", default=""),
+    read_only=dict(type="bool", default=False),
+)
+
+VOLUME_SPEC = dict(
+    pv_name=dict(type="str", required=True),
+    driver=dict(type="str", required=True),
+    volume_handle=dict(type="str", required=True),
+    volume_attributes=dict(type="dict", default={}),
+    capacity_bytes=dict(type="int"),
+    mode=dict(type="str", default="Filesystem", choices=["Filesystem", "Block"]),
+    fs_type=dict(type="str", default="ext4", choices=["ext4", "ext3", "xfs", "btrfs"]),
+    mount_options=dict(type="list", elements="str", default=[]),
+    read_only=dict(type="bool", default=False),
+    pods=dict(type="list", elements="dict", default=[], options=POD_SPEC),
+    detach=dict(type="bool", default=True),
+)
+
+NODE_SPEC = dict(
+    kubelet_dir=dict(type="str", default="/var/lib/kubelet"),
+    node_name=dict(type="str"),
+)
+
+LOCK_SPEC = dict(
+    run_dir=dict(type="str", default="/run/kubevol"),
+    lock_timeout=dict(type="int", default=60),
+)
+
+
+def node_argspec(**extra):
+    """kubelet_dir and node_name (node_volume_facts)."""
+    spec = copy.deepcopy(NODE_SPEC)
+    spec.update(extra)
+    return spec
+
+
+def volumes_argspec(**extra):
+    """volumes, kubelet_dir, node_name, run_dir, lock_timeout plus ``extra`` (the volume modules)."""
+    spec = node_argspec(volumes=dict(type="list", elements="dict", required=True, options=copy.deepcopy(VOLUME_SPEC)))
+    spec.update(copy.deepcopy(LOCK_SPEC))
+    spec.update(extra)
+    return spec

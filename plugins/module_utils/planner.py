@@ -1,0 +1,489 @@
+# -*- coding: utf-8 -*-
+# Copyright: kubevol contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The planner: desired + actual state -> ordered plan steps (docs/contracts.md section 3).
+
+A pure function, no I/O; ``now`` comes in through the options. One small function per
+rule, called in the order of the plan: the kubelet tears down before it sets up
+(pkg/kubelet/volumemanager/reconciler/reconciler_common.go: unmountVolumes,
+unmountDetachDevices, mountOrAttachVolumes), and the A/D controller detaches before it
+attaches so a rescheduled RWO volume can follow its pod
+(pkg/controller/volume/attachdetach/reconciler/reconciler.go reconcile). Every rule walks
+its input once, so planning is linear in the cluster size. docs/planner.md explains each rule.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import datetime
+from collections import namedtuple
+
+from ansible_collections.kubevol.volumes.plugins.module_utils.desired_state import (
+    DEFAULT_KNOWN_DRIVERS, PodToMount, volume_spec)
+from ansible_collections.kubevol.volumes.plugins.module_utils.actual_state import ATTACHED, UNCERTAIN
+from ansible_collections.kubevol.volumes.plugins.module_utils.errors import InvalidInput, UnknownDriver
+from ansible_collections.kubevol.volumes.plugins.module_utils.names import (
+    OUT_OF_SERVICE_TAINT, split_unique_volume_name, volume_attachment_name)
+
+PHASES = (("unmount", "pod"), ("unmount", "device"), ("detach", "device"), ("attach", "device"),
+          ("mount", "device"), ("mount", "pod"), ("expand", "controller"), ("expand", "node"))
+
+PlanOptions = namedtuple("PlanOptions", "force_detach max_wait_for_unmount known_drivers now")
+PlanOptions.__new__.__defaults__ = (True, 360, DEFAULT_KNOWN_DRIVERS, None)
+PlanOptions.__doc__ = """force_detach: allow the timeout override (reconciler.go !disableForceDetachOnTimeout).
+max_wait_for_unmount: seconds (ReconcilerMaxWaitForUnmountDuration, 6 min). now: an aware datetime."""
+
+
+def format_time(moment):
+    return moment.astimezone(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def parse_time(text):
+    """RFC 3339 as Kubernetes writes it (Z or an offset, optional fraction); None if unreadable."""
+    try:
+        moment = datetime.datetime.fromisoformat(text.replace("Z", "+00:00").replace("z", "+00:00"))
+    except (AttributeError, ValueError):
+        return None
+    return moment if moment.tzinfo else moment.replace(tzinfo=datetime.timezone.utc)
+
+
+def _item(spec, pods=(), detach=None, read_only=None):
+    """The volume item (contracts.md section 1) for a resolved PV."""
+    item = {"pv_name": spec.pv_name, "driver": spec.driver, "volume_handle": spec.volume_handle,
+            "volume_attributes": dict(spec.volume_attributes), "capacity_bytes": spec.capacity_bytes,
+            "mode": spec.mode, "fs_type": spec.fs_type, "mount_options": list(spec.mount_options),
+            "read_only": spec.read_only if read_only is None else read_only,
+            "pods": [{"uid": p.uid, "name": p.name, "read_only": p.read_only} for p in pods]}
+    if detach is not None:
+        item["detach"] = detach
+    return item
+
+
+def _item_from_actual(unique_name, pv_name, spec=None, mode="Filesystem", fs_type=None, pods=(), detach=None):
+    """An item for something only actual state knows (its PV may be gone): names from the unique name."""
+    if spec is not None:
+        return _item(spec, pods, detach)
+    driver, handle = split_unique_volume_name(unique_name)
+    item = {"pv_name": pv_name, "driver": driver, "volume_handle": handle, "volume_attributes": {},
+            "capacity_bytes": 0, "mode": mode, "fs_type": fs_type or "ext4", "mount_options": [], "read_only": False,
+            "pods": [{"uid": p.uid, "name": p.name, "read_only": p.read_only} for p in pods]}
+    if detach is not None:
+        item["detach"] = detach
+    return item
+
+
+def _step(action, target, node, volume, unique_name, reason, item, pod=None, pod_uid=None, **extra):
+    step = {"action": action, "target": target, "node": node, "volume": volume, "pod": pod, "pod_uid": pod_uid,
+            "reason": reason, "unique_volume_name": unique_name, "item": item}
+    step.update(extra)
+    return step
+
+
+class _Plan:
+    """What the rules share while one plan is built: inputs, lookups and the growing result."""
+
+    def __init__(self, desired, actual, index, options):
+        self.desired = desired
+        self.actual = actual
+        self.index = index
+        self.options = options
+        self.now = options.now or datetime.datetime.now(datetime.timezone.utc)
+        self.phases = dict((phase, []) for phase in PHASES)
+        self.blocked = list(desired.blocked)
+        self.detach_requests = []
+        self.detach_requests_to_clear = []
+        self.spec_by_unique = dict((key[0], nv.spec) for key, nv in desired.volumes.items())
+        self.still_mounted = set()      # (unique, node) with a mount that survives this plan's unmounts
+        self.detached = set()           # (unique, node) detached by this plan
+        self.attached_to = {}           # unique -> nodes this plan attaches to
+        self.not_attached = {}          # (unique, node) -> why the device will not be there
+        self.grown_to = {}              # pv -> capacity after this plan's controller expansion
+
+    def add(self, step):
+        self.phases[(step["action"], step["target"])].append(step)
+
+    def block(self, node, volume, pod, reason):
+        self.blocked.append({"node": node, "volume": volume, "pod": pod, "reason": reason})
+
+    def unreachable(self, node):
+        """The error text when node facts say the node cannot be reached, else None."""
+        facts = self.actual.node_facts.get(node)
+        return facts.error if facts is not None and not facts.reachable else None
+
+    def facts(self, node):
+        """Reachable node facts, or None when the mount level of the node is unknown."""
+        facts = self.actual.node_facts.get(node)
+        return facts if facts is not None and facts.reachable else None
+
+    def spec_for(self, unique_name):
+        """The desired VolumeSpec, else one built from the PV if it still exists, else None."""
+        spec = self.spec_by_unique.get(unique_name)
+        if spec is None:
+            pv = self.index.pv_by_unique_name.get(unique_name)
+            if pv is not None:
+                spec = self.spec_by_unique[unique_name] = volume_spec(pv, None, True)
+        return spec
+
+    def pv_name_for(self, unique_name, fallback=None):
+        pv = self.index.pv_by_unique_name.get(unique_name)
+        return pv.name if pv is not None else fallback
+
+
+def unmount_pods(p):
+    """Pod mounts (mounted or orphaned dirs) that no desired pod on that node has: reconciler_common.go
+    unmountVolumes and reconstruct.go cleanOrphanVolumes."""
+    volumes = p.desired.volumes
+    protected = p.desired.protected_pod_uids
+    wanted = set()
+    for (unique, node), nv in volumes.items():
+        for pod in nv.mount_pods:
+            wanted.add((node, pod.uid, nv.spec.pv_name))
+    for node, facts in p.actual.node_facts.items():
+        if not facts.reachable:
+            continue
+        for (uid, pv_name), pm in facts.pod_mounts.items():
+            if (node, uid, pv_name) in wanted or uid in protected:
+                if pm.mounted and pm.unique_name:
+                    p.still_mounted.add((pm.unique_name, node))
+                continue
+            unique = pm.unique_name or _unique_from_globals(facts, pv_name)
+            name = p.desired.pod_by_uid.get(uid)
+            if unique is None:
+                p.block(node, pv_name, name, "orphaned pod volume directory %s: cannot tell its driver (no "
+                        "vol_data.json and no such PV); inspect and remove it by hand" % pm.path)
+                continue
+            why = ("pod %s no longer uses this volume on node %s" % (name, node) if name
+                   else "pod %s is gone from the cluster" % uid)
+            if not pm.mounted:
+                why = "orphaned pod volume directory: " + why
+            p.add(_step("unmount", "pod", node, pv_name, unique, why,
+                        _item_from_actual(unique, pv_name, p.spec_for(unique), pm.mode, pods=(PodToMount(uid, name or uid, pm.read_only),),
+                                          detach=False),
+                        pod=name, pod_uid=uid))
+
+
+def _unique_from_globals(facts, pv_name):
+    for unique, gm in facts.global_mounts.items():
+        if gm.get("pv_name") == pv_name:
+            return unique
+    return None
+
+
+def unmount_devices(p):
+    """Global mounts no pod on that node needs any more: reconciler_common.go unmountDetachDevices."""
+    volumes = p.desired.volumes
+    protected = p.desired.protected_pairs
+    for node, facts in p.actual.node_facts.items():
+        if not facts.reachable:
+            continue
+        for unique, gm in facts.global_mounts.items():
+            pair = (unique, node)
+            nv = volumes.get(pair)
+            if (nv is not None and nv.mount_pods) or pair in protected or pair in p.still_mounted:
+                if gm.get("mounted"):
+                    p.still_mounted.add(pair)
+                continue
+            pv_name = gm.get("pv_name") or p.pv_name_for(unique)
+            p.add(_step("unmount", "device", node, pv_name, unique,
+                        "no pod on node %s uses this volume any more" % node,
+                        _item_from_actual(unique, pv_name, p.spec_for(unique), fs_type=gm.get("fs_type"),
+                                          detach=False)))
+
+
+def _mounted_by_node(p, pair):
+    """The detach guard's evidence: node facts when known (after this plan's unmounts), else volumesInUse."""
+    if p.facts(pair[1]) is not None:
+        return pair in p.still_mounted
+    return pair in p.actual.in_use
+
+
+def _has_out_of_service_taint(node):
+    """reconciler.go hasOutOfServiceTaint: the key alone counts."""
+    return node is not None and any(t.key == OUT_OF_SERVICE_TAINT for t in node.taints)
+
+
+def _detach_request_time(p, av, pv_name):
+    """When the detach was first requested: the VA annotation, or now (and the caller records it)."""
+    requested = parse_time(av.detach_requested_at) if av.detach_requested_at else None
+    if requested is None:
+        driver, handle = split_unique_volume_name(av.unique_name)
+        p.detach_requests.append({"name": av.va_name or volume_attachment_name(handle, driver, av.node),
+                                  "node": av.node, "volume": pv_name, "requested_at": format_time(p.now)})
+        return p.now
+    return requested
+
+
+def detach(p):
+    """Attachments no pod on that node wants: reconciler.go reconcile, detach loop with its mounted guard."""
+    volumes = p.desired.volumes
+    protected = p.desired.protected_pairs
+    opts = p.options
+    for pair, av in p.actual.attached.items():
+        if pair in volumes or pair in protected:
+            continue
+        unique, node = pair
+        names = split_unique_volume_name(unique)
+        if names is None:
+            continue  # an in-tree volume: not kubevol's
+        pv_name = av.pv_name or p.pv_name_for(unique, unique)
+        if names[0] not in opts.known_drivers:
+            p.block(node, pv_name, None, UnknownDriver(driver=names[0], volume=pv_name,
+                                                       known=", ".join(opts.known_drivers)).msg)
+            continue
+        error = p.unreachable(node)
+        if error is not None:
+            p.block(node, pv_name, None, "node unreachable: %s" % error)
+            continue
+        forced = False
+        if _mounted_by_node(p, pair):
+            node_obj = p.index.node_by_name.get(node)
+            if _has_out_of_service_taint(node_obj):
+                forced = True
+            else:
+                requested = _detach_request_time(p, av, pv_name)
+                waited = (p.now - requested).total_seconds()
+                healthy = node_obj is not None and node_obj.ready is True
+                if waited > opts.max_wait_for_unmount and opts.force_detach and not healthy:
+                    forced = True
+                else:
+                    p.block(node, pv_name, None, _still_mounted_reason(p, node, waited, healthy))
+                    continue
+        why = "no pod on node %s uses this volume" % node
+        if av.state == UNCERTAIN:
+            why = "VolumeAttachment %s exists but no pod on node %s uses the volume" % (av.va_name, node)
+        if forced:
+            why += "; detaching although still mounted (%s)" % (
+                "out-of-service taint" if _has_out_of_service_taint(p.index.node_by_name.get(node))
+                else "waited longer than max_wait_for_unmount on a NotReady node")
+        p.detached.add(pair)
+        p.add(_step("detach", "device", node, pv_name, unique, why,
+                    _item_from_actual(unique, pv_name, p.spec_for(unique), detach=True), forced=forced))
+
+
+def _still_mounted_reason(p, node, waited, healthy):
+    evidence = "node facts show it mounted" if p.facts(node) is not None else "node.status.volumesInUse lists it"
+    hint = ("the node is Ready, so it is never force-detached: stop the pods using it on %s" % node if healthy
+            else "force_detach is off" if not p.options.force_detach
+            else "it will be force-detached after %ds" % p.options.max_wait_for_unmount)
+    return ("still mounted: cannot detach volume on node %s because %s (waited %ds); %s, or taint the node "
+            "%s if it is shut down" % (node, evidence, max(waited, 0), hint, OUT_OF_SERVICE_TAINT))
+
+
+def _multi_attach_error(p, nv, holders, pod):
+    """reconciler.go reportMultiAttachError, worded as Kubernetes words it, relative to `pod`'s namespace."""
+    users = []
+    for holder in sorted(holders):
+        other = p.desired.volumes.get((nv.spec.unique_name, holder))
+        if other is not None:
+            users.extend(other.pods)
+    prefix = 'Multi-Attach error for volume "%s" ' % nv.spec.pv_name
+    if not users:
+        return prefix + "Volume is already exclusively attached to one node and can't be attached to another"
+    namespace = pod.split("/", 1)[0]
+    same = sorted(u.split("/", 1)[1] for u in users if u.split("/", 1)[0] == namespace)
+    others = len(users) - len(same)
+    if not same:
+        return prefix + "Volume is already used by %d pod(s) in different namespaces" % others
+    msg = prefix + "Volume is already used by pod(s) %s" % ", ".join(same)
+    return msg + (" and %d pod(s) in different namespaces" % others if others else "")
+
+
+def attach(p):
+    """Desired attachments not confirmed: reconciler.go attachDesiredVolumes with the multi-attach check."""
+    attached = p.actual.attached
+    for pair, nv in p.desired.volumes.items():
+        av = attached.get(pair)
+        if av is not None and av.detach_requested_at:
+            # attachDesiredVolumes ResetDetachRequestTime: wanted again, the old request is stale
+            p.detach_requests_to_clear.append({"name": av.va_name, "node": nv.node, "volume": nv.spec.pv_name})
+        if not nv.spec.attachable:
+            continue  # attachRequired: false, the kubelet mounts without an attach
+        unique, node = pair
+        facts = p.facts(node)
+        device_seen = facts is not None and unique in facts.devices
+        if not nv.attach:
+            if av is None and not device_seen:
+                p.not_attached[pair] = ("node %s is not managed by the attach/detach controller (no annotation "
+                                        "volumes.kubernetes.io/controller-managed-attach-detach)" % node)
+            continue
+        error = p.unreachable(node)
+        if error is not None:
+            p.not_attached[pair] = "node unreachable: %s" % error
+            p.block(node, nv.spec.pv_name, None, p.not_attached[pair])
+            continue
+        if av is not None and av.state == ATTACHED:
+            if facts is None or device_seen:
+                continue
+            why = "node status reports it attached but node facts show no device: attaching again (uncertain)"
+        elif av is not None:
+            why = "VolumeAttachment %s is not confirmed in node status: attaching again (uncertain)" % av.va_name
+        else:
+            why = "pod(s) %s on node %s use it" % (", ".join(nv.pods), node)
+        if not nv.spec.multi_attach_allowed:
+            holders = _holders(p, unique, node)
+            if holders:
+                _block_multi_attach(p, nv, holders)
+                continue
+        p.attached_to.setdefault(unique, set()).add(node)
+        p.add(_step("attach", "device", node, nv.spec.pv_name, unique, why, _item(nv.spec)))
+
+
+def _holders(p, unique, node):
+    """Other nodes that hold the volume after this plan: confirmed, not detached here, or attached here."""
+    holders = set(n for n in p.actual.confirmed_nodes.get(unique, ()) if (unique, n) not in p.detached)
+    holders |= p.attached_to.get(unique, set())
+    holders.discard(node)
+    return holders
+
+
+def _block_multi_attach(p, nv, holders):
+    down = ["%s unreachable: %s" % (h, p.unreachable(h)) for h in sorted(holders) if p.unreachable(h) is not None]
+    for pod in nv.pods:
+        reason = _multi_attach_error(p, nv, holders, pod)
+        p.block(nv.node, nv.spec.pv_name, pod, reason + (" (%s)" % "; ".join(down) if down else ""))
+    p.not_attached[(nv.spec.unique_name, nv.node)] = "Multi-Attach error"
+
+
+def mount_devices(p):
+    """Global (staging) mounts for Filesystem volumes with pods to mount: MountVolume's MountDevice half."""
+    for pair, nv in p.desired.volumes.items():
+        if not nv.mount_pods:
+            continue
+        unique, node = pair
+        error = p.unreachable(node)
+        if error is not None:
+            p.block(node, nv.spec.pv_name, None, "node unreachable: %s" % error)
+            continue
+        waiting = p.not_attached.get(pair)
+        if waiting is not None:
+            if not waiting.startswith("node unreachable") and waiting != "Multi-Attach error":
+                p.block(node, nv.spec.pv_name, None, "volume is not attached: %s" % waiting)
+            continue
+        if nv.spec.mode != "Filesystem":
+            continue  # Block volumes are mapped per pod
+        facts = p.facts(node)
+        if facts is not None and (facts.global_mounts.get(unique) or {}).get("mounted"):
+            continue
+        p.add(_step("mount", "device", node, nv.spec.pv_name, unique,
+                    "pod(s) %s on node %s mount it" % (", ".join(m.name for m in nv.mount_pods), node),
+                    _item(nv.spec, read_only=nv.read_only)))
+
+
+def mount_pods(p):
+    """Pod mounts (Filesystem) or maps (Block) not yet in place: MountVolume's SetUp half."""
+    for pair, nv in p.desired.volumes.items():
+        unique, node = pair
+        if not nv.mount_pods or p.unreachable(node) is not None or pair in p.not_attached:
+            continue
+        facts = p.facts(node)
+        for pod in nv.mount_pods:
+            current = facts.pod_mounts.get((pod.uid, nv.spec.pv_name)) if facts is not None else None
+            if current is not None and current.mounted:
+                if current.read_only == pod.read_only:
+                    continue
+                why = "remount: read-only changed"
+            else:
+                why = "pod %s uses it" % pod.name
+            p.add(_step("mount", "pod", node, nv.spec.pv_name, unique, why,
+                        _item(nv.spec, (pod,), read_only=nv.read_only), pod=pod.name, pod_uid=pod.uid))
+
+
+def _first_node(p, nvs):
+    reachable = [nv.node for nv in nvs if p.unreachable(nv.node) is None]
+    return min(reachable) if reachable else None
+
+
+def expand_controller(p):
+    """PVC requests more than the PV has: the external-resizer grows the backing volume, then the PV."""
+    by_pv = {}
+    for nv in p.desired.volumes.values():
+        spec = nv.spec
+        if spec.request_bytes > spec.capacity_bytes:
+            by_pv.setdefault(spec.pv_name, []).append(nv)
+    for pv_name, nvs in by_pv.items():
+        spec = nvs[0].spec
+        node = _first_node(p, nvs)
+        if node is None:
+            p.block(nvs[0].node, pv_name, None, "node unreachable: %s" % p.unreachable(nvs[0].node))
+            continue
+        p.grown_to[pv_name] = spec.request_bytes
+        item = _item(spec)
+        item["capacity_bytes"] = spec.request_bytes
+        p.add(_step("expand", "controller", node, pv_name, spec.unique_name,
+                    "PVC %s requests %d bytes, PV has %d" % (spec.claim_key, spec.request_bytes, spec.capacity_bytes),
+                    item, size_from=spec.capacity_bytes, size_to=spec.request_bytes))
+
+
+def expand_node(p):
+    """PV capacity above PVC status capacity on a mounted rw Filesystem volume:
+    desired_state_of_world_populator.go checkVolumeFSResize / volumeRequiresFSResize."""
+    for pair, nv in p.desired.volumes.items():
+        spec = nv.spec
+        if not nv.mount_pods or spec.mode != "Filesystem" or nv.read_only or spec.claim_capacity_bytes is None:
+            continue
+        target = p.grown_to.get(spec.pv_name, spec.capacity_bytes)
+        if target <= spec.claim_capacity_bytes or pair in p.not_attached:
+            continue
+        error = p.unreachable(nv.node)
+        if error is not None:
+            p.block(nv.node, spec.pv_name, None, "node unreachable: %s" % error)
+            continue
+        item = _item(spec, nv.mount_pods, read_only=nv.read_only)
+        item["capacity_bytes"] = target
+        p.add(_step("expand", "node", nv.node, spec.pv_name, spec.unique_name,
+                    "PV capacity %d bytes is above the claim's %d: grow the filesystem" % (
+                        target, spec.claim_capacity_bytes), item,
+                    size_from=spec.claim_capacity_bytes, size_to=target))
+
+
+def _sort_key(step):
+    return (step["node"] or "", step["volume"] or "", step["pod"] or "", step["pod_uid"] or "")
+
+
+def plan(desired, actual, index, options=None):
+    """The ordered plan. Returns {plan, blocked, detach_requests, detach_requests_to_clear, summary}."""
+    options = options or PlanOptions()
+    if not isinstance(options.max_wait_for_unmount, int) or options.max_wait_for_unmount < 0:
+        raise InvalidInput(field="max_wait_for_unmount", value=options.max_wait_for_unmount,
+                           reason="must be a non-negative number of seconds")
+    p = _Plan(desired, actual, index, options)
+    unmount_pods(p)         # kubelet: pods first, so their devices become free
+    unmount_devices(p)      # kubelet: then the global mounts no pod needs
+    detach(p)               # controller: detach before attach so an RWO volume can follow its pod
+    attach(p)               # controller: attach, refusing a second node for RWO/RWOP volumes
+    mount_devices(p)        # kubelet: stage the device once per node
+    mount_pods(p)           # kubelet: then publish it to each pod
+    expand_controller(p)    # resizer: grow the backing volume and the PV
+    expand_node(p)          # kubelet: then grow the filesystem on the node using it
+    steps = []
+    summary = {}
+    for phase in PHASES:
+        phase_steps = sorted(p.phases[phase], key=_sort_key)
+        steps.extend(phase_steps)
+        summary[phase[0]] = summary.get(phase[0], 0) + len(phase_steps)
+    summary["blocked"] = len(p.blocked)
+    summary["skipped"] = desired.skipped
+    return {"plan": steps, "blocked": sorted(p.blocked, key=lambda b: (b["node"] or "", b["volume"] or "",
+                                                                       b["pod"] or "", b["reason"])),
+            "detach_requests": p.detach_requests, "detach_requests_to_clear": p.detach_requests_to_clear,
+            "summary": summary}
+
+
+def plan_cluster(index, node_facts=None, options=None, scope=None):
+    """Desired state, actual state and plan in one call: what volume_reconcile_plan returns."""
+    from ansible_collections.kubevol.volumes.plugins.module_utils.desired_state import (
+        build_desired_state, summarize_desired)
+    from ansible_collections.kubevol.volumes.plugins.module_utils.actual_state import (
+        build_actual_state, summarize_actual)
+    options = options or PlanOptions()
+    desired = build_desired_state(index, options.known_drivers, scope)
+    actual = build_actual_state(index, node_facts)
+    result = plan(desired, actual, index, options)
+    result["desired"] = summarize_desired(desired)
+    result["actual"] = summarize_actual(actual)
+    return result
+
+
+def utc_now():
+    return datetime.datetime.now(datetime.timezone.utc)

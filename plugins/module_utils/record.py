@@ -1,0 +1,488 @@
+# -*- coding: utf-8 -*-
+# Copyright: kubevol contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Write back to the cluster what the node operations did, as Kubernetes records it.
+
+Pure functions on the raw List dict (``{"apiVersion": "v1", "kind": "List", "items": [...]}``).
+They change it in place and say whether anything changed, so applying a record twice is a no-op.
+
+Record kinds and the Kubernetes code each one mimics (docs/stores.md has the full table):
+
+- ``attached``: pkg/volume/csi/csi_attacher.go ``Attach`` (the VolumeAttachment) plus the external
+  attacher's ``status.attached``/``attachmentMetadata``, and the A/D controller's node status
+  updater (``node.status.volumesAttached``, sorted by name).
+- ``detached``: csi_attacher.go ``Detach`` (delete the VolumeAttachment) and the A/D controller's
+  ``RemoveVolumeFromReportAsAttached``; the kubelet drops the name from ``volumesInUse``.
+- ``in_use``: kubelet volume_manager.go ``GetVolumesInUse`` -> ``node.status.volumesInUse``.
+- ``controller_expanded``: external-resizer, PV ``spec.capacity.storage``.
+- ``node_expanded``: pkg/volume/util/resize_util.go ``MarkFSResizeFinished``.
+- ``detach_requested`` / ``detach_request_cleared``: the A/D controller's ``SetDetachRequestTime`` /
+  ``ResetDetachRequestTime``, kept on the VolumeAttachment because kubevol has no memory between runs.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import copy
+import re
+
+from ansible_collections.kubevol.volumes.plugins.module_utils.errors import (
+    InvalidInput,
+    KubevolError,
+    MalformedObject,
+)
+from ansible_collections.kubevol.volumes.plugins.module_utils.names import (
+    DETACH_REQUESTED_AT_ANNOTATION,
+    unique_volume_name,
+    volume_attachment_name,
+)
+
+VA_API_VERSION = "storage.k8s.io/v1"
+
+# resource.Quantity's grammar (apimachinery pkg/api/resource/quantity.go); only a shape check here.
+_QUANTITY_RE = re.compile(r"^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$")
+
+# Condition types MergeResizeConditionOnPVC treats as resize conditions (resize_util.go).
+RESIZE_CONDITION_TYPES = frozenset(["Resizing", "FileSystemResizePending", "ControllerResizeError", "NodeResizeError"])
+
+_VOLUME_KEYS = ("node", "pv_name", "driver", "volume_handle")
+REQUIRED_KEYS = {
+    "attached": _VOLUME_KEYS + ("device_path",),
+    "detached": _VOLUME_KEYS,
+    "in_use": ("node", "unique_volume_names", "in_use"),
+    "controller_expanded": ("pv_name", "capacity"),
+    "node_expanded": ("pvc", "capacity"),
+    "detach_requested": _VOLUME_KEYS + ("requested_at",),
+    "detach_request_cleared": _VOLUME_KEYS,
+}
+RECORD_TYPES = tuple(sorted(REQUIRED_KEYS))
+
+
+class ObjectNotFound(KubevolError):
+    message = ("{kind} {name} is not in the cluster state: {reason}; check the name, "
+               "or refresh the state (kubectl get nodes,pods,pv,pvc,volumeattachments,csidrivers -A -o yaml)")
+
+
+def is_resize_condition(condition_type):
+    """True for a condition MarkFSResizeFinished removes."""
+    return condition_type in RESIZE_CONDITION_TYPES or "Resiz" in (condition_type or "")
+
+
+def _where(index):
+    return "records[%d]" % index if index is not None else "record"
+
+
+def validate_record(record, index=None):
+    """Check a record's shape before anything is changed; return its type."""
+    where = _where(index)
+    if not isinstance(record, dict):
+        raise InvalidInput(field=where, value=record, reason="a record must be a dict with a 'type' key")
+    rtype = record.get("type")
+    if rtype not in REQUIRED_KEYS:
+        raise InvalidInput(field=where + ".type", value=rtype, reason="unknown record type; known: %s" % ", ".join(RECORD_TYPES))
+    for key in REQUIRED_KEYS[rtype]:
+        if key not in record or record[key] is None:
+            raise InvalidInput(field="%s.%s" % (where, key), value=None,
+                               reason="required for a %r record (needs %s)" % (rtype, ", ".join(REQUIRED_KEYS[rtype])))
+        value = record[key]
+        if key == "in_use":
+            ok = isinstance(value, bool)
+        elif key == "unique_volume_names":
+            ok = isinstance(value, list) and all(isinstance(v, str) and v for v in value)
+        elif key == "capacity":
+            ok = _valid_quantity(value)
+        elif key == "device_path":
+            ok = isinstance(value, str)
+        else:
+            ok = isinstance(value, str) and value != ""
+        if not ok:
+            raise InvalidInput(field="%s.%s" % (where, key), value=value, reason=_EXPECTED.get(key, "must be a non-empty string"))
+    if rtype == "node_expanded" and record["pvc"].count("/") != 1:
+        raise InvalidInput(field=where + ".pvc", value=record["pvc"], reason="must be 'namespace/name'")
+    return rtype
+
+
+_EXPECTED = {
+    "in_use": "must be true or false",
+    "unique_volume_names": "must be a list of unique volume names (kubernetes.io/csi/<driver>^<handle>)",
+    "capacity": "must be a Kubernetes quantity such as '10Gi' or a number of bytes",
+    "device_path": "must be a string (empty when the driver reports no device path)",
+}
+
+
+def _valid_quantity(value):
+    if isinstance(value, bool):
+        return False
+    if isinstance(value, int):
+        return value >= 0
+    return isinstance(value, str) and bool(_QUANTITY_RE.match(value))
+
+
+def _quantity(value):
+    return str(value) if isinstance(value, int) else value
+
+
+def _label(obj):
+    meta = obj.get("metadata") or {}
+    if meta.get("namespace"):
+        return "%s/%s/%s" % (obj.get("kind"), meta["namespace"], meta.get("name"))
+    return "%s/%s" % (obj.get("kind"), meta.get("name"))
+
+
+class RecordApplier:
+    """Applies records to one List, with one index built up front.
+
+    Indexing scans the items once (Nodes, PVs, PVCs, VolumeAttachments; Pods are skipped), so each
+    record costs O(1) plus the size of the one node's status lists. Deleted VolumeAttachments leave
+    the index at once and the items list is compacted once in finish(); node status lists touched
+    are re-sorted once in finish(). The first touch of an object keeps a copy for the diff.
+    """
+
+    def __init__(self, cluster_list):
+        if not isinstance(cluster_list, dict) or not isinstance(cluster_list.get("items"), list):
+            raise MalformedObject(kind="List", name="cluster state", field="items",
+                                  reason="expected a Kubernetes List ({'kind': 'List', 'items': [...]})")
+        self.cluster_list = cluster_list
+        self.items = cluster_list["items"]
+        self.nodes = {}
+        self.pvs = {}
+        self.pvcs = {}
+        self.vas = {}
+        self._deleted = set()
+        self._before = {}      # label -> deep copy before the first change (None: created here)
+        self._touched = {}     # label -> the live object (None: deleted)
+        self._dirty_nodes = {}
+        tables = {"Node": self.nodes, "PersistentVolume": self.pvs, "VolumeAttachment": self.vas}
+        for position, obj in enumerate(self.items):
+            if not isinstance(obj, dict):
+                continue
+            kind = obj.get("kind")
+            table = tables.get(kind)
+            if table is None and kind != "PersistentVolumeClaim":
+                continue
+            meta = obj.get("metadata")
+            name = meta.get("name") if isinstance(meta, dict) else None
+            if not isinstance(name, str) or not name:
+                raise MalformedObject(kind=kind, name="items[%d]" % position, field="metadata.name", reason="missing")
+            if kind == "PersistentVolumeClaim":
+                self.pvcs.setdefault((meta.get("namespace") or "default", name), obj)
+            else:
+                table.setdefault(name, obj)
+
+    # -- bookkeeping ---------------------------------------------------------------------------
+    def _touch(self, obj):
+        label = _label(obj)
+        if label not in self._before:
+            self._before[label] = copy.deepcopy(obj)
+        self._touched[label] = obj
+        return label
+
+    def _created(self, obj):
+        label = _label(obj)
+        self._before.setdefault(label, None)
+        self._touched[label] = obj
+        return label
+
+    def _node(self, name, required, reason):
+        node = self.nodes.get(name)
+        if node is None and required:
+            raise ObjectNotFound(kind="Node", name=name, reason=reason)
+        return node
+
+    def _node_status(self, node):
+        """(status dict, attached dict name->entry, in-use set), cached per node for this run."""
+        label = _label(node)
+        cached = self._dirty_nodes.get(label)
+        if cached is None:
+            status = node.get("status")
+            if not isinstance(status, dict):
+                status = {}
+            attached = dict((e.get("name"), e) for e in (status.get("volumesAttached") or []) if isinstance(e, dict))
+            cached = self._dirty_nodes[label] = [node, attached, set(status.get("volumesInUse") or []), False]
+        return cached
+
+    # -- node status ----------------------------------------------------------------------------
+    def _set_attached(self, node, name, device_path):
+        cached = self._node_status(node)
+        entry = cached[1].get(name)
+        if entry is not None and entry.get("devicePath", "") == device_path:
+            return False
+        self._touch(node)
+        cached[1][name] = {"devicePath": device_path, "name": name}
+        cached[3] = True
+        return True
+
+    def _remove_attached(self, node, name):
+        cached = self._node_status(node)
+        if name not in cached[1]:
+            return False
+        self._touch(node)
+        del cached[1][name]
+        cached[3] = True
+        return True
+
+    def _set_in_use(self, node, names, in_use):
+        cached = self._node_status(node)
+        current = cached[2]
+        todo = [n for n in names if (n in current) != in_use]
+        if not todo:
+            return False
+        self._touch(node)
+        if in_use:
+            current.update(todo)
+        else:
+            current.difference_update(todo)
+        cached[3] = True
+        return True
+
+    def _flush_nodes(self):
+        for node, attached, in_use, dirty in self._dirty_nodes.values():
+            if not dirty:
+                continue
+            status = node.get("status")
+            if not isinstance(status, dict):
+                status = node["status"] = {}
+            if attached:
+                status["volumesAttached"] = [attached[k] for k in sorted(attached)]
+            else:
+                status.pop("volumesAttached", None)
+            if in_use:
+                status["volumesInUse"] = sorted(in_use)
+            else:
+                status.pop("volumesInUse", None)
+        self._dirty_nodes = {}
+
+    # -- VolumeAttachments ----------------------------------------------------------------------
+    @staticmethod
+    def _va_name(record):
+        return volume_attachment_name(record["volume_handle"], record["driver"], record["node"])
+
+    def _delete_va(self, va):
+        label = self._touch(va)
+        del self.vas[va["metadata"]["name"]]
+        self._deleted.add(id(va))
+        self._touched[label] = None
+
+    # -- record kinds ---------------------------------------------------------------------------
+    def _attached(self, record):
+        node = self._node(record["node"], True, "cannot record that %s is attached to it" % record["pv_name"])
+        name = self._va_name(record)
+        objects = []
+        wanted_spec = {"attacher": record["driver"], "nodeName": record["node"],
+                       "source": {"persistentVolumeName": record["pv_name"]}}
+        va = self.vas.get(name)
+        if va is None:
+            va = {
+                "apiVersion": VA_API_VERSION,
+                "kind": "VolumeAttachment",
+                "metadata": {"name": name},
+                "spec": wanted_spec,
+                "status": {"attached": True, "attachmentMetadata": {"devicePath": record["device_path"]}},
+            }
+            self.items.append(va)
+            self.vas[name] = va
+            objects.append(self._created(va))
+        else:
+            before = copy.deepcopy(va)
+            spec = va.get("spec") if isinstance(va.get("spec"), dict) else {}
+            if (spec.get("attacher"), spec.get("nodeName"), spec.get("source")) != (
+                    record["driver"], record["node"], wanted_spec["source"]):
+                spec.update(wanted_spec)
+                va["spec"] = spec
+            status = va.get("status") if isinstance(va.get("status"), dict) else {}
+            status["attached"] = True
+            status.pop("attachError", None)
+            meta_map = status.get("attachmentMetadata") if isinstance(status.get("attachmentMetadata"), dict) else {}
+            meta_map["devicePath"] = record["device_path"]
+            status["attachmentMetadata"] = meta_map
+            va["status"] = status
+            annotations = (va.get("metadata") or {}).get("annotations")
+            if isinstance(annotations, dict) and DETACH_REQUESTED_AT_ANNOTATION in annotations:
+                del annotations[DETACH_REQUESTED_AT_ANNOTATION]
+                if not annotations:
+                    del va["metadata"]["annotations"]
+            if va != before:
+                label = _label(va)
+                self._before.setdefault(label, before)
+                self._touched[label] = va
+                objects.append(label)
+        uvn = unique_volume_name(record["driver"], record["volume_handle"])
+        if self._set_attached(node, uvn, record["device_path"]):
+            objects.append(_label(node))
+        return objects
+
+    def _detached(self, record):
+        objects = []
+        va = self.vas.get(self._va_name(record))
+        if va is not None:
+            self._delete_va(va)
+            objects.append(_label(va))
+        node = self._node(record["node"], False, "")
+        if node is not None:
+            uvn = unique_volume_name(record["driver"], record["volume_handle"])
+            changed = self._remove_attached(node, uvn)
+            changed = self._set_in_use(node, [uvn], False) or changed
+            if changed:
+                objects.append(_label(node))
+        return objects
+
+    def _in_use(self, record):
+        node = self._node(record["node"], record["in_use"], "cannot mark volumes in use on it")
+        if node is not None and self._set_in_use(node, record["unique_volume_names"], record["in_use"]):
+            return [_label(node)]
+        return []
+
+    def _controller_expanded(self, record):
+        pv = self.pvs.get(record["pv_name"])
+        if pv is None:
+            raise ObjectNotFound(kind="PersistentVolume", name=record["pv_name"], reason="cannot record its new capacity")
+        capacity = _quantity(record["capacity"])
+        spec = pv.get("spec") if isinstance(pv.get("spec"), dict) else None
+        if spec is not None and isinstance(spec.get("capacity"), dict) and spec["capacity"].get("storage") == capacity:
+            return []
+        label = self._touch(pv)
+        if spec is None:
+            spec = pv["spec"] = {}
+        if not isinstance(spec.get("capacity"), dict):
+            spec["capacity"] = {}
+        spec["capacity"]["storage"] = capacity
+        return [label]
+
+    def _node_expanded(self, record):
+        namespace, name = record["pvc"].split("/")
+        pvc = self.pvcs.get((namespace, name))
+        if pvc is None:
+            raise ObjectNotFound(kind="PersistentVolumeClaim", name=record["pvc"],
+                                 reason="cannot record that its file system was expanded")
+        before = copy.deepcopy(pvc)
+        status = pvc.get("status") if isinstance(pvc.get("status"), dict) else {}
+        if not isinstance(status.get("capacity"), dict):
+            status["capacity"] = {}
+        status["capacity"]["storage"] = _quantity(record["capacity"])
+        allocated = status.get("allocatedResourceStatuses")
+        if isinstance(allocated, dict):
+            allocated.pop("storage", None)
+            if not allocated:
+                del status["allocatedResourceStatuses"]
+        conditions = status.get("conditions")
+        if isinstance(conditions, list):
+            kept = [c for c in conditions if not (isinstance(c, dict) and is_resize_condition(c.get("type")))]
+            if kept:
+                status["conditions"] = kept
+            else:
+                del status["conditions"]
+        pvc["status"] = status
+        if pvc == before:
+            return []
+        label = _label(pvc)
+        self._before.setdefault(label, before)
+        self._touched[label] = pvc
+        return [label]
+
+    def _detach_requested(self, record):
+        va = self.vas.get(self._va_name(record))
+        if va is None:
+            return []
+        meta = va.get("metadata")
+        annotations = meta.get("annotations") if isinstance(meta.get("annotations"), dict) else {}
+        if DETACH_REQUESTED_AT_ANNOTATION in annotations:
+            return []  # SetDetachRequestTime keeps the first request time
+        label = self._touch(va)
+        annotations[DETACH_REQUESTED_AT_ANNOTATION] = record["requested_at"]
+        meta["annotations"] = annotations
+        return [label]
+
+    def _detach_request_cleared(self, record):
+        va = self.vas.get(self._va_name(record))
+        if va is None:
+            return []
+        annotations = va["metadata"].get("annotations")
+        if not isinstance(annotations, dict) or DETACH_REQUESTED_AT_ANNOTATION not in annotations:
+            return []
+        label = self._touch(va)
+        del annotations[DETACH_REQUESTED_AT_ANNOTATION]
+        if not annotations:
+            del va["metadata"]["annotations"]
+        return [label]
+
+    _HANDLERS = {
+        "attached": _attached,
+        "detached": _detached,
+        "in_use": _in_use,
+        "controller_expanded": _controller_expanded,
+        "node_expanded": _node_expanded,
+        "detach_requested": _detach_requested,
+        "detach_request_cleared": _detach_request_cleared,
+    }
+
+    # -- public ---------------------------------------------------------------------------------
+    def apply(self, record, index=None):
+        """Apply one record; return the labels ("Kind/name") of the objects it changed."""
+        rtype = validate_record(record, index)
+        return self._HANDLERS[rtype](self, record)
+
+    def apply_all(self, records):
+        """Validate every record, then apply them in order; return the change summaries."""
+        if not isinstance(records, list):
+            raise InvalidInput(field="records", value=records, reason="must be a list of record dicts")
+        for position, record in enumerate(records):
+            validate_record(record, position)
+        changes = []
+        try:
+            for position, record in enumerate(records):
+                objects = self.apply(record, position)
+                if objects:
+                    changes.append(summarize(record, position, objects))
+        finally:
+            self.finish()
+        return changes
+
+    def finish(self):
+        """Write back cached node status lists and drop deleted objects from the items."""
+        self._flush_nodes()
+        if self._deleted:
+            deleted = self._deleted
+            self.items[:] = [obj for obj in self.items if id(obj) not in deleted]
+            self._deleted = set()
+
+    def diff(self):
+        """{before: {label: object}, after: {label: object}} for the objects that really changed."""
+        before, after = {}, {}
+        for label in sorted(self._touched):
+            old, new = self._before.get(label), self._touched[label]
+            if old == new:
+                continue
+            if old is not None:
+                before[label] = old
+            if new is not None:
+                after[label] = copy.deepcopy(new)
+        return {"before": before, "after": after}
+
+
+def summarize(record, index, objects):
+    """A JSON-friendly line per changed record."""
+    summary = {"index": index, "type": record["type"], "objects": objects}
+    for key in ("node", "pv_name", "pvc", "capacity", "in_use", "unique_volume_names", "requested_at"):
+        if key in record:
+            summary[key] = record[key]
+    return summary
+
+
+def apply_record(cluster_list, record):
+    """Apply one record to the List in place; True when something changed."""
+    applier = RecordApplier(cluster_list)
+    try:
+        return bool(applier.apply(record))
+    finally:
+        applier.finish()
+
+
+def apply_records(cluster_list, records):
+    """Apply records in order to the List in place; return summaries of the records that changed something.
+
+    All records are validated before any is applied. A record that names a missing object raises
+    after the earlier records were applied: callers that need all-or-nothing apply to a copy (the
+    stores re-read the file and write only when every record applied).
+    """
+    return RecordApplier(cluster_list).apply_all(records)

@@ -1,0 +1,258 @@
+# -*- coding: utf-8 -*-
+# Copyright: kubevol contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""FileStore: the cluster as a YAML or JSON file holding a Kubernetes List.
+
+Reads what ``kubectl get nodes,pods,pv,pvc,volumeattachments,csidrivers -A -o yaml`` (or ``-o json``)
+prints; several YAML documents (Lists or single objects) are merged into one List. ``apply`` is
+all or nothing: under an exclusive flock on ``<path>.lock`` it re-reads the file, applies the
+records and replaces the file atomically (temp file in the same directory, fsync, os.replace,
+fsync of the directory), so a run killed at any point leaves the old file or the new one.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import contextlib
+import errno
+import fcntl
+import glob
+import json
+import os
+import stat
+import tempfile
+import time
+import traceback
+
+from ansible_collections.kubevol.volumes.plugins.module_utils.errors import InvalidInput
+from ansible_collections.kubevol.volumes.plugins.module_utils.record import RecordApplier, validate_record
+from ansible_collections.kubevol.volumes.plugins.module_utils.stores.base import (
+    ClusterStore,
+    MissingLibrary,
+    StoreError,
+    StoreLockTimeout,
+    empty_list,
+)
+
+YAML_IMPORT_ERROR = None
+try:
+    import yaml
+except ImportError:
+    yaml = None
+    YAML_IMPORT_ERROR = traceback.format_exc()
+
+if yaml is not None:
+    _BaseLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    _Dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+
+    class _Loader(_BaseLoader):  # pylint: disable=too-many-ancestors
+        """SafeLoader that keeps timestamps as strings, as the Kubernetes API returns them."""
+
+    _Loader.yaml_implicit_resolvers = dict(
+        (first, [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"])
+        for first, resolvers in _BaseLoader.yaml_implicit_resolvers.items()
+    )
+
+DEFAULT_LOCK_TIMEOUT = 30
+TEMP_MARK = ".kubevol-"
+TEMP_SUFFIX = ".tmp"
+
+
+class FileStore(ClusterStore):
+    source = "file"
+
+    def __init__(self, path, lock_timeout=DEFAULT_LOCK_TIMEOUT):
+        if not path:
+            raise InvalidInput(field="cluster_state", value=path, reason="a file path is required for cluster_source=file")
+        self.path = os.path.abspath(os.path.expanduser(path))
+        self.lock_path = self.path + ".lock"
+        self.lock_timeout = DEFAULT_LOCK_TIMEOUT if lock_timeout is None else float(lock_timeout)
+
+    @classmethod
+    def from_options(cls, cluster_state=None, lock_timeout=None, **others):
+        extra = sorted(k for k, v in others.items() if v is not None)
+        if extra:
+            raise InvalidInput(field=extra[0], value=others[extra[0]], reason="does not apply to cluster_source=file")
+        return cls(cluster_state, lock_timeout=lock_timeout)
+
+    def describe(self):
+        return "file %s" % self.path
+
+    # -- reading --------------------------------------------------------------------------------
+    def load(self):
+        return self._read()[0]
+
+    def _read(self):
+        """(List dict, format) where format is "json" or "yaml"."""
+        try:
+            with open(self.path, "rb") as fh:
+                raw = fh.read()
+        except (IOError, OSError) as err:
+            hint = ""
+            if err.errno == errno.ENOENT:
+                hint = ("; create it with `kubectl get nodes,pods,pv,pvc,volumeattachments,csidrivers -A -o yaml > %s`"
+                        % self.path)
+            raise StoreError(store=self.describe(), reason="cannot read the cluster state file: %s%s" % (err.strerror or err, hint))
+        try:
+            text = raw.decode("utf-8-sig")
+        except UnicodeDecodeError as err:
+            raise StoreError(store=self.describe(), reason="the file is not UTF-8 text: %s" % err)
+        return self.parse(text)
+
+    def parse(self, text):
+        """Parse YAML or JSON text (decided by content) into (List dict, format)."""
+        stripped = text.lstrip()
+        if stripped[:1] in ("{", "["):
+            try:
+                return self._to_list([json.loads(text)]), "json"
+            except ValueError as err:
+                json_error = err
+                if yaml is None:
+                    raise StoreError(store=self.describe(), reason="invalid JSON: %s" % err)
+        else:
+            json_error = None
+        if yaml is None:
+            raise MissingLibrary("PyYAML", "to read the YAML cluster state file %s" % self.path, YAML_IMPORT_ERROR)
+        try:
+            documents = list(yaml.load_all(text, Loader=_Loader))
+        except yaml.YAMLError as err:
+            if json_error is not None:
+                raise StoreError(store=self.describe(), reason="invalid JSON: %s" % json_error)
+            raise StoreError(store=self.describe(), reason="invalid YAML: %s" % err)
+        return self._to_list(documents), "yaml"
+
+    def _to_list(self, documents):
+        documents = [d for d in documents if d is not None]
+        if len(documents) == 1 and isinstance(documents[0], dict) and isinstance(documents[0].get("items"), list):
+            result = documents[0]
+            items = result["items"]
+        else:
+            result = empty_list()
+            items = result["items"]
+            for number, doc in enumerate(documents):
+                if isinstance(doc, dict) and isinstance(doc.get("items"), list):
+                    items.extend(doc["items"])
+                elif isinstance(doc, dict) and doc.get("kind"):
+                    items.append(doc)
+                elif isinstance(doc, list):
+                    items.extend(doc)
+                else:
+                    raise StoreError(store=self.describe(),
+                                     reason="document %d is neither a Kubernetes List nor an object with a kind" % (number + 1))
+        for number, obj in enumerate(items):
+            if not isinstance(obj, dict) or not obj.get("kind"):
+                raise StoreError(store=self.describe(), reason="items[%d] is not a Kubernetes object (no kind)" % number)
+        return result
+
+    def dumps(self, cluster_list, fmt):
+        if fmt == "json":
+            return json.dumps(cluster_list, indent=2, ensure_ascii=False) + "\n"
+        if yaml is None:
+            raise MissingLibrary("PyYAML", "to write the YAML cluster state file %s" % self.path, YAML_IMPORT_ERROR)
+        return yaml.dump(cluster_list, Dumper=_Dumper, default_flow_style=False, sort_keys=False,
+                         allow_unicode=True, width=1000000)
+
+    # -- writing --------------------------------------------------------------------------------
+    def apply(self, records, check_mode=False):
+        if not isinstance(records, list):
+            raise InvalidInput(field="records", value=records, reason="must be a list of record dicts")
+        for position, record in enumerate(records):
+            validate_record(record, position)
+        if check_mode:
+            return self._apply_locked(records, check_mode=True)
+        with self.locked():
+            self._remove_stale_temp_files()
+            return self._apply_locked(records, check_mode=False)
+
+    def _apply_locked(self, records, check_mode):
+        cluster_list, fmt = self._read()
+        applier = RecordApplier(cluster_list)
+        changes = applier.apply_all(records)
+        diff = applier.diff()
+        diff["before_header"] = diff["after_header"] = self.path
+        if changes and not check_mode:
+            self._write_atomic(self.dumps(cluster_list, fmt).encode("utf-8"))
+        return {"changed": bool(changes), "changes": changes, "diff": diff}
+
+    @contextlib.contextmanager
+    def locked(self, timeout=None):
+        """Hold the exclusive lock on <path>.lock; StoreLockTimeout after ``timeout`` seconds."""
+        timeout = self.lock_timeout if timeout is None else timeout
+        try:
+            fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
+        except OSError as err:
+            raise StoreError(store=self.describe(), reason="cannot open the lock file %s: %s" % (self.lock_path, err.strerror))
+        try:
+            deadline = time.monotonic() + timeout
+            delay = 0.01
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except OSError as err:
+                    if err.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+                        raise StoreError(store=self.describe(), reason="cannot lock %s: %s" % (self.lock_path, err.strerror))
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise StoreLockTimeout(store=self.describe(), lock=self.lock_path, timeout=timeout)
+                time.sleep(min(delay, remaining))
+                delay = min(delay * 2, 0.2)
+            yield
+        finally:
+            os.close(fd)  # closing the descriptor releases the flock
+
+    def _temp_prefix(self, target):
+        return "." + os.path.basename(target) + TEMP_MARK
+
+    def _remove_stale_temp_files(self):
+        """Temp files of a run killed before os.replace; safe to remove while we hold the lock."""
+        target = os.path.realpath(self.path)
+        pattern = os.path.join(os.path.dirname(target), glob.escape(self._temp_prefix(target)) + "*" + TEMP_SUFFIX)
+        for stale in glob.glob(pattern):
+            try:
+                os.unlink(stale)
+            except OSError:
+                pass
+
+    def _write_atomic(self, data):
+        target = os.path.realpath(self.path)  # replace a symlink's target, not the symlink
+        directory = os.path.dirname(target)
+        try:
+            st = os.stat(target)
+            fd, tmp = tempfile.mkstemp(prefix=self._temp_prefix(target), suffix=TEMP_SUFFIX, dir=directory)
+        except OSError as err:
+            raise StoreError(store=self.describe(), reason="cannot create a temp file in %s: %s" % (directory, err.strerror))
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(data)
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.chmod(tmp, stat.S_IMODE(st.st_mode))
+            if hasattr(os, "geteuid") and os.geteuid() == 0:
+                os.chown(tmp, st.st_uid, st.st_gid)
+            os.replace(tmp, target)
+        except BaseException as err:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+            if isinstance(err, OSError):
+                raise StoreError(store=self.describe(),
+                                 reason="could not write the new state (the old file is intact): %s" % (err.strerror or err))
+            raise
+        _fsync_directory(directory)
+
+
+def _fsync_directory(directory):
+    """Make the rename durable; some filesystems refuse fsync on a directory, which is fine."""
+    try:
+        fd = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)

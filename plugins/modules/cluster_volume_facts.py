@@ -1,0 +1,108 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: kubevol contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+module: cluster_volume_facts
+short_description: Read the cluster's nodes, pods and volume objects from a cluster store
+version_added: 0.1.0
+author: kubevol contributors (@kubevol)
+description:
+  - Loads the cluster (Nodes, Pods, PersistentVolumes, PersistentVolumeClaims, VolumeAttachments and
+    CSIDrivers) as one Kubernetes List from the cluster store, for the planner.
+  - Runs on the controller and never changes anything.
+options:
+  query:
+    description:
+      - A JMESPath expression evaluated over the List (the whole C({apiVersion, kind, items}) dict).
+      - Its result is returned as RV(query_result).
+    type: str
+extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
+  - kubevol.volumes.cluster_store
+attributes:
+  check_mode:
+    support: full
+  diff_mode:
+    support: full
+  platform:
+    platforms: posix
+requirements:
+  - jmespath (only when O(query) is given)
+"""
+
+EXAMPLES = r"""
+- name: Read the cluster state
+  kubevol.volumes.cluster_volume_facts:
+    cluster_state: /srv/kubevol/cluster.yaml
+  delegate_to: localhost
+  run_once: true
+  register: cluster
+
+- name: Names of the PVs only
+  kubevol.volumes.cluster_volume_facts:
+    cluster_state: /srv/kubevol/cluster.yaml
+    query: "items[?kind=='PersistentVolume'].metadata.name"
+  delegate_to: localhost
+  run_once: true
+  register: pvs
+"""
+
+RETURN = r"""
+cluster:
+  description: The cluster as a Kubernetes List (C(apiVersion), C(kind), C(items)).
+  returned: success
+  type: dict
+  sample: {"apiVersion": "v1", "kind": "List", "items": [{"kind": "Node", "metadata": {"name": "node1"}}]}
+query_result:
+  description: The result of O(query) over the List.
+  returned: when O(query) is given
+  type: raw
+  sample: ["pv-a", "pv-b"]
+source:
+  description: The store the cluster was read from.
+  returned: success
+  type: str
+  sample: file /srv/kubevol/cluster.yaml
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.kubevol.volumes.plugins.module_utils.errors import KubevolError
+from ansible_collections.kubevol.volumes.plugins.module_utils.scope import search
+from ansible_collections.kubevol.volumes.plugins.module_utils.stores import (
+    CLUSTER_STORE_ARGSPEC,
+    CLUSTER_STORE_REQUIRED_IF,
+    get_store,
+    store_options,
+)
+
+
+def argspec():
+    return dict(CLUSTER_STORE_ARGSPEC, query=dict(type="str"))
+
+
+def run(params):
+    store = get_store(params["cluster_source"], **store_options(params))
+    cluster = store.load()
+    result = dict(changed=False, cluster=cluster, source=store.describe())
+    if params.get("query"):
+        result["query_result"] = search(params["query"], cluster, "query")
+    return result
+
+
+def main():
+    module = AnsibleModule(argument_spec=argspec(), required_if=CLUSTER_STORE_REQUIRED_IF, supports_check_mode=True)
+    try:
+        module.exit_json(**run(module.params))
+    except KubevolError as err:
+        module.fail_json(msg=err.msg, **err.to_result())
+
+
+if __name__ == "__main__":
+    main()

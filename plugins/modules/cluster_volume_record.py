@@ -1,0 +1,140 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: kubevol contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+module: cluster_volume_record
+short_description: Record in the cluster store what the node volume operations did
+version_added: 0.1.0
+author: kubevol contributors (@kubevol)
+description:
+  - Writes back to the cluster what attach, detach, mount and expand did on the nodes, the way
+    Kubernetes records it (VolumeAttachments, C(node.status.volumesAttached) and C(volumesInUse),
+    PV capacity, PVC resize status).
+  - All records are applied or none is. With O(cluster_source=file) the state file is re-read under
+    an exclusive lock and replaced atomically.
+  - Applying the same records again changes nothing.
+  - Runs on the controller.
+options:
+  records:
+    description:
+      - The records to apply, in order. Each is a dict with a C(type) and the keys that type needs.
+      - V(attached) needs C(node), C(pv_name), C(driver), C(volume_handle), C(device_path).
+      - V(detached) needs C(node), C(pv_name), C(driver), C(volume_handle).
+      - V(in_use) needs C(node), C(unique_volume_names) (list) and C(in_use) (bool).
+      - V(controller_expanded) needs C(pv_name) and C(capacity) (a quantity such as C(10Gi)).
+      - V(node_expanded) needs C(pvc) (C(namespace/name)) and C(capacity).
+      - V(detach_requested) needs C(node), C(pv_name), C(driver), C(volume_handle), C(requested_at) (RFC 3339).
+      - V(detach_request_cleared) needs C(node), C(pv_name), C(driver), C(volume_handle).
+    type: list
+    elements: dict
+    required: true
+  lock_timeout:
+    description:
+      - Seconds to wait for another kubevol run that holds the cluster state file's lock.
+    type: int
+    default: 30
+extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
+  - kubevol.volumes.cluster_store
+attributes:
+  check_mode:
+    support: full
+  diff_mode:
+    support: full
+  platform:
+    platforms: posix
+"""
+
+EXAMPLES = r"""
+- name: Record an attach and mark the volume in use
+  kubevol.volumes.cluster_volume_record:
+    cluster_state: /srv/kubevol/cluster.yaml
+    records:
+      - type: attached
+        node: node1
+        pv_name: pv-a
+        driver: loop.kubevol.io
+        volume_handle: pvc-a.img
+        device_path: /dev/loop3
+      - type: in_use
+        node: node1
+        unique_volume_names: ["kubernetes.io/csi/loop.kubevol.io^pvc-a.img"]
+        in_use: true
+  delegate_to: localhost
+  run_once: true
+
+- name: Record a finished file system expansion
+  kubevol.volumes.cluster_volume_record:
+    cluster_state: /srv/kubevol/cluster.yaml
+    records:
+      - type: node_expanded
+        pvc: prod/data-a
+        capacity: 20Gi
+  delegate_to: localhost
+  run_once: true
+"""
+
+RETURN = r"""
+changes:
+  description: One entry per record that changed something (records that changed nothing are left out).
+  returned: always
+  type: list
+  elements: dict
+  sample: [{"index": 0, "type": "attached", "node": "node1", "pv_name": "pv-a",
+            "objects": ["VolumeAttachment/csi-0f3a...", "Node/node1"]}]
+count:
+  description: Number of entries in RV(changes).
+  returned: always
+  type: int
+  sample: 1
+source:
+  description: The store written to.
+  returned: always
+  type: str
+  sample: file /srv/kubevol/cluster.yaml
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.kubevol.volumes.plugins.module_utils.errors import KubevolError
+from ansible_collections.kubevol.volumes.plugins.module_utils.stores import (
+    CLUSTER_STORE_ARGSPEC,
+    CLUSTER_STORE_REQUIRED_IF,
+    get_store,
+    store_options,
+)
+
+
+def argspec():
+    return dict(CLUSTER_STORE_ARGSPEC,
+                records=dict(type="list", elements="dict", required=True),
+                lock_timeout=dict(type="int", default=30))
+
+
+def run(params, check_mode=False, diff=False):
+    options = dict(store_options(params), lock_timeout=params["lock_timeout"])
+    store = get_store(params["cluster_source"], **options)
+    outcome = store.apply(params["records"], check_mode=check_mode)
+    result = dict(changed=outcome["changed"], changes=outcome["changes"], count=len(outcome["changes"]),
+                  source=store.describe())
+    if diff:
+        result["diff"] = outcome["diff"]
+    return result
+
+
+def main():
+    module = AnsibleModule(argument_spec=argspec(), required_if=CLUSTER_STORE_REQUIRED_IF, supports_check_mode=True)
+    try:
+        module.exit_json(**run(module.params, check_mode=module.check_mode, diff=module._diff))
+    except KubevolError as err:
+        module.fail_json(msg=err.msg, **err.to_result())
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,116 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: kubevol contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r'''
+module: k8s_volume_attach
+short_description: Attach volumes to this node as the attach/detach controller does
+version_added: 0.1.0
+author: kubevol contributors (@kubevol)
+description:
+  - Attaches each volume to the node through its driver (for C(loop.kubevol.io) a C(losetup --find --show) of the
+    image file) and returns the device path, the VolumeAttachment the cluster must record and the
+    C(node.status.volumesAttached) entry.
+  - Idempotent. An image already attached is found by the inode of its backing file and never attached twice.
+  - Every volume is locked on the node while it is handled; a failure reports which volumes completed.
+extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
+  - kubevol.volumes.node_volumes
+attributes:
+  check_mode:
+    support: full
+  diff_mode:
+    support: full
+  platform:
+    platforms: posix
+options:
+  provision:
+    description:
+      - Create a missing image file of C(capacity_bytes) (sparse) in the pool before attaching. For demos and
+        tests; without it a missing image is an error.
+    type: bool
+    default: false
+'''
+
+EXAMPLES = r'''
+- name: Attach two loop volumes to this node
+  kubevol.volumes.k8s_volume_attach:
+    node_name: node1
+    volumes:
+      - pv_name: pv-a
+        driver: loop.kubevol.io
+        volume_handle: pvc-a.img
+        capacity_bytes: 1073741824
+      - pv_name: pv-b
+        driver: loop.kubevol.io
+        volume_handle: pvc-b.img
+        volume_attributes:
+          pool: /srv/kubevol/pool
+  register: attached
+'''
+
+RETURN = r'''
+volumes:
+  description: One entry per volume, in the order given.
+  returned: always
+  type: list
+  elements: dict
+  sample:
+    - pv_name: pv-a
+      unique_volume_name: kubernetes.io/csi/loop.kubevol.io^pvc-a.img
+      device: /dev/loop3
+      attached: true
+      provisioned: false
+      adopted: false
+      changed: true
+      volume_attachment:
+        apiVersion: storage.k8s.io/v1
+        kind: VolumeAttachment
+        metadata: {name: csi-5e0c...}
+        spec: {attacher: loop.kubevol.io, nodeName: node1, source: {persistentVolumeName: pv-a}}
+        status: {attached: true, attachmentMetadata: {devicePath: /dev/loop3}}
+      volumes_attached: {name: kubernetes.io/csi/loop.kubevol.io^pvc-a.img, devicePath: /dev/loop3}
+volume_attachments:
+  description: The VolumeAttachment objects of all volumes (the C(volume_attachment) of each entry).
+  returned: success
+  type: list
+  elements: dict
+volumes_attached:
+  description: The C(node.status.volumesAttached) entries C({name, devicePath}) of all volumes.
+  returned: success
+  type: list
+  elements: dict
+node_name:
+  description: The Kubernetes node name used.
+  returned: success
+  type: str
+completed:
+  description: On failure, the PV names that were handled before the failing one.
+  returned: failure
+  type: list
+  elements: str
+'''
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.kubevol.volumes.plugins.module_utils.node_args import volumes_argspec
+from ansible_collections.kubevol.volumes.plugins.module_utils.node.module import run_volumes
+from ansible_collections.kubevol.volumes.plugins.module_utils.node.operations import attach_volume
+
+
+def main():
+    module = AnsibleModule(argument_spec=volumes_argspec(provision=dict(type="bool", default=False)),
+                           supports_check_mode=True)
+    provision = module.params["provision"]
+    run_volumes(module, lambda ctx, item: attach_volume(ctx, item, provision=provision),
+                volume_attachments=lambda results: [r["volume_attachment"] for r in results],
+                volumes_attached=lambda results: [r["volumes_attached"] for r in results])
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,111 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: kubevol contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r'''
+module: node_volume_facts
+short_description: Report the node's actual volume state, rebuilt from the node itself
+version_added: 0.1.0
+author: kubevol contributors (@kubevol)
+description:
+  - Rebuilds the node's actual state as the kubelet reconstructs it after a restart, attached devices (each
+    driver's attachment records checked against the kernel; for C(loop.kubevol.io) a device counts only while it is
+    still backed by the recorded image inode), global mounts and pod mounts from the kubelet directory layout,
+    C(vol_data.json), C(findmnt -J), C(blockdev) and the filesystem tools.
+  - Returns C(node_facts) exactly as docs/contracts.md section 2 defines it. Never changes anything.
+extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
+  - kubevol.volumes.node_volumes.node
+attributes:
+  check_mode:
+    support: full
+  diff_mode:
+    support: none
+  platform:
+    platforms: posix
+'''
+
+EXAMPLES = r'''
+- name: Gather the node's volume state
+  kubevol.volumes.node_volume_facts:
+    node_name: node1
+  register: facts
+
+- name: Show attached devices
+  ansible.builtin.debug:
+    var: facts.node_facts.devices
+'''
+
+RETURN = r'''
+node_facts:
+  description: The node's volume state (docs/contracts.md section 2). Lists are sorted.
+  returned: success
+  type: dict
+  contains:
+    node_name:
+      description: The Kubernetes node name.
+      type: str
+    reachable:
+      description: Always true from this module (false is set by the controller when gathering failed).
+      type: bool
+    error:
+      description: Always null from this module.
+      type: str
+    kubelet_dir:
+      description: The kubelet directory scanned.
+      type: str
+    devices:
+      description: Attached devices backing a volume kubevol knows.
+      type: list
+      elements: dict
+    global_mounts:
+      description: One per C(<kubelet>/plugins/kubernetes.io/csi/<driver>/<hash>/globalmount) directory.
+      type: list
+      elements: dict
+    pod_mounts:
+      description: One per pod volume directory (Filesystem) or volumeDevices entry (Block).
+      type: list
+      elements: dict
+  sample:
+    node_name: node1
+    reachable: true
+    error: null
+    kubelet_dir: /var/lib/kubelet
+    devices:
+      - unique_volume_name: kubernetes.io/csi/loop.kubevol.io^pvc-a.img
+        driver: loop.kubevol.io
+        volume_handle: pvc-a.img
+        device: /dev/loop3
+        size_bytes: 1073741824
+        read_only: false
+    global_mounts: []
+    pod_mounts: []
+'''
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.kubevol.volumes.plugins.module_utils.errors import KubevolError
+from ansible_collections.kubevol.volumes.plugins.module_utils.node_args import node_argspec
+from ansible_collections.kubevol.volumes.plugins.module_utils.node.context import NodeContext
+from ansible_collections.kubevol.volumes.plugins.module_utils.node.facts import node_facts
+from ansible_collections.kubevol.volumes.plugins.module_utils.node.runner import module_runner
+
+
+def main():
+    module = AnsibleModule(argument_spec=node_argspec(), supports_check_mode=True)
+    try:
+        ctx = NodeContext(module_runner(module), node_name=module.params["node_name"],
+                          kubelet_dir=module.params["kubelet_dir"])
+        facts = node_facts(ctx)
+    except KubevolError as err:
+        module.fail_json(msg=err.msg, **err.to_result())
+    module.exit_json(changed=False, node_facts=facts)
+
+
+if __name__ == "__main__":
+    main()

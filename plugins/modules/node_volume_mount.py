@@ -1,0 +1,113 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: kubevol contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r'''
+module: node_volume_mount
+short_description: Format (only if blank), mount and publish volumes to pods as the kubelet does
+version_added: 0.1.0
+author: kubevol contributors (@kubevol)
+description:
+  - Waits for each volume's device, then in Filesystem mode formats it only when C(blkid -p), the partition probe
+    (C(lsblk)) and C(wipefs) all positively report it blank, runs C(fsck -a) before a read-write mount, grows a
+    smaller ext filesystem offline, mounts it at the global path
+    C(<kubelet_dir>/plugins/kubernetes.io/csi/<driver>/<sha256 handle>/globalmount) and bind-mounts it at each
+    pod's C(<kubelet_dir>/pods/<uid>/volumes/kubernetes.io~csi/<pv>/mount), writing C(vol_data.json) as the
+    kubelet does.
+  - An existing filesystem of another type is kept, mounted with its own type and reported in
+    C(fs_type_mismatch) with a warning. A partition table or a non-filesystem signature (swap, LUKS, ...) is
+    never formatted; the call fails. A probe that fails or is inconclusive never leads to a format.
+  - In Block mode the device node is bind-mounted onto a file at C(<kubelet_dir>/pods/<uid>/volumeDevices/kubernetes.io~csi/<pv>).
+  - A mount already in place is never stacked again.
+extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
+  - kubevol.volumes.node_volumes
+attributes:
+  check_mode:
+    support: full
+  diff_mode:
+    support: full
+  platform:
+    platforms: posix
+options:
+  force:
+    description:
+      - B(Destroys data.) When the device holds a filesystem of another type than O(volumes[].fs_type), a partition
+        table or another signature, erase every signature with C(wipefs -a) and create a new filesystem: all data on
+        that device is lost. A device that already holds the asked filesystem type is never reformatted, and a
+        probe that fails still never formats, even with O(force=true).
+    type: bool
+    default: false
+  device_timeout:
+    description: Seconds to wait for each volume's device to appear on the node.
+    type: int
+    default: 30
+'''
+
+EXAMPLES = r'''
+- name: Mount a volume and publish it to one pod, read-only to another
+  kubevol.volumes.node_volume_mount:
+    node_name: node1
+    volumes:
+      - pv_name: pv-a
+        driver: loop.kubevol.io
+        volume_handle: pvc-a.img
+        fs_type: xfs
+        mount_options: [noatime]
+        pods:
+          - {uid: 1b6f0d2e-0000-4000-8000-000000000001, name: default/web-0}
+          - {uid: 1b6f0d2e-0000-4000-8000-000000000002, name: default/backup, read_only: true}
+'''
+
+RETURN = r'''
+volumes:
+  description: What was done per volume.
+  returned: always
+  type: list
+  elements: dict
+  sample:
+    - pv_name: pv-a
+      unique_volume_name: kubernetes.io/csi/loop.kubevol.io^pvc-a.img
+      mode: Filesystem
+      device: /dev/loop3
+      changed: true
+      formatted: true
+      fs_type: xfs
+      fs_type_mismatch: null
+      grown_offline: null
+      global_mount_path: /var/lib/kubelet/plugins/kubernetes.io/csi/loop.kubevol.io/0a1b.../globalmount
+      published: [1b6f0d2e-0000-4000-8000-000000000001]
+      actions: [format, mount device, "publish /var/lib/kubelet/pods/1b6f.../volumes/kubernetes.io~csi/pv-a/mount"]
+node_name:
+  description: The Kubernetes node name used.
+  returned: success
+  type: str
+completed:
+  description: On failure, the PV names that were handled before the failing one.
+  returned: failure
+  type: list
+  elements: str
+'''
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.kubevol.volumes.plugins.module_utils.node_args import volumes_argspec
+from ansible_collections.kubevol.volumes.plugins.module_utils.node.module import run_volumes
+from ansible_collections.kubevol.volumes.plugins.module_utils.node.operations import mount_volume
+
+
+def main():
+    module = AnsibleModule(argument_spec=volumes_argspec(force=dict(type="bool", default=False),
+                                                         device_timeout=dict(type="int", default=30)),
+                           supports_check_mode=True)
+    force, timeout = module.params["force"], module.params["device_timeout"]
+    run_volumes(module, lambda ctx, item: mount_volume(ctx, item, force=force, device_timeout=timeout))
+
+
+if __name__ == "__main__":
+    main()

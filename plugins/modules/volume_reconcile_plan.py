@@ -1,0 +1,185 @@
+# -*- coding: utf-8 -*-
+# Copyright: kubevol contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+---
+module: volume_reconcile_plan
+short_description: Plan the volume attach, mount, detach and expansion steps for a cluster
+version_added: 0.1.0
+author: kubevol contributors (@kubevol)
+description:
+  - Computes the Kubernetes volume lifecycle plan, as the attach/detach controller and the kubelet volume
+    manager would decide it, from the cluster objects and the facts gathered from the nodes.
+  - Never changes anything; the plan is carried out by the node modules.
+  - Steps are ordered unmount pod, unmount device, detach, attach, mount device, mount pod,
+    expand controller, expand node. Each step carries the volume item the node module needs.
+  - Anything that cannot be acted on (unbound claim, missing PV, unknown driver, Multi-Attach,
+    still mounted, node unreachable) is returned in O(blocked) with a reason.
+extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
+attributes:
+  check_mode:
+    support: full
+  diff_mode:
+    support: none
+  platform:
+    platforms: posix
+options:
+  cluster_state:
+    description:
+      - Path of a file holding the cluster as a Kubernetes C(List) in YAML or JSON, as
+        C(kubectl get nodes,pods,pv,pvc,volumeattachments,csidrivers -A -o yaml) prints it.
+      - Mutually exclusive with O(cluster).
+    type: path
+  cluster:
+    description:
+      - The cluster C(List) as data. Mutually exclusive with O(cluster_state).
+    type: dict
+  node_facts:
+    description:
+      - Facts per node, as returned by C(kubevol.volumes.node_volume_facts), keyed by node name.
+      - A node without facts has an unknown mount level; mounts are planned for it but no unmounts.
+    type: dict
+  force_detach:
+    description:
+      - Allow detaching a still-mounted volume from a NotReady node once O(max_wait_for_unmount) has passed.
+    type: bool
+    default: true
+  max_wait_for_unmount:
+    description:
+      - Seconds since the detach was first requested after which a forced detach is allowed.
+    type: int
+    default: 360
+  known_drivers:
+    description:
+      - CSI driver names kubevol has a backend for. Volumes of other drivers are reported as blocked.
+    type: list
+    elements: str
+    default: [loop.kubevol.io]
+  scope:
+    description:
+      - A JMESPath expression over the List's items that selects the pods to consider.
+      - Pods not selected are ignored, and nothing they use is unmounted or detached.
+      - Requires the jmespath Python library.
+    type: str
+requirements:
+  - PyYAML (to read YAML files)
+  - jmespath (only for O(scope))
+"""
+
+EXAMPLES = r"""
+- name: Plan from a file written by kubectl
+  kubevol.volumes.volume_reconcile_plan:
+    cluster_state: /tmp/cluster.yaml
+  register: volume_plan
+
+- name: Plan with node facts, only for the pods of one namespace
+  kubevol.volumes.volume_reconcile_plan:
+    cluster: "{{ cluster_list }}"
+    node_facts: "{{ gathered_node_facts }}"
+    scope: "[?kind=='Pod' && metadata.namespace=='shop']"
+  register: volume_plan
+
+- name: Show it as a table
+  ansible.builtin.debug:
+    msg: "{{ (volume_plan | kubevol.volumes.plan_table).splitlines() }}"
+"""
+
+RETURN = r"""
+plan:
+  description: The steps in execution order (see docs/contracts.md section 3).
+  returned: always
+  type: list
+  elements: dict
+  sample:
+    - action: attach
+      target: device
+      node: node1
+      volume: pv-db-data
+      pod: null
+      pod_uid: null
+      reason: pod(s) shop/db-0 on node node1 use it
+      unique_volume_name: kubernetes.io/csi/loop.kubevol.io^pv-db-data.img
+      item: {pv_name: pv-db-data, driver: loop.kubevol.io, volume_handle: pv-db-data.img,
+             volume_attributes: {pool: /var/lib/kubevol/pool}, capacity_bytes: 536870912, mode: Filesystem,
+             fs_type: xfs, mount_options: [], read_only: false, pods: []}
+blocked:
+  description: What cannot be acted on, each with node, volume, pod and reason.
+  returned: always
+  type: list
+  elements: dict
+detach_requests:
+  description: VolumeAttachments whose kubevol.io/detach-requested-at annotation the caller should record.
+  returned: always
+  type: list
+  elements: dict
+detach_requests_to_clear:
+  description: VolumeAttachments whose stale detach-requested-at annotation should be removed.
+  returned: always
+  type: list
+  elements: dict
+desired:
+  description: Counts of the desired state and the PV names wanted per node.
+  returned: always
+  type: dict
+actual:
+  description: Counts of the actual state and the PV names attached per node.
+  returned: always
+  type: dict
+summary:
+  description: Number of steps per action, plus blocked and skipped volumes.
+  returned: always
+  type: dict
+  sample: {unmount: 0, detach: 0, attach: 4, mount: 8, expand: 0, blocked: 0, skipped: 2}
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.kubevol.volumes.plugins.module_utils.cluster import (
+    ClusterIndex, cluster_from_data, load_cluster_file, select_pods)
+from ansible_collections.kubevol.volumes.plugins.module_utils.errors import KubevolError
+from ansible_collections.kubevol.volumes.plugins.module_utils.planner import PlanOptions, plan_cluster, utc_now
+
+
+def argspec():
+    return dict(
+        cluster_state=dict(type="path"),
+        cluster=dict(type="dict"),
+        node_facts=dict(type="dict"),
+        force_detach=dict(type="bool", default=True),
+        max_wait_for_unmount=dict(type="int", default=360),
+        known_drivers=dict(type="list", elements="str", default=["loop.kubevol.io"]),
+        scope=dict(type="str"),
+    )
+
+
+def run(params, now):
+    """Load, plan, and return the module result (changed is always false: this only reads)."""
+    if params["cluster_state"]:
+        cluster, data = load_cluster_file(params["cluster_state"])
+    else:
+        data = params["cluster"]
+        cluster = cluster_from_data(data)
+    scope = select_pods(data, params["scope"]) if params["scope"] else None
+    options = PlanOptions(params["force_detach"], params["max_wait_for_unmount"], tuple(params["known_drivers"]), now)
+    result = plan_cluster(ClusterIndex(cluster), params["node_facts"], options, scope)
+    result["changed"] = False
+    return result
+
+
+def main():
+    module = AnsibleModule(argument_spec=argspec(), mutually_exclusive=[("cluster_state", "cluster")],
+                           required_one_of=[("cluster_state", "cluster")], supports_check_mode=True)
+    try:
+        module.exit_json(**run(module.params, utc_now()))
+    except KubevolError as err:
+        module.fail_json(msg=err.msg, **err.to_result())
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# Prepare this checkout for building, testing and running kubevol. Idempotent and quick when
+# nothing changed. Run it (`scripts/bootstrap.sh`) or source it (`. scripts/bootstrap.sh`) to also
+# get the environment in your shell.
+#
+#  1. Debian packages the tests and the demo need (apt-get install, only for what is missing).
+#  2. .venv         Python 3.12+  from requirements/controller.txt (ansible-core 2.21, lint, ...)
+#     .venv-compat  Python 3.11   from requirements/py311.txt      (ansible-core 2.19, paramiko)
+#     Each is rebuilt only when its requirements file or interpreter changed (stamp in the venv).
+#     Without a Python 3.12 the controller venv falls back to 3.11 + py311.txt.
+#  3. .build/collections/ansible_collections/kubevol/volumes -> this checkout.
+#  4. Exports ANSIBLE_COLLECTIONS_PATH, ANSIBLE_HOME, XDG_CACHE_HOME, ANSIBLE_LOCAL_TEMP (all
+#     under .build) and puts .venv/bin first on PATH.
+#
+# Knobs: KUBEVOL_PYTHON (controller interpreter), KUBEVOL_COMPAT_PYTHON, KUBEVOL_SKIP_APT=1,
+#        KUBEVOL_SKIP_COMPAT=1.
+
+# shellcheck source=scripts/lib.sh
+. "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)/lib.sh"
+
+# command -> Debian package. cryptsetup is not needed by any test.
+KV_APT_NEEDS=(
+    sshd:openssh-server ssh:openssh-client ssh-keygen:openssh-client
+    mkfs.xfs:xfsprogs xfs_growfs:xfsprogs mkfs.btrfs:btrfs-progs
+    mkfs.ext4:e2fsprogs resize2fs:e2fsprogs e2fsck:e2fsprogs
+    losetup:util-linux findmnt:util-linux lsblk:util-linux blkid:util-linux unshare:util-linux
+    nsenter:util-linux mount:mount sfdisk:fdisk git:git
+)
+
+kv_bootstrap_apt() {
+    local entry cmd pkg missing=()
+    for entry in "${KV_APT_NEEDS[@]}"; do
+        cmd=${entry%%:*} pkg=${entry#*:}
+        if ! PATH=$PATH:/usr/sbin:/sbin command -v "$cmd" >/dev/null 2>&1; then
+            [[ " ${missing[*]} " == *" $pkg "* ]] || missing+=("$pkg")
+        fi
+    done
+    [ ${#missing[@]} -eq 0 ] && return 0
+    if [ -n "${KUBEVOL_SKIP_APT:-}" ]; then
+        kv_warn "missing Debian packages (KUBEVOL_SKIP_APT set): ${missing[*]}"; return 0
+    fi
+    if ! kv_is_root || ! command -v apt-get >/dev/null 2>&1; then
+        kv_warn "missing packages, install them yourself: apt-get install ${missing[*]}"; return 0
+    fi
+    kv_log "apt-get install ${missing[*]}"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq >/dev/null && apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null \
+        || kv_die "apt-get install ${missing[*]} failed"
+}
+
+kv_bootstrap_venvs() {
+    local py compat
+    py=${KUBEVOL_PYTHON:-$(kv_find_python 12 14)} || py=''
+    if [ -n "$py" ]; then
+        kv_venv "$KV_VENV" "$py" "$KV_ROOT/requirements/controller.txt"
+        KV_CONTROLLER_FALLBACK=''
+    else
+        py=$(kv_find_python 11 11) || kv_die "no Python 3.12+ or 3.11 found (set KUBEVOL_PYTHON)"
+        kv_warn "no Python 3.12+: .venv falls back to $py with ansible-core 2.19 (requirements/py311.txt)"
+        kv_venv "$KV_VENV" "$py" "$KV_ROOT/requirements/py311.txt"
+        KV_CONTROLLER_FALLBACK=1
+    fi
+    export KV_CONTROLLER_FALLBACK
+    if [ -n "${KUBEVOL_SKIP_COMPAT:-}" ] || [ -n "$KV_CONTROLLER_FALLBACK" ]; then
+        return 0
+    fi
+    compat=${KUBEVOL_COMPAT_PYTHON:-$(kv_find_python 11 11)} || compat=''
+    if [ -n "$compat" ]; then
+        kv_venv "$KV_COMPAT" "$compat" "$KV_ROOT/requirements/py311.txt"
+    else
+        kv_warn "no Python 3.11 found: no .venv-compat (the compat stage will be skipped)"
+    fi
+}
+
+kv_bootstrap() {
+    mkdir -p "$KV_BUILD"
+    kv_bootstrap_apt
+    kv_bootstrap_venvs
+    kv_collection_link
+    kv_env
+}
+
+if [ "${BASH_SOURCE[0]}" = "$0" ]; then
+    set -euo pipefail
+    kv_bootstrap
+    kv_log "ready: $("$KV_VENV/bin/ansible" --version | head -n 1) on $("$KV_VENV/bin/python" -V)"
+    kv_log "for this shell: . scripts/bootstrap.sh"
+elif [ "${1:-}" != --functions-only ]; then
+    kv_bootstrap
+fi

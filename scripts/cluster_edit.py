@@ -1,0 +1,122 @@
+#!/usr/bin/env python3
+"""Edit a cluster state file the way a user or a controller would change the cluster.
+
+Used by the demo, molecule and the end-to-end tests to stand in for the API
+server's other clients (the scheduler moving a pod, a user growing a claim).
+Each edit is idempotent and prints `changed` or `unchanged`.
+
+  cluster_edit.py FILE move-pod NAMESPACE/NAME NODE   # a new pod (new uid) on NODE, as a controller would
+  cluster_edit.py FILE resize-claim NAMESPACE/NAME SIZE
+  cluster_edit.py FILE delete-pod NAMESPACE/NAME
+  cluster_edit.py FILE get-pod-uid NAMESPACE/NAME
+"""
+import argparse
+import json
+import os
+import sys
+import tempfile
+import uuid
+
+import yaml
+
+
+def load(path):
+    with open(path) as f:
+        text = f.read()
+    if text.lstrip().startswith("{"):
+        return json.loads(text), "json"
+    docs = [d for d in yaml.safe_load_all(text) if d]
+    if len(docs) == 1 and docs[0].get("kind") == "List":
+        return docs[0], "yaml"
+    items = []
+    for doc in docs:
+        items.extend(doc.get("items", [doc]) if doc.get("kind") == "List" else [doc])
+    return {"apiVersion": "v1", "kind": "List", "items": items}, "yaml"
+
+
+def save(path, cluster, fmt):
+    """Atomic: temp file in the same directory, fsync, rename."""
+    directory = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix=".%s." % os.path.basename(path), dir=directory)
+    try:
+        with os.fdopen(fd, "w") as f:
+            if fmt == "json":
+                json.dump(cluster, f, indent=2)
+                f.write("\n")
+            else:
+                yaml.safe_dump(cluster, f, default_flow_style=False, sort_keys=False)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def find(cluster, kind, ref):
+    namespace, _, name = ref.partition("/")
+    for obj in cluster.get("items", []):
+        meta = obj.get("metadata", {})
+        if obj.get("kind") == kind and meta.get("name") == name and meta.get("namespace", "") == namespace:
+            return obj
+    sys.exit("no %s %s in the cluster state" % (kind, ref))
+
+
+def move_pod(cluster, ref, node):
+    pod = find(cluster, "Pod", ref)
+    if pod["spec"].get("nodeName") == node:
+        return False
+    # A rescheduled pod is a new pod: new uid, new node, not yet running.
+    pod["metadata"]["uid"] = str(uuid.uuid5(uuid.NAMESPACE_URL, "%s/%s" % (pod["metadata"]["uid"], node)))
+    pod["spec"]["nodeName"] = node
+    pod.setdefault("status", {})["phase"] = "Pending"
+    return True
+
+
+def resize_claim(cluster, ref, size):
+    pvc = find(cluster, "PersistentVolumeClaim", ref)
+    requests = pvc["spec"].setdefault("resources", {}).setdefault("requests", {})
+    if requests.get("storage") == size:
+        return False
+    requests["storage"] = size
+    return True
+
+
+def delete_pod(cluster, ref):
+    pod = find(cluster, "Pod", ref)
+    cluster["items"].remove(pod)
+    return True
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("file")
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("move-pod")
+    p.add_argument("pod")
+    p.add_argument("node")
+    p = sub.add_parser("resize-claim")
+    p.add_argument("pvc")
+    p.add_argument("size")
+    sub.add_parser("delete-pod").add_argument("pod")
+    sub.add_parser("get-pod-uid").add_argument("pod")
+    args = parser.parse_args(argv)
+    cluster, fmt = load(args.file)
+    if args.command == "get-pod-uid":
+        print(find(cluster, "Pod", args.pod)["metadata"]["uid"])
+        return 0
+    if args.command == "move-pod":
+        changed = move_pod(cluster, args.pod, args.node)
+    elif args.command == "resize-claim":
+        changed = resize_claim(cluster, args.pvc, args.size)
+    else:
+        changed = delete_pod(cluster, args.pod)
+    if changed:
+        save(args.file, cluster, fmt)
+    print("changed" if changed else "unchanged")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
