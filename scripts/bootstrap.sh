@@ -25,6 +25,7 @@ KV_APT_NEEDS=(
     mkfs.ext4:e2fsprogs resize2fs:e2fsprogs e2fsck:e2fsprogs
     losetup:util-linux findmnt:util-linux lsblk:util-linux blkid:util-linux unshare:util-linux
     nsenter:util-linux mount:mount sfdisk:fdisk git:git
+    shellcheck:shellcheck   # else ansible-test sanity skips its shellcheck test
 )
 
 kv_bootstrap_apt() {
@@ -44,8 +45,9 @@ kv_bootstrap_apt() {
     fi
     kv_log "apt-get install ${missing[*]}"
     export DEBIAN_FRONTEND=noninteractive
-    apt-get update -qq >/dev/null && apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null \
-        || kv_die "apt-get install ${missing[*]} failed"
+    if ! { apt-get update -qq >/dev/null && apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null; }; then
+        kv_die "apt-get install ${missing[*]} failed"
+    fi
 }
 
 kv_bootstrap_venvs() {
@@ -83,7 +85,7 @@ kv_bootstrap() {
 if [ "${BASH_SOURCE[0]}" = "$0" ]; then
     set -euo pipefail
     kv_bootstrap
-    kv_log "ready: $("$KV_VENV/bin/ansible" --version | head -n 1) on $("$KV_VENV/bin/python" -V)"
+    kv_log "ready: $(kv_ansible_version "$KV_VENV/bin")"
     kv_log "for this shell: . scripts/bootstrap.sh"
 elif [ "${1:-}" != --functions-only ]; then
     kv_bootstrap

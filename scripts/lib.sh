@@ -1,4 +1,4 @@
-# shellcheck shell=bash
+# shellcheck shell=bash disable=SC2034  # the KV_* variables are used by the scripts that source this
 # Shared helpers for kubevol's scripts (bootstrap.sh, test.sh, demo.sh). Source it; it defines
 # functions and a few variables and runs nothing else.
 #
@@ -43,8 +43,8 @@ kv_find_python() {
     local min=$1 max=$2 minor cand pyenv_root
     pyenv_root=${PYENV_ROOT:-$HOME/.pyenv}
     for ((minor = min; minor <= max; minor++)); do
-        for cand in $(ls -d "$pyenv_root"/versions/3."$minor".* 2>/dev/null | sort -t. -k3,3nr); do
-            [[ $cand =~ /3\.$minor\.[0-9]+$ ]] || continue   # skip 3.12-dev, 3.12.1t, envs
+        for cand in $(printf '%s\n' "$pyenv_root"/versions/3."$minor".* | sort -t. -k3,3nr); do
+            [[ $cand =~ /3\.$minor\.[0-9]+$ ]] || continue   # skip 3.12-dev, 3.12.1t, envs, no match
             if kv_py_ok "$cand/bin/python3" "$minor" "$minor"; then echo "$cand/bin/python3"; return 0; fi
         done
         for cand in "/usr/local/bin/python3.$minor" "/usr/bin/python3.$minor" "$(command -v "python3.$minor" 2>/dev/null)"; do
@@ -78,7 +78,7 @@ kv_venv() {
     fi
     # (grep drops pip's noise about configured local indexes that lack a package)
     "$dir/bin/python" -m pip install --quiet --disable-pip-version-check --no-input -r "$req" 2>&1 \
-        | grep -v "^WARNING: Location 'file:.* is ignored: it is neither a file nor a directory"
+        | { grep -v "^WARNING: Location 'file:.* is ignored: it is neither a file nor a directory" || true; }
     if [ "${PIPESTATUS[0]}" -ne 0 ]; then
         rm -rf "$dir"
         kv_die "pip install -r ${req#"$KV_ROOT"/} failed"
@@ -103,7 +103,6 @@ kv_collection_link() {
 kv_env() {
     mkdir -p "$KV_BUILD/ansible-home" "$KV_BUILD/cache" "$KV_BUILD/ansible-tmp"
     export ANSIBLE_COLLECTIONS_PATH=$KV_COLLECTIONS
-    export ANSIBLE_COLLECTIONS_SCAN_SYS_PATH=False
     export ANSIBLE_HOME=$KV_BUILD/ansible-home
     export XDG_CACHE_HOME=$KV_BUILD/cache
     export ANSIBLE_LOCAL_TEMP=$KV_BUILD/ansible-tmp
@@ -129,4 +128,12 @@ kv_copy_tree() {
         (cd "$KV_ROOT" && tar -cf - --exclude=./.git --exclude=./.build --exclude='./.venv*' \
             --exclude=./tests/output --exclude=__pycache__ --exclude='*.pyc' .) | tar -xf - -C "$dest"
     fi
+}
+
+# kv_ansible_version BIN_DIR: "ansible [core X.Y.Z] on Python A.B.C" (reads the whole output:
+# ansible --version fails with a broken pipe under `| head`).
+kv_ansible_version() {
+    local out
+    out=$("$1/ansible" --version 2>&1) || true
+    printf '%s on Python %s\n' "${out%%$'\n'*}" "$("$1/python" -c 'import platform; print(platform.python_version())')"
 }

@@ -84,18 +84,26 @@ PY
     done
 }
 
-# kv_doc_run BIN TYPE FQCN...: one ansible-doc call per plugin (an error names the plugin).
+# kv_doc_run BIN TYPE FQCN...: all in one ansible-doc call (each call costs ~2 s); when that
+# fails, one call per plugin so that the errors name the plugin.
 kv_doc_run() {
-    local bin=$1 type=$2 fqcn rc=0 log
+    local bin=$1 type=$2 fqcn rc=0 log=$KV_BUILD/reports/ansible-doc
     shift 2
+    if "$bin/ansible-doc" -t "$type" "$@" >"$log/$type.txt" 2>"$log/$type.err" \
+        && ! grep -qE 'ERROR|WARNING' "$log/$type.err"; then
+        for fqcn in "$@"; do
+            if grep -q "$fqcn" "$log/$type.txt"; then printf '  ok    %-8s %s\n' "$type" "$fqcn"
+            else printf '  FAIL  %-8s %s (not in the output)\n' "$type" "$fqcn"; rc=1; fi
+        done
+        return $rc
+    fi
     for fqcn in "$@"; do
-        log=$KV_BUILD/reports/ansible-doc/$type-$fqcn.txt
-        if "$bin/ansible-doc" -t "$type" "$fqcn" >"$log" 2>"$log.err" \
-            && ! grep -qE 'ERROR|WARNING' "$log.err" && grep -q "$fqcn" "$log"; then
+        if "$bin/ansible-doc" -t "$type" "$fqcn" >"$log/$fqcn.txt" 2>"$log/$fqcn.err" \
+            && ! grep -qE 'ERROR|WARNING' "$log/$fqcn.err"; then
             printf '  ok    %-8s %s\n' "$type" "$fqcn"
         else
             printf '  FAIL  %-8s %s\n' "$type" "$fqcn"
-            sed 's/^/        /' "$log.err" | head -n 20
+            sed 's/^/        /' "$log/$fqcn.err" | head -n 20
             rc=1
         fi
     done
@@ -108,8 +116,15 @@ stage_sanity() {
     local dest=$KV_BUILD/sanity/ansible_collections/$KV_NAMESPACE/$KV_NAME
     local home=$KV_BUILD/ansible-test-home pyver pipver cache
     pyver=$("$KV_VENV/bin/python" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
-    rm -rf "$dest"
+    # Fresh files each run, but keep tests/output: ansible-test keeps its delegation venv there.
+    if [ -d "$dest" ]; then
+        find "$dest" -mindepth 1 -maxdepth 1 ! -name tests -exec rm -rf {} +
+        find "$dest/tests" -mindepth 1 -maxdepth 1 ! -name output -exec rm -rf {} +
+    fi
     kv_copy_tree "$dest"
+    # ansible-test lists files with git from the nearest .git upwards, which would be the checkout's
+    # (where .build is ignored: "All targets skipped"). Make the copy its own repository.
+    git -C "$dest" init -q
     # ansible-test bootstraps pip in its venvs with a get-pip script it downloads from a host that
     # CI cannot reach. Give it a stand-in that installs the same pip from a wheel (from PyPI).
     pipver=$("$KV_VENV/bin/python" - <<'PY'
@@ -147,7 +162,9 @@ stage_lint() {
     local p
     for p in roles playbooks; do [ -d "$KV_ROOT/$p" ] && paths+=("$p"); done
     if [ ${#paths[@]} -eq 0 ]; then echo "no roles/ or playbooks/ yet"; return $SKIP; fi
-    ansible-lint --offline --profile production $([ -t 1 ] || echo --nocolor) "${paths[@]}"
+    local -a color=()
+    [ -t 1 ] || color=(--nocolor)
+    ansible-lint --offline --profile production "${color[@]}" "${paths[@]}"
 }
 
 stage_changelog() {
@@ -178,7 +195,7 @@ stage_compat() {
         echo "the controller venv already is the 2.19 / 3.11 fallback"; return $SKIP
     fi
     [ -x "$KV_COMPAT/bin/python" ] || { echo "no .venv-compat (no Python 3.11 here)"; return $SKIP; }
-    "$KV_COMPAT/bin/ansible" --version | head -n 1
+    kv_ansible_version "$KV_COMPAT/bin"
     kv_doc_check "$KV_COMPAT/bin"
     kv_pytest compat "$KV_COMPAT/bin/python" tests/unit
 }
@@ -304,7 +321,7 @@ kv_header bootstrap
 KV_CURRENT=bootstrap KV_STAGE_START=$SECONDS
 kv_bootstrap || exit 1
 KV_PY=$KV_VENV/bin/python
-"$KV_VENV/bin/ansible" --version | head -n 1
+kv_ansible_version "$KV_VENV/bin"
 kv_record bootstrap PASS $((SECONDS - KV_STAGE_START))
 KV_CURRENT=''
 

@@ -34,7 +34,6 @@ openssh (sshd, ssh, ssh-keygen).
 import argparse
 import concurrent.futures
 import contextlib
-import errno
 import fcntl
 import hashlib
 import json
@@ -577,6 +576,27 @@ def ssh_ok(layout, port, timeout=5):
     return res.returncode == 0, res.stderr.decode(errors="replace").strip()
 
 
+def listens_on(pid, port):
+    """True if process pid holds a socket listening on 127.0.0.1:port."""
+    inodes = set()
+    local = "0100007F:%04X" % port
+    try:
+        with open("/proc/%d/net/tcp" % pid) as fh:
+            for line in fh.readlines()[1:]:
+                f = line.split()
+                if f[1] == local and f[3] == "0A":  # TCP_LISTEN
+                    inodes.add("socket:[%s]" % f[9])
+        if not inodes:
+            return False
+        for fd in os.listdir("/proc/%d/fd" % pid):
+            with contextlib.suppress(OSError):
+                if os.readlink("/proc/%d/fd/%s" % (pid, fd)) in inodes:
+                    return True
+    except OSError:
+        pass
+    return False
+
+
 def wait_ready(layout, node, proc, timeout=READY_TIMEOUT):
     """Wait until sshd accepts an ssh login; (ok, reason)."""
     deadline = time.monotonic() + timeout
@@ -588,9 +608,9 @@ def wait_ready(layout, node, proc, timeout=READY_TIMEOUT):
         if proc is None and not node_alive(node):
             return False, "init process is gone"
         if not listening:
-            with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-                sock.settimeout(1.0)
-                listening = sock.connect_ex(("127.0.0.1", node["port"])) == 0
+            # Our sshd itself must hold the listening socket: a plain connect
+            # could reach whoever else won a race for the port.
+            listening = listens_on(node["pid"], node["port"])
             if not listening:
                 time.sleep(0.01)
                 continue
@@ -747,6 +767,27 @@ def cmd_up(args):
     return 0
 
 
+def orphan_nodes(layout, state):
+    """Namespaces running one of our node configs but missing from nodes.json
+    (e.g. `up` was interrupted before it saved): treat them as nodes too."""
+    known = {node_ns(n) for n in state["nodes"]}
+    needle = (layout.nodes_dir + "/").encode()
+    found = {}
+    for pid in all_pids():
+        ns = ns_id(pid)
+        if ns is None or ns in known or ns == own_ns() or ns in found:
+            continue
+        try:
+            with open("/proc/%d/cmdline" % pid, "rb") as fh:
+                cmdline = fh.read()
+        except OSError:
+            continue
+        if needle in cmdline and is_running(pid):
+            found[ns] = {"name": "orphan-%d" % pid, "pid": pid, "ns_dev": ns[0],
+                         "mnt_ns": ns[1], "port": 0}
+    return list(found.values())
+
+
 def unmount_node(node):
     """End a node's sessions and unmount, inside its namespace, everything the
     host does not have (deepest first). Keeps one process alive as the way
@@ -816,12 +857,15 @@ def cmd_down(args):
             log("stopped %d ssh ControlMaster(s)" % masters)
         # 1. unmount inside every live namespace, 2. detach loop devices (after
         # unmounting their users anywhere), 3. kill every process.
-        found = {n["name"]: unmount_node(n) for n in state["nodes"]}
-        detached = detach_loops(layout, state)
+        nodes = state["nodes"] + orphan_nodes(layout, state)
+        workers = max(1, min(16, len(nodes)))
+        with concurrent.futures.ThreadPoolExecutor(max_workers=workers) as ex:
+            found = list(ex.map(unmount_node, nodes))
+            detached = detach_loops(layout, state)
+            killed = list(ex.map(kill_node, nodes))
         problems = []
-        for node in state["nodes"]:
-            n_procs, n_mounts = found[node["name"]]
-            n_procs = max(n_procs, kill_node(node))
+        for node, (n_procs, n_mounts), n_killed in zip(nodes, found, killed):
+            n_procs = max(n_procs, n_killed)
             log("%s: stopped (%d process(es), %d mount(s))" % (node["name"], n_procs, n_mounts))
             if node_ns(node) and pids_in_ns(node_ns(node)):
                 problems.append("%s: processes still in its namespace" % node["name"])
@@ -837,7 +881,7 @@ def cmd_down(args):
                 print("down: " + p, file=sys.stderr)
             raise TestNodesError("down incomplete; run `down --state-dir %s` again, or "
                                  "inspect with `status`" % layout.root)
-        for name in [n["name"] for n in state["nodes"]]:
+        for name in os.listdir(layout.nodes_dir) if os.path.isdir(layout.nodes_dir) else []:
             ndir = layout.node_dir(name)
             for sub in NODE_SUBDIRS:
                 if os.path.lexists(os.path.join(ndir, sub)):
@@ -848,7 +892,7 @@ def cmd_down(args):
         if layout.cp != os.path.join(layout.root, "cp"):
             with contextlib.suppress(OSError):
                 shutil.rmtree(layout.cp)
-        n = len(state["nodes"])
+        n = len(nodes)
     if args.purge:
         safe_rmtree(layout.root)
         log("purged %s" % layout.root)
@@ -885,6 +929,10 @@ def cmd_status(args):
             log("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip())
     log("loop devices backed by the pool: %s" % (
         ", ".join("%s (%s)" % (lp["name"], lp["back_file"]) for lp in loops) if loops else "none"))
+    orphans = orphan_nodes(layout, state)
+    if orphans:
+        log("running but not in nodes.json (`down` stops them): pid %s" % ", ".join(
+            str(o["pid"]) for o in orphans))
     if nodes:
         log("inventory: %s" % layout.inventory)
     return 0

@@ -124,4 +124,10 @@ options:
             the device. Other modules ignore it.
         type: bool
         default: true
+      unmount_device:
+        description:
+          - M(kubevol.volumes.volume_detach) only. After the pod unmounts, unmount the global mount once no pod mount
+            remains, but keep the device attached unless O(volumes[].detach) is set too. Defaults to the value of
+            O(volumes[].detach). Other modules ignore it.
+        type: bool
 '''

@@ -208,12 +208,14 @@ def _records_for(phase, node, item, outcome, steps):
         return [{"type": "in_use", "node": node, "unique_volume_names": [key], "in_use": True}]
     records = []
     for step in steps:
-        if step["unique_volume_name"] != key or step.get("capacity") is None:
+        # size_to is bytes; the store writes it back as a canonical quantity (2147483648 -> 2Gi).
+        capacity = step.get("capacity", step.get("size_to"))
+        if step["unique_volume_name"] != key or capacity is None:
             continue
         if phase == "expand_controller":
-            records.append({"type": "controller_expanded", "pv_name": item["pv_name"], "capacity": step["capacity"]})
+            records.append({"type": "controller_expanded", "pv_name": item["pv_name"], "capacity": capacity})
         elif phase == "expand_node" and step.get("pvc"):
-            records.append({"type": "node_expanded", "pvc": step["pvc"], "capacity": step["capacity"]})
+            records.append({"type": "node_expanded", "pvc": step["pvc"], "capacity": capacity})
     return records
 
 

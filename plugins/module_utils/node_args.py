@@ -30,6 +30,7 @@ VOLUME_SPEC = dict(
     read_only=dict(type="bool", default=False),
     pods=dict(type="list", elements="dict", default=[], options=POD_SPEC),
     detach=dict(type="bool", default=True),
+    unmount_device=dict(type="bool"),
 )
 
 NODE_SPEC = dict(

@@ -19,9 +19,11 @@ __metaclass__ = type
 import datetime
 from collections import namedtuple
 
+from ansible_collections.kubevol.volumes.plugins.module_utils.actual_state import (
+    ATTACHED, UNCERTAIN, build_actual_state, summarize_actual)
+from ansible_collections.kubevol.volumes.plugins.module_utils.cluster import gc_paused
 from ansible_collections.kubevol.volumes.plugins.module_utils.desired_state import (
-    DEFAULT_KNOWN_DRIVERS, PodToMount, volume_spec)
-from ansible_collections.kubevol.volumes.plugins.module_utils.actual_state import ATTACHED, UNCERTAIN
+    DEFAULT_KNOWN_DRIVERS, PodToMount, build_desired_state, summarize_desired, volume_spec)
 from ansible_collections.kubevol.volumes.plugins.module_utils.errors import InvalidInput, UnknownDriver
 from ansible_collections.kubevol.volumes.plugins.module_utils.names import (
     OUT_OF_SERVICE_TAINT, split_unique_volume_name, volume_attachment_name)
@@ -472,16 +474,13 @@ def plan(desired, actual, index, options=None):
 
 def plan_cluster(index, node_facts=None, options=None, scope=None):
     """Desired state, actual state and plan in one call: what volume_reconcile_plan returns."""
-    from ansible_collections.kubevol.volumes.plugins.module_utils.desired_state import (
-        build_desired_state, summarize_desired)
-    from ansible_collections.kubevol.volumes.plugins.module_utils.actual_state import (
-        build_actual_state, summarize_actual)
     options = options or PlanOptions()
-    desired = build_desired_state(index, options.known_drivers, scope)
-    actual = build_actual_state(index, node_facts)
-    result = plan(desired, actual, index, options)
-    result["desired"] = summarize_desired(desired)
-    result["actual"] = summarize_actual(actual)
+    with gc_paused():  # the states and the plan are acyclic; see cluster.gc_paused
+        desired = build_desired_state(index, options.known_drivers, scope)
+        actual = build_actual_state(index, node_facts)
+        result = plan(desired, actual, index, options)
+        result["desired"] = summarize_desired(desired)
+        result["actual"] = summarize_actual(actual)
     return result
 
 

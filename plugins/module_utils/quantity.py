@@ -34,8 +34,8 @@ _DECIMAL_SUFFIXES = {"n": -9, "u": -6, "m": -3, "": 0, "k": 3, "M": 6, "G": 9, "
 _DECIMAL_BY_EXPONENT = dict((e, s) for s, e in _DECIMAL_SUFFIXES.items())
 _BINARY_BY_EXPONENT = dict((e, s) for s, e in _BINARY_SUFFIXES.items())
 
-_NUMBER = re.compile(r"^([+-]?)([0-9]*)(?:\.([0-9]*))?(.*)$")
-_EXPONENT_SUFFIX = re.compile(r"^[eE][+-]?[0-9]+$")
+_NUMBER = re.compile(r"([+-]?)([0-9]*)(?:\.([0-9]*))?(.*)", re.DOTALL)
+_EXPONENT_SUFFIX = re.compile(r"[eE][+-]?[0-9]+")
 _NANO = 10 ** 9
 _MAX_INT64 = (1 << 63) - 1
 
@@ -48,7 +48,7 @@ def _parse(value, field):
     if text == "":
         raise QuantityError(value=value, field=field, reason="quantities must match the regular expression "
                             "'^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'")
-    match = _NUMBER.match(text)
+    match = _NUMBER.fullmatch(text)
     sign, whole, frac, suffix = match.groups()
     frac = frac or ""
     if whole == "" and frac == "":
@@ -59,7 +59,7 @@ def _parse(value, field):
         fmt, ten_exp, two_exp = BINARY_SI, 0, _BINARY_SUFFIXES[suffix]
     elif suffix in _DECIMAL_SUFFIXES:
         fmt, ten_exp, two_exp = DECIMAL_SI, _DECIMAL_SUFFIXES[suffix], 0
-    elif _EXPONENT_SUFFIX.match(suffix):
+    elif _EXPONENT_SUFFIX.fullmatch(suffix):
         fmt, ten_exp, two_exp = DECIMAL_EXPONENT, int(suffix[1:]), 0
         if abs(ten_exp) > 1000:
             raise QuantityError(value=value, field=field, reason="exponent out of range")
@@ -82,7 +82,14 @@ def _parse(value, field):
 
 
 @lru_cache(maxsize=4096)
+def _parse_hashable(value, field):
+    return _parse(value, field)
+
+
 def _parse_cached(value, field):
+    """Capacities repeat across thousands of PVs: parse each distinct string once."""
+    if isinstance(value, str):
+        return _parse_hashable(value, field)
     return _parse(value, field)
 
 

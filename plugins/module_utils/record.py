@@ -25,7 +25,6 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import copy
-import re
 
 from ansible_collections.kubevol.volumes.plugins.module_utils.errors import (
     InvalidInput,
@@ -37,11 +36,9 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.names import (
     unique_volume_name,
     volume_attachment_name,
 )
+from ansible_collections.kubevol.volumes.plugins.module_utils.quantity import compare, format_bytes, parse_quantity
 
 VA_API_VERSION = "storage.k8s.io/v1"
-
-# resource.Quantity's grammar (apimachinery pkg/api/resource/quantity.go); only a shape check here.
-_QUANTITY_RE = re.compile(r"^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$")
 
 # Condition types MergeResizeConditionOnPVC treats as resize conditions (resize_util.go).
 RESIZE_CONDITION_TYPES = frozenset(["Resizing", "FileSystemResizePending", "ControllerResizeError", "NodeResizeError"])
@@ -53,9 +50,12 @@ REQUIRED_KEYS = {
     "in_use": ("node", "unique_volume_names", "in_use"),
     "controller_expanded": ("pv_name", "capacity"),
     "node_expanded": ("pvc", "capacity"),
-    "detach_requested": _VOLUME_KEYS + ("requested_at",),
-    "detach_request_cleared": _VOLUME_KEYS,
+    # These two also take the planner's detach_requests shape (contracts.md section 3):
+    # {name: <VolumeAttachment name>, node, volume, requested_at} instead of driver + volume_handle.
+    "detach_requested": ("node", "requested_at"),
+    "detach_request_cleared": ("node",),
 }
+_VA_BY_NAME_TYPES = ("detach_requested", "detach_request_cleared")
 RECORD_TYPES = tuple(sorted(REQUIRED_KEYS))
 
 
@@ -81,17 +81,22 @@ def validate_record(record, index=None):
     rtype = record.get("type")
     if rtype not in REQUIRED_KEYS:
         raise InvalidInput(field=where + ".type", value=rtype, reason="unknown record type; known: %s" % ", ".join(RECORD_TYPES))
-    for key in REQUIRED_KEYS[rtype]:
+    required = REQUIRED_KEYS[rtype]
+    if rtype in _VA_BY_NAME_TYPES:
+        required = required + _va_identity_keys(record, where)
+    for key in required:
+        if key == "device_path" and key in record and record[key] is None:
+            continue  # a driver that reports no device path: recorded as ""
         if key not in record or record[key] is None:
             raise InvalidInput(field="%s.%s" % (where, key), value=None,
-                               reason="required for a %r record (needs %s)" % (rtype, ", ".join(REQUIRED_KEYS[rtype])))
+                               reason="required for a %r record (needs %s)" % (rtype, ", ".join(required)))
         value = record[key]
         if key == "in_use":
             ok = isinstance(value, bool)
         elif key == "unique_volume_names":
             ok = isinstance(value, list) and all(isinstance(v, str) and v for v in value)
         elif key == "capacity":
-            ok = _valid_quantity(value)
+            ok = _valid_quantity(value, "%s.%s" % (where, key))
         elif key == "device_path":
             ok = isinstance(value, str)
         else:
@@ -111,16 +116,40 @@ _EXPECTED = {
 }
 
 
-def _valid_quantity(value):
+def _va_identity_keys(record, where):
+    """detach_request records name their VolumeAttachment by driver + volume_handle, or by name."""
+    if record.get("driver") is None and record.get("volume_handle") is None and record.get("name") is not None:
+        return ("name",)
+    if record.get("name") is not None and record.get("driver") and record.get("volume_handle") and record.get("node"):
+        expected = volume_attachment_name(record["volume_handle"], record["driver"], record["node"])
+        if record["name"] != expected:
+            raise InvalidInput(field=where + ".name", value=record["name"],
+                               reason="does not match driver, volume_handle and node (expected %s)" % expected)
+    return ("driver", "volume_handle")
+
+
+def _valid_quantity(value, field):
+    """A non-negative quantity string (parsed as resource.Quantity, QuantityError otherwise) or int bytes."""
     if isinstance(value, bool):
         return False
     if isinstance(value, int):
         return value >= 0
-    return isinstance(value, str) and bool(_QUANTITY_RE.match(value))
+    return isinstance(value, str) and parse_quantity(value, field) >= 0
 
 
 def _quantity(value):
-    return str(value) if isinstance(value, int) else value
+    """What is stored: a string as given, bytes as the canonical BinarySI form (2147483648 -> 2Gi)."""
+    return format_bytes(value) if isinstance(value, int) else value
+
+
+def _same_quantity(stored, value):
+    """resource.Quantity.Cmp == 0: '1Gi' and '1024Mi' are the same capacity, so nothing to write."""
+    if not isinstance(stored, str):
+        return False
+    try:
+        return compare(stored, value) == 0
+    except InvalidInput:
+        return stored == value
 
 
 def _label(obj):
@@ -256,7 +285,22 @@ class RecordApplier:
     # -- VolumeAttachments ----------------------------------------------------------------------
     @staticmethod
     def _va_name(record):
+        if record.get("driver") is None and record.get("volume_handle") is None and record.get("name"):
+            return record["name"]
         return volume_attachment_name(record["volume_handle"], record["driver"], record["node"])
+
+    @staticmethod
+    def _va_differs(va, wanted_spec, device_path):
+        """Whether recording an attach would change this VolumeAttachment."""
+        spec = va.get("spec") if isinstance(va.get("spec"), dict) else {}
+        if any(spec.get(key) != value for key, value in wanted_spec.items()):
+            return True
+        status = va.get("status") if isinstance(va.get("status"), dict) else {}
+        metadata = status.get("attachmentMetadata") if isinstance(status.get("attachmentMetadata"), dict) else {}
+        if status.get("attached") is not True or "attachError" in status or metadata.get("devicePath") != device_path:
+            return True
+        annotations = va["metadata"].get("annotations")
+        return isinstance(annotations, dict) and DETACH_REQUESTED_AT_ANNOTATION in annotations
 
     def _delete_va(self, va):
         label = self._touch(va)
@@ -268,6 +312,7 @@ class RecordApplier:
     def _attached(self, record):
         node = self._node(record["node"], True, "cannot record that %s is attached to it" % record["pv_name"])
         name = self._va_name(record)
+        device_path = record["device_path"] or ""
         objects = []
         wanted_spec = {"attacher": record["driver"], "nodeName": record["node"],
                        "source": {"persistentVolumeName": record["pv_name"]}}
@@ -278,37 +323,30 @@ class RecordApplier:
                 "kind": "VolumeAttachment",
                 "metadata": {"name": name},
                 "spec": wanted_spec,
-                "status": {"attached": True, "attachmentMetadata": {"devicePath": record["device_path"]}},
+                "status": {"attached": True, "attachmentMetadata": {"devicePath": device_path}},
             }
             self.items.append(va)
             self.vas[name] = va
             objects.append(self._created(va))
-        else:
-            before = copy.deepcopy(va)
+        elif self._va_differs(va, wanted_spec, device_path):
+            objects.append(self._touch(va))
             spec = va.get("spec") if isinstance(va.get("spec"), dict) else {}
-            if (spec.get("attacher"), spec.get("nodeName"), spec.get("source")) != (
-                    record["driver"], record["node"], wanted_spec["source"]):
-                spec.update(wanted_spec)
-                va["spec"] = spec
+            spec.update(wanted_spec)
+            va["spec"] = spec
             status = va.get("status") if isinstance(va.get("status"), dict) else {}
             status["attached"] = True
             status.pop("attachError", None)
-            meta_map = status.get("attachmentMetadata") if isinstance(status.get("attachmentMetadata"), dict) else {}
-            meta_map["devicePath"] = record["device_path"]
-            status["attachmentMetadata"] = meta_map
+            metadata = status.get("attachmentMetadata") if isinstance(status.get("attachmentMetadata"), dict) else {}
+            metadata["devicePath"] = device_path
+            status["attachmentMetadata"] = metadata
             va["status"] = status
-            annotations = (va.get("metadata") or {}).get("annotations")
+            annotations = va["metadata"].get("annotations")
             if isinstance(annotations, dict) and DETACH_REQUESTED_AT_ANNOTATION in annotations:
                 del annotations[DETACH_REQUESTED_AT_ANNOTATION]
                 if not annotations:
                     del va["metadata"]["annotations"]
-            if va != before:
-                label = _label(va)
-                self._before.setdefault(label, before)
-                self._touched[label] = va
-                objects.append(label)
         uvn = unique_volume_name(record["driver"], record["volume_handle"])
-        if self._set_attached(node, uvn, record["device_path"]):
+        if self._set_attached(node, uvn, device_path):
             objects.append(_label(node))
         return objects
 
@@ -339,7 +377,7 @@ class RecordApplier:
             raise ObjectNotFound(kind="PersistentVolume", name=record["pv_name"], reason="cannot record its new capacity")
         capacity = _quantity(record["capacity"])
         spec = pv.get("spec") if isinstance(pv.get("spec"), dict) else None
-        if spec is not None and isinstance(spec.get("capacity"), dict) and spec["capacity"].get("storage") == capacity:
+        if spec is not None and isinstance(spec.get("capacity"), dict) and _same_quantity(spec["capacity"].get("storage"), capacity):
             return []
         label = self._touch(pv)
         if spec is None:
@@ -359,7 +397,9 @@ class RecordApplier:
         status = pvc.get("status") if isinstance(pvc.get("status"), dict) else {}
         if not isinstance(status.get("capacity"), dict):
             status["capacity"] = {}
-        status["capacity"]["storage"] = _quantity(record["capacity"])
+        capacity = _quantity(record["capacity"])
+        if not _same_quantity(status["capacity"].get("storage"), capacity):
+            status["capacity"]["storage"] = capacity
         allocated = status.get("allocatedResourceStatuses")
         if isinstance(allocated, dict):
             allocated.pop("storage", None)
@@ -463,7 +503,7 @@ class RecordApplier:
 def summarize(record, index, objects):
     """A JSON-friendly line per changed record."""
     summary = {"index": index, "type": record["type"], "objects": objects}
-    for key in ("node", "pv_name", "pvc", "capacity", "in_use", "unique_volume_names", "requested_at"):
+    for key in ("node", "pv_name", "volume", "pvc", "capacity", "in_use", "unique_volume_names", "requested_at"):
         if key in record:
             summary[key] = record[key]
     return summary

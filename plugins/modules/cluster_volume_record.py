@@ -29,8 +29,9 @@ options:
       - V(in_use) needs C(node), C(unique_volume_names) (list) and C(in_use) (bool).
       - V(controller_expanded) needs C(pv_name) and C(capacity) (a quantity such as C(10Gi)).
       - V(node_expanded) needs C(pvc) (C(namespace/name)) and C(capacity).
-      - V(detach_requested) needs C(node), C(pv_name), C(driver), C(volume_handle), C(requested_at) (RFC 3339).
-      - V(detach_request_cleared) needs C(node), C(pv_name), C(driver), C(volume_handle).
+      - V(detach_requested) needs C(node), C(requested_at) (RFC 3339) and either C(driver) and C(volume_handle),
+        or C(name), the VolumeAttachment name (the shape of the planner's C(detach_requests)).
+      - V(detach_request_cleared) needs C(node) and either C(driver) and C(volume_handle), or C(name).
     type: list
     elements: dict
     required: true

@@ -22,7 +22,8 @@ description:
   - An existing filesystem of another type is kept, mounted with its own type and reported in
     C(fs_type_mismatch) with a warning. A partition table or a non-filesystem signature (swap, LUKS, ...) is
     never formatted; the call fails. A probe that fails or is inconclusive never leads to a format.
-  - In Block mode the device node is bind-mounted onto a file at C(<kubelet_dir>/pods/<uid>/volumeDevices/kubernetes.io~csi/<pv>).
+  - In Block mode the device node is bind-mounted onto a file at
+    C(<kubelet_dir>/pods/<uid>/volumeDevices/kubernetes.io~csi/<pv>).
   - A mount already in place is never stacked again.
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
@@ -38,7 +39,7 @@ options:
   force:
     description:
       - B(Destroys data.) When the device holds a filesystem of another type than O(volumes[].fs_type), a partition
-        table or another signature, erase every signature with C(wipefs -a) and create a new filesystem: all data on
+        table or another signature, erase every signature with C(wipefs -a) and create a new filesystem; all data on
         that device is lost. A device that already holds the asked filesystem type is never reformatted, and a
         probe that fails still never formats, even with O(force=true).
     type: bool

@@ -183,8 +183,8 @@ class LoopDriver(Driver):
         if check_mode:
             return Attachment(device=None, attached=True)
         argv = ["losetup", "--find", "--show"] + (["--read-only"] if item.read_only else []) + [image]
-        rc, out, err = self.runner.check(argv, step="attach",
-                                         hint="check that a free loop device exists (losetup -f) and the image is readable")
+        hint = "check that a free loop device exists (losetup -f) and the image is readable"
+        rc, out, err = self.runner.check(argv, step="attach", hint=hint)
         device = out.strip()
         if not device.startswith("/dev/loop"):
             raise ParseError(cmd=" ".join(argv), reason="expected a /dev/loopN path", output=out)
@@ -244,6 +244,7 @@ class LoopDriver(Driver):
                 devices = self.loop_devices()
             device = self._recorded_device(record, devices)
             if device:
-                found.append(AttachedDevice(unique_volume_name=names.unique_volume_name(self.NAME, record["volume_handle"]),
-                                            driver=self.NAME, volume_handle=record["volume_handle"], device=device))
+                handle = record["volume_handle"]
+                found.append(AttachedDevice(unique_volume_name=names.unique_volume_name(self.NAME, handle),
+                                            driver=self.NAME, volume_handle=handle, device=device))
         return found

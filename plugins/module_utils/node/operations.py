@@ -50,7 +50,7 @@ def attach_volume(ctx, item, provision=False):
         "attached": att.attached,
         "provisioned": att.provisioned,
         "adopted": att.adopted,
-        "changed": att.attached or att.provisioned or att.adopted,
+        "changed": att.attached or att.provisioned,  # adopting only records what the kernel already has
         "volume_attachment": volume_attachment(item, ctx.node_name, att.device),
         "volumes_attached": {"name": item.unique_name, "devicePath": att.device or ""},
         "diff": {"before": {item.unique_name: None if att.attached else att.device},
@@ -304,7 +304,8 @@ def _expand_node(ctx, item, res):
         return res
     if fs.GROW_MOUNTPOINT_ONLY and not mountpoint:
         raise KubevolError("cannot grow %s of volume %s on node %s: %s grows only while mounted; mount the volume "
-                           "(node_volume_mount) and run fs_expand again" % (fs_type, item.pv_name, ctx.node_name, fs_type),
+                           "(node_volume_mount) and run fs_expand again"
+                           % (fs_type, item.pv_name, ctx.node_name, fs_type),
                            node=ctx.node_name, volume=item.pv_name, step="grow filesystem")
     res["changed"] = True
     if ctx.check_mode:
@@ -331,7 +332,8 @@ def _pod_paths(ctx, item):
     if item.block:
         pattern = os.path.join(glob.escape(pods), "*", "volumeDevices", names.CSI_PLUGIN_DIR, glob.escape(item.pv_name))
     else:
-        pattern = os.path.join(glob.escape(pods), "*", "volumes", names.CSI_PLUGIN_DIR, glob.escape(item.pv_name), "mount")
+        pattern = os.path.join(glob.escape(pods), "*", "volumes", names.CSI_PLUGIN_DIR, glob.escape(item.pv_name),
+                               "mount")
     return sorted(glob.glob(pattern))
 
 
@@ -349,7 +351,7 @@ def plan_detach(ctx, item, force=False):
     named = [_named_path(ctx, item, pod.uid) for pod in item.pods]
     plan = {"mounts": mounts, "device": device, "named": named,
             "unmount": [p for p in named if mounts.mounted(p)], "global": None, "detach": False}
-    if not item.detach:
+    if not item.unmount_device:
         return plan
     others = [p for p in _pod_paths(ctx, item) if p not in named and mounts.mounted(p)]
     if others and not force:
@@ -365,7 +367,7 @@ def plan_detach(ctx, item, force=False):
                                paths=", ".join(foreign) + " (outside kubevol's pod mounts; force does not unmount "
                                                           "these)")
     plan["global"] = gpath
-    plan["detach"] = device is not None
+    plan["detach"] = item.detach and device is not None
     return plan
 
 

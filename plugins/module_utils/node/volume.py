@@ -37,6 +37,9 @@ class VolumeItem:
     read_only: bool = False
     pods: Tuple[PodMount, ...] = field(default_factory=tuple)
     detach: bool = True
+    # Unmount the global mount once no pod mount remains (defaults to `detach`): a volume the
+    # node keeps attached (e.g. its detach is blocked elsewhere) can still lose its device mount.
+    unmount_device: bool = True
 
     @property
     def unique_name(self):
@@ -84,10 +87,12 @@ def volume_item(raw):
             raise InvalidInput(field="pods item", value=pod, reason="must be a dict")
         names.check_component("pod uid", pod.get("uid"))
         pods.append(PodMount(uid=pod["uid"], name=pod.get("name") or "", read_only=bool(pod.get("read_only"))))
+    detach = True if raw.get("detach") is None else bool(raw.get("detach"))
     return VolumeItem(
         pv_name=raw["pv_name"], driver=raw["driver"], volume_handle=raw["volume_handle"],
         volume_attributes=tuple(sorted((str(k), str(v)) for k, v in attrs.items())),
         capacity_bytes=capacity, mode=mode, fs_type=raw.get("fs_type") or "ext4",
         mount_options=options, read_only=bool(raw.get("read_only")), pods=tuple(pods),
-        detach=True if raw.get("detach") is None else bool(raw.get("detach")),
+        detach=detach,
+        unmount_device=detach if raw.get("unmount_device") is None else bool(raw.get("unmount_device")) or detach,
     )

@@ -312,3 +312,14 @@ def test_down_after_kill9_of_node_init(fresh_state):
 def test_down_without_state_dir_is_noop(tmp_path):
     res = tn("down", "--state-dir", str(tmp_path / "never-created"))
     assert res.returncode == 0 and "nothing to do" in res.stdout
+
+
+def test_down_finds_nodes_missing_from_nodes_json(fresh_state):
+    state = fresh_state
+    tn("up", "1", "--state-dir", state)
+    namespaces = node_namespaces(state)
+    ssh(state, "node1", "mkdir -p /var/lib/kubelet/t && mount -t tmpfs t /var/lib/kubelet/t")
+    os.unlink(os.path.join(state, "nodes.json"))  # e.g. `up` interrupted before saving
+    assert "not in nodes.json" in tn("status", "--state-dir", state).stdout
+    tn("down", "--state-dir", state)
+    assert live_pids_in(namespaces) == []

@@ -100,6 +100,12 @@ class TestAttached:
         assert va["metadata"]["finalizers"] == ["external-attacher/loop-kubevol-io"]
         assert va["status"] == {"attached": True, "attachmentMetadata": {"devicePath": "/dev/loop7"}}
 
+    def test_no_device_path_is_recorded_empty(self):
+        cl = cluster(node("node1"))
+        assert apply_record(cl, vol(device_path=None)) is True
+        assert find(cl, "VolumeAttachment", VA_A)["status"]["attachmentMetadata"] == {"devicePath": ""}
+        assert apply_record(cl, vol(device_path="")) is False
+
     def test_device_path_change_updates_node_entry(self):
         cl = cluster(node("node1"))
         apply_record(cl, vol())
@@ -208,7 +214,14 @@ class TestExpansion:
         cl = cluster(pvc("prod", "data", status))
         apply_record(cl, {"type": "node_expanded", "pvc": "prod/data", "capacity": 2147483648})
         got = find(cl, "PersistentVolumeClaim", "data")["status"]
-        assert got == {"capacity": {"storage": "2147483648"}, "allocatedResourceStatuses": {"example.com/iops": "X"}}
+        assert got == {"capacity": {"storage": "2Gi"}, "allocatedResourceStatuses": {"example.com/iops": "X"}}
+
+    def test_same_value_other_spelling_is_noop(self):
+        cl = cluster(pv("pv-a", "1Gi"), pvc("prod", "data"))
+        assert apply_record(cl, {"type": "controller_expanded", "pv_name": "pv-a", "capacity": "1024Mi"}) is False
+        assert apply_record(cl, {"type": "controller_expanded", "pv_name": "pv-a", "capacity": 1073741824}) is False
+        assert apply_record(cl, {"type": "node_expanded", "pvc": "prod/data", "capacity": "1024Mi"}) is False
+        assert find(cl, "PersistentVolume", "pv-a")["spec"]["capacity"]["storage"] == "1Gi"
 
     def test_node_expanded_missing_pvc(self):
         with pytest.raises(ObjectNotFound, match="prod/nope"):
@@ -234,6 +247,18 @@ class TestDetachRequest:
         assert "annotations" not in va["metadata"]
         assert apply_record(cl, vol("detach_request_cleared")) is False
 
+    def test_planner_shape_names_the_va(self):
+        """contracts.md: detach_requests are {name, node, volume, requested_at}."""
+        cl = cluster(node("node1"))
+        apply_record(cl, vol())
+        req = {"name": VA_A, "node": "node1", "volume": "pv-a", "requested_at": "2026-01-01T00:00:00Z"}
+        changes = apply_records(cl, [dict(req, type="detach_requested")])
+        assert changes[0]["volume"] == "pv-a"
+        va = find(cl, "VolumeAttachment", VA_A)
+        assert va["metadata"]["annotations"] == {DETACH_REQUESTED_AT_ANNOTATION: "2026-01-01T00:00:00Z"}
+        clear = {"type": "detach_request_cleared", "name": VA_A, "node": "node1", "volume": "pv-a"}
+        assert apply_record(cl, clear) is True and "annotations" not in va["metadata"]
+
     def test_absent_va_is_noop(self):
         cl = cluster(node("node1"))
         assert apply_record(cl, vol("detach_requested", requested_at="2026-01-01T00:00:00Z")) is False
@@ -245,10 +270,14 @@ class TestValidation:
         ({"type": "teleported"}, "type"),
         ("attached", "records[1]"),
         ({"type": "attached", "node": "node1"}, "pv_name"),
-        (dict(vol(), device_path=None), "device_path"),
+        (dict(vol(), device_path=5), "device_path"),
+        ({"type": "detach_requested", "node": "node1", "requested_at": "2026-01-01T00:00:00Z"}, "driver"),
+        (dict(vol("detach_request_cleared"), name="csi-0000"), "does not match"),
         ({"type": "in_use", "node": "n", "unique_volume_names": "x", "in_use": True}, "unique_volume_names"),
         ({"type": "in_use", "node": "n", "unique_volume_names": [], "in_use": "yes"}, "in_use"),
         ({"type": "controller_expanded", "pv_name": "pv-a", "capacity": "lots"}, "capacity"),
+        ({"type": "controller_expanded", "pv_name": "pv-a", "capacity": "-1Gi"}, "capacity"),
+        ({"type": "controller_expanded", "pv_name": "pv-a", "capacity": True}, "capacity"),
         ({"type": "node_expanded", "pvc": "data", "capacity": "1Gi"}, "pvc"),
     ])
     def test_invalid(self, record, field):

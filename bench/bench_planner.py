@@ -1,0 +1,122 @@
+# -*- coding: utf-8 -*-
+# Copyright: kubevol contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Benchmark the planner against loading: 5,000 nodes, 150,000 pods, 60,000 PV/PVC pairs (x --scale).
+
+Usage (from the repository root):
+    /tmp/kv312/bin/python bench/bench_planner.py            # scale 1 and 2 in one run
+    /tmp/kv312/bin/python bench/bench_planner.py --scale 2  # one scale only
+
+Load = JSON file -> model objects (json.load + cluster_from_data + ClusterIndex), GC paused as in
+load_cluster_file. Peak memory is the process's max RSS (both scales in one process).
+Plan = desired state + actual state + plan. Not a timed test: it prints figures.
+"""
+
+import argparse
+import gc
+import json
+import os
+import resource
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), ".build", "collections"))
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tests"))
+import conftest  # noqa: E402,F401  (creates the ansible_collections link)
+
+from ansible_collections.kubevol.volumes.plugins.module_utils.cluster import (  # noqa: E402
+    ClusterIndex, cluster_from_data, gc_paused)
+from ansible_collections.kubevol.volumes.plugins.module_utils.names import unique_volume_name  # noqa: E402
+from ansible_collections.kubevol.volumes.plugins.module_utils.planner import PlanOptions, plan_cluster  # noqa
+
+MANAGED = {"volumes.kubernetes.io/controller-managed-attach-detach": "true"}
+
+
+def generate(scale):
+    """A steady cluster with some churn: most volumes attached, some to attach, detach and expand."""
+    nodes, pods, pairs = 5000 * scale, 150000 * scale, 60000 * scale
+    items = []
+    attached = dict((i, []) for i in range(nodes))
+    for v in range(pairs):
+        pv, claim, uid = "pv-%d" % v, "claim-%d" % v, "pvc-uid-%d" % v
+        ns = "ns-%d" % (v % 200)
+        size = "%dGi" % (1 + v % 8)
+        request = size if v % 50 else "%dGi" % (2 + v % 8)
+        items.append({"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": pv},
+                      "spec": {"capacity": {"storage": size}, "accessModes": ["ReadWriteOnce"],
+                               "volumeMode": "Filesystem",
+                               "claimRef": {"namespace": ns, "name": claim, "uid": uid},
+                               "csi": {"driver": "loop.kubevol.io", "volumeHandle": pv + ".img", "fsType": "ext4",
+                                       "volumeAttributes": {"pool": "/var/lib/kubevol/pool"}}},
+                      "status": {"phase": "Bound"}})
+        items.append({"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+                      "metadata": {"namespace": ns, "name": claim, "uid": uid},
+                      "spec": {"accessModes": ["ReadWriteOnce"], "volumeName": pv,
+                               "resources": {"requests": {"storage": request}}},
+                      "status": {"phase": "Bound", "capacity": {"storage": size}}})
+        if v % 10:  # 90% already attached where their pod runs
+            attached[v % nodes].append(unique_volume_name("loop.kubevol.io", pv + ".img"))
+    for p in range(pods):
+        ns = "ns-%d" % (p % 200)
+        node = "node-%d" % (p % nodes)
+        spec = {"nodeName": node, "containers": [{"name": "app", "image": "app:1",
+                                                  "volumeMounts": [{"name": "tmp", "mountPath": "/tmp"}]}],
+                "volumes": [{"name": "tmp", "emptyDir": {}}]}
+        if p < pairs:  # pod p uses claim p: it lands on node p % nodes, like the attachment above
+            spec["volumes"].append({"name": "data", "persistentVolumeClaim": {"claimName": "claim-%d" % p}})
+            spec["containers"][0]["volumeMounts"].append({"name": "data", "mountPath": "/data"})
+        items.append({"apiVersion": "v1", "kind": "Pod",
+                      "metadata": {"namespace": "ns-%d" % (p % 200) if p < pairs else ns, "name": "pod-%d" % p,
+                                   "uid": "pod-uid-%d" % p},
+                      "spec": spec, "status": {"phase": "Running",
+                                               "containerStatuses": [{"name": "app", "state": {"running": {}}}]}})
+    for i in range(nodes):
+        items.append({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "node-%d" % i, "annotations": MANAGED},
+                      "spec": {}, "status": {"conditions": [{"type": "Ready", "status": "True"}],
+                                             "volumesAttached": [{"name": n, "devicePath": ""} for n in attached[i]],
+                                             "volumesInUse": attached[i]}})
+    items.append({"apiVersion": "storage.k8s.io/v1", "kind": "CSIDriver", "metadata": {"name": "loop.kubevol.io"},
+                  "spec": {"attachRequired": True}})
+    return {"apiVersion": "v1", "kind": "List", "items": items}
+
+
+def measure(scale, workdir):
+    path = os.path.join(workdir, "cluster-x%d.json" % scale)
+    with open(path, "w") as handle:
+        json.dump(generate(scale), handle)
+    size_mb = os.path.getsize(path) / 1e6
+    gc.collect()
+    start = time.perf_counter()
+    with open(path) as handle, gc_paused():  # as load_cluster_file does
+        data = json.load(handle)
+    index = ClusterIndex(cluster_from_data(data))
+    load = time.perf_counter() - start
+    del data
+    start = time.perf_counter()
+    result = plan_cluster(index, None, PlanOptions())
+    planned = time.perf_counter() - start
+    os.unlink(path)
+    return {"scale": scale, "file_mb": round(size_mb, 1), "load_s": round(load, 2), "plan_s": round(planned, 2),
+            "plan_over_load": round(planned / load, 2), "steps": len(result["plan"]),
+            "blocked": len(result["blocked"]), "summary": result["summary"]}
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--scale", type=int, action="append", help="cluster multiplier (default: 1 and 2)")
+    args = parser.parse_args()
+    rows = []
+    with tempfile.TemporaryDirectory() as workdir:
+        for scale in args.scale or [1, 2]:
+            rows.append(measure(scale, workdir))
+            print(json.dumps(rows[-1]))
+            sys.stdout.flush()
+    if len(rows) > 1:
+        print("plan time x%d / x%d: %.2f" % (rows[-1]["scale"], rows[0]["scale"], rows[-1]["plan_s"] / rows[0]["plan_s"]))
+    print("peak RSS: %.0f MB" % (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0))
+
+
+if __name__ == "__main__":
+    main()

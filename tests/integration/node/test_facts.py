@@ -1,0 +1,128 @@
+"""node_volume_facts reports exactly what was done, in the shape of docs/contracts.md section 2."""
+import json
+import os
+import subprocess
+import sys
+
+from conftest import COLLECTIONS, DRIVER, MiB
+
+from ansible_collections.kubevol.volumes.plugins.module_utils import names
+
+POD1 = "77777777-7777-4777-8777-777777777771"
+POD2 = "77777777-7777-4777-8777-777777777772"
+
+FACT_KEYS = {"node_name", "reachable", "error", "kubelet_dir", "devices", "global_mounts", "pod_mounts"}
+DEVICE_KEYS = {"unique_volume_name", "driver", "volume_handle", "device", "size_bytes", "read_only"}
+GLOBAL_KEYS = {"unique_volume_name", "driver", "volume_handle", "pv_name", "path", "mounted", "device", "fs_type",
+               "fs_size_bytes", "read_only"}
+POD_KEYS = {"pod_uid", "pv_name", "mode", "path", "mounted", "read_only", "device", "unique_volume_name"}
+
+
+def check_schema(facts):
+    assert set(facts) == FACT_KEYS
+    for key, keys in (("devices", DEVICE_KEYS), ("global_mounts", GLOBAL_KEYS), ("pod_mounts", POD_KEYS)):
+        for entry in facts[key]:
+            assert set(entry) == keys, (key, entry)
+    assert facts["devices"] == sorted(facts["devices"], key=lambda d: d["unique_volume_name"])
+    assert facts["global_mounts"] == sorted(facts["global_mounts"], key=lambda d: d["path"])
+    assert facts["pod_mounts"] == sorted(facts["pod_mounts"], key=lambda d: d["path"])
+
+
+def uvn(handle):
+    return names.unique_volume_name(DRIVER, handle)
+
+
+def test_facts_report_exactly_what_was_done(node, node2):
+    empty = node.module("node_volume_facts")
+    assert empty["_rc"] == 0 and empty["changed"] is False, empty
+    assert empty["node_facts"] == {"node_name": "node1", "reachable": True, "error": None,
+                                   "kubelet_dir": node.kubelet_dir, "devices": [], "global_mounts": [],
+                                   "pod_mounts": []}
+    fsv = node.vol("pv-a", fs_type="xfs", size=320 * MiB, pods=[{"uid": POD1}, {"uid": POD2, "read_only": True}])
+    blk = node.vol("pv-b", mode="Block", pods=[{"uid": POD1}])
+    att = node.module("k8s_volume_attach", volumes=[fsv, blk], provision=True)
+    dev_a, dev_b = [v["device"] for v in att["volumes"]]
+    assert node.module("node_volume_mount", volumes=[fsv, blk])["_rc"] == 0
+    # a second node on the same kernel and pool attaches its own volume: node1 must not report it
+    other = dict(node2.vol("pv-z"), volume_attributes={"pool": node.pool})
+    assert node2.module("k8s_volume_attach", volumes=[other], provision=True)["_rc"] == 0
+
+    facts = node.module("node_volume_facts")["node_facts"]
+    check_schema(facts)
+    gpath = names.device_mount_path(node.kubelet_dir, DRIVER, "pv-a.img")
+    assert facts["devices"] == [
+        {"unique_volume_name": uvn("pv-a.img"), "driver": DRIVER, "volume_handle": "pv-a.img", "device": dev_a,
+         "size_bytes": 320 * MiB, "read_only": False},
+        {"unique_volume_name": uvn("pv-b.img"), "driver": DRIVER, "volume_handle": "pv-b.img", "device": dev_b,
+         "size_bytes": 64 * MiB, "read_only": False},
+    ]
+    [glob] = facts["global_mounts"]
+    assert glob["fs_size_bytes"] and 300 * MiB < glob["fs_size_bytes"] <= 320 * MiB
+    assert dict(glob, fs_size_bytes=None) == {
+        "unique_volume_name": uvn("pv-a.img"), "driver": DRIVER, "volume_handle": "pv-a.img", "pv_name": "pv-a",
+        "path": gpath, "mounted": True, "device": dev_a, "fs_type": "xfs", "fs_size_bytes": None, "read_only": False}
+    assert facts["pod_mounts"] == sorted([
+        {"pod_uid": POD1, "pv_name": "pv-a", "mode": "Filesystem", "mounted": True, "read_only": False,
+         "path": names.pod_mount_path(node.kubelet_dir, POD1, "pv-a"), "device": dev_a,
+         "unique_volume_name": uvn("pv-a.img")},
+        {"pod_uid": POD2, "pv_name": "pv-a", "mode": "Filesystem", "mounted": True, "read_only": True,
+         "path": names.pod_mount_path(node.kubelet_dir, POD2, "pv-a"), "device": dev_a,
+         "unique_volume_name": uvn("pv-a.img")},
+        {"pod_uid": POD1, "pv_name": "pv-b", "mode": "Block", "mounted": True, "read_only": False,
+         "path": names.pod_device_path(node.kubelet_dir, POD1, "pv-b"), "device": dev_b,
+         "unique_volume_name": uvn("pv-b.img")},
+    ], key=lambda m: m["path"])
+    assert node.module("node_volume_facts")["node_facts"] == facts  # stable across runs
+    facts2 = node2.module("node_volume_facts")["node_facts"]
+    assert [d["volume_handle"] for d in facts2["devices"]] == ["pv-z.img"]
+
+    # an orphaned pod dir (nothing mounted) is reported as not mounted
+    node.run("umount", names.pod_mount_path(node.kubelet_dir, POD2, "pv-a"))
+    facts = node.module("node_volume_facts")["node_facts"]
+    orphan = [m for m in facts["pod_mounts"] if m["pod_uid"] == POD2][0]
+    assert orphan["mounted"] is False and orphan["device"] is None and orphan["read_only"] is False
+    assert orphan["unique_volume_name"] == uvn("pv-a.img")
+
+    # a device detached behind kubevol's back is no longer reported
+    node2.module("volume_detach", volumes=[other])
+    assert node2.module("node_volume_facts")["node_facts"]["devices"] == []
+
+
+def ansible(node, *args, check=True):
+    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=COLLECTIONS, ANSIBLE_HOME=os.path.join(node.tmp, "ansible-home"),
+               XDG_CACHE_HOME=os.path.join(node.tmp, "cache"), ANSIBLE_LOCALHOST_WARNING="0",
+               ANSIBLE_NOCOLOR="1")
+    env.pop("PYTHONPATH", None)  # the module must ship with its module_utils
+    exe = os.path.join(os.path.dirname(sys.executable), "ansible")
+    argv = node.argv(exe, "localhost", "-i", "localhost,", "-c", "local",
+                     "-e", "ansible_python_interpreter=/usr/bin/python3") + list(args)
+    proc = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, env=env)
+    # the minimal callback prints "localhost | SUCCESS => {json}"
+    at = proc.stdout.find("localhost | ")
+    assert at >= 0, (proc.stdout, proc.stderr)
+    return proc.returncode, json.loads(proc.stdout[proc.stdout.find("{", at):])
+
+
+def test_through_ansible_adhoc(node):
+    vol = node.vol("pv-ans", pods=[{"uid": POD1}])
+    rc, res = ansible(node, "-m", "kubevol.volumes.k8s_volume_attach", "-a",
+                      json.dumps({"volumes": [vol], "provision": True, "node_name": "node1",
+                                  "kubelet_dir": node.kubelet_dir, "run_dir": node.run_dir}))
+    assert rc == 0 and res["changed"] and res["volumes"][0]["device"].startswith("/dev/loop"), res
+    rc, res = ansible(node, "-m", "kubevol.volumes.node_volume_mount", "--check", "-a",
+                      json.dumps({"volumes": [vol], "node_name": "node1", "kubelet_dir": node.kubelet_dir,
+                                  "run_dir": node.run_dir}))
+    assert rc == 0 and res["changed"] and node.mounts_under() == [], res
+    rc, res = ansible(node, "-m", "kubevol.volumes.node_volume_facts", "-a",
+                      "kubelet_dir=%s node_name=node1" % node.kubelet_dir)
+    assert rc == 0 and res["changed"] is False, res
+    assert [d["volume_handle"] for d in res["node_facts"]["devices"]] == ["pv-ans.img"]
+    check_schema(res["node_facts"])
+
+
+def test_through_ansible_hostile_name_fails_cleanly(node):
+    rc, res = ansible(node, "-m", "kubevol.volumes.node_volume_mount", "-a",
+                      json.dumps({"volumes": [node.vol("../x")], "kubelet_dir": node.kubelet_dir,
+                                  "run_dir": node.run_dir}), check=False)
+    assert rc != 0 and "refusing PV name '../x'" in res["msg"], res
+    assert not os.path.exists(node.kubelet_dir)

@@ -1,0 +1,121 @@
+"""A device is formatted only when every probe says it is blank; anything else is kept."""
+import hashlib
+import json
+import shutil
+import subprocess
+
+import pytest
+
+from conftest import MiB
+
+from ansible_collections.kubevol.volumes.plugins.module_utils import names
+
+POD = "33333333-3333-4333-8333-333333333333"
+
+
+def head_digest(path, size=4 * MiB):
+    with open(path, "rb") as handle:
+        return hashlib.sha256(handle.read(size)).hexdigest()
+
+
+def make_partition_table(image):
+    if shutil.which("sfdisk"):
+        subprocess.run(["sfdisk", "--quiet", image], input="label: dos\n,32M,L\n", universal_newlines=True,
+                       check=True)
+    else:  # a DOS MBR with one Linux partition, written by hand
+        entry = bytes([0, 0, 0, 0, 0x83, 0, 0, 0]) + (2048).to_bytes(4, "little") + (65536).to_bytes(4, "little")
+        with open(image, "r+b") as handle:
+            handle.seek(446)
+            handle.write(entry)
+            handle.seek(510)
+            handle.write(b"\x55\xaa")
+
+
+def make_swap(image):
+    subprocess.run(["mkswap", image], stdout=subprocess.DEVNULL, check=True)
+
+
+@pytest.mark.parametrize("prepare,expect", [
+    (make_partition_table, "partition table"),
+    (make_swap, "swap"),
+])
+def test_partition_table_or_other_signature_never_formatted(node, prepare, expect):
+    vol = node.vol("pv-s", pods=[{"uid": POD}])
+    node.run("truncate", "-s", "64M", node.image(vol))
+    prepare(node.image(vol))
+    before = head_digest(node.image(vol))
+    assert node.module("k8s_volume_attach", volumes=[vol])["_rc"] == 0
+    res = node.module("node_volume_mount", volumes=[vol])
+    assert res["_rc"] != 0 and res["failed"], res
+    assert "refusing to format" in res["msg"] and expect in res["msg"], res["msg"]
+    assert "node1" in res["msg"] and "pv-s" in res["msg"]
+    assert node.mounts_under() == []
+    assert head_digest(node.image(vol)) == before
+
+
+def test_existing_filesystem_of_other_type_is_kept_and_reported(node):
+    vol = node.vol("pv-x", fs_type="xfs", pods=[{"uid": POD}])
+    node.run("truncate", "-s", "64M", node.image(vol))
+    subprocess.run(["mkfs.ext4", "-q", "-F", node.image(vol)], check=True)
+    assert node.module("k8s_volume_attach", volumes=[vol])["_rc"] == 0
+    res = node.module("node_volume_mount", volumes=[vol])
+    assert res["_rc"] == 0, res
+    vres = res["volumes"][0]
+    assert vres["formatted"] is False and vres["fs_type"] == "ext4"
+    assert vres["fs_type_mismatch"] == {"expected": "xfs", "found": "ext4"}
+    assert "kept the existing filesystem" in json.dumps(res.get("warnings"))
+    gpath = names.device_mount_path(node.kubelet_dir, vol["driver"], vol["volume_handle"])
+    assert [m["fstype"] for m in node.mounts() if m["target"] == gpath] == ["ext4"]
+
+
+def test_force_reformats_other_type(node):
+    vol = node.vol("pv-f", fs_type="ext4")
+    node.run("truncate", "-s", "64M", node.image(vol))
+    make_swap(node.image(vol))
+    assert node.module("k8s_volume_attach", volumes=[vol])["_rc"] == 0
+    res = node.module("node_volume_mount", volumes=[vol], force=True)
+    assert res["_rc"] == 0 and res["volumes"][0]["formatted"], res
+    assert res["volumes"][0]["actions"][:2] == ["wipe", "format"]
+
+
+def test_blkid_failure_never_formats(node, tmp_path):
+    fake = tmp_path / "fakebin"
+    fake.mkdir()
+    (fake / "blkid").write_text("#!/bin/sh\necho 'blkid: probing failed: Input/output error' >&2\nexit 4\n")
+    (fake / "blkid").chmod(0o755)
+    vol = node.vol("pv-b", pods=[{"uid": POD}])
+    assert node.module("k8s_volume_attach", volumes=[vol], provision=True)["_rc"] == 0
+    res = node.module("node_volume_mount", volumes=[vol], extra_path=str(fake))
+    assert res["_rc"] != 0 and "refusing to format" in res["msg"] and "Input/output error" in res["msg"], res
+    dev = node.loops()[0]
+    assert node.run("blkid", "-p", dev, check=False).returncode == 2  # still blank
+    assert node.mounts_under() == []
+
+
+def test_inconclusive_wipefs_never_formats(node, tmp_path):
+    fake = tmp_path / "fakebin"
+    fake.mkdir()
+    (fake / "wipefs").write_text("#!/bin/sh\nexit 0\n")  # succeeds but says nothing
+    (fake / "wipefs").chmod(0o755)
+    vol = node.vol("pv-w")
+    assert node.module("k8s_volume_attach", volumes=[vol], provision=True)["_rc"] == 0
+    res = node.module("node_volume_mount", volumes=[vol], extra_path=str(fake))
+    assert res["_rc"] != 0 and "refusing to format" in res["msg"] and "wipefs" in res["msg"], res
+    assert node.run("blkid", "-p", node.loops()[0], check=False).returncode == 2
+
+
+def test_missing_device_never_formats(node):
+    vol = node.vol("pv-nodev", pods=[{"uid": POD}])
+    node.run("truncate", "-s", "64M", node.image(vol))
+    res = node.module("node_volume_mount", volumes=[vol], device_timeout=1)
+    assert res["_rc"] != 0 and "not attached" in res["msg"] and "k8s_volume_attach" in res["msg"], res
+    assert node.loops() == [] and node.mounts_under() == []
+    assert subprocess.run(["blkid", "-p", node.image(vol)]).returncode == 2
+
+
+def test_fs_type_defaults_and_read_only_unformatted_refused(node):
+    vol = node.vol("pv-ro", read_only=True)
+    assert node.module("k8s_volume_attach", volumes=[vol], provision=True)["_rc"] == 0
+    res = node.module("node_volume_mount", volumes=[vol])
+    assert res["_rc"] != 0 and "UnformattedReadOnly" in res["msg"], res
+    assert node.run("blkid", "-p", node.loops()[0], check=False).returncode == 2

@@ -1,0 +1,76 @@
+"""Hostile names are refused before anything runs; the per-volume lock serializes runs."""
+import fcntl
+import json
+import os
+
+import pytest
+
+from conftest import MiB
+
+from ansible_collections.kubevol.volumes.plugins.module_utils import names
+from ansible_collections.kubevol.volumes.plugins.module_utils.node.lock import lock_path
+
+POD = "66666666-6666-4666-8666-666666666666"
+MODULES = ["k8s_volume_attach", "node_volume_mount", "fs_expand", "volume_detach"]
+
+
+@pytest.mark.parametrize("field,value", [
+    ("pv_name", "../x"), ("pv_name", "a/b"), ("pv_name", "x\x00y"),
+    ("volume_handle", "../escape.img"), ("volume_handle", "a/b.img"), ("volume_handle", "h\x00.img"),
+    ("pod_uid", "../../etc"), ("pod_uid", "a/b"), ("pod_uid", "u\x00"),
+])
+def test_hostile_names_refused_without_side_effect(node, field, value):
+    good = node.vol("pv-ok", pods=[{"uid": POD}])
+    bad = node.vol("pv-bad", pods=[{"uid": POD}])
+    if field == "pod_uid":
+        bad["pods"] = [{"uid": value}]
+    else:
+        bad[field] = value
+    for module in MODULES:
+        extra = {"provision": True} if module == "k8s_volume_attach" else {}
+        res = node.module(module, volumes=[good, bad], **extra)
+        assert res["_rc"] != 0 and res["failed"], (module, res)
+        assert "refusing" in res["msg"], res["msg"]
+    assert os.listdir(node.pool) == []
+    assert not os.path.exists(node.kubelet_dir) and not os.path.exists(node.run_dir)
+    assert node.loops() == [] and node.mounts_under() == []
+
+
+def test_handle_symlink_escaping_the_pool_refused(node, tmp_path):
+    outside = tmp_path / "outside.img"
+    outside.write_bytes(b"\0" * 1024)
+    os.symlink(str(outside), os.path.join(node.pool, "link.img"))
+    res = node.module("k8s_volume_attach", volumes=[node.vol("pv-l", handle="link.img")])
+    assert res["_rc"] != 0 and "outside the pool" in res["msg"], res
+    assert node.loops() == []
+
+
+def test_unknown_driver_refused(node):
+    res = node.module("k8s_volume_attach", volumes=[node.vol("pv-u", driver="nfs.example.com")])
+    assert res["_rc"] != 0 and "unknown volume driver" in res["msg"] and "loop.kubevol.io" in res["msg"]
+
+
+def test_lock_held_elsewhere_times_out_cleanly(node):
+    vol = node.vol("pv-lk", pods=[{"uid": POD}])
+    assert node.module("k8s_volume_attach", volumes=[vol], provision=True)["_rc"] == 0
+    path = lock_path(node.run_dir, names.unique_volume_name(vol["driver"], vol["volume_handle"]))
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        res = node.module("node_volume_mount", volumes=[vol], lock_timeout=1)
+    assert res["_rc"] != 0 and "locked by another kubevol run" in res["msg"] and "node1" in res["msg"], res
+    assert node.mounts_under() == [] and node.run("blkid", "-p", node.loops()[0], check=False).returncode == 2
+
+
+def test_two_concurrent_runs_do_not_both_act(node):
+    vol = node.vol("pv-cc", size=320 * MiB, fs_type="xfs", pods=[{"uid": POD}])
+    assert node.module("k8s_volume_attach", volumes=[vol], provision=True)["_rc"] == 0
+    procs = [node.start_module("node_volume_mount", volumes=[vol]) for _ in range(2)]
+    results = []
+    for proc in procs:
+        out, err = proc.communicate(timeout=120)
+        results.append(json.loads(out[out.find("{"):]))
+    assert all(not r.get("failed") for r in results), results
+    assert sorted(r["volumes"][0]["formatted"] for r in results) == [False, True]
+    assert sorted(r["changed"] for r in results) == [False, True]
+    assert len(node.mounts_under()) == 2  # global + one pod mount, nothing stacked

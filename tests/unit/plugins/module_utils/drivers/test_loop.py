@@ -1,0 +1,47 @@
+"""Unit tests of the loop driver and the driver registry (no devices needed)."""
+import json
+import os
+
+import pytest
+
+from ansible_collections.kubevol.volumes.plugins.module_utils.errors import UnknownDriver, UnsafeName
+from ansible_collections.kubevol.volumes.plugins.module_utils.drivers import get_driver
+from ansible_collections.kubevol.volumes.plugins.module_utils.drivers.loop import LoopDriver, parse_losetup
+from ansible_collections.kubevol.volumes.plugins.module_utils.node.runner import Runner
+from ansible_collections.kubevol.volumes.plugins.module_utils.node.volume import volume_item
+
+ITEM = {"pv_name": "pv-a", "driver": "loop.kubevol.io", "volume_handle": "a.img"}
+
+
+def fake_runner(answers):
+    return Runner(lambda argv, data=None: answers.get(argv[0], (0, "", "")), node="n1", volume="pv-a")
+
+
+def test_parse_losetup_matches_by_inode_not_path():
+    out = json.dumps({"loopdevices": [
+        {"name": "/dev/loop0", "back-file": "/pool/a.img", "back-ino": 12, "back-maj:min": "   254:0  ", "ro": False},
+        {"name": "/dev/loop1", "back-file": "/pool/a.img (deleted)", "back-ino": "13", "back-maj:min": "254:0"}]})
+    devs = parse_losetup(out)
+    assert [d.name for d in devs] == ["/dev/loop0", "/dev/loop1"]
+    st_dev = os.makedev(254, 0)
+    assert devs[0].backs(st_dev, 12) and not devs[0].backs(st_dev, 13) and devs[1].backs(st_dev, 13)
+    assert not devs[0].backs(os.makedev(8, 1), 12)
+
+
+def test_registry():
+    assert get_driver("loop.kubevol.io") is LoopDriver
+    with pytest.raises(UnknownDriver) as exc:
+        get_driver("nfs.example.com", volume="pv-a")
+    assert "loop.kubevol.io" in str(exc.value)
+    assert "attachable" in LoopDriver.CAPABILITIES and "block" in LoopDriver.CAPABILITIES
+
+
+def test_loop_handle_escaping_pool_refused(tmp_path):
+    pool = tmp_path / "pool"
+    pool.mkdir()
+    (tmp_path / "secret").write_text("x")
+    os.symlink(str(tmp_path / "secret"), str(pool / "evil.img"))
+    driver = LoopDriver(fake_runner({}), str(tmp_path / "k"), "n1")
+    with pytest.raises(UnsafeName):
+        driver.validate(volume_item(dict(ITEM, volume_handle="evil.img", volume_attributes={"pool": str(pool)})))
+    driver.validate(volume_item(dict(ITEM, volume_attributes={"pool": str(pool)})))

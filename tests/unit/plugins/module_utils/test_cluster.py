@@ -1,0 +1,71 @@
+# -*- coding: utf-8 -*-
+# Copyright: kubevol contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+import json
+import os
+
+import pytest
+
+from ansible_collections.kubevol.volumes.plugins.module_utils.cluster import (
+    ClusterIndex, cluster_from_data, load_cluster_file, node_is_managed, parse_text, select_pods)
+from ansible_collections.kubevol.volumes.plugins.module_utils.errors import InvalidInput, MalformedObject
+
+EXAMPLE = os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "examples", "cluster.yaml")
+
+
+def test_example_cluster_loads_into_read_only_objects():
+    cluster, data = load_cluster_file(EXAMPLE)
+    assert [n.name for n in cluster.nodes] == ["node1", "node2", "node3"]
+    assert all(node_is_managed(n) and n.ready for n in cluster.nodes)
+    assert len(cluster.pods) == 4 and len(cluster.persistent_volumes) == 4 and len(cluster.claims) == 4
+    assert cluster.csi_drivers[0].attach_required is True
+    pv = ClusterIndex(cluster).pv_by_name["pv-db-data"]
+    assert pv.capacity_bytes == 512 * 2 ** 20 and pv.csi.fs_type == "xfs" and isinstance(pv.access_modes, tuple)
+    with pytest.raises(AttributeError):
+        pv.name = "x"
+
+
+def test_json_multidoc_yaml_and_dict_agree():
+    cluster, data = load_cluster_file(EXAMPLE)
+    assert cluster_from_data(parse_text(json.dumps(data))) == cluster
+    docs = "\n---\n".join(json.dumps(i) for i in data["items"])
+    assert cluster_from_data(parse_text(docs)) == cluster
+    assert cluster_from_data(data) == cluster
+
+
+def test_unknown_kinds_ignored_and_defaults():
+    data = {"kind": "List", "items": [{"kind": "Service", "metadata": {"name": "s"}},
+                                      {"kind": "CSIDriver", "metadata": {"name": "d"}, "spec": {}},
+                                      {"kind": "Node", "metadata": {"name": "n"}}]}
+    cluster = cluster_from_data(data)
+    assert cluster.csi_drivers[0].attach_required is True
+    assert cluster.nodes[0].ready is None and not node_is_managed(cluster.nodes[0])
+
+
+@pytest.mark.parametrize("obj,field", [
+    ({"kind": "PersistentVolume", "metadata": {"name": "pv-a"}, "spec": {"capacity": {"storage": "10GB"}}},
+     "spec.capacity.storage"),
+    ({"kind": "Pod", "metadata": {"name": "p", "namespace": "ns", "uid": "u"}, "spec": {"volumes": [{"x": 1}]}},
+     "spec.volumes"),
+    ({"kind": "Pod", "metadata": {"name": "p", "namespace": "ns"}, "spec": {}}, "metadata"),
+    ({"kind": "PersistentVolumeClaim", "metadata": {"name": "c", "namespace": "ns"},
+      "spec": {"resources": {"requests": {"storage": "1K"}}}}, "spec.resources.requests.storage"),
+    ({"kind": "Node", "metadata": {"name": "n"}, "status": {"volumesAttached": [{"devicePath": "/x"}]}},
+     "status.volumesAttached"),
+    ({"kind": "VolumeAttachment", "metadata": {"name": "v"}, "spec": {}}, "spec"),
+])
+def test_malformed_object_names_object_and_field(obj, field):
+    with pytest.raises(MalformedObject) as err:
+        cluster_from_data({"kind": "List", "items": [obj]})
+    assert err.value.kwargs["field"] == field
+    assert obj["metadata"]["name"] in err.value.msg
+
+
+def test_bad_text_and_scope():
+    with pytest.raises(InvalidInput):
+        parse_text("a: [")
+    _, data = load_cluster_file(EXAMPLE)
+    assert select_pods(data, "[?kind=='Pod' && metadata.namespace=='tools']") == {"tools/log-writer",
+                                                                                   "tools/log-reader"}
+    with pytest.raises(InvalidInput):
+        select_pods(data, "[?")
