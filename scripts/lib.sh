@@ -59,6 +59,11 @@ kv_find_python() {
     return 1
 }
 
+# kv_pip_filter: drop pip's warnings about configured local (file:) indexes lacking a package.
+kv_pip_filter() {
+    grep -v "^WARNING: Location 'file:.* is ignored: it is neither a file nor a directory" || true
+}
+
 kv_sha256() { sha256sum "$@" | awk '{print $1}' | sha256sum | awk '{print $1}'; }
 
 # kv_venv DIR PYTHON REQUIREMENTS: (re)create DIR from REQUIREMENTS with PYTHON, only when the
@@ -76,9 +81,8 @@ kv_venv() {
         rm -rf "$dir"
         kv_die "'$py -m venv' failed (on Debian's own python: apt-get install python3-venv)"
     fi
-    # (grep drops pip's noise about configured local indexes that lack a package)
     "$dir/bin/python" -m pip install --quiet --disable-pip-version-check --no-input -r "$req" 2>&1 \
-        | { grep -v "^WARNING: Location 'file:.* is ignored: it is neither a file nor a directory" || true; }
+        | kv_pip_filter
     if [ "${PIPESTATUS[0]}" -ne 0 ]; then
         rm -rf "$dir"
         kv_die "pip install -r ${req#"$KV_ROOT"/} failed"

@@ -136,7 +136,8 @@ PY
     cache=$home/.ansible/test/cache
     mkdir -p "$cache"
     if ! ls "$cache"/pip-"$pipver"-*.whl >/dev/null 2>&1; then
-        "$KV_VENV/bin/python" -m pip download --quiet --no-deps --only-binary=:all: -d "$cache" "pip==$pipver"
+        "$KV_VENV/bin/python" -m pip download --quiet --no-deps --only-binary=:all: -d "$cache" \
+            "pip==$pipver" 2>&1 | kv_pip_filter
     fi
     cat >"$cache/get_pip_${pipver//./_}.py" <<'PY'
 """Stand-in for get-pip.py (written by kubevol's scripts/test.sh): install pip from the wheel
@@ -154,7 +155,8 @@ args = [a for a in sys.argv[1:] if a not in ("--no-setuptools", "--no-wheel")]
 sys.exit(main(["install", "--find-links", here] + args))
 PY
     cd "$dest"
-    HOME=$home ansible-test sanity --venv --python "$pyver" --color "$([ -t 1 ] && echo yes || echo no)"
+    HOME=$home ansible-test sanity --venv --python "$pyver" --color "$([ -t 1 ] && echo yes || echo no)" \
+        2>&1 | kv_pip_filter
 }
 
 stage_lint() {
@@ -196,8 +198,8 @@ stage_compat() {
     fi
     [ -x "$KV_COMPAT/bin/python" ] || { echo "no .venv-compat (no Python 3.11 here)"; return $SKIP; }
     kv_ansible_version "$KV_COMPAT/bin"
-    kv_doc_check "$KV_COMPAT/bin"
     kv_pytest compat "$KV_COMPAT/bin/python" tests/unit
+    kv_doc_check "$KV_COMPAT/bin"
 }
 
 stage_integration() {
@@ -243,9 +245,12 @@ kv_record() { KV_RESULTS+=("$1 $2 $3"); }
 # Loop devices backed by files in the checkout or /tmp/kubevol-*, mounts there, and processes
 # whose command line names them: what the root-level tests must never leave behind.
 kv_leftovers() {
-    local pat="^($KV_ROOT/|/tmp/kubevol-)" loops mounts procs self
-    loops=$(losetup -l -n -O NAME,BACK-FILE 2>/dev/null | awk -v p="$pat" '$2 ~ p')
-    mounts=$(findmnt -rn -o TARGET,SOURCE 2>/dev/null | awk -v p="$pat" '$1 ~ p')
+    local loops mounts procs self
+    # (paths compared as text with index(), not as regular expressions)
+    loops=$(losetup -l -n -O NAME,BACK-FILE 2>/dev/null \
+        | awk -v r="$KV_ROOT/" 'index($2, r) == 1 || index($2, "/tmp/kubevol-") == 1')
+    mounts=$(findmnt -rn -o TARGET,SOURCE 2>/dev/null \
+        | awk -v r="$KV_ROOT/" 'index($1, r) == 1 || index($1, "/tmp/kubevol-") == 1')
     self=" $$ $BASHPID "
     procs=$(ps -eo pid=,stat=,args= 2>/dev/null | awk -v r="$KV_ROOT/.build/" -v s="$self" \
         '($0 ~ "/tmp/kubevol-" || index($0, r)) && $2 !~ /^Z/ && index(s, " " $1 " ") == 0 \

@@ -67,8 +67,6 @@ def plan_table(result):
             action = "%s/%s" % (s.get("action"), s.get("target"))
             if s.get("forced"):
                 action += " (forced)"
-            if s.get("action") == "expand":
-                action += " %s->%s" % (s.get("size_from"), s.get("size_to"))
             rows.append((SYMBOLS.get(s.get("action"), "?"), action, _cell(s.get("node")), _cell(s.get("volume")),
                          _cell(s.get("pod")), _cell(s.get("reason"))))
         lines.extend(_table(rows))

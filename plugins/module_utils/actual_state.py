@@ -118,6 +118,14 @@ def build_actual_state(index, node_facts=None):
                                reason="must be a mapping of node name to facts")
         for node, facts in node_facts.items():
             mounts[node] = node_mounts_from_facts(node, facts, index.pv_by_name)
+            # A device the node itself reports but the cluster has no record of (a lost record, a
+            # run killed between attach and record) is attached for real: uncertain, like a VA that
+            # node status lacks, so it is detached when no pod wants it and re-recorded when one does.
+            for unique, dev in mounts[node].devices.items():
+                if (unique, node) not in attached:
+                    pv = pv_by_unique.get(unique)
+                    attached[(unique, node)] = AttachedVolume(unique, node, pv.name if pv is not None else None,
+                                                              UNCERTAIN, dev.get("device"), None, None)
     return ActualState(attached, in_use, mounts, confirmed)
 
 

@@ -25,6 +25,7 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.cluster import gc_
 from ansible_collections.kubevol.volumes.plugins.module_utils.desired_state import (
     DEFAULT_KNOWN_DRIVERS, PodToMount, build_desired_state, summarize_desired, volume_spec)
 from ansible_collections.kubevol.volumes.plugins.module_utils.errors import InvalidInput, UnknownDriver
+from ansible_collections.kubevol.volumes.plugins.module_utils.quantity import format_bytes
 from ansible_collections.kubevol.volumes.plugins.module_utils.names import (
     OUT_OF_SERVICE_TAINT, split_unique_volume_name, volume_attachment_name)
 
@@ -252,7 +253,9 @@ def detach(p):
                     p.block(node, pv_name, None, _still_mounted_reason(p, node, waited, healthy))
                     continue
         why = "no pod on node %s uses this volume" % node
-        if av.state == UNCERTAIN:
+        if av.state == UNCERTAIN and av.va_name is None:
+            why = "node %s reports the device attached but the cluster has no record and no pod uses it" % node
+        elif av.state == UNCERTAIN:
             why = "VolumeAttachment %s exists but no pod on node %s uses the volume" % (av.va_name, node)
         if forced:
             why += "; detaching although still mounted (%s)" % (
@@ -318,6 +321,8 @@ def attach(p):
             if facts is None or device_seen:
                 continue
             why = "node status reports it attached but node facts show no device: attaching again (uncertain)"
+        elif av is not None and av.va_name is None:
+            why = "node %s reports the device but the cluster has no record of it: attaching again (uncertain)" % node
         elif av is not None:
             why = "VolumeAttachment %s is not confirmed in node status: attaching again (uncertain)" % av.va_name
         else:
@@ -413,8 +418,9 @@ def expand_controller(p):
         item = _item(spec)
         item["capacity_bytes"] = spec.request_bytes
         p.add(_step("expand", "controller", node, pv_name, spec.unique_name,
-                    "PVC %s requests %d bytes, PV has %d" % (spec.claim_key, spec.request_bytes, spec.capacity_bytes),
-                    item, size_from=spec.capacity_bytes, size_to=spec.request_bytes))
+                    "PVC %s requests %s, PV has %s: grow the backing volume" % (
+                        spec.claim_key, format_bytes(spec.request_bytes), format_bytes(spec.capacity_bytes)),
+                    item, size_from=spec.capacity_bytes, size_to=spec.request_bytes, pvc=spec.claim_key))
 
 
 def expand_node(p):
@@ -434,9 +440,9 @@ def expand_node(p):
         item = _item(spec, nv.mount_pods, read_only=nv.read_only)
         item["capacity_bytes"] = target
         p.add(_step("expand", "node", nv.node, spec.pv_name, spec.unique_name,
-                    "PV capacity %d bytes is above the claim's %d: grow the filesystem" % (
-                        target, spec.claim_capacity_bytes), item,
-                    size_from=spec.claim_capacity_bytes, size_to=target))
+                    "PV capacity %s is above the claim's %s: grow the filesystem" % (
+                        format_bytes(target), format_bytes(spec.claim_capacity_bytes)), item,
+                    size_from=spec.claim_capacity_bytes, size_to=target, pvc=spec.claim_key))
 
 
 def _sort_key(step):

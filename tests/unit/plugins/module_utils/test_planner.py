@@ -374,3 +374,37 @@ def test_replan_after_apply_is_empty():
     result = run(data, node_facts)
     data2, facts2 = apply_plan(result, data, node_facts)
     assert run(data2, facts2)["plan"] == []
+
+
+# ---- devices the node reports but the cluster has no record of -------------------------------------
+
+def test_unrecorded_device_no_pod_wants_is_detached():
+    """A run killed between attach and record leaves a device with no VolumeAttachment: it is uncertain."""
+    result = run(basic(), {"node1": facts("node1", devices=["pv-a"]), "node2": facts("node2")})
+    assert steps(result, "detach") == [("detach", "device", "node1", "pv-a", None)]
+    assert "no record" in result["plan"][0]["reason"]
+
+
+def test_unrecorded_device_a_pod_wants_is_attached_again_to_be_recorded():
+    result = run(basic(pod("ns/p", "node1", ["a"])), {"node1": facts("node1", devices=["pv-a"]), "node2": facts("node2")})
+    assert steps(result, "attach") == [("attach", "device", "node1", "pv-a", None)]
+
+
+def test_unrecorded_device_does_not_count_for_multi_attach():
+    """Only confirmed attachments block an RWO attach elsewhere (GetNodesForAttachedVolume); the
+    unrecorded one on node1 is detached first in the same plan."""
+    result = run(basic(pod("ns/p", "node2", ["a"])), {"node1": facts("node1", devices=["pv-a"]), "node2": facts("node2")})
+    assert steps(result, "detach") == [("detach", "device", "node1", "pv-a", None)]
+    assert steps(result, "attach") == [("attach", "device", "node2", "pv-a", None)]
+
+
+def test_expand_steps_name_the_claim():
+    data = basic(pod("ns/p", "node1", ["a"]))
+    for obj in data["items"]:
+        if obj["kind"] == "PersistentVolumeClaim":
+            obj["spec"]["resources"]["requests"]["storage"] = "2Gi"
+    result = run(data, {"node1": facts("node1", devices=["pv-a"], global_mounts=["pv-a"],
+                                       pod_mounts=[(p["metadata"]["uid"], "pv-a") for p in data["items"]
+                                                   if p["kind"] == "Pod"]), "node2": facts("node2")})
+    expands = [s for s in result["plan"] if s["action"] == "expand"]
+    assert expands and all(s["pvc"] == "ns/a" for s in expands)
