@@ -50,14 +50,26 @@ kv_bootstrap_apt() {
     fi
 }
 
+# Debian's own python3 needs python3-venv (ensurepip) for `python3 -m venv`.
+kv_ensure_venv_module() {
+    "$1" -c 'import ensurepip' >/dev/null 2>&1 && return 0
+    case $1 in /usr/bin/*) ;; *) return 0 ;; esac
+    kv_is_root && [ -z "${KUBEVOL_SKIP_APT:-}" ] || return 0
+    kv_log "apt-get install python3-venv (for $1)"
+    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends python3-venv; } >/dev/null \
+        || kv_warn "apt-get install python3-venv failed"
+}
+
 kv_bootstrap_venvs() {
     local py compat
     py=${KUBEVOL_PYTHON:-$(kv_find_python 12 14)} || py=''
     if [ -n "$py" ]; then
+        kv_ensure_venv_module "$py"
         kv_venv "$KV_VENV" "$py" "$KV_ROOT/requirements/controller.txt"
         KV_CONTROLLER_FALLBACK=''
     else
         py=$(kv_find_python 11 11) || kv_die "no Python 3.12+ or 3.11 found (set KUBEVOL_PYTHON)"
+        kv_ensure_venv_module "$py"
         kv_warn "no Python 3.12+: .venv falls back to $py with ansible-core 2.19 (requirements/py311.txt)"
         kv_venv "$KV_VENV" "$py" "$KV_ROOT/requirements/py311.txt"
         KV_CONTROLLER_FALLBACK=1
@@ -68,6 +80,7 @@ kv_bootstrap_venvs() {
     fi
     compat=${KUBEVOL_COMPAT_PYTHON:-$(kv_find_python 11 11)} || compat=''
     if [ -n "$compat" ]; then
+        kv_ensure_venv_module "$compat"
         kv_venv "$KV_COMPAT" "$compat" "$KV_ROOT/requirements/py311.txt"
     else
         kv_warn "no Python 3.11 found: no .venv-compat (the compat stage will be skipped)"

@@ -242,24 +242,44 @@ kv_header() {
 
 kv_record() { KV_RESULTS+=("$1 $2 $3"); }
 
-# Loop devices backed by files in the checkout or /tmp/kubevol-*, mounts there, and processes
-# whose command line names them: what the root-level tests must never leave behind.
+# What the root-level tests must never leave behind, counting only what appeared during this run
+# (other runs may share the machine): loop devices backed by files in the checkout or
+# /tmp/kubevol-*, mounts there (compared with a snapshot taken at the start), and live processes
+# started by this run (they inherit KUBEVOL_RUN_ID: sshd test nodes, ssh ControlPersist masters).
+kv_loops_mounts() {
+    losetup -l -n -O NAME,BACK-FILE 2>/dev/null \
+        | awk -v r="$KV_ROOT/" 'index($2, r) == 1 || index($2, "/tmp/kubevol-") == 1 {print "loop  " $0}'
+    findmnt -rn -o TARGET,SOURCE 2>/dev/null \
+        | awk -v r="$KV_ROOT/" 'index($1, r) == 1 || index($1, "/tmp/kubevol-") == 1 {print "mount " $0}'
+}
+
 kv_leftovers() {
-    local loops mounts procs self
-    # (paths compared as text with index(), not as regular expressions)
-    loops=$(losetup -l -n -O NAME,BACK-FILE 2>/dev/null \
-        | awk -v r="$KV_ROOT/" 'index($2, r) == 1 || index($2, "/tmp/kubevol-") == 1')
-    mounts=$(findmnt -rn -o TARGET,SOURCE 2>/dev/null \
-        | awk -v r="$KV_ROOT/" 'index($1, r) == 1 || index($1, "/tmp/kubevol-") == 1')
-    self=" $$ $BASHPID "
-    procs=$(ps -eo pid=,stat=,args= 2>/dev/null | awk -v r="$KV_ROOT/.build/" -v s="$self" \
-        '($0 ~ "/tmp/kubevol-" || index($0, r)) && $2 !~ /^Z/ && index(s, " " $1 " ") == 0 \
-         && $0 !~ /awk -v r=/')
-    [ -z "$loops$mounts$procs" ] && return 0
+    local now new procs
+    now=$(kv_loops_mounts)
+    new=$(comm -13 <(sort <<<"$KV_SNAPSHOT") <(sort <<<"$now") | sed '/^$/d')
+    procs=$("${KV_PY:-python3}" - "$KUBEVOL_RUN_ID" <<'PY'
+import os, sys
+tag = ("KUBEVOL_RUN_ID=" + sys.argv[1]).encode()
+for pid in sorted((p for p in os.listdir("/proc") if p.isdigit()), key=int):
+    if int(pid) == os.getpid():
+        continue
+    try:
+        with open("/proc/%s/environ" % pid, "rb") as f:
+            if tag not in f.read().split(b"\0"):
+                continue
+        with open("/proc/%s/stat" % pid) as f:
+            if f.read().rsplit(")", 1)[1].split()[0] == "Z":
+                continue
+        with open("/proc/%s/cmdline" % pid, "rb") as f:
+            args = f.read().replace(b"\0", b" ").decode(errors="replace").strip()
+    except OSError:
+        continue
+    print("proc  %s %s" % (pid, args[:200]))
+PY
+    )
+    [ -z "$new$procs" ] && return 0
     echo "LEFTOVERS (tests must clean up after themselves, also when they fail):"
-    [ -n "$loops" ] && printf 'loop devices:\n%s\n' "$loops"
-    [ -n "$mounts" ] && printf 'mounts:\n%s\n' "$mounts"
-    [ -n "$procs" ] && printf 'processes:\n%s\n' "$procs"
+    printf '%s\n' "$new" "$procs" | sed '/^$/d'
     return 1
 }
 
@@ -315,6 +335,9 @@ PY
     exit $rc
 }
 
+KUBEVOL_RUN_ID=$$-$(date +%s%N)
+export KUBEVOL_RUN_ID
+KV_SNAPSHOT=$(kv_loops_mounts)
 trap kv_summary EXIT
 trap 'exit 130' INT TERM
 

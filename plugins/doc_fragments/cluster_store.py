@@ -16,15 +16,26 @@ options:
       - Where the cluster's facts come from and where records are written.
       - V(file) is a state file holding a Kubernetes List, as
         C(kubectl get nodes,pods,pv,pvc,volumeattachments,csidrivers -A -o yaml) prints it.
+      - V(kubernetes) is the Kubernetes API, reached with the authentication
+        options (O(kubeconfig), O(context), O(host), O(api_key) and so on, with the C(K8S_AUTH_*)
+        environment variables as fallbacks, as in kubernetes.core). Updates carry the resourceVersion
+        they read; a conflict with a concurrent writer is re-read and retried.
     type: str
     default: file
-    choices: [file]
+    choices: [file, kubernetes]
   cluster_state:
     description:
       - Path of the cluster state file, YAML or JSON (decided by its content).
       - Several YAML documents are merged into one List.
       - Required when O(cluster_source=file).
     type: path
+  page_size:
+    description:
+      - With O(cluster_source=kubernetes), how many objects one list request asks for (C(limit));
+        the rest is fetched with C(continue) tokens, so a big cluster never comes in one response.
+    type: int
+    default: 500
 requirements:
   - PyYAML (for a YAML cluster state file)
+  - kubernetes (the Python client, for O(cluster_source=kubernetes))
 """

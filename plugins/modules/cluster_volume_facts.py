@@ -16,6 +16,9 @@ description:
   - Loads the cluster (Nodes, Pods, PersistentVolumes, PersistentVolumeClaims, VolumeAttachments and
     CSIDrivers) as one Kubernetes List from the cluster store, for the planner.
   - Runs on the controller and never changes anything.
+  - With O(cluster_source=kubernetes) the objects are listed from the API in pages of O(page_size)
+    (Pods with C(fieldSelector=spec.nodeName!=), that is scheduled pods only), and each item gets its
+    C(kind) and C(apiVersion), so the List has the file store's shape.
 options:
   query:
     description:
@@ -25,6 +28,7 @@ options:
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
   - kubevol.volumes.cluster_store
+  - kubevol.volumes.k8s_auth
 attributes:
   check_mode:
     support: full
@@ -40,6 +44,15 @@ EXAMPLES = r"""
 - name: Read the cluster state
   kubevol.volumes.cluster_volume_facts:
     cluster_state: /srv/kubevol/cluster.yaml
+  delegate_to: localhost
+  run_once: true
+  register: cluster
+
+- name: Read the cluster from the Kubernetes API (token from the environment, K8S_AUTH_API_KEY)
+  kubevol.volumes.cluster_volume_facts:
+    cluster_source: kubernetes
+    host: https://10.0.0.1:6443
+    ca_cert: /etc/kubevol/ca.crt
   delegate_to: localhost
   run_once: true
   register: cluster
@@ -89,7 +102,12 @@ def argspec():
 
 def run(params):
     store = get_store(params["cluster_source"], **store_options(params))
-    cluster = store.load()
+    try:
+        cluster = store.load()
+    finally:
+        close = getattr(store, "close", None)
+        if close:
+            close()
     result = dict(changed=False, cluster=cluster, source=store.describe())
     if params.get("query"):
         result["query_result"] = search(params["query"], cluster, "query")

@@ -16,8 +16,14 @@ description:
   - Writes back to the cluster what attach, detach, mount and expand did on the nodes, the way
     Kubernetes records it (VolumeAttachments, C(node.status.volumesAttached) and C(volumesInUse),
     PV capacity, PVC resize status).
-  - All records are applied or none is. With O(cluster_source=file) the state file is re-read under
+  - With O(cluster_source=file) all records are applied or none is; the state file is re-read under
     an exclusive lock and replaced atomically.
+  - With O(cluster_source=kubernetes) the objects the records name are read from the API, the records
+    applied to them, and the changes sent as Kubernetes makes them (VolumeAttachment create, delete and
+    C(status) subresource, node status, PV spec and PVC status patches), each update carrying the
+    resourceVersion it read. A conflict with a concurrent writer is re-read and retried (bounded).
+    A record naming a missing object fails before anything is written; an API failure in the middle
+    leaves the objects already written, and running again converges.
   - Applying the same records again changes nothing.
   - Runs on the controller.
 options:
@@ -38,11 +44,13 @@ options:
   lock_timeout:
     description:
       - Seconds to wait for another kubevol run that holds the cluster state file's lock.
+      - Ignored with O(cluster_source=kubernetes), where concurrent writers are detected by resourceVersion.
     type: int
     default: 30
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
   - kubevol.volumes.cluster_store
+  - kubevol.volumes.k8s_auth
 attributes:
   check_mode:
     support: full
@@ -67,6 +75,21 @@ EXAMPLES = r"""
         node: node1
         unique_volume_names: ["kubernetes.io/csi/loop.kubevol.io^pvc-a.img"]
         in_use: true
+  delegate_to: localhost
+  run_once: true
+
+- name: Record an attach in the Kubernetes API, with a kubeconfig context
+  kubevol.volumes.cluster_volume_record:
+    cluster_source: kubernetes
+    kubeconfig: ~/.kube/config
+    context: prod
+    records:
+      - type: attached
+        node: node1
+        pv_name: pv-a
+        driver: loop.kubevol.io
+        volume_handle: pvc-a.img
+        device_path: /dev/loop3
   delegate_to: localhost
   run_once: true
 
@@ -121,7 +144,12 @@ def argspec():
 def run(params, check_mode=False, diff=False):
     options = dict(store_options(params), lock_timeout=params["lock_timeout"])
     store = get_store(params["cluster_source"], **options)
-    outcome = store.apply(params["records"], check_mode=check_mode)
+    try:
+        outcome = store.apply(params["records"], check_mode=check_mode)
+    finally:
+        close = getattr(store, "close", None)
+        if close:
+            close()
     result = dict(changed=outcome["changed"], changes=outcome["changes"], count=len(outcome["changes"]),
                   source=store.describe())
     if diff:

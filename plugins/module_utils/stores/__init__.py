@@ -4,7 +4,8 @@
 """Cluster store registry: ``get_store(source, **options)``.
 
 ``source`` is a module's ``cluster_source``; ``options`` are the store's module options
-(``cluster_state`` for "file"). Options a store does not take must be None.
+(``cluster_state`` for "file"; the k8s_auth options and ``page_size`` for "kubernetes"). Options a
+store does not take must be None; options left at their argspec default are not passed on.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -12,24 +13,38 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.kubevol.volumes.plugins.module_utils.errors import InvalidInput
+from ansible_collections.kubevol.volumes.plugins.module_utils.k8s_auth import K8S_AUTH_ARGSPEC
 from ansible_collections.kubevol.volumes.plugins.module_utils.stores.file import FileStore
+from ansible_collections.kubevol.volumes.plugins.module_utils.stores.kubernetes import DEFAULT_PAGE_SIZE, KubernetesStore
 
 STORES = {
     "file": FileStore,
+    "kubernetes": KubernetesStore,
 }
 SOURCES = tuple(sorted(STORES))
 
-# Shared argument_spec entries for the doc fragment kubevol.volumes.cluster_store.
+# Shared argument_spec entries for the doc fragments kubevol.volumes.cluster_store and
+# kubevol.volumes.k8s_auth (the kubernetes.core option names, aliases and no_log).
 CLUSTER_STORE_ARGSPEC = dict(
     cluster_source=dict(type="str", default="file", choices=list(SOURCES)),
     cluster_state=dict(type="path"),
+    page_size=dict(type="int", default=DEFAULT_PAGE_SIZE),
 )
+CLUSTER_STORE_ARGSPEC.update(K8S_AUTH_ARGSPEC)
 CLUSTER_STORE_REQUIRED_IF = [("cluster_source", "file", ["cluster_state"])]
 
 
 def store_options(params):
-    """The store options out of a module's params."""
-    return dict((key, params.get(key)) for key in CLUSTER_STORE_ARGSPEC if key != "cluster_source")
+    """The store options out of a module's params; an option left at its default is not passed on."""
+    options = {}
+    for key, spec in CLUSTER_STORE_ARGSPEC.items():
+        if key == "cluster_source":
+            continue
+        value = params.get(key)
+        if "default" in spec and value == spec["default"]:
+            value = None
+        options[key] = value
+    return options
 
 
 def get_store(source, **options):

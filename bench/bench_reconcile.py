@@ -1,0 +1,420 @@
+# -*- coding: utf-8 -*-
+# Copyright: kubevol contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Benchmark kubevol's reconcile over SSH on 10 local test nodes (real sshd, real loop devices).
+
+Usage (from the repository root, as root):
+    /tmp/kv312/bin/python bench/bench_reconcile.py              # 10 nodes, 100 volumes
+    /tmp/kv312/bin/python bench/bench_reconcile.py --repeat 5   # more no-op/ping pairs
+
+Measures, in one run on the same nodes:
+  1. no-op: a converged reconcile (playbooks/reconcile.yml, nothing to do) against
+     `ansible all -m ansible.builtin.ping` (goal: no-op <= 2x ping). --repeat pairs, interleaved;
+     the medians are compared.
+  2. cold: a reconcile that provisions, attaches, formats (ext4) and mounts 100 loop volumes of
+     32Mi (one pod each, 10 per node) against a generated naive playbook doing the same node work
+     with one loop item per volume per step (losetup --find --show; blkid probe; mkfs.ext4 if blank;
+     mkdir; mount) on the same nodes after a reset (everything unmounted and detached, images
+     recreated) (goal: kubevol >= 3x faster).
+Module executions per host come from bench/callback_plugins/kubevol_module_count.py (non-skipped
+module results, one per loop item; set_fact/debug/meta/include/assert/fail excluded; results of
+tasks delegated to localhost count under "controller").
+
+Before every timed run an untimed ping opens the ssh ControlPersist connections, so every timed
+run starts with warm connections. Not a timed test: it prints figures (and --markdown, a table
+for docs/performance.md). Everything runs under --state-dir (default /tmp/kubevol-bench) and is
+stopped and deleted at the end (testnodes.py down --purge), also on failure.
+"""
+
+import argparse
+import json
+import os
+import platform
+import shlex
+import statistics
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+TESTNODES = os.path.join(ROOT, "scripts", "testnodes.py")
+COLLECTIONS = os.path.join(ROOT, ".build", "collections")
+BIN = os.path.dirname(sys.executable)
+KUBELET = "/var/lib/kubelet"
+POOL_IN_NODE = "/var/lib/kubevol/pool"
+DRIVER = "loop.kubevol.io"
+MANAGED = {"volumes.kubernetes.io/controller-managed-attach-detach": "true"}
+
+
+def log(msg):
+    print(msg, flush=True)
+
+
+def collection_link():
+    """.build/collections/ansible_collections/kubevol/volumes -> the checkout (as tests/conftest.py)."""
+    ns = os.path.join(COLLECTIONS, "ansible_collections", "kubevol")
+    link = os.path.join(ns, "volumes")
+    os.makedirs(ns, exist_ok=True)
+    if os.path.realpath(link) != os.path.realpath(ROOT):
+        if os.path.islink(link):
+            os.unlink(link)
+        os.symlink(ROOT, link)
+
+
+# ---------------------------------------------------------------- the cluster
+
+
+def generate_cluster(nodes, volumes, size):
+    """A fresh cluster: Ready nodes, the loop CSI driver, bound PV/PVC pairs, one pod per claim."""
+    items = []
+    for n in range(1, nodes + 1):
+        items.append({"apiVersion": "v1", "kind": "Node",
+                      "metadata": {"name": "node%d" % n, "annotations": dict(MANAGED)},
+                      "spec": {}, "status": {"conditions": [{"type": "Ready", "status": "True"}]}})
+    items.append({"apiVersion": "storage.k8s.io/v1", "kind": "CSIDriver", "metadata": {"name": DRIVER},
+                  "spec": {"attachRequired": True, "podInfoOnMount": False}})
+    placement = []
+    for v in range(volumes):
+        pv, claim, ns = "pv-bench-%03d" % v, "data-%03d" % v, "bench"
+        claim_uid = "5b0c6c1e-0d1a-4d3b-9a51-%012d" % v
+        pod_uid = "7d1e2f3a-2222-4a5b-8c9d-%012d" % v
+        node = "node%d" % (v % nodes + 1)
+        items.append({"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": pv},
+                      "spec": {"capacity": {"storage": size}, "accessModes": ["ReadWriteOnce"],
+                               "volumeMode": "Filesystem", "persistentVolumeReclaimPolicy": "Delete",
+                               "claimRef": {"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+                                            "namespace": ns, "name": claim, "uid": claim_uid},
+                               "csi": {"driver": DRIVER, "volumeHandle": pv + ".img", "fsType": "ext4",
+                                       "volumeAttributes": {"pool": POOL_IN_NODE}}},
+                      "status": {"phase": "Bound"}})
+        items.append({"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+                      "metadata": {"namespace": ns, "name": claim, "uid": claim_uid},
+                      "spec": {"accessModes": ["ReadWriteOnce"], "volumeMode": "Filesystem",
+                               "resources": {"requests": {"storage": size}}, "volumeName": pv},
+                      "status": {"phase": "Bound", "accessModes": ["ReadWriteOnce"], "capacity": {"storage": size}}})
+        items.append({"apiVersion": "v1", "kind": "Pod",
+                      "metadata": {"namespace": ns, "name": "app-%03d" % v, "uid": pod_uid},
+                      "spec": {"nodeName": node,
+                               "containers": [{"name": "app", "image": "busybox:1.36",
+                                               "volumeMounts": [{"name": "data", "mountPath": "/data"}]}],
+                               "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": claim}}]},
+                      "status": {"phase": "Running"}})
+        placement.append({"node": node, "image": "%s/%s.img" % (POOL_IN_NODE, pv),
+                          "mount": "%s/pods/%s/volumes/kubernetes.io~csi/%s/mount" % (KUBELET, pod_uid, pv)})
+    return {"apiVersion": "v1", "kind": "List", "metadata": {"resourceVersion": ""}, "items": items}, placement
+
+
+NAIVE_PLAYBOOK = """\
+---
+# Generated by bench/bench_reconcile.py: the node work of a cold reconcile (attach, format if
+# blank, mount) written the usual way, one loop item per volume per step.
+- name: Attach, format and mount the volumes, one loop item per volume
+  hosts: all
+  gather_facts: false
+  vars:
+    naive_volumes: "{{ naive_placement[inventory_hostname] | default([]) }}"
+  tasks:
+    - name: Attach the backing image to a loop device
+      ansible.builtin.command:
+        argv: [losetup, --find, --show, "{{ item.image }}"]
+      loop: "{{ naive_volumes }}"
+      register: naive_attach
+      changed_when: true
+
+    - name: Probe the device for a filesystem (blkid exits 2 when there is none)
+      ansible.builtin.command:
+        argv: [blkid, --probe, --output, value, --match-tag, TYPE, "{{ item.stdout }}"]
+      loop: "{{ naive_attach.results }}"
+      register: naive_probe
+      changed_when: false
+      failed_when: naive_probe.rc not in [0, 2]
+
+    - name: Format the blank devices (ext4)
+      ansible.builtin.command:
+        argv: [mkfs.ext4, -q, -F, -m0, "{{ item.item.stdout }}"]
+      loop: "{{ naive_probe.results }}"
+      when: item.rc == 2
+      changed_when: true
+
+    - name: Create the mount points
+      ansible.builtin.file:
+        path: "{{ item.mount }}"
+        state: directory
+        mode: "0750"
+      loop: "{{ naive_volumes }}"
+
+    - name: Mount the devices
+      ansible.builtin.command:
+        argv: [mount, "{{ item.stdout }}", "{{ item.item.mount }}"]
+      loop: "{{ naive_attach.results }}"
+      changed_when: true
+"""
+
+# Untimed, on every node: unmount everything under the kubelet dir (deepest first), then
+# delete what kubevol / the naive playbook created there.
+RESET_NODE = ("findmnt -rn -o TARGET | grep '^%s/' | sort -r | while read -r t; do umount \"$t\"; done; "
+              "rm -rf %s/pods %s/plugins /run/kubevol; "
+              "test -z \"$(findmnt -rn -o TARGET | grep '^%s/')\"") % (KUBELET, KUBELET, KUBELET, KUBELET)
+COUNT_MOUNTS = "findmnt -rn -o TARGET | grep -c '/volumes/kubernetes.io~csi/' || true"
+
+
+# ---------------------------------------------------------------- running things
+
+
+class Bench:
+    def __init__(self, args):
+        self.args = args
+        self.state = os.path.abspath(args.state_dir)
+        self.inventory = os.path.join(self.state, "inventory", "hosts.yml")
+        self.cluster = os.path.join(self.state, "cluster.json")
+        self.logs = os.path.join(self.state, "logs")
+        self.n = 0
+
+    def env(self, counts=None):
+        env = dict(os.environ)
+        env.update({
+            "PATH": BIN + os.pathsep + env.get("PATH", ""),
+            "ANSIBLE_COLLECTIONS_PATH": COLLECTIONS,
+            "ANSIBLE_HOME": os.path.join(self.state, "ansible-home"),
+            "ANSIBLE_LOCAL_TEMP": os.path.join(self.state, "ansible-tmp"),
+            "ANSIBLE_PIPELINING": "True",
+            "ANSIBLE_FORKS": str(self.args.forks),
+            "ANSIBLE_HOST_KEY_CHECKING": "True",
+            "ANSIBLE_NOCOLOR": "1",
+            "ANSIBLE_RETRY_FILES_ENABLED": "False",
+            "ANSIBLE_INVENTORY_HOST_PATTERN_MISMATCH": "error",
+            "ANSIBLE_CALLBACK_PLUGINS": os.path.join(HERE, "callback_plugins"),
+            "ANSIBLE_CALLBACKS_ENABLED": "kubevol_module_count" if counts else "",
+            "ANSIBLE_LOAD_CALLBACK_PLUGINS": "1",
+            "KUBEVOL_MODULE_COUNT_FILE": counts or "",
+        })
+        env.pop("ANSIBLE_CONFIG", None)
+        return env
+
+    def run(self, label, argv, counts=False, check=True):
+        """Run argv with its output in a log file; return (seconds, counts or None, stdout)."""
+        self.n += 1
+        stem = os.path.join(self.logs, "%02d-%s" % (self.n, label))
+        cfile = stem + ".counts.json" if counts else None
+        with open(stem + ".log", "w") as out:
+            out.write("$ %s\n" % " ".join(shlex.quote(a) for a in argv))
+            out.flush()
+            t0 = time.monotonic()
+            res = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=self.env(cfile),
+                                 universal_newlines=True, cwd=ROOT)
+            secs = time.monotonic() - t0
+            out.write(res.stdout)
+        if check and res.returncode != 0:
+            sys.stderr.write(res.stdout[-6000:])
+            raise SystemExit("%s failed (rc=%d); log: %s.log" % (label, res.returncode, stem))
+        data = None
+        if cfile:
+            with open(cfile) as fh:
+                data = json.load(fh)
+        return secs, data, res.stdout
+
+    def ansible(self, label, module, args=None, counts=False):
+        argv = [os.path.join(BIN, "ansible"), "all", "-i", self.inventory, "-m", module]
+        if args:
+            argv += ["-a", args]
+        return self.run(label, argv, counts=counts)
+
+    def playbook(self, label, playbook, extra, counts=True):
+        argv = [os.path.join(BIN, "ansible-playbook"), "-i", self.inventory, playbook]
+        for e in extra:
+            argv += ["-e", e]
+        return self.run(label, argv, counts=counts)
+
+    def reconcile(self, label):
+        return self.playbook(label, os.path.join(ROOT, "playbooks", "reconcile.yml"),
+                             ["kubevol_cluster_state=" + self.cluster, "kubevol_provision=true"])
+
+    def warm(self):
+        self.ansible("warm-ping", "ansible.builtin.ping")
+
+    def mounts_per_node(self):
+        _, _, out = self.ansible("count-mounts", "ansible.builtin.shell", COUNT_MOUNTS)
+        counts, host = {}, None
+        for line in out.splitlines():
+            if " | " in line:
+                host = line.split(" | ")[0].strip()
+            elif host and line.strip().isdigit():
+                counts[host] = int(line.strip())
+                host = None
+        return counts
+
+    def testnodes(self, *argv):
+        subprocess.run([sys.executable, TESTNODES] + list(argv) + ["--state-dir", self.state], check=True,
+                       stdout=subprocess.PIPE, universal_newlines=True)
+
+    def loop_devices(self):
+        """Loop devices whose backing file is an image in the pool (by st_dev/st_ino, never by path)."""
+        pool = os.path.join(self.state, "pool")
+        ids = {}
+        for name in os.listdir(pool):
+            st = os.stat(os.path.join(pool, name))
+            ids[(os.major(st.st_dev), os.minor(st.st_dev), st.st_ino)] = name
+        out = subprocess.run(["losetup", "-J", "--list", "-O", "NAME,BACK-INO,BACK-MAJ:MIN"], check=True,
+                             stdout=subprocess.PIPE, universal_newlines=True).stdout
+        found = []
+        for dev in (json.loads(out).get("loopdevices", []) if out.strip() else []):
+            majmin = dev.get("back-maj:min") or ""
+            if ":" not in majmin or dev.get("back-ino") in (None, ""):
+                continue
+            major, minor = (int(x) for x in majmin.split(":"))
+            if (major, minor, int(dev["back-ino"])) in ids:
+                found.append(dev["name"])
+        return found
+
+    def reset(self, placement, create_images):
+        """Unmount and detach everything, then delete (and recreate, blank) the images."""
+        self.ansible("reset-nodes", "ansible.builtin.shell", RESET_NODE)
+        for dev in self.loop_devices():
+            subprocess.run(["losetup", "-d", dev], check=True)
+        left = self.loop_devices()
+        if left:
+            raise SystemExit("loop devices still attached after the reset: %s" % left)
+        pool = os.path.join(self.state, "pool")
+        for name in os.listdir(pool):
+            os.unlink(os.path.join(pool, name))
+        if create_images:
+            for p in placement:
+                with open(os.path.join(pool, os.path.basename(p["image"])), "wb") as fh:
+                    fh.truncate(self.args.size_bytes)
+
+
+def per_node(counts, nodes):
+    hosts = counts["per_host"]
+    values = [hosts.get("node%d" % n, 0) for n in range(1, nodes + 1)]
+    return values, hosts.get("controller", 0)
+
+
+def describe(values):
+    lo, hi = min(values), max(values)
+    return str(lo) if lo == hi else "%d-%d" % (lo, hi)
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--nodes", type=int, default=10)
+    p.add_argument("--volumes", type=int, default=100)
+    p.add_argument("--size", default="32Mi", help="volume size (Kubernetes quantity, binary suffix)")
+    p.add_argument("--forks", type=int, default=10)
+    p.add_argument("--repeat", type=int, default=3, help="no-op reconcile / ping pairs")
+    p.add_argument("--state-dir", default="/tmp/kubevol-bench")
+    p.add_argument("--keep", action="store_true", help="leave the nodes running (and the state dir)")
+    args = p.parse_args()
+    if os.geteuid() != 0:
+        raise SystemExit("needs root (test nodes, loop devices)")
+    units = {"Ki": 2 ** 10, "Mi": 2 ** 20, "Gi": 2 ** 30}
+    args.size_bytes = int(args.size[:-2]) * units[args.size[-2:]]
+    collection_link()
+    bench = Bench(args)
+    cmdline = "%s %s" % (os.path.relpath(sys.executable) if not sys.executable.startswith("/tmp") else sys.executable,
+                         " ".join(shlex.quote(a) for a in [os.path.relpath(__file__, ROOT)] + sys.argv[1:]))
+    load_before = os.getloadavg()
+    results = {}
+    subprocess.run([sys.executable, TESTNODES, "down", "--purge", "--state-dir", bench.state],
+                   stdout=subprocess.DEVNULL, check=False)
+    t_start = time.monotonic()
+    try:
+        log("starting %d nodes in %s ..." % (args.nodes, bench.state))
+        bench.testnodes("up", str(args.nodes))
+        os.makedirs(bench.logs, exist_ok=True)
+        cluster, placement = generate_cluster(args.nodes, args.volumes, args.size)
+        with open(bench.cluster, "w") as fh:
+            json.dump(cluster, fh, indent=1)
+        naive = os.path.join(bench.state, "naive.yml")
+        with open(naive, "w") as fh:
+            fh.write(NAIVE_PLAYBOOK)
+        naive_vars = os.path.join(bench.state, "naive-vars.json")
+        by_node = {}
+        for item in placement:
+            by_node.setdefault(item["node"], []).append({"image": item["image"], "mount": item["mount"]})
+        with open(naive_vars, "w") as fh:
+            json.dump({"naive_placement": by_node}, fh)
+
+        # 2a. cold reconcile: provision, attach, format, mount
+        bench.warm()
+        log("cold reconcile (%d volumes) ..." % args.volumes)
+        secs, counts, _ = bench.reconcile("cold-reconcile")
+        mounts = bench.mounts_per_node()
+        if sum(mounts.values()) != args.volumes:
+            raise SystemExit("cold reconcile: %d pod mounts, want %d: %s" % (sum(mounts.values()), args.volumes, mounts))
+        results["cold"] = (secs, counts)
+        log("  %.1f s" % secs)
+
+        # 1. converged reconcile vs ping, interleaved
+        noop, ping = [], []
+        for i in range(args.repeat):
+            s, c, _ = bench.ansible("ping-%d" % i, "ansible.builtin.ping", counts=True)
+            ping.append((s, c))
+            s, c, out = bench.reconcile("noop-reconcile-%d" % i)
+            if "changed=0" not in out or any(("changed=%d" % k) in out for k in range(1, 10)):
+                raise SystemExit("the converged reconcile changed something; log in %s" % bench.logs)
+            noop.append((s, c))
+            log("  ping %.2f s, no-op reconcile %.2f s" % (ping[-1][0], noop[-1][0]))
+        results["noop"], results["ping"] = noop, ping
+
+        # 2b. naive playbook after a reset
+        log("reset (unmount, detach, recreate %d blank images) ..." % args.volumes)
+        bench.reset(placement, create_images=True)
+        bench.warm()
+        log("naive playbook (%d volumes, one loop item per volume per step) ..." % args.volumes)
+        secs, counts, _ = bench.playbook("naive", naive, ["@" + naive_vars])
+        mounts = bench.mounts_per_node()
+        if sum(mounts.values()) != args.volumes:
+            raise SystemExit("naive: %d mounts, want %d: %s" % (sum(mounts.values()), args.volumes, mounts))
+        results["naive"] = (secs, counts)
+        log("  %.1f s" % secs)
+    finally:
+        if args.keep:
+            log("kept: %s down --purge --state-dir %s" % (TESTNODES, bench.state))
+        else:
+            subprocess.run([sys.executable, TESTNODES, "down", "--purge", "--state-dir", bench.state],
+                           stdout=subprocess.DEVNULL, check=False)
+    total = time.monotonic() - t_start
+    load_after = os.getloadavg()
+
+    # ------------------------------------------------------------ report
+    n = args.nodes
+    noop_med = statistics.median(s for s, _ in results["noop"])
+    ping_med = statistics.median(s for s, _ in results["ping"])
+    cold_s, cold_c = results["cold"]
+    naive_s, naive_c = results["naive"]
+    rows = [("ansible all -m ping", ping_med, results["ping"][0][1]),
+            ("reconcile, converged (no-op)", noop_med, results["noop"][0][1]),
+            ("reconcile, cold (%d volumes)" % args.volumes, cold_s, cold_c),
+            ("naive playbook (%d volumes)" % args.volumes, naive_s, naive_c)]
+    lines = ["| run | wall time | module runs per node | on the controller |", "|---|---|---|---|"]
+    for name, secs, counts in rows:
+        values, ctl = per_node(counts, n)
+        lines.append("| %s | %.2f s | %s | %d |" % (name, secs, describe(values), ctl))
+    ratio_noop = noop_med / ping_med
+    ratio_cold = naive_s / cold_s
+    print()
+    print("machine: %s, nproc %d, load average %.2f/%.2f/%.2f before, %.2f/%.2f/%.2f after; Python %s, %s"
+          % (platform.node(), os.cpu_count(), *load_before, *load_after, platform.python_version(),
+             subprocess.run([os.path.join(BIN, "ansible"), "--version"], stdout=subprocess.PIPE,
+                            universal_newlines=True).stdout.splitlines()[0]))
+    print("nodes %d, forks %d, volumes %d x %s ext4; no-op/ping: median of %d interleaved pairs"
+          % (n, args.forks, args.volumes, args.size, args.repeat))
+    print("no-op runs: %s s; ping runs: %s s" % (", ".join("%.2f" % s for s, _ in results["noop"]),
+                                                 ", ".join("%.2f" % s for s, _ in results["ping"])))
+    print()
+    print("\n".join(lines))
+    print()
+    print("no-op reconcile / ping = %.2f  (goal <= 2.0: %s)" % (ratio_noop, "met" if ratio_noop <= 2 else "NOT met"))
+    print("naive / cold reconcile = %.2f  (goal >= 3.0: %s)" % (ratio_cold, "met" if ratio_cold >= 3 else "NOT met"))
+    print("module runs by action (node1): cold %s; naive %s" % (
+        {k.split(":", 1)[1]: v for k, v in cold_c["per_host_action"].items() if k.startswith("node1:")},
+        {k.split(":", 1)[1]: v for k, v in naive_c["per_host_action"].items() if k.startswith("node1:")}))
+    print("controller-side module runs in the cold reconcile: %s" % (
+        {k.split(":", 1)[1]: v for k, v in cold_c["per_host_action"].items() if k.startswith("controller:")}))
+    print("total bench time %.0f s; command: %s" % (total, cmdline))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

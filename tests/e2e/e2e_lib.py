@@ -1,0 +1,410 @@
+"""End-to-end helpers: real SSH nodes (scripts/testnodes.py), real ansible-playbook runs.
+
+Each test module starts its own nodes once (module scope) in its own state dir
+``/tmp/kubevol-e2e-<module>-XXXX`` (under ``/tmp/kubevol-`` so that scripts/test.sh's leftover
+check sees anything left behind) and tears them down with ``down --purge`` in a finalizer, also when
+a test failed. Runs go through playbooks/reconcile.yml with the default stdout callback (its text
+is kept in the state dir) plus tests/e2e/callback_plugins/kubevol_e2e_json.py, which dumps every
+task result per host and the recap to a JSON file: the tests read exact changed counts and which
+node modules ran where from it.
+
+Interpreters: the controller is the Python running pytest (its ansible-playbook beside it). The
+compat run (ansible-core 2.19, Python 3.11, paramiko) uses KUBEVOL_PYTHON_COMPAT, else
+<checkout>/.venv-compat/bin/python; when it is missing the test skips, or fails when CI=true.
+"""
+import hashlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+import pytest
+import yaml
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+HERE = os.path.dirname(os.path.abspath(__file__))
+TESTNODES = os.path.join(REPO, "scripts", "testnodes.py")
+CLUSTER_EDIT = os.path.join(REPO, "scripts", "cluster_edit.py")
+PLAYBOOK = os.path.join(REPO, "playbooks", "reconcile.yml")
+EXAMPLE = os.path.join(REPO, "examples", "cluster.yaml")
+COLLECTIONS = os.environ["ANSIBLE_COLLECTIONS_PATH"]  # set by tests/conftest.py
+KUBELET = "/var/lib/kubelet"
+DRIVER = "loop.kubevol.io"
+MiB = 1024 * 1024
+
+NODE_MODULES = ("kubevol.volumes.volume_detach", "kubevol.volumes.k8s_volume_attach",
+                "kubevol.volumes.node_volume_mount", "kubevol.volumes.fs_expand")
+
+if os.geteuid() != 0:
+    pytest.skip("end-to-end tests need root (sshd in namespaces, loop devices, mounts)", allow_module_level=True)
+
+
+# -- names as Kubernetes computes them (independent of the collection's names.py) ----------------
+
+def unique_name(handle):
+    return "kubernetes.io/csi/%s^%s" % (DRIVER, handle)
+
+
+def va_name(handle, node):
+    """pkg/volume/csi/csi_attacher.go getAttachmentName: csi-<sha256(handle + driver + node)>."""
+    return "csi-" + hashlib.sha256((handle + DRIVER + node).encode()).hexdigest()
+
+
+def pod_mount_path(uid, pv):
+    return "%s/pods/%s/volumes/kubernetes.io~csi/%s/mount" % (KUBELET, uid, pv)
+
+
+def pod_device_path(uid, pv):
+    return "%s/pods/%s/volumeDevices/kubernetes.io~csi/%s" % (KUBELET, uid, pv)
+
+
+def global_mount_path(handle):
+    return "%s/plugins/kubernetes.io/csi/%s/%s/globalmount" % (
+        KUBELET, DRIVER, hashlib.sha256(handle.encode()).hexdigest())
+
+
+# -- interpreters ---------------------------------------------------------------------------------
+
+def compat_python():
+    """The ansible-core 2.19 / Python 3.11 interpreter, or None."""
+    for cand in (os.environ.get("KUBEVOL_PYTHON_COMPAT"), os.path.join(REPO, ".venv-compat", "bin", "python")):
+        if cand and os.access(cand, os.X_OK):
+            return cand
+    return None
+
+
+def require_compat_python():
+    py = compat_python()
+    if py is None:
+        msg = ("no compat venv (ansible-core 2.19 on Python 3.11 with paramiko): set KUBEVOL_PYTHON_COMPAT "
+               "or run scripts/bootstrap.sh to build .venv-compat")
+        if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
+            pytest.fail(msg)
+        pytest.skip(msg)
+    return py
+
+
+# -- results of one ansible-playbook run ------------------------------------------------------------
+
+class Run:
+    def __init__(self, argv, rc, stdout, results, log):
+        self.argv, self.rc, self.stdout, self.log = argv, rc, stdout, log
+        self.tasks = results.get("tasks", [])
+        self.stats = results.get("stats", {})
+        self.complete = results.get("complete", False)
+
+    def __repr__(self):
+        return "<Run rc=%s log=%s>" % (self.rc, self.log)
+
+    def describe(self):
+        return "ansible-playbook rc=%s (full output: %s)\n%s" % (self.rc, self.log, self.stdout[-6000:])
+
+    def changed(self, host):
+        return self.stats.get(host, {}).get("changed")
+
+    def executions(self, action=None, name=None):
+        """[(task name, host, status, result)] for every host a task ran on (not skipped)."""
+        out = []
+        for task in self.tasks:
+            if action and task["action"] != action and task["action"] != action.rsplit(".", 1)[-1]:
+                continue
+            if name and name not in task["name"]:
+                continue
+            for host, items in task["hosts"].items():
+                for item in items:
+                    if item["status"] != "skipped":
+                        out.append((task["name"], host, item["status"], item["result"]))
+        return out
+
+    def node_module_runs(self):
+        """{host: [module action, ...]} of the node modules that ran (the phases' work)."""
+        runs = {}
+        for task in self.tasks:
+            action = task["action"]
+            if not any(action == m or action == m.rsplit(".", 1)[-1] for m in NODE_MODULES):
+                continue
+            for host, items in task["hosts"].items():
+                for item in items:
+                    if item["status"] != "skipped":
+                        runs.setdefault(host, []).append(action.rsplit(".", 1)[-1])
+        return runs
+
+    def result(self, name, host=None):
+        """The (first) non-skipped result of the task whose name contains `name`."""
+        for task_name, h, _status, result in self.executions(name=name):
+            if host is None or h == host:
+                return result
+        return None
+
+    def plan_lines(self):
+        result = self.result("Show the plan") or {}
+        msg = result.get("msg") or []
+        return msg if isinstance(msg, list) else str(msg).splitlines()
+
+    def plan(self):
+        return (self.result("Plan the operations") or {}).get("plan") or []
+
+    def report(self):
+        """The role's closing report {blocked, errors}, or {} when it had nothing to report."""
+        return (self.result("Report what is blocked and what failed") or {}).get("msg") or {}
+
+
+# -- the nodes and the cluster file -----------------------------------------------------------------
+
+class Cluster:
+    """Local SSH nodes plus a cluster state file, in one state dir."""
+
+    def __init__(self, label, count):
+        self.count = count
+        self.dir = tempfile.mkdtemp(prefix="kubevol-e2e-%s-" % label, dir="/tmp")
+        self.state = os.path.join(self.dir, "cluster.yaml")
+        self.inventory = os.path.join(self.dir, "inventory", "hosts.yml")
+        self.nodes = ["node%d" % i for i in range(1, count + 1)]
+        self._runs = 0
+        self.children = []  # Popen objects of runs we started in the background
+
+    # -- lifecycle ------------------------------------------------------------------------------
+    def testnodes(self, *args, check=True):
+        proc = subprocess.run([sys.executable, TESTNODES] + list(args) + ["--state-dir", self.dir],
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True)
+        if check and proc.returncode != 0:
+            raise AssertionError("testnodes.py %s failed (%d):\n%s" % (" ".join(args), proc.returncode, proc.stdout))
+        return proc
+
+    def up(self):
+        self.testnodes("up", str(self.count))
+
+    def teardown(self):
+        for child in self.children:
+            if child.poll() is None:
+                os.killpg(child.pid, signal.SIGKILL)
+                child.wait()
+        proc = self.testnodes("down", "--purge", check=False)
+        leftover = []
+        if os.path.exists(self.dir):
+            leftover.append("state dir %s still exists" % self.dir)
+        loops = subprocess.run(["losetup", "-l", "-n", "-O", "NAME,BACK-FILE"], stdout=subprocess.PIPE,
+                               universal_newlines=True).stdout
+        leftover += [line for line in loops.splitlines() if self.dir in line]
+        mounts = subprocess.run(["findmnt", "-rn", "-o", "TARGET"], stdout=subprocess.PIPE,
+                                universal_newlines=True).stdout
+        leftover += [line for line in mounts.splitlines() if line.startswith(self.dir)]
+        if proc.returncode != 0 or leftover:
+            raise AssertionError("teardown of %s left things behind (rc %d):\n%s\n%s"
+                                 % (self.dir, proc.returncode, proc.stdout, "\n".join(leftover)))
+
+    def nodes_json(self):
+        with open(os.path.join(self.dir, "nodes.json")) as handle:
+            return json.load(handle)
+
+    def node_pid(self, node):
+        for n in self.nodes_json()["nodes"]:
+            if n["name"] == node:
+                return n["pid"]
+        raise KeyError(node)
+
+    def kill_node(self, node):
+        """Kill the node's sshd (its init): the node is unreachable, as a crashed machine."""
+        pid = self.node_pid(node)
+        os.kill(pid, signal.SIGKILL)
+        deadline = time.time() + 10
+        while time.time() < deadline:
+            try:
+                with open("/proc/%d/stat" % pid) as handle:
+                    state = handle.read().rsplit(")", 1)[1].split()[0]
+            except OSError:
+                return
+            if state == "Z":
+                return
+            time.sleep(0.05)
+        raise AssertionError("%s (pid %d) did not die" % (node, pid))
+
+    # -- the cluster file -----------------------------------------------------------------------
+    def load_example(self):
+        shutil.copyfile(EXAMPLE, self.state)
+
+    def state_bytes(self):
+        with open(self.state, "rb") as handle:
+            return handle.read()
+
+    def cluster(self):
+        with open(self.state) as handle:
+            data = yaml.safe_load(handle)
+        assert isinstance(data, dict) and data.get("kind") == "List" and isinstance(data.get("items"), list), \
+            "the state file is not a Kubernetes List"
+        return data
+
+    def edit(self, *args):
+        proc = subprocess.run([sys.executable, CLUSTER_EDIT, self.state] + list(args), stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, universal_newlines=True)
+        assert proc.returncode == 0, proc.stdout
+        return proc.stdout.strip()
+
+    # -- running things -------------------------------------------------------------------------
+    def ssh(self, node, script, check=True):
+        proc = subprocess.run([sys.executable, TESTNODES, "ssh", "--state-dir", self.dir, node, script],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True)
+        if check and proc.returncode != 0:
+            raise AssertionError("on %s: %s\nrc %d\n%s%s" % (node, script, proc.returncode, proc.stdout, proc.stderr))
+        return proc.stdout
+
+    def env(self, python=None):
+        env = dict(os.environ)
+        for var in ("ANSIBLE_CONFIG", "ANSIBLE_STDOUT_CALLBACK", "ANSIBLE_CALLBACKS_ENABLED"):
+            env.pop(var, None)
+        env.update({
+            "ANSIBLE_COLLECTIONS_PATH": COLLECTIONS,
+            "ANSIBLE_HOME": os.path.join(self.dir, "ansible-home"),
+            "ANSIBLE_LOCAL_TEMP": os.path.join(self.dir, "ansible-tmp"),
+            "XDG_CACHE_HOME": os.path.join(self.dir, "cache"),
+            "ANSIBLE_PIPELINING": "True",
+            "ANSIBLE_FORKS": "10",
+            "ANSIBLE_NOCOLOR": "1",
+            "ANSIBLE_INVENTORY_HOST_PATTERN_MISMATCH": "error",
+            "ANSIBLE_CALLBACK_PLUGINS": os.path.join(HERE, "callback_plugins"),
+            "ANSIBLE_CALLBACKS_ENABLED": "kubevol_e2e_json",
+            "ANSIBLE_RETRY_FILES_ENABLED": "False",
+        })
+        return env
+
+    def playbook_argv(self, extra=(), check=False, python=None, inventory=None):
+        python = python or sys.executable
+        argv = [os.path.join(os.path.dirname(python), "ansible-playbook"), "-i", inventory or self.inventory,
+                PLAYBOOK, "-e", "kubevol_cluster_state=" + self.state, "-e", "kubevol_provision=true"]
+        if check:
+            argv.append("--check")
+        return argv + list(extra)
+
+    def _next_files(self):
+        self._runs += 1
+        return (os.path.join(self.dir, "run-%02d.json" % self._runs),
+                os.path.join(self.dir, "run-%02d.log" % self._runs))
+
+    def reconcile(self, extra=(), check=False, python=None, inventory=None, env=None, expect_rc=0):
+        results, log = self._next_files()
+        argv = self.playbook_argv(extra, check, python, inventory)
+        run_env = self.env()
+        run_env["KUBEVOL_E2E_RESULTS"] = results
+        run_env.update(env or {})
+        proc = subprocess.run(argv, env=run_env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                              universal_newlines=True, timeout=600)
+        with open(log, "w") as handle:
+            handle.write(proc.stdout)
+        data = {}
+        if os.path.exists(results):
+            with open(results) as handle:
+                data = json.load(handle)
+        run = Run(argv, proc.returncode, proc.stdout, data, log)
+        if expect_rc is not None:
+            ok = run.rc == expect_rc if expect_rc != "nonzero" else run.rc != 0
+            assert ok, "expected rc %s: %s" % (expect_rc, run.describe())
+            assert run.complete, "the results callback did not see the end of the play: " + run.describe()
+        return run
+
+    def start_reconcile(self, extra=()):
+        """Start a run in the background (own process group); returns (Popen, log path)."""
+        results, log = self._next_files()
+        run_env = self.env()
+        run_env["KUBEVOL_E2E_RESULTS"] = results
+        handle = open(log, "w")
+        proc = subprocess.Popen(self.playbook_argv(extra), env=run_env, stdout=handle, stderr=subprocess.STDOUT,
+                                start_new_session=True)
+        handle.close()
+        self.children.append(proc)
+        return proc, log
+
+    # -- what a node has ------------------------------------------------------------------------
+    def mounts(self, node):
+        """{target: {source, fstype, options}} of every mount under the kubelet dir (not the dir itself)."""
+        out = self.ssh(node, "findmnt -J -l -o TARGET,SOURCE,FSTYPE,OPTIONS")
+        found = {}
+        for m in json.loads(out)["filesystems"]:
+            if m["target"].startswith(KUBELET + "/"):
+                found[m["target"]] = {"source": m["source"], "fstype": m["fstype"],
+                                      "options": m["options"].split(",")}
+        return found
+
+    def snapshot(self):
+        """What every node has, for before/after comparisons: mounts, kubelet tree, pool, loop devices."""
+        snap = {}
+        for node in self.nodes:
+            snap[node] = {
+                "mounts": self.mounts(node),
+                "tree": self.ssh(node, "cd %s && find . -printf '%%y %%m %%s %%T@ %%p\\n' | sort" % KUBELET),
+            }
+        # the pool by name and size (not mtime: a mounted filesystem's own log writes reach the image)
+        pool = os.path.join(self.dir, "pool")
+        snap["pool"] = sorted((name, os.stat(os.path.join(pool, name)).st_size) for name in os.listdir(pool))
+        snap["loops"] = self.loops()
+        return snap
+
+    def loops(self):
+        """Loop devices backed by this cluster's pool images, matched by inode: [(name, size, ro)]."""
+        pool = os.path.join(self.dir, "pool")
+        inodes = set()
+        for name in os.listdir(pool):
+            st = os.stat(os.path.join(pool, name))
+            inodes.add(("%d:%d" % (os.major(st.st_dev), os.minor(st.st_dev)), st.st_ino))
+        out = subprocess.run(["losetup", "-J", "--list", "-O", "NAME,SIZELIMIT,RO,BACK-INO,BACK-MAJ:MIN"],
+                             stdout=subprocess.PIPE, universal_newlines=True, check=True).stdout
+        found = []
+        for dev in (json.loads(out)["loopdevices"] if out.strip() else []):
+            if (str(dev.get("back-maj:min") or "").strip(), int(dev.get("back-ino") or -1)) in inodes:
+                found.append((dev["name"], dev.get("back-ino"), dev.get("ro")))
+        return sorted(found)
+
+    def node_facts(self, python=None):
+        """node_volume_facts of every node, gathered with an ad-hoc ansible run: {node: facts}."""
+        python = python or sys.executable
+        argv = [os.path.join(os.path.dirname(python), "ansible"), "nodes", "-i", self.inventory, "-o",
+                "-m", "kubevol.volumes.node_volume_facts", "-a", "node_name={{ inventory_hostname }}"]
+        env = self.env()
+        env.pop("ANSIBLE_CALLBACKS_ENABLED")
+        env["ANSIBLE_LOAD_CALLBACK_PLUGINS"] = "True"
+        env["ANSIBLE_STDOUT_CALLBACK"] = "oneline"
+        proc = subprocess.run(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                              universal_newlines=True)
+        assert proc.returncode == 0, proc.stdout
+        facts = {}
+        for line in proc.stdout.splitlines():
+            if " | SUCCESS => " in line:
+                host, _, rest = line.partition(" | SUCCESS => ")
+                facts[host.strip()] = json.loads(rest)["node_facts"]
+        assert sorted(facts) == self.nodes, proc.stdout
+        return facts
+
+
+# -- cluster file queries ---------------------------------------------------------------------------
+
+def items(cluster, kind):
+    return [o for o in cluster["items"] if o.get("kind") == kind]
+
+
+def get(cluster, kind, name, namespace=None):
+    for obj in items(cluster, kind):
+        meta = obj.get("metadata", {})
+        if meta.get("name") == name and (namespace is None or meta.get("namespace") == namespace):
+            return obj
+    return None
+
+
+def vas(cluster):
+    """{VolumeAttachment name: (pv name, node, attached)}."""
+    return dict((va["metadata"]["name"], (va["spec"]["source"].get("persistentVolumeName"), va["spec"]["nodeName"],
+                                          (va.get("status") or {}).get("attached")))
+                for va in items(cluster, "VolumeAttachment"))
+
+
+def node_status(cluster, node):
+    status = get(cluster, "Node", node).get("status") or {}
+    attached = sorted(e["name"] for e in status.get("volumesAttached") or [])
+    return attached, sorted(status.get("volumesInUse") or [])
+
+
+def pod_uid(cluster, ref):
+    namespace, name = ref.split("/")
+    return get(cluster, "Pod", name, namespace)["metadata"]["uid"]

@@ -1,0 +1,137 @@
+"""Failures during a reconcile, on 3 real SSH nodes: a dead node, and a run killed half-way.
+
+Chained: converge -> node3 dies while the cluster wants changes on it and elsewhere -> node3
+comes back, converge -> a run is SIGKILLed after its attach phase was recorded -> converge.
+"""
+import os
+import signal
+import time
+
+import pytest
+import yaml
+
+from e2e_lib import get, pod_mount_path, pod_uid, va_name, vas
+
+LOGS_HANDLE, WEB_HANDLE, DB_HANDLE = "pv-shared-logs.img", "pv-web-content.img", "pv-db-data.img"
+
+
+@pytest.fixture(scope="module")
+def kv(make_cluster):
+    cluster = make_cluster("fail", 3)
+    cluster.load_example()
+    cluster.shared = {}
+    cluster.reconcile()
+    return cluster
+
+
+def write_data(kv, node, path, name):
+    out = kv.ssh(node, "head -c 4M /dev/urandom > %s/%s && sync && sha256sum %s/%s" % (path, name, path, name))
+    return out.split()[0]
+
+
+def read_sum(kv, node, path, name):
+    return kv.ssh(node, "sha256sum %s/%s" % (path, name)).split()[0]
+
+
+def assert_converged_and_idempotent(kv):
+    before = kv.state_bytes()
+    again = kv.reconcile()
+    assert all(again.changed(h) == 0 for h in kv.nodes), again.describe()
+    assert again.node_module_runs() == {}, again.node_module_runs()
+    assert kv.state_bytes() == before
+
+
+def test_unreachable_node_blocks_only_what_depends_on_it(kv):
+    data = kv.cluster()
+    logs_path = pod_mount_path(pod_uid(data, "tools/log-writer"), "pv-shared-logs")
+    kv.shared["logs_sum"] = write_data(kv, "node3", logs_path, "app.log")
+    # wanted: web-0 node2 -> node1 (does not involve node3); the logs volume node3 -> node1
+    # (its detach needs node3); log-reader is gone
+    assert kv.edit("move-pod", "shop/web-0", "node1") == "changed"
+    assert kv.edit("delete-pod", "tools/log-reader") == "changed"
+    assert kv.edit("move-pod", "tools/log-writer", "node1") == "changed"
+    kv.kill_node("node3")
+
+    run = kv.reconcile(expect_rc="nonzero")
+
+    assert "Fail when a node failed" in run.stdout or run.result("Fail when a node failed") is not None, \
+        run.describe()
+    data = kv.cluster()
+    # the move that did not need node3 is done on the nodes and recorded
+    web_path = pod_mount_path(pod_uid(data, "shop/web-0"), "pv-web-content")
+    assert web_path in kv.mounts("node1")
+    assert not [p for p in kv.mounts("node2") if "pv-web-content" in p]
+    records = vas(data)
+    assert records.get(va_name(WEB_HANDLE, "node1")) == ("pv-web-content", "node1", True)
+    assert va_name(WEB_HANDLE, "node2") not in records
+    # the logs volume stays attached to node3 (nobody could release it) and is not attached to node1
+    assert records.get(va_name(LOGS_HANDLE, "node3")) == ("pv-shared-logs", "node3", True)
+    assert va_name(LOGS_HANDLE, "node1") not in records
+    assert not [p for p in kv.mounts("node1") if "pv-shared-logs" in p]
+    # and what waits for node3 is reported as blocked
+    blocked = run.report().get("blocked") or []
+    on_logs = [b for b in blocked if b["volume"] == "pv-shared-logs"]
+    assert on_logs, run.report()
+    assert any(b["node"] == "node3" and "unreachable" in b["reason"] for b in on_logs), on_logs
+    assert not [b for b in blocked if b["volume"] == "pv-web-content"], blocked
+    assert "node3" not in run.node_module_runs()
+    kv.shared["blocked_run"] = True
+
+
+def test_node_back_converges(kv):
+    assert kv.shared.get("blocked_run"), "needs the run with node3 down"
+    kv.testnodes("up", "3")  # restarts the dead node3 (fresh, empty kubelet dir: a rebooted machine)
+    run = kv.reconcile()
+    data = kv.cluster()
+    logs_path = pod_mount_path(pod_uid(data, "tools/log-writer"), "pv-shared-logs")
+    assert logs_path in kv.mounts("node1")
+    assert read_sum(kv, "node1", logs_path, "app.log") == kv.shared["logs_sum"], "data lost with the node"
+    records = vas(data)
+    assert va_name(LOGS_HANDLE, "node3") not in records
+    assert records.get(va_name(LOGS_HANDLE, "node1")) == ("pv-shared-logs", "node1", True)
+    assert kv.mounts("node3") == {}
+    assert (get(data, "Node", "node3").get("status") or {}).get("volumesAttached") in (None, [])
+    assert not run.report().get("blocked"), run.report()
+    assert_converged_and_idempotent(kv)
+    kv.shared["recovered"] = True
+
+
+def test_run_killed_after_attach_recovers(kv):
+    assert kv.shared.get("recovered"), "needs the recovered cluster"
+    data = kv.cluster()
+    db_path = pod_mount_path(pod_uid(data, "shop/db-0"), "pv-db-data")
+    checksum = write_data(kv, "node1", db_path, "table.dat")
+    assert kv.edit("move-pod", "shop/db-0", "node2") == "changed"
+    wanted_va = va_name(DB_HANDLE, "node2")
+
+    proc, log = kv.start_reconcile()
+    deadline = time.time() + 180
+    seen = False
+    while time.time() < deadline and proc.poll() is None:
+        with open(kv.state, "rb") as handle:
+            if wanted_va.encode() in handle.read():
+                seen = True
+                break
+        time.sleep(0.02)
+    assert seen, "the attach on node2 was never recorded (rc %s); log: %s" % (proc.poll(), log)
+    os.killpg(proc.pid, signal.SIGKILL)  # the controller dies: ansible-playbook and its workers
+    proc.wait()
+
+    # the state file is whole: a valid List that still has every object, with the new attachment
+    with open(kv.state) as handle:
+        killed = yaml.safe_load(handle)
+    assert killed["kind"] == "List" and all(o.get("kind") and o.get("metadata") for o in killed["items"])
+    assert len(killed["items"]) == len(data["items"]) + 1 or len(killed["items"]) == len(data["items"])
+    assert vas(killed).get(wanted_va) == ("pv-db-data", "node2", True)
+    assert not [f for f in os.listdir(kv.dir) if f.startswith(".cluster.yaml")], "temp files left by the store"
+
+    run = kv.reconcile()
+    data = kv.cluster()
+    db_path = pod_mount_path(pod_uid(data, "shop/db-0"), "pv-db-data")
+    assert db_path in kv.mounts("node2")
+    assert read_sum(kv, "node2", db_path, "table.dat") == checksum
+    assert not [p for p in kv.mounts("node1") if "pv-db-data" in p or "pv-raw-journal" in p]
+    records = vas(data)
+    assert va_name(DB_HANDLE, "node1") not in records and records.get(wanted_va) == ("pv-db-data", "node2", True)
+    assert not run.report(), run.report()
+    assert_converged_and_idempotent(kv)
