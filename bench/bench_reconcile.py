@@ -185,7 +185,7 @@ class Bench:
             "ANSIBLE_RETRY_FILES_ENABLED": "False",
             "ANSIBLE_INVENTORY_HOST_PATTERN_MISMATCH": "error",
             "ANSIBLE_CALLBACK_PLUGINS": os.path.join(HERE, "callback_plugins"),
-            "ANSIBLE_CALLBACKS_ENABLED": "kubevol_module_count" if counts else "",
+            "ANSIBLE_CALLBACKS_ENABLED": "kubevol_module_count",
             "ANSIBLE_LOAD_CALLBACK_PLUGINS": "1",
             "KUBEVOL_MODULE_COUNT_FILE": counts or "",
         })

@@ -201,27 +201,30 @@ class Cluster:
         with open(os.path.join(self.dir, "nodes.json")) as handle:
             return json.load(handle)
 
-    def node_pid(self, node):
-        for n in self.nodes_json()["nodes"]:
-            if n["name"] == node:
-                return n["pid"]
-        raise KeyError(node)
-
     def kill_node(self, node):
-        """Kill the node's sshd (its init): the node is unreachable, as a crashed machine."""
-        pid = self.node_pid(node)
-        os.kill(pid, signal.SIGKILL)
+        """The node crashes: SIGKILL every process of its mount namespace (its sshd, and the
+        per-connection sshd children that ssh ControlPersist keeps alive), so it is unreachable."""
+        info = [n for n in self.nodes_json()["nodes"] if n["name"] == node][0]
+        ns = "mnt:[%d]" % info["mnt_ns"]
         deadline = time.time() + 10
-        while time.time() < deadline:
-            try:
-                with open("/proc/%d/stat" % pid) as handle:
-                    state = handle.read().rsplit(")", 1)[1].split()[0]
-            except OSError:
+        while True:
+            alive = []
+            for pid in (int(p) for p in os.listdir("/proc") if p.isdigit()):
+                try:
+                    if os.readlink("/proc/%d/ns/mnt" % pid) != ns:
+                        continue
+                    with open("/proc/%d/stat" % pid) as handle:
+                        state = handle.read().rsplit(")", 1)[1].split()[0]
+                except OSError:
+                    continue
+                if state != "Z":
+                    alive.append(pid)
+                    os.kill(pid, signal.SIGKILL)
+            if not alive:
                 return
-            if state == "Z":
-                return
+            if time.time() > deadline:
+                raise AssertionError("%s: processes %s do not die" % (node, alive))
             time.sleep(0.05)
-        raise AssertionError("%s (pid %d) did not die" % (node, pid))
 
     # -- the cluster file -----------------------------------------------------------------------
     def load_example(self):
