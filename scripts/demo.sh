@@ -1,21 +1,16 @@
 #!/usr/bin/env bash
-# The main job: bootstrap, then run the demo playbook.
+# The main job, on a fresh machine: install what is missing, start 3 local SSH nodes, reconcile the
+# example cluster, write data, move a pod to another node and grow its claim, reconcile again, read
+# the data back, print each plan and each node's mounts and sizes, stop the nodes.
 #
-#   scripts/demo.sh [ansible-playbook options...]
+#   scripts/demo.sh [--keep]      # --keep leaves the nodes running (stop: scripts/testnodes.py down)
 #
-# Runs playbooks/demo.yml when it exists; otherwise playbooks/plan.yml against
-# examples/cluster.yaml (passed as kubevol_cluster_file). Extra arguments go to ansible-playbook.
+# Needs root (loop devices, mounts, sshd). See scripts/demo.py for the steps.
 set -euo pipefail
 # shellcheck source=scripts/lib.sh
 . "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)/lib.sh"
+kv_is_root || kv_die "the demo needs root: it creates loop devices, mounts and local sshd nodes"
 # shellcheck source=scripts/bootstrap.sh
 . "$KV_ROOT/scripts/bootstrap.sh"
 cd "$KV_ROOT"
-
-if [ -f playbooks/demo.yml ]; then
-    exec ansible-playbook playbooks/demo.yml "$@"
-elif [ -f playbooks/plan.yml ] && [ -f examples/cluster.yaml ]; then
-    exec ansible-playbook playbooks/plan.yml -e "kubevol_cluster_file=$KV_ROOT/examples/cluster.yaml" "$@"
-else
-    kv_die "nothing to run yet: neither playbooks/demo.yml nor playbooks/plan.yml + examples/cluster.yaml"
-fi
+exec "$KV_VENV/bin/python" scripts/demo.py "$@"
