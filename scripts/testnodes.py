@@ -795,7 +795,10 @@ def unmount_node(node):
     ns = node_ns(node)
     if ns is None:
         return 0, 0
-    in_ns = lambda p: ns_id(p) == ns  # noqa: E731
+
+    def in_ns(p):
+        return ns_id(p) == ns
+
     pids = pids_in_ns(ns)
     if not pids:  # killed and nothing kept the namespace: its mounts are gone
         return 0, 0
@@ -819,7 +822,10 @@ def kill_node(node):
             terminate([pid], is_running)
             return 1
         return 0
-    in_ns = lambda p: ns_id(p) == ns  # noqa: E731
+
+    def in_ns(p):
+        return ns_id(p) == ns
+
     seen = set()
     for _ in range(5):  # processes may fork while we work: repeat until empty
         pids = pids_in_ns(ns)

@@ -12,7 +12,8 @@ short_description: Count module executions per host (kubevol benchmark)
 description:
   - Counts the task results that ran a module, per host, and writes them as JSON when the run ends.
   - A loop counts one execution per item that was not skipped. Skipped results and the controller-only
-    actions (set_fact, debug, meta, include/import, assert, fail, add_host, group_by) do not count.
+    actions (set_fact, debug, meta, include/import, assert, fail, add_host, group_by, validate_argument_spec)
+    do not count.
   - A result of a task delegated to localhost counts under C(controller), not under its host.
 requirements:
   - enable it in callbacks_enabled (and with ANSIBLE_LOAD_CALLBACK_PLUGINS=1 for ad-hoc commands)
@@ -32,6 +33,7 @@ from ansible.plugins.callback import CallbackBase
 NOT_MODULES = frozenset((
     "set_fact", "debug", "meta", "include_tasks", "include_role", "import_tasks", "import_role",
     "include_vars", "assert", "fail", "add_host", "group_by", "include", "import_playbook",
+    "validate_argument_spec",  # the role's argument check: an action plugin, no module on the node
 ))
 LOCAL = frozenset(("localhost", "127.0.0.1", "::1"))
 

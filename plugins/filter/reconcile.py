@@ -58,6 +58,10 @@ def detach_request_records(plan_result):
     return executor.detach_request_records(plan_result)
 
 
+def facts_errors(node_facts):
+    return executor.facts_errors(node_facts)
+
+
 class FilterModule(object):
     def filters(self):
         return {
@@ -67,4 +71,5 @@ class FilterModule(object):
             "phase_forced": phase_forced,
             "phase_outcome": phase_outcome,
             "detach_request_records": detach_request_records,
+            "facts_errors": facts_errors,
         }

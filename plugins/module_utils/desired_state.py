@@ -89,8 +89,8 @@ class _Resolver:
                     "check its StorageClass and PV" % (claim_key, pvc.phase, pvc.volume_name))
         pv = self.index.pv_by_name.get(pvc.volume_name)
         if pv is None:
-            return "PV %s bound by PVC %s not found; restore the PV or re-create the claim" % (pvc.volume_name,
-                                                                                              claim_key)
+            return "PV %s bound by PVC %s not found; restore the PV or re-create the claim" % (
+                pvc.volume_name, claim_key)
         if pv.claim_ref is None:
             return "PV %s is not yet bound to the claim %s (no spec.claimRef)" % (pv.name, claim_key)
         if pv.claim_ref.uid != pvc.uid:

@@ -219,6 +219,20 @@ def _records_for(phase, node, item, outcome, steps):
     return records
 
 
+def facts_errors(node_facts):
+    """Errors for the nodes whose actual state could not be gathered (unreachable, or the facts module failed).
+
+    node_facts: the planner's {node name: facts}. The planner blocks what needs such a node; this makes
+    the run fail at the end as well (a node failed), like a failure in any later phase does.
+    """
+    errors = []
+    for node in sorted(node_facts or {}):
+        facts = node_facts[node] or {}
+        if not facts.get("reachable", True):
+            errors.append({"node": node, "phase": "facts", "msg": facts.get("error") or "node facts were not gathered"})
+    return errors
+
+
 def detach_request_records(plan_result):
     """Records that keep the first time a blocked detach was requested (and clear stale ones)."""
     records = []

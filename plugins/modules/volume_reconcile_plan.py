@@ -19,7 +19,7 @@ description:
   - Steps are ordered unmount pod, unmount device, detach, attach, mount device, mount pod,
     expand controller, expand node. Each step carries the volume item the node module needs.
   - Anything that cannot be acted on (unbound claim, missing PV, unknown driver, Multi-Attach,
-    still mounted, node unreachable) is returned in O(blocked) with a reason.
+    still mounted, node unreachable) is returned in RV(blocked) with a reason.
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
 attributes:

@@ -294,7 +294,7 @@ class Cluster:
         run_env["KUBEVOL_E2E_RESULTS"] = results
         run_env.update(env or {})
         proc = subprocess.run(argv, env=run_env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                              universal_newlines=True, timeout=600)
+                              universal_newlines=True, timeout=600, cwd=self.dir)
         with open(log, "w") as handle:
             handle.write(proc.stdout)
         data = {}
@@ -315,7 +315,7 @@ class Cluster:
         run_env["KUBEVOL_E2E_RESULTS"] = results
         handle = open(log, "w")
         proc = subprocess.Popen(self.playbook_argv(extra), env=run_env, stdout=handle, stderr=subprocess.STDOUT,
-                                start_new_session=True)
+                                start_new_session=True, cwd=self.dir)
         handle.close()
         self.children.append(proc)
         return proc, log
@@ -370,7 +370,7 @@ class Cluster:
         env["ANSIBLE_LOAD_CALLBACK_PLUGINS"] = "True"
         env["ANSIBLE_STDOUT_CALLBACK"] = "oneline"
         proc = subprocess.run(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                              universal_newlines=True)
+                              universal_newlines=True, cwd=self.dir)
         assert proc.returncode == 0, proc.stdout
         facts = {}
         for line in proc.stdout.splitlines():

@@ -47,13 +47,21 @@ PARAMIKO_ENV = {
     "ANSIBLE_HOST_KEY_CHECKING": "False",
     "ANSIBLE_PARAMIKO_RECORD_HOST_KEYS": "False",  # or it writes ~/.ssh/known_hosts
     "ANSIBLE_PARAMIKO_LOOK_FOR_KEYS": "False",
-    "ANSIBLE_DEPRECATION_WARNINGS": "False",
+    "ANSIBLE_DEPRECATION_WARNINGS": "True",
 }
+
+
+def assert_paramiko_was_used(kv, run):
+    # the plugin's own deprecation notice (it is gone in 2.21), and no OpenSSH ControlMaster socket
+    assert "The paramiko connection plugin is deprecated" in run.stdout, run.describe()
+    cp = os.path.join(kv.dir, "cp")
+    assert not os.path.isdir(cp) or os.listdir(cp) == [], "OpenSSH was used: %s" % os.listdir(cp)
 
 
 def test_converge_and_idempotent_on_core_219_paramiko(kv, compat_py):
     first = kv.reconcile(python=compat_py, inventory=kv.paramiko_inventory, env=PARAMIKO_ENV)
     assert first.argv[0] == os.path.join(os.path.dirname(compat_py), "ansible-playbook")
+    assert_paramiko_was_used(kv, first)
     data = kv.cluster()
     # the pods' volumes are there, over paramiko
     for ref, node, pv, ro in (("shop/db-0", "node1", "pv-db-data", False), ("shop/web-0", "node2", "pv-web-content",
@@ -74,4 +82,5 @@ def test_converge_and_idempotent_on_core_219_paramiko(kv, compat_py):
     second = kv.reconcile(python=compat_py, inventory=kv.paramiko_inventory, env=PARAMIKO_ENV)
     assert all(second.changed(h) == 0 for h in kv.nodes), second.describe()
     assert second.node_module_runs() == {}
+    assert_paramiko_was_used(kv, second)
     assert kv.state_bytes() == before

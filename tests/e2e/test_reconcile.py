@@ -133,10 +133,14 @@ def test_check_mode_changes_nothing(kv):
     assert kv.edit("move-pod", DB_POD, "node2") == "changed"
     assert kv.edit("resize-claim", DB_CLAIM, "768Mi") == "changed"
     edited = kv.state_bytes()
-    facts_before, snap_before = kv.node_facts(), kv.snapshot()
+    snap_before = kv.snapshot()
 
     run = kv.reconcile(check=True)
 
+    # the node facts the check run gathered first are still what every node reports after it
+    facts_before = dict((host, result["node_facts"]) for _t, host, _s, result
+                        in run.executions(name="Gather each node's actual state"))
+    assert sorted(facts_before) == kv.nodes
     assert kv.node_facts() == facts_before
     assert kv.snapshot() == snap_before
     assert kv.state_bytes() == edited, "check mode wrote the state file"

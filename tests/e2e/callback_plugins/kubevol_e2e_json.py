@@ -5,8 +5,8 @@
 
 Enabled by the end-to-end tests (tests/e2e/conftest.py) next to the default stdout callback:
 ANSIBLE_CALLBACK_PLUGINS=tests/e2e/callback_plugins ANSIBLE_CALLBACKS_ENABLED=kubevol_e2e_json
-KUBEVOL_E2E_RESULTS=/path/results.json. The file is rewritten after every task (atomically), so a
-run that was killed still leaves what it did up to then.
+KUBEVOL_E2E_RESULTS=/path/results.json. The file is written once, at the recap (a run that was
+killed leaves none).
 """
 
 from __future__ import absolute_import, division, print_function
@@ -75,7 +75,6 @@ class CallbackModule(CallbackBase):
         item = {"status": "changed" if changed else status, "result": _jsonable(data)}
         # include_tasks runs the same task several times: keep every execution
         entry["hosts"].setdefault(host, []).append(item)
-        self._write()
 
     def v2_playbook_on_task_start(self, task, is_conditional):
         self._task_entry(task)
@@ -94,13 +93,13 @@ class CallbackModule(CallbackBase):
 
     def v2_playbook_on_stats(self, stats):
         self._stats = dict((host, stats.summarize(host)) for host in sorted(stats.processed))
-        self._write(final=True)
+        self._write()
 
     # -- writing ------------------------------------------------------------------------------
-    def _write(self, final=False):
+    def _write(self):
         if not self._path:
             return
-        data = {"complete": final, "tasks": self._tasks, "stats": self._stats}
+        data = {"complete": True, "tasks": self._tasks, "stats": self._stats}
         directory = os.path.dirname(os.path.abspath(self._path))
         fd, tmp = tempfile.mkstemp(prefix=".results.", dir=directory)
         with os.fdopen(fd, "w") as handle:

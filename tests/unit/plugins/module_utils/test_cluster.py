@@ -65,7 +65,7 @@ def test_bad_text_and_scope():
     with pytest.raises(InvalidInput):
         parse_text("a: [")
     _, data = load_cluster_file(EXAMPLE)
-    assert select_pods(data, "[?kind=='Pod' && metadata.namespace=='tools']") == {"tools/log-writer",
-                                                                                   "tools/log-reader"}
+    assert select_pods(data, "[?kind=='Pod' && metadata.namespace=='tools']") == {
+        "tools/log-writer", "tools/log-reader"}
     with pytest.raises(InvalidInput):
         select_pods(data, "[?")

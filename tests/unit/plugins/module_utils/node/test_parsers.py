@@ -72,8 +72,6 @@ def test_parse_findmnt():
     assert mount.mount_options(["noatime"], True) == ["defaults", "noatime", "ro"]
 
 
-
-
 def test_blkid_export_parser():
     assert blockdev.parse_blkid_export("TYPE=ext4\n") == {"TYPE": "ext4"}
     assert blockdev.parse_blkid_export("PTTYPE=dos\n") == {"PTTYPE": "dos"}
@@ -121,10 +119,6 @@ def test_volume_item_validation():
                 {"driver": "a/b"}):
         with pytest.raises(UnsafeName):
             volume_item(dict(ITEM, **bad))
-
-
-
-
 
 
 def test_lock_times_out(tmp_path):
