@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/env python
 """Edit a cluster state file the way a user or a controller would change the cluster.
 
 Used by the demo, molecule and the end-to-end tests to stand in for the API
@@ -55,7 +55,7 @@ def save(path, cluster, fmt):
 
 
 def find(cluster, kind, ref):
-    namespace, _, name = ref.partition("/")
+    namespace, _sep, name = ref.partition("/")
     for obj in cluster.get("items", []):
         meta = obj.get("metadata", {})
         if obj.get("kind") == kind and meta.get("name") == name and meta.get("namespace", "") == namespace:

@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/env python
 """The kubevol demo: three SSH nodes, the example cluster, a pod move and a claim growth.
 
 Run through scripts/demo.sh (which installs what is needed first). Steps:
@@ -11,7 +11,6 @@ Run through scripts/demo.sh (which installs what is needed first). Steps:
   7. stop the nodes unless --keep.
 """
 import argparse
-import json
 import os
 import shutil
 import subprocess

@@ -3,7 +3,7 @@
 # example cluster, write data, move a pod to another node and grow its claim, reconcile again, read
 # the data back, print each plan and each node's mounts and sizes, stop the nodes.
 #
-#   scripts/demo.sh [--keep]      # --keep leaves the nodes running (stop: scripts/testnodes.py down)
+#   scripts/demo.sh [--keep]      # --keep leaves the nodes running (stop: python3 scripts/testnodes.py down)
 #
 # Needs root (loop devices, mounts, sshd). See scripts/demo.py for the steps.
 set -euo pipefail

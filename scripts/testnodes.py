@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/env python
 """Local SSH test nodes for kubevol: N sshd "nodes" on 127.0.0.1.
 
 Each node is an sshd running in its own mount and UTS namespace
@@ -229,7 +229,7 @@ def terminate(pids, check, grace=2.0):
 
 def run(cmd, check=True, timeout=60, **kw):
     try:
-        res = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        res = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, check=False,
                              universal_newlines=True, timeout=timeout, **kw)
     except subprocess.TimeoutExpired:
         raise TestNodesError("timed out after %ss: %s" % (timeout, " ".join(cmd)))
@@ -292,7 +292,7 @@ def own_mounts(pid, host=None):
 def deepest_first(mounts):
     indexed = list(enumerate(mounts))
     indexed.sort(key=lambda im: (im[1]["target"].rstrip("/").count("/"), im[0]), reverse=True)
-    return [m for _, m in indexed]
+    return [m for _index, m in indexed]
 
 
 def unmount_in_ns(pid, mounts, label):
@@ -570,7 +570,7 @@ def ssh_ok(layout, port, timeout=5):
     try:
         res = subprocess.run(ssh_base(layout, port, timeout) + ["true"],
                              stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                             stderr=subprocess.PIPE, timeout=timeout + 5)
+                             stderr=subprocess.PIPE, timeout=timeout + 5, check=False)
     except subprocess.TimeoutExpired:
         return False, "ssh timed out"
     return res.returncode == 0, res.stderr.decode(errors="replace").strip()
@@ -827,7 +827,7 @@ def kill_node(node):
         return ns_id(p) == ns
 
     seen = set()
-    for _ in range(5):  # processes may fork while we work: repeat until empty
+    for _attempt in range(5):  # processes may fork while we work: repeat until empty
         pids = pids_in_ns(ns)
         if not pids:
             break
@@ -993,7 +993,7 @@ def cmd_init(args):
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(prog="testnodes.py", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="testnodes.py", description=__doc__.split("\n\n", maxsplit=1)[0])
     sub = p.add_subparsers(dest="cmd")
     sub.required = True
 

@@ -104,7 +104,7 @@ def _name_of(obj):
 
 
 def _require_str(value, what):
-    if type(value) is not str or not value:
+    if not isinstance(value, str) or not value:
         raise TypeError("%s must be a non-empty string, got %r" % (what, value))
     return value
 
@@ -292,8 +292,7 @@ def iter_items(data):
             items = doc.get("items") or ()
             if not isinstance(items, (list, tuple)):
                 raise InvalidInput(field="cluster items", value=type(items).__name__, reason="must be a list")
-            for item in items:
-                yield item
+            yield from items
         else:
             yield doc
 

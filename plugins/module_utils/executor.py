@@ -159,7 +159,8 @@ def phase_outcome(plan, phase, results, failures=None, now=None):
                 continue
             reason = done or failed_msg or "failed"
             failures["volumes"].setdefault(key, "%s on node %s failed: %s" % (phase, node, reason))
-        errors.extend({"node": node, "phase": phase, "msg": failed_msg} for _ in [0] if failed_msg)
+        if failed_msg:
+            errors.append({"node": node, "phase": phase, "msg": failed_msg})
         for item in items:
             key = _unique_name(item)
             if outcomes.get(key, None if failed_msg else True) is not True:

@@ -110,7 +110,7 @@ def test_no_rwo_attach_while_another_node_holds_it(world):
     data, node_facts, force, wait = world
     before = attached_nodes(data)
     result = run(data, node_facts, force, wait)
-    after, _ = apply_plan(result, data, node_facts)
+    after, _facts = apply_plan(result, data, node_facts)
     holders = attached_nodes(after)
     for step in result["plan"]:
         name = step["unique_volume_name"]

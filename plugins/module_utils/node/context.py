@@ -55,7 +55,7 @@ class NodeContext:
 
     def all_drivers(self):
         from ansible_collections.kubevol.volumes.plugins.module_utils.drivers import DRIVERS
-        return [cls(self.runner, self.kubelet_dir, self.node_name) for _, cls in sorted(DRIVERS.items())]
+        return [cls(self.runner, self.kubelet_dir, self.node_name) for _name, cls in sorted(DRIVERS.items())]
 
     def lock(self, item):
         return VolumeLock(self.run_dir, item.unique_name, self.lock_timeout, node=self.node_name, volume=item.pv_name)

@@ -295,7 +295,7 @@ def _expand_node(ctx, item, res):
         return res
     gpath = names.device_mount_path(ctx.kubelet_dir, item.driver, item.volume_handle)
     mounts = mount.list_mounts(runner)
-    current = [m for m in mounts.of_device(blockdev.device_number(device))]
+    current = list(mounts.of_device(blockdev.device_number(device)))
     mountpoint = gpath if mounts.mounted(gpath) else (current[0].target if current else None)
     res["mount_path"] = mountpoint
     old_fs = fs.fs_size(runner, device, mountpoint)

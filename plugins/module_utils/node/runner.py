@@ -3,7 +3,8 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """How node operations run commands: an injected ``runner(argv, data=None) -> (rc, out, err)``.
 
-Production wraps ``module.run_command``; tests use :func:`subprocess_runner`. Commands are always
+Production wraps ``module.run_command`` (:func:`module_runner`); tests inject their own raw runners
+(``tests/integration/node/conftest.py`` has a subprocess one). Commands are always
 argument lists in the C locale, never shell strings. :class:`Runner` adds the node and volume an
 error must name, and :meth:`Runner.check` turns a non-zero exit into :class:`CommandFailed`.
 """
@@ -13,7 +14,6 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import os
-import subprocess
 
 from ansible_collections.kubevol.volumes.plugins.module_utils.errors import CommandFailed
 
@@ -43,20 +43,6 @@ def module_runner(module):
         rc, out, err = module.run_command([exe] + list(argv[1:]), data=data, environ_update=LANG_C,
                                           binary_data=data is not None)
         return rc, out, err
-    return run
-
-
-def subprocess_runner(prefix=()):
-    """A raw runner for tests: ``prefix`` (e.g. nsenter ...) + argv through subprocess."""
-    def run(argv, data=None):
-        exe = find_executable(argv[0]) or argv[0]
-        env = dict(os.environ, **LANG_C)
-        try:
-            proc = subprocess.run(list(prefix) + [exe] + list(argv[1:]), input=data, env=env,
-                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True)
-        except OSError as exc:
-            return NOT_FOUND_RC, "", str(exc)
-        return proc.returncode, proc.stdout, proc.stderr
     return run
 
 

@@ -35,7 +35,7 @@ import random
 import time
 
 from ansible_collections.kubevol.volumes.plugins.module_utils import k8s_auth
-from ansible_collections.kubevol.volumes.plugins.module_utils.errors import InvalidInput, KubevolError
+from ansible_collections.kubevol.volumes.plugins.module_utils.errors import InvalidInput
 from ansible_collections.kubevol.volumes.plugins.module_utils.names import volume_attachment_name
 from ansible_collections.kubevol.volumes.plugins.module_utils.record import RecordApplier, validate_record
 from ansible_collections.kubevol.volumes.plugins.module_utils.stores.base import ClusterStore, StoreError, empty_list

@@ -26,7 +26,8 @@ def run_module(tmp_path, name, args, env=None, check=False, diff=False):
     full_env = dict(os.environ)
     full_env.update(env or {})
     res = subprocess.run([sys.executable, "-m", "ansible_collections.kubevol.volumes.plugins.modules." + name, str(path)],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, env=full_env, timeout=120)
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, env=full_env,
+                         timeout=120, check=False)
     return json.loads(res.stdout), res.stdout
 
 
@@ -63,12 +64,12 @@ def test_record_writes_and_reports(api, kubeconfig, tmp_path):
                {"type": "in_use", "node": "node1", "unique_volume_names": [unique_volume_name(DRIVER, "pv-a.img")],
                 "in_use": True}]
     args = {"cluster_source": "kubernetes", "kubeconfig": kubeconfig, "context": "kind-kubevol", "records": records}
-    out, _ = run_module(tmp_path, "cluster_volume_record", args, check=True, diff=True)
+    out, _stdout = run_module(tmp_path, "cluster_volume_record", args, check=True, diff=True)
     assert out["changed"] and api.get("VolumeAttachment", VA) is None
-    out, _ = run_module(tmp_path, "cluster_volume_record", args, diff=True)
+    out, _stdout = run_module(tmp_path, "cluster_volume_record", args, diff=True)
     assert out["changed"] and out["count"] == 2 and "VolumeAttachment/" + VA in out["diff"]["after"]
     assert api.get("VolumeAttachment", VA)["status"]["attached"] is True
-    out, _ = run_module(tmp_path, "cluster_volume_record", args)
+    out, _stdout = run_module(tmp_path, "cluster_volume_record", args)
     assert out["changed"] is False
 
 
@@ -76,16 +77,16 @@ def test_record_errors(api, kubeconfig, tmp_path):
     api.load(OBJECTS)
     base = {"cluster_source": "kubernetes", "kubeconfig": kubeconfig, "context": "kind-kubevol"}
     api.deny.add(("create", "volumeattachments"))
-    out, _ = run_module(tmp_path, "cluster_volume_record", dict(base, records=[
+    out, _stdout = run_module(tmp_path, "cluster_volume_record", dict(base, records=[
         {"type": "attached", "node": "node1", "pv_name": "pv-a", "driver": DRIVER, "volume_handle": "pv-a.img",
          "device_path": ""}]))
     assert out["failed"] and "HTTP 403" in out["msg"] and "'create'" in out["msg"] and "RBAC" in out["msg"]
-    out, _ = run_module(tmp_path, "cluster_volume_record", dict(base, records=[
+    out, _stdout = run_module(tmp_path, "cluster_volume_record", dict(base, records=[
         {"type": "node_expanded", "pvc": "prod/none", "capacity": "1Gi"}]))
     assert out["failed"] and "PersistentVolumeClaim prod/none" in out["msg"]
     # options of the other store are refused
-    out, _ = run_module(tmp_path, "cluster_volume_record", dict(base, cluster_state="/tmp/x", records=[]))
+    out, _stdout = run_module(tmp_path, "cluster_volume_record", dict(base, cluster_state="/tmp/x", records=[]))
     assert out["failed"] and "cluster_state" in out["msg"]
-    out, _ = run_module(tmp_path, "cluster_volume_facts", {"cluster_source": "file", "cluster_state": "/tmp/x.yaml",
-                                                           "host": api.url})
+    out, _stdout = run_module(tmp_path, "cluster_volume_facts", {"cluster_source": "file",
+                                                                 "cluster_state": "/tmp/x.yaml", "host": api.url})
     assert out["failed"] and "host" in out["msg"]

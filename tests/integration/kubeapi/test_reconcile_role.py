@@ -88,7 +88,7 @@ def playbook(state, extra_vars, env=None):
             del full[name]
     full.update(env or {})
     res = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True,
-                         env=full, timeout=600)
+                         env=full, timeout=600, check=False)
     return res.returncode, res.stdout
 
 

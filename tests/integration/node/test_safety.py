@@ -65,7 +65,7 @@ def test_lock_held_elsewhere_times_out_cleanly(node):
 def test_two_concurrent_runs_do_not_both_act(node):
     vol = node.vol("pv-cc", size=320 * MiB, fs_type="xfs", pods=[{"uid": POD}])
     assert node.module("k8s_volume_attach", volumes=[vol], provision=True)["_rc"] == 0
-    procs = [node.start_module("node_volume_mount", volumes=[vol]) for _ in range(2)]
+    procs = [node.start_module("node_volume_mount", volumes=[vol]) for _i in range(2)]
     results = []
     for proc in procs:
         out, err = proc.communicate(timeout=120)

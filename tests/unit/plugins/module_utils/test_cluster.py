@@ -64,7 +64,7 @@ def test_malformed_object_names_object_and_field(obj, field):
 def test_bad_text_and_scope():
     with pytest.raises(InvalidInput):
         parse_text("a: [")
-    _, data = load_cluster_file(EXAMPLE)
+    _cluster, data = load_cluster_file(EXAMPLE)
     assert select_pods(data, "[?kind=='Pod' && metadata.namespace=='tools']") == {
         "tools/log-writer", "tools/log-reader"}
     with pytest.raises(InvalidInput):
