@@ -371,7 +371,7 @@ def main():
         log("  %.1f s" % secs)
     finally:
         if args.keep:
-            log("kept: %s down --purge --state-dir %s" % (TESTNODES, bench.state))
+            log("kept: %s %s down --purge --state-dir %s" % (sys.executable, TESTNODES, bench.state))
         else:
             subprocess.run([sys.executable, TESTNODES, "down", "--purge", "--state-dir", bench.state],
                            stdout=subprocess.DEVNULL, check=False)

@@ -102,6 +102,9 @@ class _Plan:
         self.attached_to = {}           # unique -> nodes this plan attaches to
         self.not_attached = {}          # (unique, node) -> why the device will not be there
         self.grown_to = {}              # pv -> capacity after this plan's controller expansion
+        # A volume a pod outside `scope` uses is out of this run's hands on every node: tearing down a
+        # leftover mount of it (e.g. after that pod moved) would act on a pod the run must not touch.
+        self.protected_volumes = frozenset(unique for unique, _node in desired.protected_pairs)
 
     def add(self, step):
         self.phases[(step["action"], step["target"])].append(step)
@@ -146,11 +149,11 @@ def unmount_pods(p):
         if not facts.reachable:
             continue
         for (uid, pv_name), pm in facts.pod_mounts.items():
-            if (node, uid, pv_name) in wanted or uid in protected:
-                if pm.mounted and pm.unique_name:
-                    p.still_mounted.add((pm.unique_name, node))
-                continue
             unique = pm.unique_name or _unique_from_globals(facts, pv_name)
+            if (node, uid, pv_name) in wanted or uid in protected or unique in p.protected_volumes:
+                if pm.mounted and unique:
+                    p.still_mounted.add((unique, node))
+                continue
             name = p.desired.pod_by_uid.get(uid)
             if unique is None:
                 p.block(node, pv_name, name, "orphaned pod volume directory %s: cannot tell its driver (no "
@@ -183,7 +186,8 @@ def unmount_devices(p):
         for unique, gm in facts.global_mounts.items():
             pair = (unique, node)
             nv = volumes.get(pair)
-            if (nv is not None and nv.mount_pods) or pair in protected or pair in p.still_mounted:
+            if ((nv is not None and nv.mount_pods) or pair in protected or pair in p.still_mounted
+                    or unique in p.protected_volumes):
                 if gm.get("mounted"):
                     p.still_mounted.add(pair)
                 continue
@@ -223,7 +227,7 @@ def detach(p):
     protected = p.desired.protected_pairs
     opts = p.options
     for pair, av in p.actual.attached.items():
-        if pair in volumes or pair in protected:
+        if pair in volumes or pair in protected or pair[0] in p.protected_volumes:
             continue
         unique, node = pair
         names = split_unique_volume_name(unique)

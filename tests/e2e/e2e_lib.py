@@ -170,7 +170,7 @@ class Cluster:
     # -- lifecycle ------------------------------------------------------------------------------
     def testnodes(self, *args, check=True):
         proc = subprocess.run([sys.executable, TESTNODES] + list(args) + ["--state-dir", self.dir],
-                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True)
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True, check=False)
         if check and proc.returncode != 0:
             raise AssertionError("testnodes.py %s failed (%d):\n%s" % (" ".join(args), proc.returncode, proc.stdout))
         return proc
@@ -183,19 +183,33 @@ class Cluster:
             if child.poll() is None:
                 os.killpg(child.pid, signal.SIGKILL)
                 child.wait()
+        self.save_logs()
         proc = self.testnodes("down", "--purge", check=False)
         leftover = []
         if os.path.exists(self.dir):
             leftover.append("state dir %s still exists" % self.dir)
         loops = subprocess.run(["losetup", "-l", "-n", "-O", "NAME,BACK-FILE"], stdout=subprocess.PIPE,
-                               universal_newlines=True).stdout
+                               universal_newlines=True, check=False).stdout
         leftover += [line for line in loops.splitlines() if self.dir in line]
         mounts = subprocess.run(["findmnt", "-rn", "-o", "TARGET"], stdout=subprocess.PIPE,
-                                universal_newlines=True).stdout
+                                universal_newlines=True, check=False).stdout
         leftover += [line for line in mounts.splitlines() if line.startswith(self.dir)]
         if proc.returncode != 0 or leftover:
             raise AssertionError("teardown of %s left things behind (rc %d):\n%s\n%s"
                                  % (self.dir, proc.returncode, proc.stdout, "\n".join(leftover)))
+
+    def save_logs(self):
+        """Keep the runs' output, results and the state file (the state dir is purged) for a post-mortem:
+        $KUBEVOL_REPORTS/e2e/<state dir name>/ (scripts/test.sh sets it), else .build/reports/."""
+        dest = os.path.join(os.environ.get("KUBEVOL_REPORTS") or os.path.join(REPO, ".build", "reports"), "e2e",
+                            os.path.basename(self.dir))
+        shutil.rmtree(dest, ignore_errors=True)
+        os.makedirs(dest)
+        for name in sorted(os.listdir(self.dir)):
+            if name.startswith("run-") or name.endswith((".yaml", ".yml", ".json")):
+                path = os.path.join(self.dir, name)
+                if os.path.isfile(path):
+                    shutil.copy2(path, dest)
 
     def nodes_json(self):
         with open(os.path.join(self.dir, "nodes.json")) as handle:
@@ -243,14 +257,14 @@ class Cluster:
 
     def edit(self, *args):
         proc = subprocess.run([sys.executable, CLUSTER_EDIT, self.state] + list(args), stdout=subprocess.PIPE,
-                              stderr=subprocess.STDOUT, universal_newlines=True)
+                              stderr=subprocess.STDOUT, universal_newlines=True, check=False)
         assert proc.returncode == 0, proc.stdout
         return proc.stdout.strip()
 
     # -- running things -------------------------------------------------------------------------
     def ssh(self, node, script, check=True):
         proc = subprocess.run([sys.executable, TESTNODES, "ssh", "--state-dir", self.dir, node, script],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True)
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, check=False)
         if check and proc.returncode != 0:
             raise AssertionError("on %s: %s\nrc %d\n%s%s" % (node, script, proc.returncode, proc.stdout, proc.stderr))
         return proc.stdout
@@ -294,7 +308,7 @@ class Cluster:
         run_env["KUBEVOL_E2E_RESULTS"] = results
         run_env.update(env or {})
         proc = subprocess.run(argv, env=run_env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                              universal_newlines=True, timeout=600, cwd=self.dir)
+                              universal_newlines=True, timeout=600, cwd=self.dir, check=False)
         with open(log, "w") as handle:
             handle.write(proc.stdout)
         data = {}
@@ -370,12 +384,12 @@ class Cluster:
         env["ANSIBLE_LOAD_CALLBACK_PLUGINS"] = "True"
         env["ANSIBLE_STDOUT_CALLBACK"] = "oneline"
         proc = subprocess.run(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                              universal_newlines=True, cwd=self.dir)
+                              universal_newlines=True, cwd=self.dir, check=False)
         assert proc.returncode == 0, proc.stdout
         facts = {}
         for line in proc.stdout.splitlines():
             if " | SUCCESS => " in line:
-                host, _, rest = line.partition(" | SUCCESS => ")
+                host, _sep, rest = line.partition(" | SUCCESS => ")
                 facts[host.strip()] = json.loads(rest)["node_facts"]
         assert sorted(facts) == self.nodes, proc.stdout
         return facts

@@ -9,7 +9,7 @@ import json
 import pytest
 
 from e2e_lib import (KUBELET, MiB, get, global_mount_path, node_status, pod_device_path, pod_mount_path,
-                      pod_uid, unique_name, va_name, vas)
+                     pod_uid, unique_name, va_name, vas)
 
 DB_POD, DB_CLAIM, DB_PV, DB_HANDLE = "shop/db-0", "shop/db-data", "pv-db-data", "pv-db-data.img"
 HANDLES = {"pv-db-data": "pv-db-data.img", "pv-raw-journal": "pv-raw-journal.img",
@@ -49,8 +49,8 @@ def expected_layout(cluster_data):
             fs = pv["spec"]["csi"].get("fsType", "ext4")
             ro = bool(mounts) and all(m.get("readOnly") for m in mounts)
             entries[pod_mount_path(uid, pv["metadata"]["name"])] = ("pod", pv["metadata"]["name"], fs, ro)
-            entries[global_mount_path(pv["spec"]["csi"]["volumeHandle"])] = ("global", pv["metadata"]["name"], fs,
-                                                                              False)
+            entries[global_mount_path(pv["spec"]["csi"]["volumeHandle"])] = (
+                "global", pv["metadata"]["name"], fs, False)
     return layout
 
 
@@ -236,8 +236,6 @@ def test_scope_touches_only_tools_pods(kv):
     kv.shared["scoped"] = True
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: a scoped run tears down the orphaned pod mount of an out-of-scope "
-                                       "pod that moved (planner: orphans are never protected by the scope)")
 def test_scope_leaves_moved_out_of_scope_pod_alone(kv):
     assert kv.shared.get("scoped"), "needs the cluster of the scope test"
     # shop/web-0 moves to node1 (a new pod uid); a run scoped to tools must not act on it at all

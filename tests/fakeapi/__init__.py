@@ -122,7 +122,7 @@ class FakeApiServer:
 
     def restart(self):
         self.stop()
-        for _ in range(50):
+        for _attempt in range(50):
             try:
                 return self.start()
             except OSError:

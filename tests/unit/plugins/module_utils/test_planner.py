@@ -366,6 +366,21 @@ def test_scope_ignores_other_pods_for_desired_and_teardown():
     assert set(s[3] for s in steps(result)) == {"pv-a"}
 
 
+def test_scope_leaves_a_moved_out_of_scope_pods_old_mount_alone():
+    """other/q moved from node2 to node1 (new uid): its old mount on node2 is an orphan, but its volume
+    belongs to a pod outside the scope, so a scoped run neither unmounts nor detaches it anywhere."""
+    data = cluster(node("node1"), node("node2", attached=[uvn("pv-b")]), bound("pv-a", "ns/a"),
+                   bound("pv-b", "other/b"), pod("ns/p", "node1", ["a"]), pod("other/q", "node1", ["b"]))
+    node_facts = {"node1": facts("node1"),
+                  "node2": facts("node2", devices=["pv-b"], global_mounts=["pv-b"], pod_mounts=[("old-uid", "pv-b")])}
+    result = run(data, node_facts, scope=frozenset(["ns/p"]))
+    assert set(s[3] for s in steps(result)) == {"pv-a"}
+    # Without a scope the same leftovers are torn down, and the volume follows its pod.
+    unscoped = run(data, node_facts)
+    assert ("detach", "device", "node2", "pv-b", None) in steps(unscoped)
+    assert ("attach", "device", "node1", "pv-b", None) in steps(unscoped)
+
+
 def test_replan_after_apply_is_empty():
     data = cluster(node("node1", attached=[uvn("pv-old")]), node("node2"), bound("pv-old", "ns/old"),
                    bound("pv-a", "ns/a", size="1Gi", request="2Gi", capacity="1Gi"), pod("ns/p", "node2", ["a"]))
