@@ -142,3 +142,13 @@ def test_empty_plan_has_no_work(phase):
     assert executor.phase_items([], phase, "n1") == []
     assert executor.phase_outcome([], phase, {}) == {"records": [], "failures": {"nodes": {}, "volumes": {}},
                                                      "blocked": [], "errors": []}
+
+
+def test_facts_errors_name_each_node_whose_state_was_not_gathered():
+    node_facts = {"n2": {"node_name": "n2", "reachable": False, "error": "ssh: connection refused"},
+                  "n1": {"node_name": "n1", "reachable": True, "devices": []},
+                  "n3": {"node_name": "n3", "reachable": False}}
+    assert executor.facts_errors(node_facts) == [
+        {"node": "n2", "phase": "facts", "msg": "ssh: connection refused"},
+        {"node": "n3", "phase": "facts", "msg": "node facts were not gathered"}]
+    assert executor.facts_errors({}) == []
