@@ -100,21 +100,17 @@ def phase_nodes(plan, phase, failures=None):
 
 
 def _volume_outcomes(result):
-    """Map unique volume name -> True (done) / error message, from a node module result.
+    """Map unique volume name -> True for each volume a node module result says it completed.
 
-    A module that failed as a whole reports the volumes it completed in `volumes`
-    (each with `status: ok`) or `completed`; anything else counts as failed.
+    A node module that fails midway lists in `volumes` only the volumes it completed before the
+    failure (node/context.py run_each); a successful one lists them all.
     """
-    outcomes = {}
     failed_msg = result.get("msg") if result.get("failed") or result.get("unreachable") else None
+    outcomes = {}
     for vol in result.get("volumes") or ():
         key = vol.get("unique_volume_name") or _unique_name(vol)
-        if not key:
-            continue
-        status = vol.get("status", "ok" if not failed_msg else "failed")
-        outcomes[key] = True if status in ("ok", "skipped") else (vol.get("msg") or failed_msg or "failed")
-    for key in result.get("completed") or ():
-        outcomes[key] = True
+        if key:
+            outcomes[key] = True
     return outcomes, failed_msg
 
 

@@ -108,9 +108,10 @@ def test_failed_detach_blocks_the_attach_elsewhere_and_records_nothing_for_it():
 def test_partial_failure_records_what_completed():
     key_a = unique_volume_name(DRIVER, "pv-a.img")
     key_c = unique_volume_name(DRIVER, "pv-c.img")
-    result = {"failed": True, "msg": "losetup failed", "volumes": [
-        {"unique_volume_name": key_a, "status": "ok", "device_path": "/dev/loop3"},
-        {"unique_volume_name": key_c, "status": "failed", "msg": "losetup: no free loop device"}]}
+    # The shape node/context.py run_each fails with: only the completed volumes are listed.
+    result = {"failed": True, "msg": "attach failed on node n2 for volume pv-c: losetup: no free loop device",
+              "failed_volume": "pv-c", "completed": ["pv-a"],
+              "volumes": [{"pv_name": "pv-a", "unique_volume_name": key_a, "device": "/dev/loop3"}]}
     out = executor.phase_outcome(PLAN, "attach", {"n2": result})
     assert [r["pv_name"] for r in out["records"]] == ["pv-a"]
     assert key_c in out["failures"]["volumes"] and key_a not in out["failures"]["volumes"]
