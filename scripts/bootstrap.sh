@@ -24,7 +24,7 @@ KV_APT_NEEDS=(
     mkfs.xfs:xfsprogs xfs_growfs:xfsprogs mkfs.btrfs:btrfs-progs
     mkfs.ext4:e2fsprogs resize2fs:e2fsprogs e2fsck:e2fsprogs
     losetup:util-linux findmnt:util-linux lsblk:util-linux blkid:util-linux unshare:util-linux
-    nsenter:util-linux mount:mount sfdisk:fdisk git:git
+    nsenter:util-linux mount:mount sfdisk:fdisk git:git openssl:openssl wipefs:util-linux
     shellcheck:shellcheck   # else ansible-test sanity skips its shellcheck test
 )
 
