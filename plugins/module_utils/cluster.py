@@ -19,7 +19,6 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import gc
-import json
 from collections import namedtuple
 from contextlib import contextmanager
 
@@ -27,17 +26,6 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.errors import (
     InvalidInput, MalformedObject, QuantityError)
 from ansible_collections.kubevol.volumes.plugins.module_utils.names import MANAGED_ATTACH_DETACH_ANNOTATION
 from ansible_collections.kubevol.volumes.plugins.module_utils.quantity import to_bytes
-
-try:
-    import yaml
-    try:
-        _YamlLoader = yaml.CSafeLoader
-    except AttributeError:  # libyaml not built
-        _YamlLoader = yaml.SafeLoader
-    HAS_YAML = True
-except ImportError:  # pragma: no cover - depends on the host
-    yaml = None
-    HAS_YAML = False
 
 Taint = namedtuple("Taint", "key value effect")
 AttachedVolumeStatus = namedtuple("AttachedVolumeStatus", "name device_path")
@@ -336,33 +324,14 @@ def _cluster_from_data(data):
     return Cluster(*(tuple(b) for b in buckets))
 
 
-def parse_text(text, source="cluster"):
-    """JSON or (multi-document) YAML text to data."""
-    stripped = text.lstrip()
-    if stripped[:1] in ("{", "["):
-        try:
-            return json.loads(text)
-        except ValueError:
-            pass  # YAML flow style is also valid JSON-looking text
-    if not HAS_YAML:
-        raise InvalidInput(field=source, value="<yaml>", reason="PyYAML is required to read YAML; install PyYAML "
-                           "or give the List as JSON")
-    try:
-        docs = [d for d in yaml.load_all(text, Loader=_YamlLoader) if d is not None]
-    except yaml.YAMLError as exc:
-        raise InvalidInput(field=source, value="<text>", reason="not valid JSON or YAML: %s" % exc)
-    return docs[0] if len(docs) == 1 else docs
-
-
 def load_cluster_file(path):
-    """Read a List file (JSON or YAML) into a Cluster; also returns the raw data for scope queries."""
-    try:
-        with open(path, "r") as handle:
-            text = handle.read()
-    except (IOError, OSError) as exc:
-        raise InvalidInput(field="cluster_state", value=path, reason="cannot read it: %s" % exc)
+    """Read a List file (JSON or YAML, multi-document too) into a Cluster; also returns the raw List.
+
+    The text is read by the file store (stores/file.py), the one parser of cluster state files.
+    """
+    from ansible_collections.kubevol.volumes.plugins.module_utils.stores.file import FileStore
     with gc_paused():
-        data = parse_text(text, path)
+        data = FileStore(path).load()
         return _cluster_from_data(data), data
 
 
@@ -388,28 +357,3 @@ class ClusterIndex:
         self.pv_by_unique_name = dict((unique_volume_name(pv.csi.driver, pv.csi.volume_handle), pv)
                                       for pv in cluster.persistent_volumes if pv.csi is not None)
         self.va_by_pair = dict(((va.pv_name, va.node_name), va) for va in cluster.volume_attachments if va.pv_name)
-
-
-def select_pods(data, expression):
-    """The "ns/name" keys of the pods a JMESPath expression selects over the List's items."""
-    try:
-        import jmespath
-    except ImportError:
-        raise InvalidInput(field="scope", value=expression, reason="the jmespath Python library is required for "
-                           "scope; install jmespath")
-    try:
-        selected = jmespath.search(expression, list(iter_items(data)))
-    except jmespath.exceptions.JMESPathError as exc:
-        raise InvalidInput(field="scope", value=expression, reason="not a valid JMESPath expression: %s" % exc)
-    if selected is None:
-        return frozenset()
-    if isinstance(selected, dict):
-        selected = [selected]
-    if not isinstance(selected, list):
-        raise InvalidInput(field="scope", value=expression, reason="must select a list of pod objects")
-    keys = set()
-    for obj in selected:
-        if isinstance(obj, dict) and obj.get("kind", "Pod") == "Pod" and isinstance(obj.get("metadata"), dict):
-            meta = obj["metadata"]
-            keys.add("%s/%s" % (meta.get("namespace") or "default", meta.get("name")))
-    return frozenset(keys)

@@ -42,16 +42,19 @@ def search(expression, data, field):
         raise InvalidInput(field=field, value=expression, reason="JMESPath evaluation failed: %s" % err)
 
 
-def select_pods(cluster_list, expression):
-    """The set of (namespace, name) of the Pods the expression selects; None when there is no scope."""
+def select_pods(cluster_list, expression, field="kubevol_scope"):
+    """The set of (namespace, name) of the Pods the expression selects; None when there is no scope.
+
+    field: the option name errors mention (the role's kubevol_scope, the planner module's scope).
+    """
     if expression is None or (isinstance(expression, str) and not expression.strip()):
         return None
     items = cluster_list.get("items") if isinstance(cluster_list, dict) else None
-    result = search(expression, items if isinstance(items, list) else [], "kubevol_scope")
+    result = search(expression, items if isinstance(items, list) else [], field)
     if isinstance(result, dict):
         result = [result]
     if not isinstance(result, list) or any(not isinstance(obj, dict) for obj in result):
-        raise InvalidInput(field="kubevol_scope", value=expression,
+        raise InvalidInput(field=field, value=expression,
                            reason="must select objects from the items, e.g. [?kind=='Pod' && metadata.namespace=='prod'], "
                                   "but it returned %s" % _describe(result))
     selected = set()

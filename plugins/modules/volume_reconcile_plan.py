@@ -141,9 +141,10 @@ summary:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.kubevol.volumes.plugins.module_utils.cluster import (
-    ClusterIndex, cluster_from_data, load_cluster_file, select_pods)
+    ClusterIndex, cluster_from_data, load_cluster_file)
 from ansible_collections.kubevol.volumes.plugins.module_utils.errors import KubevolError
 from ansible_collections.kubevol.volumes.plugins.module_utils.planner import PlanOptions, plan_cluster, utc_now
+from ansible_collections.kubevol.volumes.plugins.module_utils.scope import select_pods
 
 
 def argspec():
@@ -165,7 +166,8 @@ def run(params, now):
     else:
         data = params["cluster"]
         cluster = cluster_from_data(data)
-    scope = select_pods(data, params["scope"]) if params["scope"] else None
+    selected = select_pods(data, params["scope"], field="scope")
+    scope = None if selected is None else frozenset("%s/%s" % key for key in selected)
     options = PlanOptions(params["force_detach"], params["max_wait_for_unmount"], tuple(params["known_drivers"]), now)
     result = plan_cluster(ClusterIndex(cluster), params["node_facts"], options, scope)
     result["changed"] = False

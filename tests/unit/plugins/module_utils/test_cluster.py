@@ -7,8 +7,8 @@ import os
 import pytest
 
 from ansible_collections.kubevol.volumes.plugins.module_utils.cluster import (
-    ClusterIndex, cluster_from_data, load_cluster_file, node_is_managed, parse_text, select_pods)
-from ansible_collections.kubevol.volumes.plugins.module_utils.errors import InvalidInput, MalformedObject
+    ClusterIndex, cluster_from_data, load_cluster_file, node_is_managed)
+from ansible_collections.kubevol.volumes.plugins.module_utils.errors import InvalidInput, KubevolError, MalformedObject
 
 EXAMPLE = os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "examples", "cluster.yaml")
 
@@ -25,11 +25,14 @@ def test_example_cluster_loads_into_read_only_objects():
         pv.name = "x"
 
 
-def test_json_multidoc_yaml_and_dict_agree():
+def test_json_multidoc_yaml_and_dict_agree(tmp_path):
     cluster, data = load_cluster_file(EXAMPLE)
-    assert cluster_from_data(parse_text(json.dumps(data))) == cluster
-    docs = "\n---\n".join(json.dumps(i) for i in data["items"])
-    assert cluster_from_data(parse_text(docs)) == cluster
+    as_json = tmp_path / "cluster.json"
+    as_json.write_text(json.dumps(data))
+    assert load_cluster_file(str(as_json))[0] == cluster
+    multidoc = tmp_path / "cluster-multidoc.yaml"
+    multidoc.write_text("\n---\n".join(json.dumps(i) for i in data["items"]))
+    assert load_cluster_file(str(multidoc))[0] == cluster
     assert cluster_from_data(data) == cluster
 
 
@@ -61,11 +64,9 @@ def test_malformed_object_names_object_and_field(obj, field):
     assert obj["metadata"]["name"] in err.value.msg
 
 
-def test_bad_text_and_scope():
-    with pytest.raises(InvalidInput):
-        parse_text("a: [")
-    _cluster, data = load_cluster_file(EXAMPLE)
-    assert select_pods(data, "[?kind=='Pod' && metadata.namespace=='tools']") == {
-        "tools/log-writer", "tools/log-reader"}
-    with pytest.raises(InvalidInput):
-        select_pods(data, "[?")
+def test_bad_text_is_a_clear_error(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("a: [")
+    with pytest.raises(KubevolError) as err:
+        load_cluster_file(str(bad))
+    assert "invalid YAML" in err.value.msg and str(bad) in err.value.msg

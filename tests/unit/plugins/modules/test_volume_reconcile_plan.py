@@ -45,11 +45,11 @@ def _invoke(args):
 
 
 @pytest.mark.parametrize("args,text", [
-    ({"cluster_state": "/nonexistent.yaml"}, "cannot read it"),
+    ({"cluster_state": "/nonexistent.yaml"}, "cannot read the cluster state file"),
     ({"cluster": {"kind": "List", "items": [{"kind": "PersistentVolume", "metadata": {"name": "pv-x"},
                                              "spec": {"capacity": {"storage": "1GB"}}}]}}, "pv-x"),
     ({}, "one of the following is required"),
-    ({"cluster": {"kind": "List", "items": []}, "scope": "[?"}, "JMESPath"),
+    ({"cluster": {"kind": "List", "items": []}, "scope": "[?"}, "invalid scope: '[?': Invalid jmespath expression"),
 ])
 def test_bad_input_fails_cleanly(args, text):
     out = _invoke(args)
