@@ -32,6 +32,25 @@ def test_detach_refused_while_a_pod_mount_remains(node):
     assert os.listdir(plugin_dir) == []
 
 
+def test_unmount_device_without_detach_keeps_the_device_attached(node):
+    """The global mount goes once no pod uses it, but the device stays attached (its detach is
+    decided elsewhere); a pod mount still present refuses it like a detach."""
+    vol = node.vol("pv-u", pods=[{"uid": POD1}, {"uid": POD2}])
+    assert node.module("k8s_volume_attach", volumes=[vol], provision=True)["_rc"] == 0
+    assert node.module("node_volume_mount", volumes=[vol])["_rc"] == 0
+    res = node.module("volume_detach", volumes=[dict(vol, pods=[{"uid": POD1}], detach=False, unmount_device=True)])
+    assert res["_rc"] != 0 and "still mounted" in res["msg"], res
+    assert len(node.mounts_under()) == 3
+    res = node.module("volume_detach", volumes=[dict(vol, pods=[{"uid": POD1}, {"uid": POD2}], detach=False,
+                                                    unmount_device=True)])
+    assert res["_rc"] == 0 and res["changed"] and res["volumes"][0]["detached"] is None, res
+    assert node.mounts_under() == [] and len(node.loops()) == 1
+    again = node.module("volume_detach", volumes=[dict(vol, pods=[], detach=False, unmount_device=True)])
+    assert again["_rc"] == 0 and not again["changed"], again
+    assert node.module("volume_detach", volumes=[dict(vol, pods=[])])["_rc"] == 0
+    assert node.loops() == []
+
+
 def test_force_detach_unmounts_remaining_pods(node):
     vol = node.vol("pv-h", pods=[{"uid": POD1}, {"uid": POD2}])
     node.module("k8s_volume_attach", volumes=[vol], provision=True)
