@@ -41,8 +41,8 @@ def test_unmount_device_without_detach_keeps_the_device_attached(node):
     res = node.module("volume_detach", volumes=[dict(vol, pods=[{"uid": POD1}], detach=False, unmount_device=True)])
     assert res["_rc"] != 0 and "still mounted" in res["msg"], res
     assert len(node.mounts_under()) == 3
-    res = node.module("volume_detach", volumes=[dict(vol, pods=[{"uid": POD1}, {"uid": POD2}], detach=False,
-                                                    unmount_device=True)])
+    both = [{"uid": POD1}, {"uid": POD2}]
+    res = node.module("volume_detach", volumes=[dict(vol, pods=both, detach=False, unmount_device=True)])
     assert res["_rc"] == 0 and res["changed"] and res["volumes"][0]["detached"] is None, res
     assert node.mounts_under() == [] and len(node.loops()) == 1
     again = node.module("volume_detach", volumes=[dict(vol, pods=[], detach=False, unmount_device=True)])

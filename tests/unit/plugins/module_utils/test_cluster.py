@@ -8,7 +8,7 @@ import pytest
 
 from ansible_collections.kubevol.volumes.plugins.module_utils.cluster import (
     ClusterIndex, cluster_from_data, load_cluster_file, node_is_managed)
-from ansible_collections.kubevol.volumes.plugins.module_utils.errors import InvalidInput, KubevolError, MalformedObject
+from ansible_collections.kubevol.volumes.plugins.module_utils.errors import KubevolError, MalformedObject
 
 EXAMPLE = os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "examples", "cluster.yaml")
 
