@@ -11,47 +11,18 @@ Each edit is idempotent and prints `changed` or `unchanged`.
   cluster_edit.py FILE get-pod-uid NAMESPACE/NAME
 """
 import argparse
-import json
 import os
 import sys
-import tempfile
 import uuid
 
-import yaml
-
-
-def load(path):
-    with open(path) as f:
-        text = f.read()
-    if text.lstrip().startswith("{"):
-        return json.loads(text), "json"
-    docs = [d for d in yaml.safe_load_all(text) if d]
-    if len(docs) == 1 and docs[0].get("kind") == "List":
-        return docs[0], "yaml"
-    items = []
-    for doc in docs:
-        items.extend(doc.get("items", [doc]) if doc.get("kind") == "List" else [doc])
-    return {"apiVersion": "v1", "kind": "List", "items": items}, "yaml"
-
-
-def save(path, cluster, fmt):
-    """Atomic: temp file in the same directory, fsync, rename."""
-    directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=".%s." % os.path.basename(path), dir=directory)
-    try:
-        with os.fdopen(fd, "w") as f:
-            if fmt == "json":
-                json.dump(cluster, f, indent=2)
-                f.write("\n")
-            else:
-                yaml.safe_dump(cluster, f, default_flow_style=False, sort_keys=False)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, ".build", "collections"))  # the checkout as a collection
+try:
+    from ansible_collections.kubevol.volumes.plugins.module_utils.errors import KubevolError
+    from ansible_collections.kubevol.volumes.plugins.module_utils.stores.file import FileStore
+except ImportError as err:
+    sys.exit("cannot import kubevol.volumes from %s/.build/collections (%s): run scripts/bootstrap.sh first"
+             % (ROOT, err))
 
 
 def find(cluster, kind, ref):
@@ -102,18 +73,20 @@ def main(argv=None):
     sub.add_parser("delete-pod").add_argument("pod")
     sub.add_parser("get-pod-uid").add_argument("pod")
     args = parser.parse_args(argv)
-    cluster, fmt = load(args.file)
-    if args.command == "get-pod-uid":
-        print(find(cluster, "Pod", args.pod)["metadata"]["uid"])
-        return 0
-    if args.command == "move-pod":
-        changed = move_pod(cluster, args.pod, args.node)
-    elif args.command == "resize-claim":
-        changed = resize_claim(cluster, args.pvc, args.size)
-    else:
-        changed = delete_pod(cluster, args.pod)
-    if changed:
-        save(args.file, cluster, fmt)
+    # The store's reader and its locked, atomic writer: an edit never races a reconcile's records.
+    store = FileStore(args.file)
+    try:
+        if args.command == "get-pod-uid":
+            print(find(store.load(), "Pod", args.pod)["metadata"]["uid"])
+            return 0
+        if args.command == "move-pod":
+            changed = store.update(lambda cluster: move_pod(cluster, args.pod, args.node))
+        elif args.command == "resize-claim":
+            changed = store.update(lambda cluster: resize_claim(cluster, args.pvc, args.size))
+        else:
+            changed = store.update(lambda cluster: delete_pod(cluster, args.pod))
+    except KubevolError as err:
+        sys.exit(err.msg)
     print("changed" if changed else "unchanged")
     return 0
 

@@ -25,20 +25,9 @@ options:
     type: str
 '''
 
-    # The volume modules: the volume item of docs/contracts.md section 1, plus locking.
+    # The volume modules (together with NODE): the volume item of docs/contracts.md section 1, plus locking.
     DOCUMENTATION = r'''
 options:
-  kubelet_dir:
-    description:
-      - The kubelet root directory on the node. Every path kubevol reads or writes stays inside it (or inside a
-        driver's pool).
-    type: str
-    default: /var/lib/kubelet
-  node_name:
-    description:
-      - The Kubernetes node name of this host (used in VolumeAttachment names and C(vol_data.json)).
-      - Defaults to the host name, lower-cased, as the kubelet does.
-    type: str
   run_dir:
     description:
       - Directory for the per-volume lock files (C(<run_dir>/locks/<sha256 of the unique volume name>.lock)).

@@ -58,10 +58,6 @@ _PV_NOT_SOURCE_KEYS = frozenset(("capacity", "accessModes", "volumeMode", "mount
                                  "volumeAttributesClassName"))
 
 
-def pod_key(pod):
-    return pod.namespace + "/" + pod.name
-
-
 def node_is_managed(node):
     """attach_detach_controller.go addNodeToDswp: the annotation key alone decides."""
     return any(key == MANAGED_ATTACH_DETACH_ANNOTATION for key, _value in node.annotations)

@@ -20,15 +20,17 @@ __metaclass__ = type
 
 from ansible_collections.kubevol.volumes.plugins.module_utils.names import unique_volume_name
 
-# (phase, the plan step kinds it runs, the node module that runs them)
+# (phase, the plan step kinds it runs), in order; the role runs each with one node module
+# (volume_detach, k8s_volume_attach, node_volume_mount, fs_expand stage=controller, stage=node).
 PHASES = (
-    ("teardown", (("unmount", "pod"), ("unmount", "device"), ("detach", "device")), "volume_detach"),
-    ("attach", (("attach", "device"),), "k8s_volume_attach"),
-    ("mount", (("mount", "device"), ("mount", "pod")), "node_volume_mount"),
-    ("expand_controller", (("expand", "controller"),), "fs_expand"),
-    ("expand_node", (("expand", "node"),), "fs_expand"),
+    ("teardown", (("unmount", "pod"), ("unmount", "device"), ("detach", "device"))),
+    ("attach", (("attach", "device"),)),
+    ("mount", (("mount", "device"), ("mount", "pod"))),
+    ("expand_controller", (("expand", "controller"),)),
+    ("expand_node", (("expand", "node"),)),
 )
-PHASE_KINDS = dict((name, kinds) for name, kinds, _module in PHASES)
+PHASE_KINDS = dict(PHASES)
+PHASE_ORDER = dict((name, position) for position, (name, _kinds) in enumerate(PHASES))
 
 
 def _step_kind(step):
@@ -73,13 +75,10 @@ def phase_items(plan, phase, node, failures=None):
             order.append(key)
         item = items[key]
         kind = _step_kind(step)
-        if step.get("pod_uid"):
-            pod = {"uid": step["pod_uid"], "name": step.get("pod") or ""}
-            for src in (step.get("item") or {}).get("pods") or ():
-                if src.get("uid") == step["pod_uid"]:
-                    pod = dict(src)
+        # A pod-level step's item holds exactly its pod (contracts.md section 3).
+        for pod in (step.get("item") or {}).get("pods") or () if step.get("pod_uid") else ():
             if pod not in item["pods"]:
-                item["pods"].append(pod)
+                item["pods"].append(dict(pod))
         if kind == ("unmount", "device"):
             item["unmount_device"] = True
         elif kind == ("detach", "device"):
@@ -117,13 +116,6 @@ def _volume_outcomes(result):
 def _unique_name(item):
     if item.get("driver") and item.get("volume_handle") is not None:
         return unique_volume_name(item["driver"], item["volume_handle"])
-    return None
-
-
-def _find(items, key):
-    for item in items:
-        if _unique_name(item) == key:
-            return item
     return None
 
 
@@ -173,10 +165,9 @@ def phase_outcome(plan, phase, results, failures=None, now=None):
 
 
 def _later_than(step, phase):
-    names = [name for name, _kinds, _module in PHASES]
-    for name, kinds, _module in PHASES:
+    for name, kinds in PHASES:
         if _step_kind(step) in kinds:
-            return names.index(name) > names.index(phase)
+            return PHASE_ORDER[name] > PHASE_ORDER[phase]
     return False
 
 

@@ -23,7 +23,6 @@ try:
 except ImportError:
     jmespath = None
     JMESPATH_IMPORT_ERROR = traceback.format_exc()
-HAS_JMESPATH = jmespath is not None
 
 
 def search(expression, data, field):

@@ -25,6 +25,7 @@ description:
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
   - kubevol.volumes.node_volumes
+  - kubevol.volumes.node_volumes.node
 attributes:
   check_mode:
     support: full

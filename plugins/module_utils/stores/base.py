@@ -15,8 +15,6 @@ __metaclass__ = type
 
 from ansible_collections.kubevol.volumes.plugins.module_utils.errors import KubevolError, LockTimeout
 
-KINDS = ("Node", "Pod", "PersistentVolume", "PersistentVolumeClaim", "VolumeAttachment", "CSIDriver")
-
 
 def empty_list():
     return {"apiVersion": "v1", "kind": "List", "items": []}

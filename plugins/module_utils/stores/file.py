@@ -160,20 +160,35 @@ class FileStore(ClusterStore):
         for position, record in enumerate(records):
             validate_record(record, position)
         if check_mode:
-            return self._apply_locked(records, check_mode=True)
-        with self.locked():
-            self._remove_stale_temp_files()
-            return self._apply_locked(records, check_mode=False)
+            return self._apply_records(self.load(), records)
+        outcome = {}
 
-    def _apply_locked(self, records, check_mode):
-        cluster_list, fmt = self._read()
+        def change(cluster_list):
+            outcome.update(self._apply_records(cluster_list, records))
+            return outcome["changed"]
+
+        self.update(change)
+        return outcome
+
+    def _apply_records(self, cluster_list, records):
         applier = RecordApplier(cluster_list)
         changes = applier.apply_all(records)
         diff = applier.diff()
         diff["before_header"] = diff["after_header"] = self.path
-        if changes and not check_mode:
-            self._write_atomic(self.dumps(cluster_list, fmt).encode("utf-8"))
         return {"changed": bool(changes), "changes": changes, "diff": diff}
+
+    def update(self, change):
+        """Under the lock: re-read, ``change(cluster_list)`` (true when it changed something), write atomically.
+
+        The one way anything writes the state file, so a writer never loses another's change.
+        """
+        with self.locked():
+            self._remove_stale_temp_files()
+            cluster_list, fmt = self._read()
+            changed = change(cluster_list)
+            if changed:
+                self._write_atomic(self.dumps(cluster_list, fmt).encode("utf-8"))
+            return changed
 
     @contextlib.contextmanager
     def locked(self, timeout=None):
