@@ -46,6 +46,10 @@ def phase_items(plan, phase, node, failures=None):
         raise AnsibleFilterError("kubevol phase_items: unknown phase or malformed plan step: %s" % e)
 
 
+def phase_stale_paths(plan, phase, node, failures=None):
+    return executor.phase_stale_paths(plan, phase, node, failures)
+
+
 def phase_forced(plan, phase, node, failures=None):
     return any(step.get("forced") for step in executor.phase_steps(plan, phase, node, failures))
 
@@ -58,8 +62,8 @@ def detach_request_records(plan_result):
     return executor.detach_request_records(plan_result)
 
 
-def facts_errors(node_facts):
-    return executor.facts_errors(node_facts)
+def facts_errors(node_facts, out_of_service=None):
+    return executor.facts_errors(node_facts, out_of_service)
 
 
 class FilterModule(object):
@@ -69,6 +73,7 @@ class FilterModule(object):
             "node_facts_map": node_facts_map,
             "phase_items": phase_items,
             "phase_forced": phase_forced,
+            "phase_stale_paths": phase_stale_paths,
             "phase_outcome": phase_outcome,
             "detach_request_records": detach_request_records,
             "facts_errors": facts_errors,

@@ -10,6 +10,12 @@ existing PV that node status does not list is uncertain; node.status.volumesInUs
 mountedByNode. Mount level comes from node facts (docs/contracts.md section 2), as the
 kubelet reconstructs it from its directories. A node without facts has an unknown mount
 level; a node with ``reachable: false`` blocks every step on it.
+
+Reconstruction is per volume (reconstruct_common.go: a volume that fails reconstruction is
+queued for cleanup, the rest goes on): an entry that cannot be identified is kept aside in
+``uncertain`` instead of failing the whole plan. Entries of drivers kubevol has no backend for
+are counted as ``foreign`` and never become actual state: a kubelet only touches its own
+plugins' volumes.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -21,7 +27,7 @@ from collections import namedtuple
 from ansible_collections.kubevol.volumes.plugins.module_utils.cluster import annotation
 from ansible_collections.kubevol.volumes.plugins.module_utils.errors import InvalidInput
 from ansible_collections.kubevol.volumes.plugins.module_utils.names import (
-    DETACH_REQUESTED_AT_ANNOTATION, unique_volume_name)
+    DETACH_REQUESTED_AT_ANNOTATION, split_unique_volume_name, unique_volume_name)
 
 ATTACHED = "attached"
 UNCERTAIN = "uncertain"
@@ -29,8 +35,12 @@ UNCERTAIN = "uncertain"
 AttachedVolume = namedtuple("AttachedVolume", "unique_name node pv_name state device_path va_name "
                                               "detach_requested_at")
 PodMount = namedtuple("PodMount", "pod_uid pv_name unique_name mode mounted read_only path")
-NodeMounts = namedtuple("NodeMounts", "node reachable error devices global_mounts pod_mounts")
-NodeMounts.__doc__ = """devices and global_mounts: {unique name: facts dict}; pod_mounts: {(pod uid, pv): PodMount}."""
+UncertainMount = namedtuple("UncertainMount", "kind path mounted device pod_uid pv_name reason")
+UncertainMount.__doc__ = """A global (kind "device") or pod (kind "pod") mount directory that cannot be
+identified: no readable vol_data.json and nothing else names its volume."""
+NodeMounts = namedtuple("NodeMounts", "node reachable error devices global_mounts pod_mounts uncertain foreign")
+NodeMounts.__doc__ = """devices and global_mounts: {unique name: facts dict}; pod_mounts: {(pod uid, pv): PodMount};
+uncertain: [UncertainMount]; foreign: how many entries belong to drivers kubevol has no backend for."""
 ActualState = namedtuple("ActualState", "attached in_use node_facts confirmed_nodes")
 ActualState.__doc__ = """attached: {(unique name, node): AttachedVolume}; in_use: {(unique name, node)} from
 volumesInUse; node_facts: {node: NodeMounts} (absent: unknown); confirmed_nodes: {unique name: {node}} of
@@ -55,32 +65,77 @@ def _require(entry, key, node, where, i):
     return value
 
 
-def node_mounts_from_facts(node, facts, pv_by_name):
-    """Validate one node's facts (contracts.md section 2) into NodeMounts."""
+def _is_foreign(entry, unique, known_drivers):
+    """The node says so, or the entry's driver is not one kubevol has a backend for."""
+    if entry.get("foreign"):
+        return True
+    if known_drivers is None:
+        return False
+    names = split_unique_volume_name(unique) if unique else None
+    driver = names[0] if names else entry.get("driver")
+    return bool(driver) and driver not in known_drivers
+
+
+def _optional_str(entry, key, node, where, i):
+    value = entry.get(key)
+    if value is not None and not isinstance(value, str):
+        raise InvalidInput(field="node_facts[%s].%s[%d].%s" % (node, where, i, key), value=value,
+                           reason="must be a string or null")
+    return value or None
+
+
+def node_mounts_from_facts(node, facts, pv_by_name, known_drivers=None):
+    """Validate one node's facts (contracts.md section 2) into NodeMounts.
+
+    known_drivers: the drivers kubevol has a backend for (None: trust only the facts' own `foreign`)."""
     if not isinstance(facts, dict):
         raise InvalidInput(field="node_facts[%s]" % node, value=type(facts).__name__, reason="must be a mapping")
     if facts.get("reachable", True) is False:
-        return NodeMounts(node, False, facts.get("error") or "no error given", {}, {}, {})
+        return NodeMounts(node, False, facts.get("error") or "no error given", {}, {}, {}, [], 0)
+    foreign = 0
+    uncertain = []
     devices = {}
     for i, dev in enumerate(_facts_list(facts, "devices", node)):
-        devices[_require(dev, "unique_volume_name", node, "devices", i)] = dev
+        unique = _require(dev, "unique_volume_name", node, "devices", i)
+        if _is_foreign(dev, unique, known_drivers):
+            foreign += 1
+            continue
+        devices[unique] = dev
     global_mounts = {}
     for i, gm in enumerate(_facts_list(facts, "global_mounts", node)):
-        global_mounts[_require(gm, "unique_volume_name", node, "global_mounts", i)] = gm
+        unique = _optional_str(gm, "unique_volume_name", node, "global_mounts", i)
+        if _is_foreign(gm, unique, known_drivers):
+            foreign += 1
+        elif unique is None:
+            uncertain.append(UncertainMount("device", gm.get("path"), bool(gm.get("mounted")), gm.get("device"), None,
+                                            gm.get("pv_name"), gm.get("uncertain") or "its vol_data.json does not "
+                                            "name the volume"))
+        else:
+            global_mounts[unique] = gm
     pod_mounts = {}
     for i, pm in enumerate(_facts_list(facts, "pod_mounts", node)):
         uid = _require(pm, "pod_uid", node, "pod_mounts", i)
         pv_name = _require(pm, "pv_name", node, "pod_mounts", i)
-        unique = pm.get("unique_volume_name")
+        unique = _optional_str(pm, "unique_volume_name", node, "pod_mounts", i)
         if not unique:
+            # reconstruct_common.go: the spec name (the directory) names the PV when vol_data.json cannot
             pv = pv_by_name.get(pv_name)
             unique = unique_volume_name(pv.csi.driver, pv.csi.volume_handle) if pv is not None and pv.csi else None
+        if not unique:
+            unique = next((u for u, gm in global_mounts.items() if gm.get("pv_name") == pv_name), None)
+        if _is_foreign(pm, unique, known_drivers):
+            foreign += 1
+            continue
+        if unique is None:
+            uncertain.append(UncertainMount("pod", pm.get("path"), bool(pm.get("mounted")), pm.get("device"), uid,
+                                            pv_name, pm.get("uncertain") or "no vol_data.json and no PV %s" % pv_name))
+            continue
         pod_mounts[(uid, pv_name)] = PodMount(uid, pv_name, unique, pm.get("mode") or "Filesystem",
                                               bool(pm.get("mounted")), bool(pm.get("read_only")), pm.get("path"))
-    return NodeMounts(node, True, None, devices, global_mounts, pod_mounts)
+    return NodeMounts(node, True, None, devices, global_mounts, pod_mounts, uncertain, foreign)
 
 
-def build_actual_state(index, node_facts=None):
+def build_actual_state(index, node_facts=None, known_drivers=None):
     """Attach level from the cluster, mount level from node facts ({node name: facts})."""
     attached = {}
     in_use = set()
@@ -117,7 +172,7 @@ def build_actual_state(index, node_facts=None):
             raise InvalidInput(field="node_facts", value=type(node_facts).__name__,
                                reason="must be a mapping of node name to facts")
         for node, facts in node_facts.items():
-            mounts[node] = node_mounts_from_facts(node, facts, index.pv_by_name)
+            mounts[node] = node_mounts_from_facts(node, facts, index.pv_by_name, known_drivers)
             # A device the node itself reports but the cluster has no record of (a lost record, a
             # run killed between attach and record) is attached for real: uncertain, like a VA that
             # node status lacks, so it is detached when no pod wants it and re-recorded when one does.
@@ -140,4 +195,6 @@ def summarize_actual(actual):
             "nodes_with_facts": len(actual.node_facts), "unreachable_nodes": unreachable,
             "pod_mounts": sum(len(f.pod_mounts) for f in actual.node_facts.values()),
             "global_mounts": sum(len(f.global_mounts) for f in actual.node_facts.values()),
+            "uncertain_mounts": sum(len(f.uncertain) for f in actual.node_facts.values()),
+            "foreign_mounts": sum(f.foreign for f in actual.node_facts.values()),
             "per_node": dict((n, sorted(v)) for n, v in sorted(per_node.items()))}

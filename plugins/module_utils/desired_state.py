@@ -10,7 +10,15 @@ desired_state_of_world_populator.go), which runs on every node. Both are keyed b
 (unique volume name, node): two pods on one node share one entry.
 
 Where Kubernetes skips a volume silently (unbound claim, missing PV, claimRef uid
-mismatch), kubevol reports it in ``blocked`` so a person can act on it.
+mismatch), kubevol reports it in ``blocked`` so a person can act on it. Such a
+failure never releases anything: a scheduled pod that is not terminated keeps
+what it has mounted and attached (the populator removes a pod's volumes only when
+the pod is deleted or terminated: findAndRemoveDeletedPods), so its pairs are
+``kept`` whenever the PV behind the claim can still be found.
+
+Volumes of drivers kubevol has no backend for (other CSI drivers, in-tree
+attachable plugins) are foreign: counted, never planned, never blocked; their own
+kubelet plugin owns them.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -20,11 +28,11 @@ __metaclass__ = type
 from collections import namedtuple
 
 from ansible_collections.kubevol.volumes.plugins.module_utils.cluster import node_is_managed, annotation
-from ansible_collections.kubevol.volumes.plugins.module_utils.errors import UnknownDriver
 from ansible_collections.kubevol.volumes.plugins.module_utils.names import unique_volume_name
 
 DEFAULT_KNOWN_DRIVERS = ("loop.kubevol.io",)
 DEFAULT_FS_TYPE = "ext4"
+FOREIGN = "foreign"  # resolve(): a volume of a driver kubevol has no backend for
 KEEP_TERMINATED_POD_VOLUMES_ANNOTATION = "volumes.kubernetes.io/keep-terminated-pod-volumes"
 
 # in-tree plugins with an attacher.go that kubevol has no backend for
@@ -37,17 +45,21 @@ VolumeSpec = namedtuple("VolumeSpec", "pv_name unique_name driver volume_handle 
 VolumeSpec.__doc__ = """One bound CSI PV with a known driver, resolved once however many pods use it."""
 
 PodToMount = namedtuple("PodToMount", "uid name read_only")
-NodeVolume = namedtuple("NodeVolume", "spec node attach pods mount_pods read_only")
+NodeVolume = namedtuple("NodeVolume", "spec node attach pods mount_pods read_only claims_read_only")
 NodeVolume.__doc__ = """One (volume, node) pair. attach: the A/D controller attaches it here (managed node,
 attachable volume). pods: "ns/name" of every pod that references it (multi-attach messages).
-mount_pods: PodToMount for each pod whose containers mount or map it. read_only: the whole volume
-is read-only on this node (PV source readOnly, or every pod's claim source readOnly)."""
+mount_pods: PodToMount for each pod whose containers mount or map it. read_only: the PV itself is
+read-only (staging is read-only only then; a pod's readOnly is its own bind mount). claims_read_only:
+read_only, or every pod's claim source is readOnly (then the filesystem is not grown)."""
 
-DesiredState = namedtuple("DesiredState", "volumes blocked skipped pods_considered protected_pairs "
-                                          "protected_pod_uids pod_by_uid")
+DesiredState = namedtuple("DesiredState", "volumes blocked skipped foreign pods_considered protected_pairs "
+                                          "protected_pod_uids pod_by_uid kept_pairs live_pods")
 DesiredState.__doc__ = """volumes: {(unique name, node): NodeVolume}. blocked: [{node, volume, pod, reason}].
-skipped: volumes that are not kubevol's business (nfs, emptyDir, inline CSI, ...). protected_pairs and
-protected_pod_uids: what pods outside `scope` use; never torn down. pod_by_uid: uid -> "ns/name"."""
+skipped: volumes that are not kubevol's business (nfs, emptyDir, inline CSI, ...); foreign: volumes of a
+driver kubevol has no backend for (also counted in skipped). protected_pairs and protected_pod_uids: what
+pods outside `scope` use; never torn down. pod_by_uid: uid -> "ns/name". kept_pairs: {(unique name, node):
+reason} a live pod holds although its claim cannot be resolved now; never torn down. live_pods: {(pod uid,
+node)} of every scheduled pod that is not terminated: what it has mounted there stays mounted."""
 
 
 def is_pod_terminated(pod):
@@ -55,6 +67,11 @@ def is_pod_terminated(pod):
     if pod.phase in ("Failed", "Succeeded"):
         return True
     return bool(pod.deletion_timestamp) and all(s != "running" for s in pod.container_states)
+
+
+def is_pv_read_only(pv):
+    """The PV itself is read-only: spec.csi.readOnly, or ReadOnlyMany is its only access mode."""
+    return bool(pv.csi and pv.csi.read_only) or (bool(pv.access_modes) and set(pv.access_modes) == {"ReadOnlyMany"})
 
 
 def is_multi_attach_allowed(access_modes):
@@ -71,14 +88,25 @@ class _Resolver:
         self.index = index
         self.known = tuple(known_drivers)
         self.cache = {}
+        self.pv_by_claim = None
 
     def resolve(self, claim_key):
-        """A VolumeSpec, None (not kubevol's business) or a str reason (blocked)."""
+        """A VolumeSpec, None (not kubevol's business), FOREIGN, or a str reason (blocked)."""
         try:
             return self.cache[claim_key]
         except KeyError:
             result = self.cache[claim_key] = self._resolve(claim_key)
             return result
+
+    def pv_behind(self, claim_key):
+        """The PV a claim that does not resolve still points at (PVC volumeName, else a PV's claimRef), or None."""
+        pvc = self.index.pvc_by_key.get(claim_key)
+        if pvc is not None and pvc.volume_name:
+            return self.index.pv_by_name.get(pvc.volume_name)
+        if self.pv_by_claim is None:
+            self.pv_by_claim = dict(((pv.claim_ref.namespace or "default") + "/" + (pv.claim_ref.name or ""), pv)
+                                    for pv in self.index.cluster.persistent_volumes if pv.claim_ref is not None)
+        return self.pv_by_claim.get(claim_key)
 
     def _resolve(self, claim_key):
         pvc = self.index.pvc_by_key.get(claim_key)
@@ -97,12 +125,10 @@ class _Resolver:
             return ("PV %s claimRef uid %s does not match PVC %s uid %s; the PV is bound to another (older) claim"
                     % (pv.name, pv.claim_ref.uid, claim_key, pvc.uid))
         if pv.csi is None:
-            if pv.source_kind in IN_TREE_ATTACHABLE:
-                return "PV %s uses in-tree %s: no kubevol backend for it" % (pv.name, pv.source_kind)
-            return None
+            return FOREIGN if pv.source_kind in IN_TREE_ATTACHABLE else None
         csi = pv.csi
         if csi.driver not in self.known:
-            return UnknownDriver(driver=csi.driver, volume=pv.name, known=", ".join(self.known)).msg
+            return FOREIGN  # a kubelet only touches its own plugins' volumes
         driver_object = self.index.csidriver_by_name.get(csi.driver)
         # csi_plugin.go skipAttach: no CSIDriver object means attach is required
         return volume_spec(pv, pvc, driver_object is None or driver_object.attach_required)
@@ -113,7 +139,7 @@ def volume_spec(pv, pvc, attachable):
     csi = pv.csi
     return VolumeSpec(pv.name, unique_volume_name(csi.driver, csi.volume_handle), csi.driver, csi.volume_handle,
                       csi.volume_attributes, pv.capacity_bytes, pv.volume_mode, csi.fs_type or DEFAULT_FS_TYPE,
-                      pv.mount_options, csi.read_only, is_multi_attach_allowed(pv.access_modes), attachable,
+                      pv.mount_options, is_pv_read_only(pv), is_multi_attach_allowed(pv.access_modes), attachable,
                       pvc.namespace + "/" + pvc.name if pvc else None, pvc.request_bytes if pvc else 0,
                       pvc.capacity_bytes if pvc else None)
 
@@ -143,11 +169,13 @@ def build_desired_state(index, known_drivers=DEFAULT_KNOWN_DRIVERS, scope=None):
         keep_terminated[node.name] = annotation(node, KEEP_TERMINATED_POD_VOLUMES_ANNOTATION) == "true"
     building = {}
     blocked = []
-    skipped = 0
+    skipped = foreign = 0
     considered = 0
     protected_pairs = set()
     protected_uids = set()
     pod_by_uid = {}
+    kept_pairs = {}
+    live_pods = set()
     for pod in index.cluster.pods:
         key = pod.namespace + "/" + pod.name
         pod_by_uid[pod.uid] = key
@@ -161,6 +189,7 @@ def build_desired_state(index, known_drivers=DEFAULT_KNOWN_DRIVERS, scope=None):
             continue
         if in_scope:
             considered += 1
+            live_pods.add((pod.uid, node))
         if not pod.volumes:
             continue
         if node not in node_managed:
@@ -172,21 +201,28 @@ def build_desired_state(index, known_drivers=DEFAULT_KNOWN_DRIVERS, scope=None):
         for volume in pod.volumes:
             claim = volume.claim_name
             if claim is None:
-                if volume.kind in IN_TREE_ATTACHABLE and in_scope:
-                    blocked.append(_blocked(node, "%s/%s" % (key, volume.name), key,
-                                            "in-tree %s volume: no kubevol backend for it" % volume.kind))
-                else:
-                    skipped += in_scope  # nfs, emptyDir, inline CSI, ...: the kubelet's or nobody's
+                skipped += in_scope  # nfs, emptyDir, inline CSI, in-tree disks, ...: the kubelet's or nobody's
+                foreign += in_scope and volume.kind in IN_TREE_ATTACHABLE
                 continue
-            spec = resolver.resolve(pod.namespace + "/" + claim)
-            if spec is None:
+            claim_key = pod.namespace + "/" + claim
+            spec = resolver.resolve(claim_key)
+            if spec is None or spec is FOREIGN:
                 skipped += in_scope
+                foreign += in_scope and spec is FOREIGN
                 continue
             if spec.__class__ is str:
+                pv = resolver.pv_behind(claim_key)
+                if pv is not None and pv.csi is not None:
+                    # A running pod keeps what it has: a broken claim blocks new mounts, never unmounts.
+                    pair = (unique_volume_name(pv.csi.driver, pv.csi.volume_handle), node)
+                    kept_pairs.setdefault(pair, "pod %s still uses PV %s on node %s: %s" % (key, pv.name, node, spec))
                 if in_scope:
-                    blocked.append(_blocked(node, None, key, spec))
+                    blocked.append(_blocked(node, pv.name if pv is not None else None, key,
+                                            spec + "; what the pod has mounted stays until it is deleted or terminated"))
                 continue
             if volume.kind == "ephemeral" and pod.uid not in resolver.index.pvc_by_key[spec.claim_key].owner_uids:
+                kept_pairs.setdefault((spec.unique_name, node), "pod %s still uses PV %s on node %s: its generic "
+                                      "ephemeral claim %s is not owned by it" % (key, spec.pv_name, node, spec.claim_key))
                 if in_scope:
                     blocked.append(_blocked(node, spec.pv_name, key, "PVC %s is not owned by pod %s (generic "
                                             "ephemeral volume); delete the stale claim" % (spec.claim_key, key)))
@@ -197,6 +233,8 @@ def build_desired_state(index, known_drivers=DEFAULT_KNOWN_DRIVERS, scope=None):
                 continue
             use = uses.get(volume.name)
             if use is not None and use[0] != spec.mode:
+                kept_pairs.setdefault(pair, "pod %s still uses PV %s on node %s: its volumeMode does not match"
+                                      % (key, spec.pv_name, node))
                 blocked.append(_blocked(node, spec.pv_name, key, "PV %s has volumeMode %s but the pod uses it as %s "
                                         "(volumeMounts need Filesystem, volumeDevices need Block)"
                                         % (spec.pv_name, spec.mode, use[0])))
@@ -210,9 +248,10 @@ def build_desired_state(index, known_drivers=DEFAULT_KNOWN_DRIVERS, scope=None):
                 entry[3].append(PodToMount(pod.uid, key, volume.read_only or spec.read_only or use[1]))
     volumes = {}
     for pair, (spec, attach, pods, mount_pods, claims_ro) in building.items():
-        volumes[pair] = NodeVolume(spec, pair[1], attach, tuple(pods), tuple(mount_pods), spec.read_only or claims_ro)
-    return DesiredState(volumes, blocked, skipped, considered, frozenset(protected_pairs), frozenset(protected_uids),
-                        pod_by_uid)
+        volumes[pair] = NodeVolume(spec, pair[1], attach, tuple(pods), tuple(mount_pods), spec.read_only,
+                                   spec.read_only or claims_ro)
+    return DesiredState(volumes, blocked, skipped, foreign, considered, frozenset(protected_pairs),
+                        frozenset(protected_uids), pod_by_uid, kept_pairs, frozenset(live_pods))
 
 
 def summarize_desired(desired):
@@ -224,5 +263,6 @@ def summarize_desired(desired):
         attachments += nv.attach
         mounts += len(nv.mount_pods)
     return {"pods": desired.pods_considered, "volumes": len(desired.volumes), "attachments": attachments,
-            "pod_mounts": mounts, "skipped_volumes": desired.skipped, "blocked": len(desired.blocked),
+            "pod_mounts": mounts, "skipped_volumes": desired.skipped, "foreign_volumes": desired.foreign,
+            "blocked": len(desired.blocked),
             "per_node": dict((n, sorted(v)) for n, v in sorted(per_node.items()))}

@@ -12,6 +12,9 @@ Like the attach/detach controller's reconciler, a step whose precondition failed
 is not attempted: a failure on a volume blocks every later step of that volume
 (a failed detach on node A must not let node B attach an RWO volume), and an
 unreachable node blocks every later step on that node.
+
+A ``record_only`` detach (a node that is out of service or gone, and that this run
+cannot reach) runs nothing on the node: it is recorded as the controller's release.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -23,7 +26,7 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.names import uniqu
 # (phase, the plan step kinds it runs), in order; the role runs each with one node module
 # (volume_detach, k8s_volume_attach, node_volume_mount, fs_expand stage=controller, stage=node).
 PHASES = (
-    ("teardown", (("unmount", "pod"), ("unmount", "device"), ("detach", "device"))),
+    ("teardown", (("unmount", "pod"), ("unmount", "device"), ("cleanup", "directory"), ("detach", "device"))),
     ("attach", (("attach", "device"),)),
     ("mount", (("mount", "device"), ("mount", "pod"))),
     ("expand_controller", (("expand", "controller"),)),
@@ -37,15 +40,17 @@ def _step_kind(step):
     return (step.get("action"), step.get("target"))
 
 
-def phase_steps(plan, phase, node=None, failures=None):
-    """The steps of one phase (optionally for one node), minus those blocked by earlier failures."""
+def phase_steps(plan, phase, node=None, failures=None, record_only=False):
+    """The steps of one phase (optionally for one node), minus those blocked by earlier failures.
+
+    record_only: the steps the controller records without the node (else: the node's work)."""
     kinds = PHASE_KINDS[phase]
     failures = failures or {}
     failed_nodes = failures.get("nodes", {})
     failed_volumes = failures.get("volumes", {})
     selected = []
     for step in plan or ():
-        if _step_kind(step) not in kinds:
+        if _step_kind(step) not in kinds or bool(step.get("record_only")) != record_only:
             continue
         if node is not None and step.get("node") != node:
             continue
@@ -64,6 +69,8 @@ def phase_items(plan, phase, node, failures=None):
     items = {}
     order = []
     for step in phase_steps(plan, phase, node, failures):
+        if step.get("item") is None:
+            continue  # cleanup/directory: see phase_stale_paths
         key = step["unique_volume_name"]
         if key not in items:
             item = dict(step.get("item") or {})
@@ -87,6 +94,11 @@ def phase_items(plan, phase, node, failures=None):
         elif phase in ("expand_controller", "expand_node") and step.get("size_to") is not None:
             item["capacity_bytes"] = step["size_to"]
     return [items[key] for key in order]
+
+
+def phase_stale_paths(plan, phase, node, failures=None):
+    """The stale directories (cleanup/directory steps) volume_detach removes on one node."""
+    return [step["path"] for step in phase_steps(plan, phase, node, failures) if _step_kind(step) == ("cleanup", "directory")]
 
 
 def phase_nodes(plan, phase, failures=None):
@@ -129,6 +141,8 @@ def phase_outcome(plan, phase, results, failures=None, now=None):
     failures = {"nodes": dict((failures or {}).get("nodes", {})),
                 "volumes": dict((failures or {}).get("volumes", {}))}
     records, blocked, errors = [], [], []
+    for step in phase_steps(plan, phase, None, failures, record_only=True):
+        records.extend(_records_for(phase, step["node"], dict(step["item"], detach=True), {}, [step]))
     for node in phase_nodes(plan, phase, failures):
         steps = phase_steps(plan, phase, node, failures)
         items = phase_items(plan, phase, node, failures)
@@ -142,6 +156,8 @@ def phase_outcome(plan, phase, results, failures=None, now=None):
         outcomes, failed_msg = _volume_outcomes(result)
         for step in steps:
             key = step["unique_volume_name"]
+            if key is None:
+                continue  # a stale directory: nothing later depends on it
             done = outcomes.get(key, None if failed_msg else True)
             if done is True:
                 continue
@@ -207,16 +223,18 @@ def _records_for(phase, node, item, outcome, steps):
     return records
 
 
-def facts_errors(node_facts):
+def facts_errors(node_facts, out_of_service=None):
     """Errors for the nodes whose actual state could not be gathered (unreachable, or the facts module failed).
 
     node_facts: the planner's {node name: facts}. The planner blocks what needs such a node; this makes
-    the run fail at the end as well (a node failed), like a failure in any later phase does.
+    the run fail at the end as well (a node failed), like a failure in any later phase does. A node with
+    the out-of-service taint (out_of_service: names) is expected to be down: not an error.
     """
     errors = []
+    down = frozenset(out_of_service or ())
     for node in sorted(node_facts or {}):
         facts = node_facts[node] or {}
-        if not facts.get("reachable", True):
+        if not facts.get("reachable", True) and node not in down:
             errors.append({"node": node, "phase": "facts", "msg": facts.get("error") or "node facts were not gathered"})
     return errors
 

@@ -24,18 +24,44 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.actual_state impor
 from ansible_collections.kubevol.volumes.plugins.module_utils.cluster import gc_paused
 from ansible_collections.kubevol.volumes.plugins.module_utils.desired_state import (
     DEFAULT_KNOWN_DRIVERS, PodToMount, build_desired_state, summarize_desired, volume_spec)
-from ansible_collections.kubevol.volumes.plugins.module_utils.errors import InvalidInput, UnknownDriver
+from ansible_collections.kubevol.volumes.plugins.module_utils.errors import InvalidInput, KubevolError
 from ansible_collections.kubevol.volumes.plugins.module_utils.quantity import format_bytes
 from ansible_collections.kubevol.volumes.plugins.module_utils.names import (
     OUT_OF_SERVICE_TAINT, split_unique_volume_name, volume_attachment_name)
 
-PHASES = (("unmount", "pod"), ("unmount", "device"), ("detach", "device"), ("attach", "device"),
-          ("mount", "device"), ("mount", "pod"), ("expand", "controller"), ("expand", "node"))
+PHASES = (("unmount", "pod"), ("unmount", "device"), ("cleanup", "directory"), ("detach", "device"),
+          ("attach", "device"), ("mount", "device"), ("mount", "pod"), ("expand", "controller"), ("expand", "node"))
+TEARDOWN = frozenset((("unmount", "pod"), ("unmount", "device"), ("detach", "device")))
 
-PlanOptions = namedtuple("PlanOptions", "force_detach max_wait_for_unmount known_drivers now")
-PlanOptions.__new__.__defaults__ = (True, 360, DEFAULT_KNOWN_DRIVERS, None)
+DEFAULT_MAX_TEARDOWN_FRACTION = 0.5
+DEFAULT_MAX_TEARDOWN_COUNT = 20
+
+PlanOptions = namedtuple("PlanOptions", "force_detach max_wait_for_unmount known_drivers now max_teardown_fraction "
+                                        "max_teardown_count allow_mass_teardown")
+PlanOptions.__new__.__defaults__ = (True, 360, DEFAULT_KNOWN_DRIVERS, None, DEFAULT_MAX_TEARDOWN_FRACTION,
+                                    DEFAULT_MAX_TEARDOWN_COUNT, False)
 PlanOptions.__doc__ = """force_detach: allow the timeout override (reconciler.go !disableForceDetachOnTimeout).
-max_wait_for_unmount: seconds (ReconcilerMaxWaitForUnmountDuration, 6 min). now: an aware datetime."""
+max_wait_for_unmount: seconds (ReconcilerMaxWaitForUnmountDuration, 6 min). now: an aware datetime.
+max_teardown_fraction, max_teardown_count, allow_mass_teardown: the teardown guard (teardown_guard)."""
+
+
+class TeardownRefused(KubevolError):
+    """The teardown guard tripped: carries the whole plan result so that the caller can show it."""
+
+    def __init__(self, result):
+        guard = result["teardown_guard"]
+        listing = "; ".join("%s %s (%s)" % (v["node"], v["volume"], ", ".join(v["steps"])) for v in guard["volumes"])
+        msg = ("refusing a mass teardown: this plan would unmount or detach %d of the %d volumes mounted now (the "
+               "teardown guard allows at most %d volumes and, from two on, at most %g%% of them): %s. Nothing was "
+               "changed on any node. If the cluster snapshot is wrong (a truncated or empty kubectl output, pods "
+               "missing), fix it. If this teardown is wanted, allow it for one run with allow_mass_teardown=true "
+               "(reconcile role: -e kubevol_allow_mass_teardown=true), or raise max_teardown_fraction / "
+               "max_teardown_count (kubevol_max_teardown_fraction / kubevol_max_teardown_count)"
+               % (guard["teardown"], guard["mounted"], guard["max_teardown_count"],
+                  guard["max_teardown_fraction"] * 100, listing))
+        fields = dict((k, result[k]) for k in ("plan", "blocked", "teardown_guard", "summary", "desired", "actual")
+                      if k in result)
+        super(TeardownRefused, self).__init__(msg, step="plan", **fields)
 
 
 def format_time(moment):
@@ -51,12 +77,12 @@ def parse_time(text):
     return moment if moment.tzinfo else moment.replace(tzinfo=datetime.timezone.utc)
 
 
-def _item(spec, pods=(), detach=None, read_only=None):
-    """The volume item (contracts.md section 1) for a resolved PV."""
+def _item(spec, pods=(), detach=None):
+    """The volume item (contracts.md section 1) for a resolved PV; read_only is the PV's own."""
     item = {"pv_name": spec.pv_name, "driver": spec.driver, "volume_handle": spec.volume_handle,
             "volume_attributes": dict(spec.volume_attributes), "capacity_bytes": spec.capacity_bytes,
             "mode": spec.mode, "fs_type": spec.fs_type, "mount_options": list(spec.mount_options),
-            "read_only": spec.read_only if read_only is None else read_only,
+            "read_only": spec.read_only,
             "pods": [{"uid": p.uid, "name": p.name, "read_only": p.read_only} for p in pods]}
     if detach is not None:
         item["detach"] = detach
@@ -105,6 +131,9 @@ class _Plan:
         # A volume a pod outside `scope` uses is out of this run's hands on every node: tearing down a
         # leftover mount of it (e.g. after that pod moved) would act on a pod the run must not touch.
         self.protected_volumes = frozenset(unique for unique, _node in desired.protected_pairs)
+        # Pairs a live pod still holds although its claim does not resolve now: never torn down.
+        self.kept = dict(desired.kept_pairs)
+        self.no_picture = _nodes_without_picture(actual, index)
 
     def add(self, step):
         self.phases[(step["action"], step["target"])].append(step)
@@ -122,6 +151,12 @@ class _Plan:
         facts = self.actual.node_facts.get(node)
         return facts if facts is not None and facts.reachable else None
 
+    def teardown_facts(self):
+        """(node, facts) of the nodes whose mounts may be torn down: reachable, and pictured by the snapshot."""
+        for node, facts in self.actual.node_facts.items():
+            if facts.reachable and node not in self.no_picture:
+                yield node, facts
+
     def spec_for(self, unique_name):
         """The desired VolumeSpec, else one built from the PV if it still exists, else None."""
         spec = self.spec_by_unique.get(unique_name)
@@ -136,28 +171,77 @@ class _Plan:
         return pv.name if pv is not None else fallback
 
 
+def _nodes_without_picture(actual, index):
+    """Nodes whose facts report volumes but whose Node object the snapshot lacks: {node: reason}.
+
+    Such a snapshot is not a picture of that node (a truncated kubectl output, a List of another cluster),
+    so nothing is unmounted or detached there. The kubelet likewise removes nothing before its pod
+    sources are ready (reconstruct.go readyToUnmount, populatorHasAddedPods)."""
+    missing = {}
+    for node, facts in actual.node_facts.items():
+        if not facts.reachable or node in index.node_by_name:
+            continue
+        held = len(facts.devices) + len(facts.global_mounts) + len(facts.pod_mounts) + len(facts.uncertain)
+        if held:
+            missing[node] = ("the cluster snapshot has no Node object %s, but the node reports %d volume mount(s) "
+                             "or device(s): the snapshot is not a picture of this node, so nothing is unmounted or "
+                             "detached there. Check the snapshot (kubectl get nodes,pods,pv,pvc,volumeattachments,"
+                             "csidrivers -A -o yaml) and the inventory's node names (kubevol_node_name)" % (node, held))
+    return missing
+
+
+def uncertain_mounts(p):
+    """Mount directories that cannot be identified: reconstruct_common.go queues a volume whose reconstruction
+    failed for cleanup while the rest goes on. Cleaned when nothing is mounted there, blocked when it is."""
+    for node, facts in p.teardown_facts():
+        for entry in facts.uncertain:
+            if entry.mounted:
+                # whatever kubevol device backs it stays attached: something may use it
+                for unique, dev in facts.devices.items():
+                    if entry.device and dev.get("device") == entry.device:
+                        p.still_mounted.add((unique, node))
+                        p.kept.setdefault((unique, node), "an unidentified mount uses its device")
+                p.block(node, entry.pv_name, p.desired.pod_by_uid.get(entry.pod_uid),
+                        "cannot identify the volume mounted at %s (%s); kubevol leaves it and its device alone: "
+                        "restore its vol_data.json or unmount it by hand" % (entry.path, entry.reason))
+                continue
+            if entry.kind == "pod" and (entry.pod_uid, node) in p.desired.live_pods:
+                continue  # a running pod's directory: the mount rules decide
+            p.add(_step("cleanup", "directory", node, entry.pv_name or _dir_label(entry.path), None,
+                        "stale %s directory %s: %s; nothing is mounted there" % (
+                            "pod volume" if entry.kind == "pod" else "global mount", entry.path, entry.reason),
+                        None, pod=p.desired.pod_by_uid.get(entry.pod_uid), pod_uid=entry.pod_uid, path=entry.path))
+
+
+def _dir_label(path):
+    return (path or "").rstrip("/").rsplit("/", 2)[-2] if path else None
+
+
 def unmount_pods(p):
     """Pod mounts (mounted or orphaned dirs) that no desired pod on that node has: reconciler_common.go
-    unmountVolumes and reconstruct.go cleanOrphanVolumes."""
+    unmountVolumes and reconstruct.go cleanOrphanVolumes. A pod that is scheduled there and not terminated
+    keeps what it has mounted whatever is wrong with its claim (the populator removes a pod's volumes only
+    once the pod is deleted or terminated: desired_state_of_world_populator.go findAndRemoveDeletedPods)."""
     volumes = p.desired.volumes
     protected = p.desired.protected_pod_uids
+    live = p.desired.live_pods
     wanted = set()
     for (unique, node), nv in volumes.items():
         for pod in nv.mount_pods:
             wanted.add((node, pod.uid, nv.spec.pv_name))
-    for node, facts in p.actual.node_facts.items():
-        if not facts.reachable:
-            continue
+    for node, facts in p.teardown_facts():
         for (uid, pv_name), pm in facts.pod_mounts.items():
-            unique = pm.unique_name or _unique_from_globals(facts, pv_name)
+            unique = pm.unique_name
+            pair = (unique, node)
             if (node, uid, pv_name) in wanted or uid in protected or unique in p.protected_volumes:
-                if pm.mounted and unique:
-                    p.still_mounted.add((unique, node))
+                if pm.mounted:
+                    p.still_mounted.add(pair)
                 continue
             name = p.desired.pod_by_uid.get(uid)
-            if unique is None:
-                p.block(node, pv_name, name, "orphaned pod volume directory %s: cannot tell its driver (no "
-                        "vol_data.json and no such PV); inspect and remove it by hand" % pm.path)
+            if (uid, node) in live:
+                if pm.mounted:
+                    p.still_mounted.add(pair)
+                    p.kept.setdefault(pair, "pod %s still runs on node %s with it mounted" % (name, node))
                 continue
             why = ("pod %s no longer uses this volume on node %s" % (name, node) if name
                    else "pod %s is gone from the cluster" % uid)
@@ -169,25 +253,16 @@ def unmount_pods(p):
                         pod=name, pod_uid=uid))
 
 
-def _unique_from_globals(facts, pv_name):
-    for unique, gm in facts.global_mounts.items():
-        if gm.get("pv_name") == pv_name:
-            return unique
-    return None
-
-
 def unmount_devices(p):
     """Global mounts no pod on that node needs any more: reconciler_common.go unmountDetachDevices."""
     volumes = p.desired.volumes
     protected = p.desired.protected_pairs
-    for node, facts in p.actual.node_facts.items():
-        if not facts.reachable:
-            continue
+    for node, facts in p.teardown_facts():
         for unique, gm in facts.global_mounts.items():
             pair = (unique, node)
             nv = volumes.get(pair)
             if ((nv is not None and nv.mount_pods) or pair in protected or pair in p.still_mounted
-                    or unique in p.protected_volumes):
+                    or unique in p.protected_volumes or pair in p.kept):
                 if gm.get("mounted"):
                     p.still_mounted.add(pair)
                 continue
@@ -199,9 +274,12 @@ def unmount_devices(p):
 
 
 def _mounted_by_node(p, pair):
-    """The detach guard's evidence: node facts when known (after this plan's unmounts), else volumesInUse."""
+    """The detach guard's evidence: node facts when known (after this plan's unmounts), else volumesInUse;
+    a node that no longer exists is assumed to have it mounted (actual_state_of_world.go AddVolumeNode)."""
     if p.facts(pair[1]) is not None:
         return pair in p.still_mounted
+    if pair[1] not in p.index.node_by_name:
+        return True
     return pair in p.actual.in_use
 
 
@@ -222,30 +300,42 @@ def _detach_request_time(p, av, pv_name):
 
 
 def detach(p):
-    """Attachments no pod on that node wants: reconciler.go reconcile, detach loop with its mounted guard."""
+    """Attachments no pod on that node wants: reconciler.go reconcile, detach loop with its mounted guard.
+
+    Where nothing can run on the node (unreachable, or not in this run's inventory) the release is
+    record-only: with the out-of-service taint at once, on a node whose Node object is gone after
+    max_wait_for_unmount (an unhealthy node); the controller then removes the VolumeAttachment, as the
+    A/D controller does once the CSI driver's ControllerUnpublish returns."""
     volumes = p.desired.volumes
     protected = p.desired.protected_pairs
     opts = p.options
     for pair, av in p.actual.attached.items():
-        if pair in volumes or pair in protected or pair[0] in p.protected_volumes:
+        if pair in volumes or pair in protected or pair[0] in p.protected_volumes or pair in p.kept:
             continue
         unique, node = pair
         names = split_unique_volume_name(unique)
-        if names is None:
-            continue  # an in-tree volume: not kubevol's
+        if names is None or names[0] not in opts.known_drivers:
+            continue  # in-tree or another driver's volume: its own controller's business, never kubevol's
         pv_name = av.pv_name or p.pv_name_for(unique, unique)
-        if names[0] not in opts.known_drivers:
-            p.block(node, pv_name, None, UnknownDriver(driver=names[0], volume=pv_name,
-                                                       known=", ".join(opts.known_drivers)).msg)
+        if node in p.no_picture:
+            p.block(node, pv_name, None, "not detached: " + p.no_picture[node])
             continue
+        node_obj = p.index.node_by_name.get(node)
+        if node_obj is None and not p.index.node_by_name:
+            p.block(node, pv_name, None, "not detached: the cluster snapshot has no Node object at all, so it is not "
+                    "a picture of the cluster's nodes; write it again with nodes included (kubectl get nodes,pods,"
+                    "pv,pvc,volumeattachments,csidrivers -A -o yaml)")
+            continue
+        out_of_service = _has_out_of_service_taint(node_obj)
         error = p.unreachable(node)
-        if error is not None:
+        remote = error is not None or p.facts(node) is None  # nothing of this run can reach the node
+        record_only = remote and (out_of_service or node_obj is None)
+        if error is not None and not record_only:
             p.block(node, pv_name, None, "node unreachable: %s" % error)
             continue
         forced = False
         if _mounted_by_node(p, pair):
-            node_obj = p.index.node_by_name.get(node)
-            if _has_out_of_service_taint(node_obj):
+            if out_of_service:
                 forced = True
             else:
                 requested = _detach_request_time(p, av, pv_name)
@@ -254,7 +344,7 @@ def detach(p):
                 if waited > opts.max_wait_for_unmount and opts.force_detach and not healthy:
                     forced = True
                 else:
-                    p.block(node, pv_name, None, _still_mounted_reason(p, node, waited, healthy))
+                    p.block(node, pv_name, None, _still_mounted_reason(p, node, node_obj, waited, healthy))
                     continue
         why = "no pod on node %s uses this volume" % node
         if av.state == UNCERTAIN and av.va_name is None:
@@ -263,14 +353,26 @@ def detach(p):
             why = "VolumeAttachment %s exists but no pod on node %s uses the volume" % (av.va_name, node)
         if forced:
             why += "; detaching although still mounted (%s)" % (
-                "out-of-service taint" if _has_out_of_service_taint(p.index.node_by_name.get(node))
+                "out-of-service taint" if out_of_service
+                else "node %s no longer exists and max_wait_for_unmount has passed" % node if node_obj is None
                 else "waited longer than max_wait_for_unmount on a NotReady node")
+        extra = {"forced": forced}
+        if record_only:
+            extra["record_only"] = True
+            why += "; released in the cluster only: node %s %s and %s" % (
+                node, "is out of service" if out_of_service else "no longer exists",
+                "is unreachable" if error is not None else "is not in this run's inventory")
         p.detached.add(pair)
         p.add(_step("detach", "device", node, pv_name, unique, why,
-                    _item_from_actual(unique, pv_name, p.spec_for(unique), detach=True), forced=forced))
+                    _item_from_actual(unique, pv_name, p.spec_for(unique), detach=True), **extra))
 
 
-def _still_mounted_reason(p, node, waited, healthy):
+def _still_mounted_reason(p, node, node_obj, waited, healthy):
+    if node_obj is None:
+        return ("node %s no longer exists (no Node object) and may still have the volume mounted; it is released "
+                "after max_wait_for_unmount (%ds, waited %ds)%s" % (
+                    node, p.options.max_wait_for_unmount, max(waited, 0),
+                    "" if p.options.force_detach else ", but force_detach is off: release it by hand"))
     evidence = "node facts show it mounted" if p.facts(node) is not None else "node.status.volumesInUse lists it"
     hint = ("the node is Ready, so it is never force-detached: stop the pods using it on %s" % node if healthy
             else "force_detach is off" if not p.options.force_detach
@@ -374,11 +476,16 @@ def mount_devices(p):
         if nv.spec.mode != "Filesystem":
             continue  # Block volumes are mapped per pod
         facts = p.facts(node)
-        if facts is not None and (facts.global_mounts.get(unique) or {}).get("mounted"):
-            continue
-        p.add(_step("mount", "device", node, nv.spec.pv_name, unique,
-                    "pod(s) %s on node %s mount it" % (", ".join(m.name for m in nv.mount_pods), node),
-                    _item(nv.spec, read_only=nv.read_only)))
+        current = (facts.global_mounts.get(unique) or {}) if facts is not None else {}
+        why = "pod(s) %s on node %s mount it" % (", ".join(m.name for m in nv.mount_pods), node)
+        if current.get("mounted"):
+            writers = [m.name for m in nv.mount_pods if not m.read_only]
+            if not current.get("read_only") or nv.read_only or not writers:
+                continue
+            # NodeStage is read-write; readOnly is applied per pod at publish (csi_attacher.go MountDevice,
+            # csi_mounter.go SetUpAt). A staging mount an older run left read-only is fixed for its writers.
+            why = "remount read-write: the staging mount is read-only but pod(s) %s write to it" % ", ".join(writers)
+        p.add(_step("mount", "device", node, nv.spec.pv_name, unique, why, _item(nv.spec)))
 
 
 def mount_pods(p):
@@ -397,7 +504,7 @@ def mount_pods(p):
             else:
                 why = "pod %s uses it" % pod.name
             p.add(_step("mount", "pod", node, nv.spec.pv_name, unique, why,
-                        _item(nv.spec, (pod,), read_only=nv.read_only), pod=pod.name, pod_uid=pod.uid))
+                        _item(nv.spec, (pod,)), pod=pod.name, pod_uid=pod.uid))
 
 
 def _first_node(p, nvs):
@@ -432,7 +539,7 @@ def expand_node(p):
     desired_state_of_world_populator.go checkVolumeFSResize / volumeRequiresFSResize."""
     for pair, nv in p.desired.volumes.items():
         spec = nv.spec
-        if not nv.mount_pods or spec.mode != "Filesystem" or nv.read_only or spec.claim_capacity_bytes is None:
+        if not nv.mount_pods or spec.mode != "Filesystem" or nv.claims_read_only or spec.claim_capacity_bytes is None:
             continue
         target = p.grown_to.get(spec.pv_name, spec.capacity_bytes)
         if target <= spec.claim_capacity_bytes or pair in p.not_attached:
@@ -441,12 +548,46 @@ def expand_node(p):
         if error is not None:
             p.block(nv.node, spec.pv_name, None, "node unreachable: %s" % error)
             continue
-        item = _item(spec, nv.mount_pods, read_only=nv.read_only)
+        item = _item(spec, nv.mount_pods)
         item["capacity_bytes"] = target
         p.add(_step("expand", "node", nv.node, spec.pv_name, spec.unique_name,
                     "PV capacity %s is above the claim's %s: grow the filesystem" % (
                         format_bytes(target), format_bytes(spec.claim_capacity_bytes)), item,
                     size_from=spec.claim_capacity_bytes, size_to=target, pvc=spec.claim_key))
+
+
+def _mounted_now(p):
+    """(unique name, node) pairs mounted now: node facts where known, else node.status.volumesInUse."""
+    mounted = set()
+    for node, facts in p.actual.node_facts.items():
+        if not facts.reachable:
+            continue
+        mounted.update((unique, node) for unique, gm in facts.global_mounts.items() if gm.get("mounted"))
+        mounted.update((pm.unique_name, node) for pm in facts.pod_mounts.values() if pm.mounted)
+    mounted.update(pair for pair in p.actual.in_use if p.facts(pair[1]) is None)
+    return mounted
+
+
+def teardown_guard(p, steps):
+    """terraform's prevent_destroy, linux-system-roles storage's safe_mode: a plan that would unmount or
+    detach more than max_teardown_count of the volumes mounted now, or (two or more) more than
+    max_teardown_fraction of them, is refused unless allow_mass_teardown. A snapshot that lost its pods
+    looks exactly like a cluster that wants every volume gone; this guard is the last line before the nodes."""
+    opts = p.options
+    mounted = _mounted_now(p)
+    torn = {}
+    for step in steps:
+        pair = (step["unique_volume_name"], step["node"])
+        if (step["action"], step["target"]) in TEARDOWN and pair in mounted:
+            torn.setdefault(pair, []).append("%s/%s" % (step["action"], step["target"]))
+    count = len(torn)
+    over = count > opts.max_teardown_count or (count > 1 and count > opts.max_teardown_fraction * len(mounted))
+    return {"mounted": len(mounted), "teardown": count, "max_teardown_fraction": opts.max_teardown_fraction,
+            "max_teardown_count": opts.max_teardown_count, "allow_mass_teardown": bool(opts.allow_mass_teardown),
+            "tripped": bool(over and not opts.allow_mass_teardown),
+            "volumes": [{"node": node, "volume": p.pv_name_for(unique, split_unique_volume_name(unique)[1]
+                                                               if split_unique_volume_name(unique) else unique),
+                         "steps": torn[(unique, node)]} for unique, node in sorted(torn, key=lambda u: (u[1], u[0]))]}
 
 
 def _sort_key(step):
@@ -459,7 +600,16 @@ def plan(desired, actual, index, options=None):
     if not isinstance(options.max_wait_for_unmount, int) or options.max_wait_for_unmount < 0:
         raise InvalidInput(field="max_wait_for_unmount", value=options.max_wait_for_unmount,
                            reason="must be a non-negative number of seconds")
+    if not isinstance(options.max_teardown_fraction, (int, float)) or not 0 <= options.max_teardown_fraction <= 1:
+        raise InvalidInput(field="max_teardown_fraction", value=options.max_teardown_fraction,
+                           reason="must be a number from 0 to 1 (0.5: at most half of the mounted volumes)")
+    if not isinstance(options.max_teardown_count, int) or options.max_teardown_count < 0:
+        raise InvalidInput(field="max_teardown_count", value=options.max_teardown_count,
+                           reason="must be a non-negative number of volumes")
     p = _Plan(desired, actual, index, options)
+    for node, reason in sorted(p.no_picture.items()):
+        p.block(node, None, None, reason)
+    uncertain_mounts(p)     # kubelet: what reconstruction could not identify, per volume
     unmount_pods(p)         # kubelet: pods first, so their devices become free
     unmount_devices(p)      # kubelet: then the global mounts no pod needs
     detach(p)               # controller: detach before attach so an RWO volume can follow its pod
@@ -479,7 +629,8 @@ def plan(desired, actual, index, options=None):
     return {"plan": steps, "blocked": sorted(p.blocked, key=lambda b: (b["node"] or "", b["volume"] or "",
                                                                        b["pod"] or "", b["reason"])),
             "detach_requests": p.detach_requests, "detach_requests_to_clear": p.detach_requests_to_clear,
-            "summary": summary}
+            "teardown_guard": teardown_guard(p, steps), "summary": summary,
+            "nodes_out_of_service": sorted(n.name for n in index.cluster.nodes if _has_out_of_service_taint(n))}
 
 
 def plan_cluster(index, node_facts=None, options=None, scope=None):
@@ -487,7 +638,7 @@ def plan_cluster(index, node_facts=None, options=None, scope=None):
     options = options or PlanOptions()
     with gc_paused():  # the states and the plan are acyclic; see cluster.gc_paused
         desired = build_desired_state(index, options.known_drivers, scope)
-        actual = build_actual_state(index, node_facts)
+        actual = build_actual_state(index, node_facts, options.known_drivers)
         result = plan(desired, actual, index, options)
         result["desired"] = summarize_desired(desired)
         result["actual"] = summarize_actual(actual)

@@ -18,8 +18,12 @@ description:
   - Never changes anything; the plan is carried out by the node modules.
   - Steps are ordered unmount pod, unmount device, detach, attach, mount device, mount pod,
     expand controller, expand node. Each step carries the volume item the node module needs.
-  - Anything that cannot be acted on (unbound claim, missing PV, unknown driver, Multi-Attach,
-    still mounted, node unreachable) is returned in RV(blocked) with a reason.
+  - Anything that cannot be acted on (unbound claim, missing PV, Multi-Attach, still mounted, node unreachable,
+    a node the snapshot has no Node object for) is returned in RV(blocked) with a reason.
+  - A scheduled pod that is not terminated keeps every volume it has mounted and attached, whatever is wrong
+    with its claim or PV; only its deletion or termination releases them.
+  - Fails, changing nothing, when the plan would tear down more of the mounted volumes than the teardown guard
+    allows (O(max_teardown_fraction), O(max_teardown_count), O(allow_mass_teardown)).
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
 attributes:
@@ -57,10 +61,34 @@ options:
     default: 360
   known_drivers:
     description:
-      - CSI driver names kubevol has a backend for. Volumes of other drivers are reported as blocked.
+      - CSI driver names kubevol has a backend for.
+      - Volumes of other drivers (and in-tree attachable volumes) are foreign, as a kubelet leaves other
+        plugins' volumes alone; they are never planned, unmounted, detached or blocked, only counted
+        (RV(desired.foreign_volumes), RV(actual.foreign_mounts)).
     type: list
     elements: str
     default: [loop.kubevol.io]
+  max_teardown_fraction:
+    description:
+      - The teardown guard. A plan that would unmount or detach more than this fraction of the volumes mounted
+        now (two volumes or more) is refused, with the teardown it would do in the message and in RV(teardown_guard).
+      - A volume counts once per node, whatever steps it has. Mounted now means node facts show a global or pod
+        mount, or, for a node without facts, C(node.status.volumesInUse) lists it.
+      - Like terraform's C(prevent_destroy): a snapshot that lost its pods looks like a cluster that wants every
+        volume gone.
+    type: float
+    default: 0.5
+  max_teardown_count:
+    description:
+      - The teardown guard's absolute limit, whatever the fraction. See O(max_teardown_fraction).
+    type: int
+    default: 20
+  allow_mass_teardown:
+    description:
+      - Turn the teardown guard off for this run, when the snapshot is right and the teardown is wanted
+        (draining nodes, deleting an application).
+    type: bool
+    default: false
   scope:
     description:
       - A JMESPath expression over the List's items that selects the pods to consider.
@@ -118,6 +146,18 @@ detach_requests:
   returned: always
   type: list
   elements: dict
+nodes_out_of_service:
+  description: Nodes with the C(node.kubernetes.io/out-of-service) taint; their attachments are released at once.
+  returned: always
+  type: list
+  elements: str
+teardown_guard:
+  description:
+    - What the teardown guard counted. C(tripped) is true when the plan was refused (the module then fails).
+  returned: always
+  type: dict
+  sample: {mounted: 6, teardown: 4, max_teardown_fraction: 0.5, max_teardown_count: 20, allow_mass_teardown: false,
+           tripped: true, volumes: [{node: node1, volume: pv-db-data, steps: [unmount/pod, unmount/device, detach/device]}]}
 detach_requests_to_clear:
   description: VolumeAttachments whose stale detach-requested-at annotation should be removed.
   returned: always
@@ -143,7 +183,8 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.kubevol.volumes.plugins.module_utils.cluster import (
     ClusterIndex, cluster_from_data, load_cluster_file)
 from ansible_collections.kubevol.volumes.plugins.module_utils.errors import KubevolError
-from ansible_collections.kubevol.volumes.plugins.module_utils.planner import PlanOptions, plan_cluster, utc_now
+from ansible_collections.kubevol.volumes.plugins.module_utils.planner import (
+    DEFAULT_MAX_TEARDOWN_COUNT, DEFAULT_MAX_TEARDOWN_FRACTION, PlanOptions, TeardownRefused, plan_cluster, utc_now)
 from ansible_collections.kubevol.volumes.plugins.module_utils.scope import select_pods
 
 
@@ -156,6 +197,9 @@ def argspec():
         max_wait_for_unmount=dict(type="int", default=360),
         known_drivers=dict(type="list", elements="str", default=["loop.kubevol.io"]),
         scope=dict(type="str"),
+        max_teardown_fraction=dict(type="float", default=DEFAULT_MAX_TEARDOWN_FRACTION),
+        max_teardown_count=dict(type="int", default=DEFAULT_MAX_TEARDOWN_COUNT),
+        allow_mass_teardown=dict(type="bool", default=False),
     )
 
 
@@ -168,9 +212,12 @@ def run(params, now):
         cluster = cluster_from_data(data)
     selected = select_pods(data, params["scope"], field="scope")
     scope = None if selected is None else frozenset("%s/%s" % key for key in selected)
-    options = PlanOptions(params["force_detach"], params["max_wait_for_unmount"], tuple(params["known_drivers"]), now)
+    options = PlanOptions(params["force_detach"], params["max_wait_for_unmount"], tuple(params["known_drivers"]), now,
+                          params["max_teardown_fraction"], params["max_teardown_count"], params["allow_mass_teardown"])
     result = plan_cluster(ClusterIndex(cluster), params["node_facts"], options, scope)
     result["changed"] = False
+    if result["teardown_guard"]["tripped"]:
+        raise TeardownRefused(result)
     return result
 
 

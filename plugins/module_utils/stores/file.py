@@ -55,8 +55,31 @@ if yaml is not None:
     )
 
 DEFAULT_LOCK_TIMEOUT = 30
+KUBECTL_KINDS = "nodes,pods,pv,pvc,volumeattachments,csidrivers"
+# How kubectl's own error output starts, when it was redirected into the state file.
+KUBECTL_ERROR_PREFIXES = ("error:", "error from server", "the connection to the server", "unable to connect",
+                          "unauthorized", "forbidden", "no resources found")
 TEMP_MARK = ".kubevol-"
 TEMP_SUFFIX = ".tmp"
+
+
+def _describe_value(value):
+    if isinstance(value, str):
+        text = value.strip().splitlines()[0] if value.strip() else ""
+        return "the text %r" % (text[:120],)
+    name = type(value).__name__
+    return ("an " if name[0] in "aeiou" else "a ") + name
+
+
+def _kubectl_error_reason(text):
+    return ("it holds kubectl's error output, not a cluster: %s; nothing was planned. Fix kubectl's access "
+            "(login, context, token) and write the file again" % _describe_value(text))
+
+
+def _not_a_list_reason(number, doc):
+    if isinstance(doc, dict):
+        return "document %d is a mapping without a kind or items: not a Kubernetes List or object" % (number + 1)
+    return "document %d is %s, not a Kubernetes List or object" % (number + 1, _describe_value(doc))
 
 
 class FileStore(ClusterStore):
@@ -103,6 +126,8 @@ class FileStore(ClusterStore):
     def parse(self, text):
         """Parse YAML or JSON text (decided by content) into (List dict, format)."""
         stripped = text.lstrip()
+        if stripped.lower().startswith(KUBECTL_ERROR_PREFIXES):
+            raise StoreError(store=self.describe(), reason=_kubectl_error_reason(stripped))
         if stripped[:1] in ("{", "["):
             try:
                 return self._to_list([json.loads(text)]), "json"
@@ -123,10 +148,26 @@ class FileStore(ClusterStore):
         return self._to_list(documents), "yaml"
 
     def _to_list(self, documents):
+        """One List from the parsed documents; anything that is not a picture of a cluster is an error.
+
+        A snapshot decides what gets torn down, so an empty file (what ``kubectl get ... > file``
+        leaves when kubectl failed), kubectl's error text or a malformed List never reads as a
+        cluster with nothing in it.
+        """
         documents = [d for d in documents if d is not None]
-        if len(documents) == 1 and isinstance(documents[0], dict) and isinstance(documents[0].get("items"), list):
+        if not documents:
+            raise StoreError(store=self.describe(), reason=(
+                "the file is empty: no Kubernetes List or object in it (an empty file is what `kubectl get ... > "
+                "file` leaves when kubectl failed, e.g. with an expired token); nothing was planned. Write it "
+                "again with `kubectl get %s -A -o yaml > %s` and check that kubectl succeeded" % (KUBECTL_KINDS, self.path)))
+        if len(documents) == 1 and isinstance(documents[0], dict) and "items" in documents[0]:
             result = documents[0]
             items = result["items"]
+            if items is None:
+                items = result["items"] = []
+            if not isinstance(items, list):
+                raise StoreError(store=self.describe(), reason="its List's items is %s, not a list of objects"
+                                 % _describe_value(items))
         else:
             result = empty_list()
             items = result["items"]
@@ -138,11 +179,11 @@ class FileStore(ClusterStore):
                 elif isinstance(doc, list):
                     items.extend(doc)
                 else:
-                    raise StoreError(store=self.describe(),
-                                     reason="document %d is neither a Kubernetes List nor an object with a kind" % (number + 1))
+                    raise StoreError(store=self.describe(), reason=_not_a_list_reason(number, doc))
         for number, obj in enumerate(items):
             if not isinstance(obj, dict) or not obj.get("kind"):
-                raise StoreError(store=self.describe(), reason="items[%d] is not a Kubernetes object (no kind)" % number)
+                raise StoreError(store=self.describe(), reason="items[%d] is not a Kubernetes object (%s)" % (
+                    number, "no kind" if isinstance(obj, dict) else _describe_value(obj)))
         return result
 
     def dumps(self, cluster_list, fmt):

@@ -108,12 +108,6 @@ BLOCKED_CASES = [
                                       pod("ns/p", "node1", ["a"])), "claimRef uid old does not match"),
     ("no claimRef", cluster(node("node1"), pv("pv-a"), pvc("ns/a", "pv-a"), pod("ns/p", "node1", ["a"])),
      "not yet bound to the claim"),
-    ("unknown driver", cluster(node("node1"), bound("pv-a", "ns/a", driver="ebs.csi.aws.com"),
-                               pod("ns/p", "node1", ["a"])), "unknown volume driver 'ebs.csi.aws.com'"),
-    ("in-tree attachable PV", cluster(node("node1"), bound("pv-a", "ns/a", source="gcePersistentDisk"),
-                                      pod("ns/p", "node1", ["a"])), "no kubevol backend"),
-    ("in-tree attachable inline", cluster(node("node1"), pod("ns/p", "node1", [], volumes=[
-        {"name": "d", "awsElasticBlockStore": {"volumeID": "x"}}])), "no kubevol backend"),
     ("pod on a missing node", cluster(bound("pv-a", "ns/a"), pod("ns/p", "ghost", ["a"])), "does not exist"),
 ]
 
@@ -294,6 +288,9 @@ def test_phase_order():
                    bound("pv-a", "ns/a", size="1Gi", request="2Gi", capacity="1Gi"), pod("ns/p", "node2", ["a"]))
     node_facts = {"node1": facts("node1", devices=["pv-old"], global_mounts=["pv-old"], pod_mounts=[("x", "pv-old")]),
                   "node2": facts("node2")}
+    node_facts["node1"]["global_mounts"].append({"unique_volume_name": None, "driver": "loop.kubevol.io",
+                                                  "path": "/g/stale/globalmount", "mounted": False,
+                                                  "uncertain": "no vol_data.json"})
     result = run(data, node_facts)
     order = [(s["action"], s["target"]) for s in result["plan"]]
     assert order == list(PHASES)

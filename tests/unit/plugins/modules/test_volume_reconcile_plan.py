@@ -19,7 +19,8 @@ MODULE = os.path.join(REPO, "plugins", "modules", "volume_reconcile_plan.py")
 
 def params(**kw):
     base = dict(cluster_state=None, cluster=None, node_facts=None, force_detach=True, max_wait_for_unmount=360,
-                known_drivers=["loop.kubevol.io"], scope=None)
+                known_drivers=["loop.kubevol.io"], scope=None, max_teardown_fraction=0.5, max_teardown_count=20,
+                allow_mass_teardown=False)
     base.update(kw)
     return base
 
