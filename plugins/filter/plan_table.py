@@ -36,7 +36,7 @@ _value:
 
 from ansible.errors import AnsibleFilterError
 
-SYMBOLS = {"unmount": "-", "detach": "-", "attach": "+", "mount": "+", "expand": "~"}
+SYMBOLS = {"unmount": "-", "cleanup": "-", "detach": "-", "attach": "+", "mount": "+", "expand": "~"}
 COLUMNS = ("", "ACTION", "NODE", "VOLUME", "POD", "REASON")
 ACTIONS = ("unmount", "detach", "attach", "mount", "expand")
 
@@ -67,6 +67,8 @@ def plan_table(result):
             action = "%s/%s" % (s.get("action"), s.get("target"))
             if s.get("forced"):
                 action += " (forced)"
+            if s.get("record_only"):
+                action += " (record only)"
             rows.append((SYMBOLS.get(s.get("action"), "?"), action, _cell(s.get("node")), _cell(s.get("volume")),
                          _cell(s.get("pod")), _cell(s.get("reason"))))
         lines.extend(_table(rows))
@@ -84,7 +86,16 @@ def plan_table(result):
         if s.get("action") in counts:
             counts[s["action"]] += 1
     lines.append("")
-    lines.append("Plan: %s; %d blocked" % (", ".join("%d to %s" % (counts[a], a) for a in ACTIONS), len(blocked)))
+    cleanup = sum(1 for s in steps if s.get("action") == "cleanup")
+    lines.append("Plan: %s%s; %d blocked" % (", ".join("%d to %s" % (counts[a], a) for a in ACTIONS),
+                                             ", %d stale directories to remove" % cleanup if cleanup else "",
+                                             len(blocked)))
+    guard = result.get("teardown_guard") or {}
+    if guard.get("teardown"):
+        lines.append("Teardown guard: %d of %d mounted volumes would be unmounted or detached (limit: %g%% from two "
+                     "on, %d in all)%s" % (guard["teardown"], guard.get("mounted", 0),
+                                           guard.get("max_teardown_fraction", 0) * 100, guard.get("max_teardown_count", 0),
+                                           "; allowed for this run" if guard.get("allow_mass_teardown") else ""))
     return "\n".join(lines)
 
 

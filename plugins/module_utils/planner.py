@@ -318,8 +318,7 @@ def detach(p):
             continue  # in-tree or another driver's volume: its own controller's business, never kubevol's
         pv_name = av.pv_name or p.pv_name_for(unique, unique)
         if node in p.no_picture:
-            p.block(node, pv_name, None, "not detached: " + p.no_picture[node])
-            continue
+            continue  # blocked once for the whole node
         node_obj = p.index.node_by_name.get(node)
         if node_obj is None and not p.index.node_by_name:
             p.block(node, pv_name, None, "not detached: the cluster snapshot has no Node object at all, so it is not "
