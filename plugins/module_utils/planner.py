@@ -134,6 +134,10 @@ class _Plan:
         # Pairs a live pod still holds although its claim does not resolve now: never torn down.
         self.kept = dict(desired.kept_pairs)
         self.no_picture = _nodes_without_picture(actual, index)
+        self.nodeless_holders = {}      # unique -> nodes without a Node object that have it attached
+        for unique, node in actual.attached:
+            if node not in index.node_by_name:
+                self.nodeless_holders.setdefault(unique, set()).add(node)
 
     def add(self, step):
         self.phases[(step["action"], step["target"])].append(step)
@@ -442,9 +446,14 @@ def attach(p):
 
 
 def _holders(p, unique, node):
-    """Other nodes that hold the volume after this plan: confirmed, not detached here, or attached here."""
+    """Other nodes that hold the volume after this plan: confirmed, not detached here, or attached here.
+
+    An attachment on a node the snapshot has no Node object for (deleted, or missing from a partial
+    snapshot) counts too until it is released: the A/D controller's actual state keeps it after the
+    Node is gone (actual_state_of_world.go), so the volume waits for its (forced) detach."""
     holders = set(n for n in p.actual.confirmed_nodes.get(unique, ()) if (unique, n) not in p.detached)
     holders |= p.attached_to.get(unique, set())
+    holders |= set(n for n in p.nodeless_holders.get(unique, ()) if (unique, n) not in p.detached)
     holders.discard(node)
     return holders
 

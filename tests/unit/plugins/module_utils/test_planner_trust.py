@@ -364,3 +364,15 @@ def test_a_stale_unmounted_directory_is_cleaned():
                                                          node_facts["pod_mounts"][0]["path"]])
     assert sorted(executor.phase_stale_paths(result["plan"], "teardown", "node1")) == sorted(s["path"] for s in cleanup)
     assert executor.phase_items(result["plan"], "teardown", "node1") == []
+
+
+def test_an_attachment_on_a_node_without_node_object_blocks_a_second_rwo_attach_until_released():
+    """The A/D controller keeps the attachment of a deleted Node in its actual state until it is detached."""
+    data = cluster(node("node2"), bound("pv-a", "ns/a"), va("pv-a", "node1"), pod("ns/p", "node2", ["a"]))
+    result = run(data, {"node2": facts("node2")})
+    assert steps(result, "attach") == []
+    assert any(r.startswith('Multi-Attach error for volume "pv-a"') for r in reasons(result))
+    # a partial snapshot: node1 reports the device but its Node object is missing
+    data = cluster(node("node2"), bound("pv-a", "ns/a"), pod("ns/p", "node2", ["a"]))
+    result = run(data, {"node1": converged_node1("pv-a"), "node2": facts("node2")})
+    assert steps(result, "attach") == [] and teardown(result) == []
