@@ -18,6 +18,8 @@ description:
     still backed by the recorded image inode), global mounts and pod mounts from the kubelet directory layout,
     C(vol_data.json), C(findmnt -J), C(blockdev) and the filesystem tools.
   - Returns C(node_facts) exactly as docs/contracts.md section 2 defines it. Never changes anything.
+  - Reconstruction is per entry, as the kubelet's. A directory of another CSI driver (C(foreign)) or one whose
+    C(vol_data.json) is missing or unreadable (C(uncertain)) is reported, never a failure.
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
   - kubevol.volumes.node_volumes.node
@@ -64,13 +66,60 @@ node_facts:
       type: list
       elements: dict
     global_mounts:
-      description: One per C(<kubelet>/plugins/kubernetes.io/csi/<driver>/<hash>/globalmount) directory.
+      description:
+        - One per C(<kubelet>/plugins/kubernetes.io/csi/<driver>/<hash>/globalmount) directory, of every driver (also
+          the ones kubevol has no backend for).
+        - Keys C(unique_volume_name), C(driver), C(volume_handle), C(pv_name), C(path), C(mounted), C(device),
+          C(fs_type), C(fs_size_bytes), C(read_only), C(foreign), C(uncertain).
       type: list
       elements: dict
+      contains:
+        unique_volume_name:
+          description:
+            - C(kubernetes.io/csi/<driver>^<handle>) from the C(vol_data.json) beside C(globalmount), or derived from an
+              attached device of the same driver whose handle hashes to the directory name; null when neither names it.
+          type: str
+        driver:
+          description: C(driverName) of C(vol_data.json), else the C(<driver>) directory name.
+          type: str
+        foreign:
+          description:
+            - True when C(driver) has no kubevol backend on this node; such an entry is left to its own CSI node plugin
+              (no tool runs on it, C(fs_size_bytes) is null).
+          type: bool
+        uncertain:
+          description:
+            - Null for a healthy entry. Otherwise why its C(vol_data.json) does not identify the volume (missing,
+              unreadable, not JSON, no C(driverName)/C(volumeHandle), or disagreeing with the path), naming the file.
+          type: str
+        read_only:
+          description: Nothing can be written through the mount (its own flag or its filesystem's superblock is ro).
+          type: bool
     pod_mounts:
-      description: One per pod volume directory (Filesystem) or volumeDevices entry (Block).
+      description:
+        - One per pod volume directory (Filesystem) or volumeDevices entry (Block), of every driver.
+        - Keys C(pod_uid), C(pv_name), C(mode), C(path), C(mounted), C(read_only), C(device), C(unique_volume_name),
+          C(driver), C(foreign), C(uncertain).
       type: list
       elements: dict
+      contains:
+        unique_volume_name:
+          description:
+            - From C(vol_data.json); without a usable one, from the attached kubevol device it is mounted from; else
+              null.
+          type: str
+        driver:
+          description: The CSI driver, from C(vol_data.json) (or the device it is mounted from); null when unknown.
+          type: str
+        foreign:
+          description: True when C(driver) is known and has no kubevol backend on this node (false when unknown).
+          type: bool
+        uncertain:
+          description: Null for a healthy entry, else why its C(vol_data.json) does not identify the volume.
+          type: str
+        read_only:
+          description: Nothing can be written through the mount (its own flag or its filesystem's superblock is ro).
+          type: bool
   sample:
     node_name: node1
     reachable: true

@@ -16,6 +16,7 @@ import glob
 import os
 
 from ansible_collections.kubevol.volumes.plugins.module_utils import names
+from ansible_collections.kubevol.volumes.plugins.module_utils.drivers import DRIVERS
 from ansible_collections.kubevol.volumes.plugins.module_utils.errors import KubevolError
 from ansible_collections.kubevol.volumes.plugins.module_utils.node import blockdev, layout, mount
 from ansible_collections.kubevol.volumes.plugins.module_utils.node.filesystems import get_filesystem
@@ -25,6 +26,16 @@ def _unique_from(data):
     if data and data.get("driverName") and data.get("volumeHandle"):
         return names.unique_volume_name(data["driverName"], data["volumeHandle"])
     return None
+
+
+def _driver_of(data):
+    value = (data or {}).get("driverName")
+    return value if isinstance(value, str) and value else None
+
+
+def is_foreign(driver):
+    """A driver this node has no kubevol backend for (its own CSI node plugin owns the volume)."""
+    return bool(driver) and driver not in DRIVERS
 
 
 def devices(ctx):
@@ -52,33 +63,60 @@ def _fs_size(ctx, fs_type, device, path):
         return None
 
 
-def global_mounts(ctx, mounts):
+def _global_identity(path, data, problem, devs):
+    """(unique name, volume handle, uncertain reason) of a global mount directory.
+
+    vol_data.json names the volume when it is readable, complete and agrees with the path
+    (``<driver>/<sha256(handle)>/globalmount``). Otherwise the identity is derived, when it can be,
+    from an attached device of the same driver whose handle hashes to the directory name.
+    """
+    hash_dir = os.path.dirname(path)
+    dir_hash = os.path.basename(hash_dir)
+    dir_driver = os.path.basename(os.path.dirname(hash_dir))
+    problem = layout.global_vol_data_problem(hash_dir, data, problem)
+    if problem is None:
+        return _unique_from(data), data["volumeHandle"], None
+    for dev in devs:
+        if dev["driver"] == dir_driver and names.handle_hash(dev["volume_handle"]) == dir_hash:
+            return dev["unique_volume_name"], dev["volume_handle"], problem
+    return None, None, problem
+
+
+def global_mounts(ctx, mounts, devs=()):
     base = os.path.join(ctx.kubelet_dir, "plugins", names.CSI_PLUGIN_NAME)
     found = []
     for path in sorted(glob.glob(os.path.join(glob.escape(base), "*", "*", "globalmount"))):
         if not os.path.isdir(path) or os.path.basename(os.path.dirname(os.path.dirname(path))) == "volumeDevices":
             continue
-        data = layout.read_vol_data(os.path.dirname(path)) or {}
+        data, problem = layout.load_vol_data(os.path.dirname(path))
+        unique, handle, uncertain = _global_identity(path, data, problem, devs)
+        driver = _driver_of(data) or os.path.basename(os.path.dirname(os.path.dirname(path)))
+        foreign = is_foreign(driver)
         current = mounts.at(path)
         device = current.source_device if current else None
         fs_type = current.fstype if current else None
+        pv_name = (data or {}).get("specVolID")
         found.append({
-            "unique_volume_name": _unique_from(data),
-            "driver": data.get("driverName") or os.path.basename(os.path.dirname(os.path.dirname(path))),
-            "volume_handle": data.get("volumeHandle"),
-            "pv_name": data.get("specVolID"),
+            "unique_volume_name": unique,
+            "driver": driver,
+            "volume_handle": handle,
+            "pv_name": pv_name if isinstance(pv_name, str) and pv_name else None,
             "path": path,
             "mounted": current is not None,
             "device": device,
             "fs_type": fs_type,
-            "fs_size_bytes": _fs_size(ctx, fs_type, device, path) if current else None,
+            # hands off a foreign volume: no tool runs on its device
+            "fs_size_bytes": _fs_size(ctx, fs_type, device, path) if current and not foreign else None,
             "read_only": bool(current and current.read_only),
+            "foreign": foreign,
+            "uncertain": uncertain,
         })
     return found
 
 
-def pod_mounts(ctx, mounts):
+def pod_mounts(ctx, mounts, devs=()):
     pods = glob.escape(os.path.join(ctx.kubelet_dir, "pods"))
+    by_device = dict((d["device"], d) for d in devs)
     found = []
     for vol_dir in glob.glob(os.path.join(pods, "*", "volumes", names.CSI_PLUGIN_DIR, "*")):
         if not os.path.isdir(vol_dir):
@@ -86,7 +124,7 @@ def pod_mounts(ctx, mounts):
         path = os.path.join(vol_dir, "mount")
         current = mounts.at(path)
         found.append(_pod_entry(vol_dir, "Filesystem", path, current,
-                                current.source_device if current else None, layout.read_vol_data(vol_dir)))
+                                current.source_device if current else None, layout.load_vol_data(vol_dir), by_device))
     for path in glob.glob(os.path.join(pods, "*", "volumeDevices", names.CSI_PLUGIN_DIR, "*")):
         current = mounts.at(path)
         device = None
@@ -97,15 +135,22 @@ def pod_mounts(ctx, mounts):
                 device = None
         pv_name = os.path.basename(path)
         try:
-            data = layout.read_vol_data(layout.block_data_dir(ctx.kubelet_dir, pv_name))
-        except KubevolError:
-            data = None
-        found.append(_pod_entry(path, "Block", path, current, device, data))
+            loaded = layout.load_vol_data(layout.block_data_dir(ctx.kubelet_dir, pv_name))
+        except KubevolError as err:
+            loaded = (None, "no vol_data.json for %s: %s" % (path, err.msg))
+        found.append(_pod_entry(path, "Block", path, current, device, loaded, by_device))
     return sorted(found, key=lambda m: m["path"])
 
 
-def _pod_entry(vol_path, mode, path, current, device, data):
+def _pod_entry(vol_path, mode, path, current, device, loaded, by_device):
+    """One pod_mounts entry. Identity from vol_data.json; without one, from the attached kubevol device
+    it is mounted from (else null, and ``uncertain`` says why)."""
+    data, problem = loaded
     parts = vol_path.split(os.sep)
+    unique, driver = (_unique_from(data), _driver_of(data)) if problem is None else (None, _driver_of(data))
+    dev = by_device.get(device) if current is not None else None
+    if unique is None and dev is not None and driver in (None, dev["driver"]):
+        unique, driver = dev["unique_volume_name"], dev["driver"]
     return {
         "pod_uid": parts[-4],
         "pv_name": parts[-1],
@@ -114,18 +159,22 @@ def _pod_entry(vol_path, mode, path, current, device, data):
         "mounted": current is not None,
         "read_only": bool(current and current.read_only),
         "device": device,
-        "unique_volume_name": _unique_from(data),
+        "unique_volume_name": unique,
+        "driver": driver,
+        "foreign": is_foreign(driver),
+        "uncertain": problem,
     }
 
 
 def node_facts(ctx):
     mounts = mount.list_mounts(ctx.runner)
+    devs = devices(ctx)
     return {
         "node_name": ctx.node_name,
         "reachable": True,
         "error": None,
         "kubelet_dir": ctx.kubelet_dir,
-        "devices": devices(ctx),
-        "global_mounts": global_mounts(ctx, mounts),
-        "pod_mounts": pod_mounts(ctx, mounts),
+        "devices": devs,
+        "global_mounts": global_mounts(ctx, mounts, devs),
+        "pod_mounts": pod_mounts(ctx, mounts, devs),
     }

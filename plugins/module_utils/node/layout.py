@@ -11,6 +11,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import errno
 import json
 import os
 import stat
@@ -18,6 +19,8 @@ import stat
 from ansible_collections.kubevol.volumes.plugins.module_utils import names
 
 VOL_DATA = "vol_data.json"
+VOL_DATA_MAX_BYTES = 1 << 20
+IDENTITY_KEYS = ("driverName", "volumeHandle")
 
 
 def block_data_dir(kubelet_dir, pv_name):
@@ -43,13 +46,60 @@ def device_vol_data(item):
     return {"driverName": item.driver, "volumeHandle": item.volume_handle, "specVolID": item.pv_name}
 
 
-def read_vol_data(directory):
+def load_vol_data(directory):
+    """``(data, problem)`` for the vol_data.json in ``directory``.
+
+    data: the JSON object, or None when there is none. problem: None when the file names a volume
+    (non-empty string ``driverName`` and ``volumeHandle``), else why not, naming the file. The file is
+    read without following a symlink and only when it is a regular file (a FIFO would block).
+    """
+    path = os.path.join(directory, VOL_DATA)
     try:
-        with open(os.path.join(directory, VOL_DATA)) as handle:
-            data = json.load(handle)
-        return data if isinstance(data, dict) else None
-    except (IOError, OSError, ValueError):
-        return None
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+    except OSError as exc:
+        if exc.errno in (errno.ENOENT, errno.ENOTDIR):
+            return None, "%s is missing" % path
+        if exc.errno == errno.ELOOP:
+            return None, "%s is a symlink (not followed)" % path
+        return None, "%s is unreadable: %s" % (path, exc.strerror)
+    try:
+        with os.fdopen(fd, "rb") as handle:
+            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+                return None, "%s is not a regular file" % path
+            raw = handle.read(VOL_DATA_MAX_BYTES + 1)
+    except (IOError, OSError) as exc:
+        return None, "%s is unreadable: %s" % (path, exc.strerror)
+    if len(raw) > VOL_DATA_MAX_BYTES:
+        return None, "%s is larger than %d bytes" % (path, VOL_DATA_MAX_BYTES)
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except (ValueError, UnicodeDecodeError):
+        return None, "%s is not valid JSON" % path
+    if not isinstance(data, dict):
+        return None, "%s is not a JSON object" % path
+    missing = [key for key in IDENTITY_KEYS if not isinstance(data.get(key), str) or not data.get(key)]
+    if missing:
+        return data, "%s lacks %s" % (path, " and ".join(missing))
+    return data, None
+
+
+def global_vol_data_problem(hash_dir, data, problem):
+    """``problem`` (from load_vol_data of ``<driver>/<hash>``), or why a complete vol_data.json there does
+    not identify the volume of its path: another driver, or a handle whose sha256 is not ``<hash>``."""
+    if problem is not None:
+        return problem
+    path = os.path.join(hash_dir, VOL_DATA)
+    dir_driver = os.path.basename(os.path.dirname(hash_dir))
+    if data["driverName"] != dir_driver:
+        return "%s names driver %s but lies under driver directory %s" % (path, data["driverName"], dir_driver)
+    if names.handle_hash(data["volumeHandle"]) != os.path.basename(hash_dir):
+        return "%s names volume handle %s, whose sha256 is not the directory name" % (path, data["volumeHandle"])
+    return None
+
+
+def read_vol_data(directory):
+    """The vol_data.json object in ``directory`` or None (see load_vol_data)."""
+    return load_vol_data(directory)[0]
 
 
 def write_vol_data(directory, data):

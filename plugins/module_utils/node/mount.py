@@ -14,7 +14,9 @@ from typing import Tuple
 from ansible_collections.kubevol.volumes.plugins.module_utils.errors import ParseError
 from ansible_collections.kubevol.volumes.plugins.module_utils.node import blockdev
 
-FINDMNT = ["findmnt", "-J", "-l", "-o", "TARGET,SOURCE,FSTYPE,OPTIONS,MAJ:MIN"]
+# OPTIONS is what a writer sees (ro when either the mount or its superblock is read-only);
+# VFS-OPTIONS is the per-mount flag a bind remount changes, FS-OPTIONS the superblock's.
+FINDMNT = ["findmnt", "-J", "-l", "-o", "TARGET,SOURCE,FSTYPE,OPTIONS,VFS-OPTIONS,FS-OPTIONS,MAJ:MIN"]
 
 
 @dataclass(frozen=True)
@@ -24,15 +26,32 @@ class Mount:
     fstype: str
     options: Tuple[str, ...]
     majmin: str
+    vfs_options: Tuple[str, ...] = ()
+    fs_options: Tuple[str, ...] = ()
 
     @property
     def read_only(self):
-        return "ro" in self.options
+        """Effectively read-only: the mount or its superblock is (nothing can be written through it)."""
+        return "ro" in self.options or self.mount_read_only or self.super_read_only
+
+    @property
+    def mount_read_only(self):
+        """The per-mount flag (what ``mount -o remount,bind,ro|rw`` sets)."""
+        return "ro" in (self.vfs_options or self.options)
+
+    @property
+    def super_read_only(self):
+        """The filesystem itself (the superblock) is mounted read-only: every bind of it is read-only."""
+        return "ro" in self.fs_options
 
     @property
     def source_device(self):
         """'/dev/loop0' from '/dev/loop0' or '/dev/loop0[/sub]'."""
         return self.source.split("[", 1)[0]
+
+
+def _split(options):
+    return tuple(o for o in (options or "").split(",") if o)
 
 
 def parse_findmnt(out):
@@ -48,8 +67,10 @@ def parse_findmnt(out):
         for entry in items:
             mounts.append(Mount(target=entry.get("target") or "", source=entry.get("source") or "",
                                 fstype=entry.get("fstype") or "",
-                                options=tuple((entry.get("options") or "").split(",")),
-                                majmin=(entry.get("maj:min") or "").strip()))
+                                options=_split(entry.get("options")),
+                                majmin=(entry.get("maj:min") or "").strip(),
+                                vfs_options=_split(entry.get("vfs-options")),
+                                fs_options=_split(entry.get("fs-options"))))
             walk(entry.get("children") or ())
     walk(entries)
     return mounts
@@ -109,6 +130,17 @@ def bind(runner, source, target, read_only):
 
 def remount_read_only(runner, target):
     runner.check(["mount", "-o", "remount,bind,ro", target], step="remount read-only")
+
+
+def remount_bind_read_write(runner, target):
+    """A pod's bind mount left read-only while its pod now writes: clear the per-mount flag only."""
+    runner.check(["mount", "-o", "remount,bind,rw", target], step="remount read-write")
+
+
+def remount_read_write(runner, target, hint=None):
+    """The global mount (superblock and its mount) read-write, for a writer pod."""
+    runner.check(["mount", "-o", "remount,rw", target], step="remount read-write",
+                 hint=hint or "check the kernel log (dmesg): the device may be read-only")
 
 
 def unmount(runner, target):

@@ -14,8 +14,10 @@ POD2 = "77777777-7777-4777-8777-777777777772"
 FACT_KEYS = {"node_name", "reachable", "error", "kubelet_dir", "devices", "global_mounts", "pod_mounts"}
 DEVICE_KEYS = {"unique_volume_name", "driver", "volume_handle", "device", "size_bytes", "read_only"}
 GLOBAL_KEYS = {"unique_volume_name", "driver", "volume_handle", "pv_name", "path", "mounted", "device", "fs_type",
-               "fs_size_bytes", "read_only"}
-POD_KEYS = {"pod_uid", "pv_name", "mode", "path", "mounted", "read_only", "device", "unique_volume_name"}
+               "fs_size_bytes", "read_only", "foreign", "uncertain"}
+POD_KEYS = {"pod_uid", "pv_name", "mode", "path", "mounted", "read_only", "device", "unique_volume_name", "driver",
+            "foreign", "uncertain"}
+HEALTHY = {"driver": DRIVER, "foreign": False, "uncertain": None}
 
 
 def check_schema(facts):
@@ -60,17 +62,18 @@ def test_facts_report_exactly_what_was_done(node, node2):
     assert glob["fs_size_bytes"] and 300 * MiB < glob["fs_size_bytes"] <= 320 * MiB
     assert dict(glob, fs_size_bytes=None) == {
         "unique_volume_name": uvn("pv-a.img"), "driver": DRIVER, "volume_handle": "pv-a.img", "pv_name": "pv-a",
-        "path": gpath, "mounted": True, "device": dev_a, "fs_type": "xfs", "fs_size_bytes": None, "read_only": False}
+        "path": gpath, "mounted": True, "device": dev_a, "fs_type": "xfs", "fs_size_bytes": None, "read_only": False,
+        "foreign": False, "uncertain": None}
     assert facts["pod_mounts"] == sorted([
         {"pod_uid": POD1, "pv_name": "pv-a", "mode": "Filesystem", "mounted": True, "read_only": False,
          "path": names.pod_mount_path(node.kubelet_dir, POD1, "pv-a"), "device": dev_a,
-         "unique_volume_name": uvn("pv-a.img")},
+         "unique_volume_name": uvn("pv-a.img"), **HEALTHY},
         {"pod_uid": POD2, "pv_name": "pv-a", "mode": "Filesystem", "mounted": True, "read_only": True,
          "path": names.pod_mount_path(node.kubelet_dir, POD2, "pv-a"), "device": dev_a,
-         "unique_volume_name": uvn("pv-a.img")},
+         "unique_volume_name": uvn("pv-a.img"), **HEALTHY},
         {"pod_uid": POD1, "pv_name": "pv-b", "mode": "Block", "mounted": True, "read_only": False,
          "path": names.pod_device_path(node.kubelet_dir, POD1, "pv-b"), "device": dev_b,
-         "unique_volume_name": uvn("pv-b.img")},
+         "unique_volume_name": uvn("pv-b.img"), **HEALTHY},
     ], key=lambda m: m["path"])
     assert node.module("node_volume_facts")["node_facts"] == facts  # stable across runs
     facts2 = node2.module("node_volume_facts")["node_facts"]
