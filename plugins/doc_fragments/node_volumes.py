@@ -43,6 +43,9 @@ options:
       - The volumes to act on, one node's whole phase in one call. A single volume is a list of one.
       - Every name is checked before anything runs; a PV name, pod uid or handle with C(/), C(..), NUL or
         control characters is refused.
+      - A volume whose O(volumes[].driver) has no kubevol backend on the node is skipped, not failed; it is left to
+        its own CSI node plugin and nothing runs on it. Its result is C(pv_name), C(unique_volume_name),
+        C(changed=false) and C(skipped) (the reason), with a warning; the other volumes are handled normally.
     type: list
     elements: dict
     required: true
@@ -84,7 +87,11 @@ options:
         elements: str
         default: []
       read_only:
-        description: The whole volume is read-only on this node.
+        description:
+          - The PV itself is read-only (PV C(spec.csi.readOnly), or its access modes are only ReadOnlyMany). Then the
+            global mount and every pod mount are read-only.
+          - Otherwise the global mount is read-write, whatever the pods do; a pod's own read-only is
+            O(volumes[].pods[].read_only).
         type: bool
         default: false
       pods:
@@ -104,7 +111,9 @@ options:
             type: str
             default: ''
           read_only:
-            description: Publish read-only to this pod.
+            description:
+              - Publish read-only to this pod (its volume mount or PVC source is read-only). Only its bind mount is
+                read-only.
             type: bool
             default: false
       detach:

@@ -56,7 +56,10 @@ EXAMPLES = r'''
 
 RETURN = r'''
 volumes:
-  description: Per volume, the sizes before and after in bytes.
+  description:
+    - Per volume, the sizes before and after in bytes.
+    - A volume of a driver without a kubevol backend has only C(pv_name), C(unique_volume_name),
+      C(changed=false) and C(skipped) (the reason); nothing ran on it.
   returned: always
   type: list
   elements: dict

@@ -11,7 +11,7 @@ import os
 import socket
 
 from ansible_collections.kubevol.volumes.plugins.module_utils import names
-from ansible_collections.kubevol.volumes.plugins.module_utils.drivers import get_driver
+from ansible_collections.kubevol.volumes.plugins.module_utils.drivers import DRIVERS, get_driver
 from ansible_collections.kubevol.volumes.plugins.module_utils.errors import InvalidInput, KubevolError
 from ansible_collections.kubevol.volumes.plugins.module_utils.node.lock import DEFAULT_RUN_DIR, VolumeLock
 from ansible_collections.kubevol.volumes.plugins.module_utils.node.runner import Runner
@@ -54,17 +54,31 @@ class NodeContext:
         return cls(self.runner_for(item), self.kubelet_dir, self.node_name)
 
     def all_drivers(self):
-        from ansible_collections.kubevol.volumes.plugins.module_utils.drivers import DRIVERS
         return [cls(self.runner, self.kubelet_dir, self.node_name) for _name, cls in sorted(DRIVERS.items())]
 
     def lock(self, item):
         return VolumeLock(self.run_dir, item.unique_name, self.lock_timeout, node=self.node_name, volume=item.pv_name)
 
+    def has_backend(self, item):
+        """False for a volume of a driver kubevol has no backend for: its own CSI node plugin owns it."""
+        return item.driver in DRIVERS
+
+    def skip_foreign(self, item):
+        """The result of a volume left alone because kubevol has no backend for its driver (nothing runs)."""
+        reason = ("driver %s has no kubevol backend on node %s: left to its own CSI node plugin"
+                  % (item.driver, self.node_name))
+        self.warn("volume %s skipped: %s" % (item.pv_name, reason))
+        return {"pv_name": item.pv_name, "unique_volume_name": item.unique_name, "changed": False, "skipped": reason}
+
     def items(self, raw_volumes):
-        """Validate every item (names, driver, driver paths) before anything runs."""
+        """Validate every item (names; driver paths of the drivers kubevol has) before anything runs.
+
+        A volume of a driver without a kubevol backend is still name-checked but not refused: the
+        caller skips it (has_backend, skip_foreign)."""
         items = [volume_item(raw) for raw in raw_volumes or ()]
         for item in items:
-            self.driver(item).validate(item)
+            if self.has_backend(item):
+                self.driver(item).validate(item)
         seen = set()
         for item in items:
             if item.unique_name in seen:

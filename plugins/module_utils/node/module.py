@@ -29,29 +29,45 @@ def merge_diff(results):
     return {"before": before, "after": after}
 
 
-def run_volumes(module, phase, prepare=None, **extra_results):
+def run_volumes(module, phase, prepare=None, finish=None, **extra_results):
     """Validate all volumes, run ``prepare(ctx, items)`` (decisions that may refuse the whole call),
-    then ``phase(ctx, item)`` per volume under its lock; exit or fail."""
+    then ``phase(ctx, item)`` per volume under its lock, then ``finish(ctx)`` (a dict of extra
+    results; its ``changed`` is or-ed into the call's); exit or fail.
+
+    Volumes of a driver kubevol has no backend for are skipped (a ``skipped`` result and a warning),
+    never passed to ``prepare`` or ``phase``; ``extra_results`` builders see only the others.
+    """
     ctx = None
+    skipped = {}
     try:
         ctx = context_from(module)
         items = ctx.items(module.params["volumes"])
+        active = [item for item in items if ctx.has_backend(item)]
+        skipped = dict((item.unique_name, ctx.skip_foreign(item)) for item in items if not ctx.has_backend(item))
         if prepare is not None:
-            prepare(ctx, items)
-        results = ctx.run_each(items, lambda item: phase(ctx, item))
+            prepare(ctx, active)
+        done = ctx.run_each(active, lambda item: phase(ctx, item))
+        extra = dict(finish(ctx)) if finish is not None else {}
     except KubevolError as err:
         for text in (ctx.warnings if ctx else ()):
             module.warn(text)
         result = err.to_result()
         if isinstance(result.get("volumes"), list):
             merge_diff(result["volumes"])
+            result["volumes"] = result["volumes"] + list(skipped.values())
         module.fail_json(msg=err.msg, **result)
     for text in ctx.warnings:
         module.warn(text)
-    diff = merge_diff(results)
+    diff = merge_diff(done)
+    by_name = dict((res["unique_volume_name"], res) for res in done)
+    by_name.update(skipped)
+    results = [by_name[item.unique_name] for item in items]
     out = dict(changed=any(r["changed"] for r in results), volumes=results, node_name=ctx.node_name)
     for key, build in extra_results.items():
-        out[key] = build(results)
+        out[key] = build(done)
+    extra_changed = extra.pop("changed", False)
+    out.update(extra)
+    out["changed"] = out["changed"] or bool(extra_changed)
     if module._diff:
         out["diff"] = diff
     module.exit_json(**out)

@@ -150,6 +150,16 @@ def parse_module_output(proc):
     return result
 
 
+def warnings_of(result):
+    """The warning texts of a module result (ansible-core >= 2.19 returns structured warning summaries)."""
+    texts = []
+    for warning in result.get("warnings") or ():
+        if isinstance(warning, dict):
+            warning = (warning.get("event") or {}).get("msg") or warning.get("msg") or json.dumps(warning)
+        texts.append(warning)
+    return texts
+
+
 def _teardown(node, proc):
     try:
         for target in sorted(node.mounts_under(), key=lambda t: t.count("/"), reverse=True):
