@@ -25,6 +25,13 @@ description:
   - In Block mode the device node is bind-mounted onto a file at
     C(<kubelet_dir>/pods/<uid>/volumeDevices/kubernetes.io~csi/<pv>).
   - A mount already in place is never stacked again.
+  - Read-only is per pod. The global mount is read-write unless O(volumes[].read_only) (the PV itself is read-only);
+    a pod with O(volumes[].pods[].read_only) gets a read-only bind mount. A global mount found read-only (an older
+    kubevol mounted it so for a reading first pod) is remounted read-write (C(mount -o remount,rw)) when the volume is
+    not read-only and one of O(volumes[].pods) writes; a pod's bind mount found with the wrong per-mount flag is
+    remounted (C(mount -o remount,bind,rw) or C(remount,bind,ro)). Each is reported in C(actions) and the diff.
+  - A verified mount whose C(vol_data.json) is missing or unreadable gets it written again (action
+    C(write <path>)), so the next facts identify the volume.
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
   - kubevol.volumes.node_volumes
@@ -68,7 +75,12 @@ EXAMPLES = r'''
 
 RETURN = r'''
 volumes:
-  description: What was done per volume.
+  description:
+    - What was done per volume, in the order given. A volume of a driver without a kubevol backend has only
+      C(pv_name), C(unique_volume_name), C(changed=false) and C(skipped) (the reason).
+    - C(actions) lists what was done (or would be, in check mode), for example C(format), C(mount device),
+      C(remount read-write <global mount>), C(publish <pod path>), C(remount read-only <pod path>),
+      C(remount read-write <pod path>), C(write <vol_data.json>).
   returned: always
   type: list
   elements: dict

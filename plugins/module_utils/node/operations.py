@@ -119,7 +119,20 @@ def _stage(ctx, runner, item, device, mounts, force, res):
                                node=ctx.node_name, volume=item.pv_name, step="mount device")
         res["fs_type"] = current.fstype
         _check_mismatch(ctx, item, current.fstype, res)
-        _note_mount(res, gpath, current.source, current.source)
+        _repair_vol_data(ctx, res, os.path.dirname(gpath), layout.device_vol_data(item))
+        writers = [pod.name or pod.uid for pod in item.pods if not pod.read_only]
+        if current.read_only and not item.read_only and writers:
+            # An older kubevol mounted it read-only because its first pod was a reader; a writer joins.
+            if blockdev.device_read_only(runner, device):
+                raise KubevolError("global mount %s of volume %s on node %s is read-only and its device %s is "
+                                   "read-only too, but pod(s) %s write to it: detach the volume (volume_detach) "
+                                   "and attach it again (k8s_volume_attach) read-write"
+                                   % (gpath, item.pv_name, ctx.node_name, device, ", ".join(writers)),
+                                   node=ctx.node_name, volume=item.pv_name, step="remount read-write")
+            _act(ctx, res, "remount read-write %s" % gpath, mount.remount_read_write, runner, gpath)
+            _note_mount(res, gpath, "%s (read-only)" % current.source, "%s (read-write)" % current.source)
+        else:
+            _note_mount(res, gpath, current.source, current.source)
         return gpath
     found = blockdev.probe(runner, device)  # raises UnsafeToFormat when inconclusive
     existing = found.fs_type
@@ -158,6 +171,23 @@ def _stage(ctx, runner, item, device, mounts, force, res):
              item.read_only)
     _note_mount(res, gpath, None, device)
     return gpath
+
+
+def _repair_vol_data(ctx, res, directory, data):
+    """A mount kubevol just verified (its own path, its own device) whose vol_data.json is missing or
+    unreadable: write it again, so the next facts identify the volume from it (reconstruction)."""
+    _old, problem = layout.load_vol_data(directory)
+    if problem is None:
+        return
+    path = os.path.join(directory, layout.VOL_DATA)
+    res["actions"].append("write %s" % path)
+    res["changed"] = True
+    if ctx.check_mode:
+        return
+    try:
+        layout.write_vol_data(directory, data)
+    except (IOError, OSError) as exc:
+        ctx.warn("volume %s: could not rewrite %s (%s): %s" % (res["pv_name"], path, problem, exc))
 
 
 def _check_mismatch(ctx, item, existing, res):
@@ -208,10 +238,19 @@ def _publish_filesystem(ctx, runner, item, device, source, mounts, res):
                 raise KubevolError("pod mount %s is mounted from %s, not from volume %s's device %s on node %s; "
                                    "unmount it first" % (target, current.source, item.pv_name, device, ctx.node_name),
                                    node=ctx.node_name, volume=item.pv_name, step="publish")
-            if read_only and not current.read_only:
+            _repair_vol_data(ctx, res, os.path.dirname(target), layout.pod_vol_data(item, ctx.node_name))
+            # The per-mount flag decides: a bind of a read-only superblock is read-only whatever its own flag,
+            # and turns writable once the global mount is remounted read-write (see _stage).
+            if read_only and not current.mount_read_only:
                 _act(ctx, res, "remount read-only %s" % target, mount.remount_read_only, runner, target)
                 res["published"].append(pod.uid)
-            _note_mount(res, target, current.source, current.source)
+                _note_mount(res, target, "%s (read-write)" % current.source, "%s (read-only)" % current.source)
+            elif not read_only and current.mount_read_only:
+                _act(ctx, res, "remount read-write %s" % target, mount.remount_bind_read_write, runner, target)
+                res["published"].append(pod.uid)
+                _note_mount(res, target, "%s (read-only)" % current.source, "%s (read-write)" % current.source)
+            else:
+                _note_mount(res, target, current.source, current.source)
             continue
         if not ctx.check_mode:
             os.makedirs(target, mode=0o750, exist_ok=True)
