@@ -51,9 +51,16 @@ def node_argspec(**extra):
     return spec
 
 
-def volumes_argspec(**extra):
-    """volumes, kubelet_dir, node_name, run_dir, lock_timeout plus ``extra`` (the volume modules)."""
-    spec = node_argspec(volumes=dict(type="list", elements="dict", required=True, options=copy.deepcopy(VOLUME_SPEC)))
+def volumes_argspec(volumes_required=True, **extra):
+    """volumes, kubelet_dir, node_name, run_dir, lock_timeout plus ``extra`` (the volume modules).
+
+    volumes_required=False makes ``volumes`` optional (default []), for volume_detach."""
+    volumes = dict(type="list", elements="dict", options=copy.deepcopy(VOLUME_SPEC))
+    if volumes_required:
+        volumes["required"] = True
+    else:
+        volumes["default"] = []
+    spec = node_argspec(volumes=volumes)
     spec.update(copy.deepcopy(LOCK_SPEC))
     spec.update(extra)
     return spec

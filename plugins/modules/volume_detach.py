@@ -21,6 +21,10 @@ description:
   - It removes only what kubevol created and only when empty; the C(mount) directory, the C(vol_data.json) it wrote,
     the pod volume directory and an empty C(kubernetes.io~csi) parent, the global mount directory. It never removes
     a mountpoint and never deletes recursively.
+  - A volume whose driver has no kubevol backend on the node is skipped, not failed (its result has C(skipped) and
+    a warning is issued); nothing runs on it, the other volumes are handled. Its names are still checked.
+  - O(stale_paths) removes volume directories the planner found stale (no C(vol_data.json) names their volume and
+    nothing is mounted there), after the volumes. This needs no O(volumes).
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
   - kubevol.volumes.node_volumes
@@ -33,6 +37,30 @@ attributes:
   platform:
     platforms: posix
 options:
+  volumes:
+    description:
+      - The volumes to unmount and detach (see the volume item below). Optional for this module (default none), so
+        that a call can do only O(stale_paths).
+      - Every name is checked before anything runs; a PV name, pod uid or handle with C(/), C(..), NUL or
+        control characters is refused.
+    required: false
+    default: []
+  stale_paths:
+    description:
+      - Stale volume directories to remove, as the planner lists them from the node facts (entries with
+        C(uncertain) set, no volume identified and not mounted).
+      - Each must be exactly C(<kubelet_dir>/plugins/kubernetes.io/csi/<driver>/<64 hex>/globalmount) or
+        C(<kubelet_dir>/pods/<uid>/volumes/kubernetes.io~csi/<pv>/mount), normalized, with no symlink in any component
+        below O(kubelet_dir); anything else fails the whole call before anything runs, naming the path.
+      - A path that is a mountpoint, is not empty, whose C(vol_data.json) does name a volume, or whose driver has no
+        kubevol backend is kept (returned in C(stale_kept) with the reason), not a failure.
+      - Otherwise the empty directory is removed with C(rmdir), then the C(vol_data.json) beside it (it names no
+        volume), then the parent directory if now empty; for a pod path also an empty C(kubernetes.io~csi) directory.
+        Never recursive, never through a symlink. In check mode nothing is removed and C(stale_removed) lists what
+        would be.
+    type: list
+    elements: str
+    default: []
   force:
     description:
       - Also unmount the pod mounts of the PV that were not named (other pods still using the volume lose it), then
@@ -53,6 +81,11 @@ EXAMPLES = r'''
         pods:
           - {uid: 1b6f0d2e-0000-4000-8000-000000000001}
 
+- name: Remove stale directories the planner found (unidentifiable, not mounted)
+  kubevol.volumes.volume_detach:
+    stale_paths:
+      - /var/lib/kubelet/plugins/kubernetes.io/csi/loop.kubevol.io/9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08/globalmount
+
 - name: Unmount the last pod, the global mount, and detach
   kubevol.volumes.volume_detach:
     volumes:
@@ -65,7 +98,9 @@ EXAMPLES = r'''
 
 RETURN = r'''
 volumes:
-  description: What was done per volume.
+  description:
+    - What was done per volume, in the order given. A volume of a driver without a kubevol backend has only
+      C(pv_name), C(unique_volume_name), C(changed=false) and C(skipped) (the reason).
   returned: always
   type: list
   elements: dict
@@ -81,6 +116,33 @@ volumes:
       removed: [/var/lib/kubelet/pods/1b6f.../volumes/kubernetes.io~csi/pv-a/mount]
       detached: /dev/loop3
       actions: ["unmount /var/lib/kubelet/pods/1b6f.../volumes/kubernetes.io~csi/pv-a/mount"]
+    - pv_name: pv-ebs
+      unique_volume_name: kubernetes.io/csi/ebs.csi.aws.com^vol-0abc
+      changed: false
+      skipped: "driver ebs.csi.aws.com has no kubevol backend on node node1: left to its own CSI node plugin"
+stale_removed:
+  description:
+    - Every path removed for O(stale_paths), in order (the directory, the C(vol_data.json) beside it, the emptied
+      parent directories); in check mode what would be removed.
+  returned: success
+  type: list
+  elements: str
+  sample:
+    - /var/lib/kubelet/pods/1b6f.../volumes/kubernetes.io~csi/pv-a/mount
+    - /var/lib/kubelet/pods/1b6f.../volumes/kubernetes.io~csi/pv-a/vol_data.json
+    - /var/lib/kubelet/pods/1b6f.../volumes/kubernetes.io~csi/pv-a
+stale_kept:
+  description: The O(stale_paths) left in place, each with why (mountpoint, not empty, identified, foreign driver).
+  returned: success
+  type: list
+  elements: dict
+  contains:
+    path:
+      description: The stale path as given.
+      type: str
+    reason:
+      description: Why it was kept, naming the path.
+      type: str
 node_name:
   description: The Kubernetes node name used.
   returned: success
@@ -99,17 +161,28 @@ completed:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.kubevol.volumes.plugins.module_utils.node_args import volumes_argspec
+from ansible_collections.kubevol.volumes.plugins.module_utils.node import stale
 from ansible_collections.kubevol.volumes.plugins.module_utils.node.module import run_volumes
 from ansible_collections.kubevol.volumes.plugins.module_utils.node.operations import detach_volume, plan_detach
 
 
 def main():
-    module = AnsibleModule(argument_spec=volumes_argspec(force=dict(type="bool", default=False)),
+    module = AnsibleModule(argument_spec=volumes_argspec(volumes_required=False,
+                                                         force=dict(type="bool", default=False),
+                                                         stale_paths=dict(type="list", elements="str", default=[])),
                            supports_check_mode=True)
     force = module.params["force"]
-    # Decide for every volume before acting on any: a blocked detach fails with nothing changed.
-    run_volumes(module, lambda ctx, item: detach_volume(ctx, item, force=force),
-                prepare=lambda ctx, items: [plan_detach(ctx, item, force=force) for item in items])
+    checked = []
+
+    def prepare(ctx, items):
+        # Decide for every volume and check every stale path before acting on any: a blocked detach or a
+        # refused path fails with nothing changed.
+        checked.extend(stale.check_paths(ctx, module.params["stale_paths"]))
+        for item in items:
+            plan_detach(ctx, item, force=force)
+
+    run_volumes(module, lambda ctx, item: detach_volume(ctx, item, force=force), prepare=prepare,
+                finish=lambda ctx: stale.remove_stale(ctx, checked))
 
 
 if __name__ == "__main__":
