@@ -86,16 +86,16 @@ def plan_table(result):
         if s.get("action") in counts:
             counts[s["action"]] += 1
     lines.append("")
-    cleanup = sum(1 for s in steps if s.get("action") == "cleanup")
-    lines.append("Plan: %s%s; %d blocked" % (", ".join("%d to %s" % (counts[a], a) for a in ACTIONS),
-                                             ", %d stale directories to remove" % cleanup if cleanup else "",
-                                             len(blocked)))
     guard = result.get("teardown_guard") or {}
     if guard.get("teardown"):
         lines.append("Teardown guard: %d of %d mounted volumes would be unmounted or detached (limit: %g%% from two "
                      "on, %d in all)%s" % (guard["teardown"], guard.get("mounted", 0),
                                            guard.get("max_teardown_fraction", 0) * 100, guard.get("max_teardown_count", 0),
                                            "; allowed for this run" if guard.get("allow_mass_teardown") else ""))
+    cleanup = sum(1 for s in steps if s.get("action") == "cleanup")
+    lines.append("Plan: %s%s; %d blocked" % (", ".join("%d to %s" % (counts[a], a) for a in ACTIONS),
+                                             ", %d stale directories to remove" % cleanup if cleanup else "",
+                                             len(blocked)))
     return "\n".join(lines)
 
 
