@@ -17,6 +17,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import datetime
+import re
 from collections import namedtuple
 
 from ansible_collections.kubevol.volumes.plugins.module_utils.actual_state import (
@@ -31,6 +32,9 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.names import (
 
 PHASES = (("unmount", "pod"), ("unmount", "device"), ("cleanup", "directory"), ("detach", "device"),
           ("attach", "device"), ("mount", "device"), ("mount", "pod"), ("expand", "controller"), ("expand", "node"))
+# The directories volume_detach's stale_paths removes: what the kubelet's CSI plugin creates.
+STALE_PATH = re.compile(r"/plugins/kubernetes\.io/csi/[^/]+/[0-9a-f]{64}/globalmount$|"
+                        r"/pods/[^/]+/volumes/kubernetes\.io~csi/[^/]+/mount$")
 TEARDOWN = frozenset((("unmount", "pod"), ("unmount", "device"), ("detach", "device")))
 
 DEFAULT_MAX_TEARDOWN_FRACTION = 0.5
@@ -211,6 +215,11 @@ def uncertain_mounts(p):
                 continue
             if entry.kind == "pod" and (entry.pod_uid, node) in p.desired.live_pods:
                 continue  # a running pod's directory: the mount rules decide
+            if not STALE_PATH.search(entry.path or ""):
+                p.block(node, entry.pv_name, p.desired.pod_by_uid.get(entry.pod_uid),
+                        "stale directory %s cannot be identified (%s) and is not one kubevol removes (a CSI globalmount "
+                        "or a pod's volume mount directory); remove it by hand" % (entry.path, entry.reason))
+                continue
             p.add(_step("cleanup", "directory", node, entry.pv_name or _dir_label(entry.path), None,
                         "stale %s directory %s: %s; nothing is mounted there" % (
                             "pod volume" if entry.kind == "pod" else "global mount", entry.path, entry.reason),

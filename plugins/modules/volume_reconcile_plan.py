@@ -74,8 +74,8 @@ options:
         now (two volumes or more) is refused, with the teardown it would do in the message and in RV(teardown_guard).
       - A volume counts once per node, whatever steps it has. Mounted now means node facts show a global or pod
         mount, or, for a node without facts, C(node.status.volumesInUse) lists it.
-      - Like terraform's C(prevent_destroy): a snapshot that lost its pods looks like a cluster that wants every
-        volume gone.
+      - Like terraform's C(prevent_destroy), because a snapshot that lost its pods looks like a cluster that wants
+        every volume gone.
     type: float
     default: 0.5
   max_teardown_count:

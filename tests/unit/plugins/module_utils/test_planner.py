@@ -288,9 +288,9 @@ def test_phase_order():
                    bound("pv-a", "ns/a", size="1Gi", request="2Gi", capacity="1Gi"), pod("ns/p", "node2", ["a"]))
     node_facts = {"node1": facts("node1", devices=["pv-old"], global_mounts=["pv-old"], pod_mounts=[("x", "pv-old")]),
                   "node2": facts("node2")}
+    stale = "/var/lib/kubelet/plugins/kubernetes.io/csi/loop.kubevol.io/%s/globalmount" % ("0" * 64)
     node_facts["node1"]["global_mounts"].append({"unique_volume_name": None, "driver": "loop.kubevol.io",
-                                                  "path": "/g/stale/globalmount", "mounted": False,
-                                                  "uncertain": "no vol_data.json"})
+                                                 "path": stale, "mounted": False, "uncertain": "no vol_data.json"})
     result = run(data, node_facts)
     order = [(s["action"], s["target"]) for s in result["plan"]]
     assert order == list(PHASES)

@@ -175,8 +175,8 @@ KEEP_CASES = [
 def test_running_pod_keeps_its_mounted_volume_whatever_is_wrong_with_its_claim(name, objects):
     """desired_state_of_world_populator.go findAndRemoveDeletedPods: only a deleted or terminated pod
     loses its volumes; a claim that stops resolving blocks new mounts, never unmounts."""
-    data = cluster(node("node1", attached=[uvn("pv-a")], in_use=[uvn("pv-a")]), pod("ns/p", "node1", ["a"],
-                                                                                     uid="uid-ns/pv-a"), *objects())
+    node1 = node("node1", attached=[uvn("pv-a")], in_use=[uvn("pv-a")])
+    data = cluster(node1, pod("ns/p", "node1", ["a"], uid="uid-ns/pv-a"), *objects())
     result = run(data, {"node1": converged_node1("pv-a")})
     assert teardown(result) == []
     assert any(b["pod"] == "ns/p" for b in result["blocked"]), result["blocked"]
@@ -350,6 +350,17 @@ def test_an_unidentified_mount_keeps_its_kubevol_device_attached():
     node_facts["global_mounts"].append(uncertain_global(True, "/dev/loop7"))
     data = cluster(node("node1", attached=[uvn("pv-a")]), bound("pv-a", "ns/a"))
     assert steps(run(data, {"node1": node_facts}), "detach") == []
+
+
+def test_a_stale_directory_of_another_shape_is_reported_not_cleaned():
+    """volume_detach removes only the two shapes the kubelet's CSI plugin creates (globalmount, pod mount)."""
+    node_facts = facts("node1")
+    node_facts["pod_mounts"].append({"pod_uid": "uid-gone", "pv_name": "pv-raw", "mounted": False, "mode": "Block",
+                                     "path": "/var/lib/kubelet/pods/uid-gone/volumeDevices/kubernetes.io~csi/pv-raw",
+                                     "unique_volume_name": None, "uncertain": "no vol_data.json"})
+    result = run(cluster(node("node1")), {"node1": node_facts})
+    assert result["plan"] == []
+    assert any("remove it by hand" in r and "pv-raw" in r for r in reasons(result))
 
 
 def test_a_stale_unmounted_directory_is_cleaned():
