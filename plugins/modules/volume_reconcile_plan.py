@@ -64,7 +64,7 @@ options:
       - CSI driver names kubevol has a backend for.
       - Volumes of other drivers (and in-tree attachable volumes) are foreign, as a kubelet leaves other
         plugins' volumes alone; they are never planned, unmounted, detached or blocked, only counted
-        (RV(desired.foreign_volumes), RV(actual.foreign_mounts)).
+        (C(foreign_volumes) in RV(desired), C(foreign_mounts) in RV(actual)).
     type: list
     elements: str
     default: [loop.kubevol.io]
