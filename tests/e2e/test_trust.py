@@ -286,6 +286,9 @@ def test_out_of_service_node_releases_its_volume_and_the_volume_moves(kv):
     """node2 (db-0 with its RWO xfs volume) dies; the operator taints it out-of-service and the pod is
     rescheduled to node1: the attachment is released in the records at once, the volume moves, the data
     is there, and the unreachable out-of-service node does not fail the run."""
+    data = kv.cluster()
+    kv.shared["web_path"] = pod_mount_path(pod_uid(data, "shop/web-0"), "pv-web-content")
+    kv.shared["web_sum"] = write_data(kv, "node2", kv.shared["web_path"], "index.html")
     kv.kill_node("node2")
 
     def change(data):
@@ -312,3 +315,32 @@ def test_out_of_service_node_releases_its_volume_and_the_volume_moves(kv):
     blocked = run.report().get("blocked") or []
     assert any(b["node"] == "node2" and "node unreachable" in b["reason"] for b in blocked), blocked
     assert records.get(va_name("pv-web-content.img", "node2")) == ("pv-web-content", "node2", True)
+
+
+def test_deleted_node_releases_after_max_wait_for_unmount(kv):
+    """node2 is deleted from the cluster and from the inventory; web-0 is rescheduled to node1. Its RWO
+    volume stays node2's (Multi-Attach) until max_wait_for_unmount has passed since the detach was first
+    requested, then it is released in the records (node2 has no host) and follows its pod."""
+    def change(data):
+        remove(data, "Node", "node2")
+    edit_state(kv, change)
+    assert kv.edit("move-pod", "shop/web-0", "node1") == "changed"
+    limit = ["--limit", "node1,node3"]
+    run = kv.reconcile(limit)
+    assert not [s for s in run.plan() if s["volume"] == "pv-web-content"], run.plan()
+    blocked = run.report().get("blocked") or (run.result("Plan the operations") or {}).get("blocked") or []
+    assert any(b["volume"] == "pv-web-content" and b["reason"].startswith("Multi-Attach error") for b in blocked)
+    assert any("node node2 no longer exists" in b["reason"] for b in blocked), blocked
+    data = kv.cluster()
+    web_va = get(data, "VolumeAttachment", va_name("pv-web-content.img", "node2"))
+    assert web_va["metadata"]["annotations"].get("kubevol.io/detach-requested-at"), web_va
+
+    run = kv.reconcile(limit + ["-e", "kubevol_max_wait_for_unmount=0"])
+    detach = [s for s in run.plan() if s["action"] == "detach" and s["volume"] == "pv-web-content"]
+    assert len(detach) == 1 and detach[0]["record_only"] and detach[0]["forced"], run.plan()
+    data = kv.cluster()
+    records = vas(data)
+    assert va_name("pv-web-content.img", "node2") not in records
+    assert records.get(va_name("pv-web-content.img", "node1")) == ("pv-web-content", "node1", True)
+    path = pod_mount_path(pod_uid(data, "shop/web-0"), "pv-web-content")
+    assert read_sum(kv, "node1", path, "index.html") == kv.shared["web_sum"]
