@@ -262,6 +262,14 @@ class Cluster:
         return proc.stdout.strip()
 
     # -- running things -------------------------------------------------------------------------
+    def write_data(self, node, path, name, size="4M"):
+        """Write `size` of random data to path/name on node (synced); return its sha256."""
+        out = self.ssh(node, "head -c %s /dev/urandom > %s/%s && sync && sha256sum %s/%s" % (size, path, name, path, name))
+        return out.split()[0]
+
+    def read_sum(self, node, path, name):
+        return self.ssh(node, "sha256sum %s/%s" % (path, name)).split()[0]
+
     def ssh(self, node, script, check=True):
         proc = subprocess.run([sys.executable, TESTNODES, "ssh", "--state-dir", self.dir, node, script],
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, check=False)

@@ -24,14 +24,6 @@ def kv(make_cluster):
     return cluster
 
 
-def write_data(kv, node, path, name):
-    out = kv.ssh(node, "head -c 4M /dev/urandom > %s/%s && sync && sha256sum %s/%s" % (path, name, path, name))
-    return out.split()[0]
-
-
-def read_sum(kv, node, path, name):
-    return kv.ssh(node, "sha256sum %s/%s" % (path, name)).split()[0]
-
 
 def object_key(obj):
     meta = obj.get("metadata") or {}
@@ -49,7 +41,7 @@ def assert_converged_and_idempotent(kv):
 def test_unreachable_node_blocks_only_what_depends_on_it(kv):
     data = kv.cluster()
     logs_path = pod_mount_path(pod_uid(data, "tools/log-writer"), "pv-shared-logs")
-    kv.shared["logs_sum"] = write_data(kv, "node3", logs_path, "app.log")
+    kv.shared["logs_sum"] = kv.write_data("node3", logs_path, "app.log")
     # wanted: web-0 node2 -> node1 (does not involve node3); the logs volume node3 -> node1
     # (its detach needs node3); log-reader is gone
     assert kv.edit("move-pod", "shop/web-0", "node1") == "changed"
@@ -93,7 +85,7 @@ def test_node_back_converges(kv):
     data = kv.cluster()
     logs_path = pod_mount_path(pod_uid(data, "tools/log-writer"), "pv-shared-logs")
     assert logs_path in kv.mounts("node1")
-    assert read_sum(kv, "node1", logs_path, "app.log") == kv.shared["logs_sum"], "data lost with the node"
+    assert kv.read_sum("node1", logs_path, "app.log") == kv.shared["logs_sum"], "data lost with the node"
     records = vas(data)
     assert va_name(LOGS_HANDLE, "node3") not in records
     assert records.get(va_name(LOGS_HANDLE, "node1")) == ("pv-shared-logs", "node1", True)
@@ -108,7 +100,7 @@ def test_run_killed_after_attach_recovers(kv):
     assert kv.shared.get("recovered"), "needs the recovered cluster"
     data = kv.cluster()
     db_path = pod_mount_path(pod_uid(data, "shop/db-0"), "pv-db-data")
-    checksum = write_data(kv, "node1", db_path, "table.dat")
+    checksum = kv.write_data("node1", db_path, "table.dat")
     assert kv.edit("move-pod", "shop/db-0", "node2") == "changed"
     wanted_va = va_name(DB_HANDLE, "node2")
 
@@ -140,7 +132,7 @@ def test_run_killed_after_attach_recovers(kv):
     data = kv.cluster()
     db_path = pod_mount_path(pod_uid(data, "shop/db-0"), "pv-db-data")
     assert db_path in kv.mounts("node2")
-    assert read_sum(kv, "node2", db_path, "table.dat") == checksum
+    assert kv.read_sum("node2", db_path, "table.dat") == checksum
     assert not [p for p in kv.mounts("node1") if "pv-db-data" in p or "pv-raw-journal" in p]
     records = vas(data)
     assert va_name(DB_HANDLE, "node1") not in records and records.get(wanted_va) == ("pv-db-data", "node2", True)

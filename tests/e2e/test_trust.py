@@ -4,6 +4,7 @@ Chained on one converged example cluster; every case writes data first and check
 a 0-byte and an empty snapshot, a snapshot missing a node, the teardown guard, a foreign driver's
 volumes, read-only per pod, and (last, it kills node2) an out-of-service node whose volume moves.
 """
+import contextlib
 import hashlib
 import json
 
@@ -24,25 +25,27 @@ def kv(make_cluster):
     cluster.shared = {}
     data = cluster.cluster()
     cluster.shared["db_path"] = pod_mount_path(pod_uid(data, DB_POD), DB_PV)
-    cluster.shared["db_sum"] = write_data(cluster, "node1", cluster.shared["db_path"], "table.dat")
+    cluster.shared["db_sum"] = cluster.write_data("node1", cluster.shared["db_path"], "table.dat")
     logs = pod_mount_path(pod_uid(data, "tools/log-writer"), "pv-shared-logs")
     cluster.shared["logs_path"] = logs
-    cluster.shared["logs_sum"] = write_data(cluster, "node3", logs, "app.log")
+    cluster.shared["logs_sum"] = cluster.write_data("node3", logs, "app.log")
     return cluster
-
-
-def write_data(kv, node, path, name):
-    out = kv.ssh(node, "head -c 2M /dev/urandom > %s/%s && sync && sha256sum %s/%s" % (path, name, path, name))
-    return out.split()[0]
-
-
-def read_sum(kv, node, path, name):
-    return kv.ssh(node, "sha256sum %s/%s" % (path, name)).split()[0]
 
 
 def write_state(kv, data):
     with open(kv.state, "w") as handle:
         yaml.safe_dump(data, handle, sort_keys=False)
+
+
+@contextlib.contextmanager
+def state_restored(kv):
+    """Run a case on a changed snapshot, then put the state file back as it was."""
+    saved = kv.state_bytes()
+    try:
+        yield
+    finally:
+        with open(kv.state, "wb") as handle:
+            handle.write(saved)
 
 
 def edit_state(kv, change):
@@ -63,8 +66,8 @@ def assert_untouched(kv, before):
     for node in kv.nodes:
         assert after[node]["mounts"] == before[node]["mounts"], node
     assert after["loops"] == before["loops"]
-    assert read_sum(kv, "node1", kv.shared["db_path"], "table.dat") == kv.shared["db_sum"]
-    assert read_sum(kv, "node3", kv.shared["logs_path"], "app.log") == kv.shared["logs_sum"]
+    assert kv.read_sum("node1", kv.shared["db_path"], "table.dat") == kv.shared["db_sum"]
+    assert kv.read_sum("node3", kv.shared["logs_path"], "app.log") == kv.shared["logs_sum"]
 
 
 def no_teardown(run):
@@ -75,57 +78,45 @@ def no_teardown(run):
 
 @pytest.mark.parametrize("check", [False, True], ids=["run", "check"])
 def test_zero_byte_snapshot_fails_clearly_and_touches_nothing(kv, check):
-    saved = kv.state_bytes()
     before = kv.snapshot()
-    open(kv.state, "w").close()  # what `kubectl get ... > cluster.yaml` leaves when kubectl failed
-    try:
+    with state_restored(kv):
+        open(kv.state, "w").close()  # what `kubectl get ... > cluster.yaml` leaves when kubectl failed
         run = kv.reconcile(check=check, expect_rc="nonzero")
         assert "the file is empty" in run.stdout and kv.state in run.stdout, run.describe()
         assert run.node_module_runs() == {}
         assert kv.state_bytes() == b""
         assert_untouched(kv, before)
-    finally:
-        with open(kv.state, "wb") as handle:
-            handle.write(saved)
 
 
 def test_empty_list_tears_nothing_down(kv):
-    saved = kv.state_bytes()
     before = kv.snapshot()
-    write_state(kv, {"apiVersion": "v1", "kind": "List", "items": []})
-    try:
+    with state_restored(kv):
+        write_state(kv, {"apiVersion": "v1", "kind": "List", "items": []})
         run = kv.reconcile()
         assert run.plan() == [] and run.node_module_runs() == {}, run.describe()
         table = "\n".join(run.plan_lines())
         for node in kv.nodes:
             assert "no Node object %s" % node in table, table
         assert_untouched(kv, before)
-    finally:
-        with open(kv.state, "wb") as handle:
-            handle.write(saved)
 
 
 def test_snapshot_missing_a_node_leaves_that_node_alone(kv):
     """node3's Node object is missing and its pods now point at node1: node3 keeps its volume (it is not
     pictured) and node1 does not get a second attachment of the RWO volume."""
-    saved = kv.state_bytes()
     before = kv.snapshot()
 
     def change(data):
         remove(data, "Node", "node3")
         for name in ("log-writer", "log-reader"):
             get(data, "Pod", name, "tools")["spec"]["nodeName"] = "node1"
-    edit_state(kv, change)
-    try:
+    with state_restored(kv):
+        edit_state(kv, change)
         run = kv.reconcile()
         assert no_teardown(run) and not [s for s in run.plan() if s["volume"] == "pv-shared-logs"], run.describe()
         blocked = (run.result("Plan the operations") or {}).get("blocked") or []
         assert any(b["node"] == "node3" and "no Node object node3" in b["reason"] for b in blocked), blocked
         assert any(b["volume"] == "pv-shared-logs" and b["reason"].startswith("Multi-Attach error") for b in blocked)
         assert_untouched(kv, before)
-    finally:
-        with open(kv.state, "wb") as handle:
-            handle.write(saved)
 
 
 # -- 2. the teardown guard ----------------------------------------------------------------------------
@@ -156,7 +147,7 @@ def test_teardown_guard_refuses_then_allows(kv):
     # the pods come back: the same data is there
     edit_state(kv, lambda data: data["items"].extend(removed.values()))
     kv.reconcile()
-    assert read_sum(kv, "node1", kv.shared["db_path"], "table.dat") == kv.shared["db_sum"]
+    assert kv.read_sum("node1", kv.shared["db_path"], "table.dat") == kv.shared["db_sum"]
     again = kv.reconcile()
     assert all(again.changed(h) == 0 for h in kv.nodes), again.describe()
 
@@ -198,7 +189,7 @@ def test_foreign_driver_volumes_are_left_alone(kv):
         "mount -t tmpfs -o size=8m ebs %s/globalmount" % gdir,
         "mount --bind %s/globalmount %s/mount" % (gdir, pdir),
     ]))
-    ebs_sum = write_data(kv, "node1", pdir + "/mount", "ebs.dat")
+    ebs_sum = kv.write_data("node1", pdir + "/mount", "ebs.dat")
     pv, pvc, pod, va = foreign_objects(uid)
 
     def add(data):
@@ -218,10 +209,10 @@ def test_foreign_driver_volumes_are_left_alone(kv):
     assert not [s for s in run.plan() if "ebs" in (s["volume"] or "")], run.plan()
     mounts = kv.mounts("node1")
     assert gdir + "/globalmount" in mounts and pdir + "/mount" in mounts
-    assert read_sum(kv, "node1", pdir + "/mount", "ebs.dat") == ebs_sum
+    assert kv.read_sum("node1", pdir + "/mount", "ebs.dat") == ebs_sum
     data = kv.cluster()
     kv.shared["db_path"] = pod_mount_path(pod_uid(data, DB_POD), DB_PV)
-    assert read_sum(kv, "node2", kv.shared["db_path"], "table.dat") == kv.shared["db_sum"]
+    assert kv.read_sum("node2", kv.shared["db_path"], "table.dat") == kv.shared["db_sum"]
     assert not [p for p in mounts if DB_PV in p]
     assert va["metadata"]["name"] in vas(data)  # the foreign record is not kubevol's to remove
     again = kv.reconcile()
@@ -264,8 +255,8 @@ def test_read_only_is_per_pod(kv):
 
     edit_state(kv, lambda data: data["items"].append(notes_pod("writer", writer_uid, False)))
     kv.reconcile()
-    notes_sum = write_data(kv, "node2", writer, "notes.txt")  # the writer really writes
-    assert read_sum(kv, "node2", reader, "notes.txt") == notes_sum
+    notes_sum = kv.write_data("node2", writer, "notes.txt")  # the writer really writes
+    assert kv.read_sum("node2", reader, "notes.txt") == notes_sum
     assert kv.ssh("node2", "touch %s/x 2>&1 || echo refused" % reader).strip().endswith("refused")
 
     # an older kubevol left the staging read-only and the writer's bind read-only: fixed, data intact
@@ -275,7 +266,7 @@ def test_read_only_is_per_pod(kv):
     mounts = kv.mounts("node2")
     assert "rw" in mounts[gpath]["options"] and "rw" in mounts[writer]["options"] and "ro" in mounts[reader]["options"]
     kv.ssh("node2", "echo more >> %s/notes.txt.2 && sync" % writer)
-    assert read_sum(kv, "node2", writer, "notes.txt") == notes_sum
+    assert kv.read_sum("node2", writer, "notes.txt") == notes_sum
     again = kv.reconcile()
     assert all(again.changed(h) == 0 for h in kv.nodes), again.describe()
 
@@ -288,7 +279,7 @@ def test_out_of_service_node_releases_its_volume_and_the_volume_moves(kv):
     is there, and the unreachable out-of-service node does not fail the run."""
     data = kv.cluster()
     kv.shared["web_path"] = pod_mount_path(pod_uid(data, "shop/web-0"), "pv-web-content")
-    kv.shared["web_sum"] = write_data(kv, "node2", kv.shared["web_path"], "index.html")
+    kv.shared["web_sum"] = kv.write_data("node2", kv.shared["web_path"], "index.html")
     kv.kill_node("node2")
 
     def change(data):
@@ -308,7 +299,7 @@ def test_out_of_service_node_releases_its_volume_and_the_volume_moves(kv):
     assert va_name(DB_HANDLE, "node2") not in records
     assert records.get(va_name(DB_HANDLE, "node1")) == (DB_PV, "node1", True)
     path = pod_mount_path(pod_uid(data, DB_POD), DB_PV)
-    assert read_sum(kv, "node1", path, "table.dat") == kv.shared["db_sum"]
+    assert kv.read_sum("node1", path, "table.dat") == kv.shared["db_sum"]
     attached = [e["name"] for e in (get(data, "Node", "node2").get("status") or {}).get("volumesAttached") or []]
     assert not [n for n in attached if DB_HANDLE in n], attached
     # what still runs on node2 (web-0, the notes pods) stays recorded there, blocked, not torn down
@@ -343,4 +334,4 @@ def test_deleted_node_releases_after_max_wait_for_unmount(kv):
     assert va_name("pv-web-content.img", "node2") not in records
     assert records.get(va_name("pv-web-content.img", "node1")) == ("pv-web-content", "node1", True)
     path = pod_mount_path(pod_uid(data, "shop/web-0"), "pv-web-content")
-    assert read_sum(kv, "node1", path, "index.html") == kv.shared["web_sum"]
+    assert kv.read_sum("node1", path, "index.html") == kv.shared["web_sum"]
