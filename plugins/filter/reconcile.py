@@ -39,23 +39,15 @@ def node_facts_map(hostvars, hosts, var_name):
     return facts
 
 
-def phase_items(plan, phase, node, failures=None):
+def task_outcome(plan, phases, results, failures=None):
     try:
-        return executor.phase_items(plan, phase, node, failures)
+        return executor.task_outcome(plan, phases, results, failures)
     except KeyError as e:
-        raise AnsibleFilterError("kubevol phase_items: unknown phase or malformed plan step: %s" % e)
+        raise AnsibleFilterError("kubevol task_outcome: unknown phase or malformed plan step: %s" % e)
 
 
-def phase_stale_paths(plan, phase, node, failures=None):
-    return executor.phase_stale_paths(plan, phase, node, failures)
-
-
-def phase_forced(plan, phase, node, failures=None):
-    return any(step.get("forced") for step in executor.phase_steps(plan, phase, node, failures))
-
-
-def phase_outcome(plan, phase, results, failures=None):
-    return executor.phase_outcome(plan, phase, results, failures)
+def run_tasks(plan):
+    return executor.run_tasks(plan)
 
 
 def detach_request_records(plan_result):
@@ -71,10 +63,8 @@ class FilterModule(object):
         return {
             "node_results": node_results,
             "node_facts_map": node_facts_map,
-            "phase_items": phase_items,
-            "phase_forced": phase_forced,
-            "phase_stale_paths": phase_stale_paths,
-            "phase_outcome": phase_outcome,
+            "task_outcome": task_outcome,
+            "run_tasks": run_tasks,
             "detach_request_records": detach_request_records,
             "facts_errors": facts_errors,
         }

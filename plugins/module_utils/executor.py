@@ -138,46 +138,165 @@ def phase_outcome(plan, phase, results, failures=None, now=None):
     Returns {records, failures, blocked, errors}: records for cluster_volume_record,
     the failures to carry into the next phase, and the steps reported as blocked.
     """
-    failures = {"nodes": dict((failures or {}).get("nodes", {})),
-                "volumes": dict((failures or {}).get("volumes", {}))}
-    records, blocked, errors = [], [], []
-    for step in phase_steps(plan, phase, None, failures, record_only=True):
-        records.extend(_records_for(phase, step["node"], dict(step["item"], detach=True), {}, [step]))
+    failures = _copy_failures(failures)
+    records, errors = _record_only(plan, phase, failures), []
     for node in phase_nodes(plan, phase, failures):
-        steps = phase_steps(plan, phase, node, failures)
-        items = phase_items(plan, phase, node, failures)
-        result = (results or {}).get(node)
-        if result is None or result.get("skipped"):
-            msg = ("node %s has work in phase %s but did not run it: is it in this play's inventory "
-                   "(or limited out)? Add it, or run again without --limit" % (node, phase))
-            result = {"failed": True, "msg": msg}
-        if result.get("unreachable"):
-            failures["nodes"][node] = "node unreachable: %s" % (result.get("msg") or "")
-        outcomes, failed_msg = _volume_outcomes(result)
-        for step in steps:
-            key = step["unique_volume_name"]
-            if key is None:
-                continue  # a stale directory: nothing later depends on it
-            done = outcomes.get(key, None if failed_msg else True)
-            if done is True:
-                continue
-            reason = done or failed_msg or "failed"
-            failures["volumes"].setdefault(key, "%s on node %s failed: %s" % (phase, node, reason))
-        if failed_msg:
-            errors.append({"node": node, "phase": phase, "msg": failed_msg})
-        for item in items:
-            key = _unique_name(item)
-            if outcomes.get(key, None if failed_msg else True) is not True:
-                continue
-            records.extend(_records_for(phase, node, item, _result_volume(result, key), steps))
-    # Everything later that the new failures touch is reported, not attempted.
-    for step in plan or ():
-        if _later_than(step, phase) and (step.get("node") in failures["nodes"]
-                                         or step.get("unique_volume_name") in failures["volumes"]):
-            reason = failures["nodes"].get(step.get("node")) or failures["volumes"].get(step.get("unique_volume_name"))
-            blocked.append({"node": step.get("node"), "volume": step.get("volume"), "pod": step.get("pod"),
-                            "action": step.get("action"), "reason": "not attempted: " + reason})
+        node_records, node_errors = _node_phase(plan, phase, node, (results or {}).get(node), failures)
+        records.extend(node_records)
+        errors.extend(node_errors)
+    blocked = _not_attempted(plan, lambda step: _later_than(step, phase), failures)
     return {"records": records, "failures": failures, "blocked": blocked, "errors": errors}
+
+
+def _copy_failures(failures):
+    return {"nodes": dict((failures or {}).get("nodes", {})), "volumes": dict((failures or {}).get("volumes", {}))}
+
+
+def _record_only(plan, phase, failures):
+    """Records of the steps the controller records without the node (record_only detaches)."""
+    return [record for step in phase_steps(plan, phase, None, failures, record_only=True)
+            for record in _records_for(phase, step["node"], dict(step["item"], detach=True), {}, [step])]
+
+
+def _node_phase(plan, phase, node, result, failures):
+    """One node's result of one phase -> (records, errors); adds what failed to ``failures`` in place."""
+    steps = phase_steps(plan, phase, node, failures)
+    items = phase_items(plan, phase, node, failures)
+    if result is None or result.get("skipped"):
+        msg = ("node %s has work in phase %s but did not run it: is it in this play's inventory "
+               "(or limited out)? Add it, or run again without --limit" % (node, phase))
+        result = {"failed": True, "msg": msg}
+    if result.get("unreachable"):
+        failures["nodes"][node] = "node unreachable: %s" % (result.get("msg") or "")
+    outcomes, failed_msg = _volume_outcomes(result)
+    for step in steps:
+        key = step["unique_volume_name"]
+        if key is None:
+            continue  # a stale directory: nothing later depends on it
+        done = outcomes.get(key, None if failed_msg else True)
+        if done is True:
+            continue
+        reason = done or failed_msg or "failed"
+        failures["volumes"].setdefault(key, "%s on node %s failed: %s" % (phase, node, reason))
+    records = []
+    for item in items:
+        key = _unique_name(item)
+        if outcomes.get(key, None if failed_msg else True) is not True:
+            continue
+        records.extend(_records_for(phase, node, item, _result_volume(result, key), steps))
+    return records, [{"node": node, "phase": phase, "msg": failed_msg}] if failed_msg else []
+
+
+def _not_attempted(plan, selected, failures, before=None):
+    """The steps ``selected(step)`` picks that ``failures`` (minus those already in ``before``) stop."""
+    before = before or {"nodes": {}, "volumes": {}}
+    blocked = []
+    for step in plan or ():
+        if not selected(step):
+            continue
+        node, key = step.get("node"), step.get("unique_volume_name")
+        reason = None
+        if node in failures["nodes"] and node not in before["nodes"]:
+            reason = failures["nodes"][node]
+        elif key in failures["volumes"] and key not in before["volumes"]:
+            reason = failures["volumes"][key]
+        if reason:
+            blocked.append({"node": node, "volume": step.get("volume"), "pod": step.get("pod"),
+                            "action": step.get("action"), "reason": "not attempted: " + reason})
+    return blocked
+
+
+def phase_work(plan, phase, node, failures=None):
+    """(items, stale paths, forced) of one node's phase: what its node module call gets.
+
+    The action plugin node_phases asks for each phase in turn, passing the failures ``advance``
+    returned after the previous phase, so a volume whose attach failed on this node is not mounted."""
+    items = phase_items(plan, phase, node, failures)
+    stale = phase_stale_paths(plan, phase, node, failures) if phase == "teardown" else []
+    forced = any(step.get("forced") for step in phase_steps(plan, phase, node, failures))
+    return items, stale, forced
+
+
+def advance(plan, phase, node, result, failures):
+    """Failures after ``node`` ran ``phase`` with ``result`` (a new dict; ``failures`` is not changed)."""
+    failures = _copy_failures(failures)
+    _node_phase(plan, phase, node, result, failures)
+    return failures
+
+
+def run_tasks(plan):
+    """The role's node tasks for this plan: {teardown: bool, setup: [phases], expand_node_after: bool}.
+
+    Teardown is its own task so that every detach is done and recorded before any node attaches (an
+    RWO volume follows its pod: reconciler.go detaches before it attaches). Attach, mount and expansion
+    are one task: on one node they follow each other in order. Only a filesystem whose backing volume
+    another node grows in this plan waits for a task of its own."""
+    kinds = set(_step_kind(step) for step in plan or ())
+    grown_on = dict((step["unique_volume_name"], step["node"]) for step in plan or ()
+                    if _step_kind(step) == ("expand", "controller"))
+    after = any(_step_kind(step) == ("expand", "node") and grown_on.get(step["unique_volume_name"], step["node"])
+                != step["node"] for step in plan or ())
+    setup = [name for name, phase_kinds in PHASES[1:] if kinds & set(phase_kinds)
+             and not (after and name == "expand_node")]
+    return {"teardown": bool(kinds & set(PHASE_KINDS["teardown"])), "setup": setup, "expand_node_after": after}
+
+
+def task_outcome(plan, phases, results, failures=None):
+    """The outcome of one role task in which every node ran ``phases`` in order (plugins/action/node_phases.py).
+
+    results: {node name: the task's result on that host (its ``phase_results``: {phase: module result}),
+    or None when the host did not run it}. Each node's phases ran on that node alone, one after the
+    other, so failures are carried node by node, as the node itself carried them; the union is returned
+    for the later tasks (a failed detach on node A stops node B's attach of that volume). Returns
+    {records, failures, blocked, errors}."""
+    start = _copy_failures(failures)
+    merged = _copy_failures(failures)
+    records, errors = [], []
+    for phase in phases:
+        records.extend(_record_only(plan, phase, start))
+    ran = frozenset(kind for phase in phases for kind in PHASE_KINDS[phase])
+    blocked = []
+    nodes = sorted(set(node for phase in phases for node in phase_nodes(plan, phase, start)))
+    for node in nodes:
+        host = (results or {}).get(node)
+        node_failures = _copy_failures(start)
+        for phase in phases:
+            if node in node_failures["nodes"] or not phase_steps(plan, phase, node, node_failures):
+                continue
+            node_records, node_errors = _node_phase(plan, phase, node, _phase_result(host, phase, node),
+                                                    node_failures)
+            records.extend(node_records)
+            errors.extend(node_errors)
+        # this node's own later steps in this task that its failures stopped
+        blocked.extend(_not_attempted(plan, lambda s: s.get("node") == node and _step_kind(s) in ran,
+                                      node_failures, start))
+        merged["nodes"].update(node_failures["nodes"])
+        for key, reason in node_failures["volumes"].items():
+            merged["volumes"].setdefault(key, reason)
+    last = max(PHASE_ORDER[phase] for phase in phases)
+    blocked.extend(_not_attempted(plan, lambda s: _phase_order_of(_step_kind(s)) > last, merged, start))
+    return {"records": records, "failures": merged, "blocked": blocked, "errors": errors}
+
+
+def _phase_order_of(kind):
+    for name, kinds in PHASES:
+        if kind in kinds:
+            return PHASE_ORDER[name]
+    return -1
+
+
+def _phase_result(host, phase, node):
+    """A node's module result for one phase from its node_phases task result (None: the host did not run it)."""
+    if host is None or host.get("skipped"):
+        return None
+    if host.get("unreachable") or "phase_results" not in host:
+        return {"unreachable": bool(host.get("unreachable")), "failed": True,
+                "msg": host.get("msg") or "the node_phases task failed on node %s" % node}
+    result = (host.get("phase_results") or {}).get(phase)
+    if result is None:  # the node found no work where the controller sees some: never count it as done
+        return {"failed": True, "msg": "node %s did not run phase %s although the plan has work for it there; "
+                                       "run again" % (node, phase)}
+    return result
 
 
 def _later_than(step, phase):

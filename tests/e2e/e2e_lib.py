@@ -38,6 +38,10 @@ MiB = 1024 * 1024
 
 NODE_MODULES = ("kubevol.volumes.volume_detach", "kubevol.volumes.k8s_volume_attach",
                 "kubevol.volumes.node_volume_mount", "kubevol.volumes.fs_expand")
+# what the role's node_phases runs for each phase (plugins/action/node_phases.py)
+PHASE_ORDER = ["teardown", "attach", "mount", "expand_controller", "expand_node"]
+PHASE_MODULES = {"teardown": "volume_detach", "attach": "k8s_volume_attach", "mount": "node_volume_mount",
+                 "expand_controller": "fs_expand", "expand_node": "fs_expand"}
 
 if os.geteuid() != 0:
     pytest.skip("end-to-end tests need root (sshd in namespaces, loop devices, mounts)", allow_module_level=True)
@@ -121,16 +125,20 @@ class Run:
         return out
 
     def node_module_runs(self):
-        """{host: [module action, ...]} of the node modules that ran (the phases' work)."""
+        """{host: [module name, ...]} of the node modules that ran (the phases' work): those the role's
+        node_phases tasks ran over each host's connection, and node modules run as tasks of their own."""
         runs = {}
         for task in self.tasks:
-            action = task["action"]
-            if not any(action == m or action == m.rsplit(".", 1)[-1] for m in NODE_MODULES):
-                continue
+            action = task["action"].rsplit(".", 1)[-1]
             for host, items in task["hosts"].items():
                 for item in items:
-                    if item["status"] != "skipped":
-                        runs.setdefault(host, []).append(action.rsplit(".", 1)[-1])
+                    if item["status"] == "skipped":
+                        continue
+                    if action == "node_phases":
+                        for phase in sorted((item["result"].get("phase_results") or {}), key=PHASE_ORDER.index):
+                            runs.setdefault(host, []).append(PHASE_MODULES[phase])
+                    elif any(action == m.rsplit(".", 1)[-1] for m in NODE_MODULES):
+                        runs.setdefault(host, []).append(action)
         return runs
 
     def result(self, name, host=None):

@@ -1,0 +1,97 @@
+# -*- coding: utf-8 -*-
+# Copyright: kubevol contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""node_phases: run one node's share of one or more phases of a plan, over that host's own connection.
+
+The reconcile role calls this once per host per task instead of one task per phase: the host's
+slice of the plan is cut here (module_utils/executor.py), each phase with work is one execution
+of its public node module, and a volume that failed in an earlier phase on this node is not
+carried into the next one. Nothing runs when the host has no work. What the nodes did is turned
+into cluster records once, on the controller, by executor.task_outcome over all hosts' results.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible.errors import AnsibleActionFail, AnsibleConnectionFailure
+from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
+from ansible.plugins.action import ActionBase
+
+from ansible_collections.kubevol.volumes.plugins.module_utils import executor
+
+# phase -> (node module, its extra arguments)
+PHASE_MODULES = {
+    "teardown": ("kubevol.volumes.volume_detach", {}),
+    "attach": ("kubevol.volumes.k8s_volume_attach", {}),
+    "mount": ("kubevol.volumes.node_volume_mount", {}),
+    "expand_controller": ("kubevol.volumes.fs_expand", {"stage": "controller"}),
+    "expand_node": ("kubevol.volumes.fs_expand", {"stage": "node"}),
+}
+
+ARGUMENT_SPEC = dict(
+    plan=dict(type="list", elements="dict", required=True),
+    phases=dict(type="list", elements="str", required=True, choices=list(PHASE_MODULES)),
+    failures=dict(type="dict", default={}),
+    node_name=dict(type="str", required=True),
+    kubelet_dir=dict(type="str", default="/var/lib/kubelet"),
+    provision=dict(type="bool", default=False),
+    lock_timeout=dict(type="int", default=60),
+)
+
+
+def module_args(phase, node_name, items, stale, forced, params):
+    """The arguments of one phase's node module call."""
+    args = {"volumes": items, "node_name": node_name, "lock_timeout": params["lock_timeout"]}
+    args.update(PHASE_MODULES[phase][1])
+    if phase != "attach":
+        args["kubelet_dir"] = params["kubelet_dir"]
+    if phase == "attach":
+        args["provision"] = params["provision"]
+    if phase == "teardown":
+        args["stale_paths"] = stale
+        args["force"] = forced
+    return args
+
+
+class ActionModule(ActionBase):
+    TRANSFERS_FILES = False
+    _supports_check_mode = True
+    _supports_async = False
+
+    def run(self, tmp=None, task_vars=None):
+        result = super(ActionModule, self).run(tmp, task_vars)
+        validated = ArgumentSpecValidator(ARGUMENT_SPEC).validate(self._task.args)
+        if validated.error_messages:
+            raise AnsibleActionFail("kubevol.volumes.node_phases: %s" % "; ".join(validated.error_messages))
+        params = validated.validated_parameters
+        order = [name for name, _kinds in executor.PHASES]
+        phases = sorted(set(params["phases"]), key=order.index)
+        plan, node = params["plan"], params["node_name"]
+        failures = params["failures"]
+        phase_results = {}
+        for phase in phases:
+            items, stale, forced = executor.phase_work(plan, phase, node, failures)
+            if not items and not stale:
+                continue
+            module, _extra = PHASE_MODULES[phase]
+            try:
+                outcome = self._execute_module(module_name=module, task_vars=task_vars,
+                                               module_args=module_args(phase, node, items, stale, forced, params))
+            except AnsibleConnectionFailure as err:
+                # keep what the earlier phases did: it is recorded; this phase and the rest are not
+                outcome = {"unreachable": True, "failed": True, "msg": "%s: %s" % (module, err)}
+            phase_results[phase] = outcome
+            failures = executor.advance(plan, phase, node, outcome, failures)
+            if node in failures["nodes"]:
+                break  # unreachable: nothing more can run there
+        result.update(
+            changed=any(r.get("changed") for r in phase_results.values()),
+            phase_results=phase_results,
+            node_name=node,
+            errors=[{"phase": phase, "msg": r.get("msg")} for phase, r in phase_results.items()
+                    if r.get("failed") or r.get("unreachable")],
+        )
+        # A node's failure is reported by the role once every node has run (executor.task_outcome);
+        # this host stays in the play so the others' results are recorded.
+        return result

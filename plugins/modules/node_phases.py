@@ -1,0 +1,126 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: kubevol contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+---
+module: node_phases
+short_description: Run one node's share of phases of a volume plan
+version_added: 0.2.0
+author: kubevol contributors (@kubevol)
+description:
+  - An action plugin. It takes the plan of M(kubevol.volumes.volume_reconcile_plan), cuts this host's slice of the
+    phases in O(phases), and runs, over this host's own connection, one execution of each phase's node module that
+    has work there (M(kubevol.volumes.volume_detach), M(kubevol.volumes.k8s_volume_attach),
+    M(kubevol.volumes.node_volume_mount), M(kubevol.volumes.fs_expand)), in order.
+  - A volume that failed in an earlier phase on this node is not carried into the next one; an unreachable node
+    stops at once. A host with no work runs nothing.
+  - A node module's failure does not fail the task; it is in RV(phase_results) and RV(errors), and the reconcile
+    role reports it once every node has run, with the records of what did succeed.
+  - The reconcile role's engine; the node modules stay the public modules for ad-hoc use.
+extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
+  - ansible.builtin.action_common_attributes.conn
+  - ansible.builtin.action_common_attributes.flow
+attributes:
+  action:
+    support: full
+  async:
+    support: none
+  bypass_host_loop:
+    support: none
+  check_mode:
+    support: full
+  diff_mode:
+    support: none
+  platform:
+    platforms: posix
+options:
+  plan:
+    description: The C(plan) of a M(kubevol.volumes.volume_reconcile_plan) result.
+    type: list
+    elements: dict
+    required: true
+  phases:
+    description:
+      - The phases to run, in plan order whatever the order given. C(teardown) is unmount and detach (and the
+        removal of stale directories), C(attach), C(mount) is the global mount and the pod mounts,
+        C(expand_controller) grows the backing volume, C(expand_node) the filesystem.
+    type: list
+    elements: str
+    required: true
+    choices: [teardown, attach, mount, expand_controller, expand_node]
+  failures:
+    description:
+      - "What failed before this task, C({nodes: {node: reason}, volumes: {unique volume name: reason}}): those steps are
+        not run."
+    type: dict
+    default: {}
+  node_name:
+    description: This host's Kubernetes node name.
+    type: str
+    required: true
+  kubelet_dir:
+    description: The kubelet root directory on the node.
+    type: str
+    default: /var/lib/kubelet
+  provision:
+    description: Passed to M(kubevol.volumes.k8s_volume_attach) (create missing backing images; demos and tests).
+    type: bool
+    default: false
+  lock_timeout:
+    description: Seconds each node module waits for another run holding the same volume.
+    type: int
+    default: 60
+"""
+
+EXAMPLES = r"""
+- name: Set up on every node what the plan wants there, one task
+  kubevol.volumes.node_phases:
+    plan: "{{ volume_plan.plan }}"
+    phases: [attach, mount, expand_controller, expand_node]
+    node_name: "{{ inventory_hostname }}"
+  register: setup
+"""
+
+RETURN = r"""
+phase_results:
+  description: The result of each phase's node module call, keyed by phase; phases without work are absent.
+  returned: always
+  type: dict
+errors:
+  description: The phases whose node module failed, each with C(phase) and C(msg).
+  returned: always
+  type: list
+  elements: dict
+node_name:
+  description: The node name used.
+  returned: always
+  type: str
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+
+
+def main():
+    module = AnsibleModule(argument_spec=dict(
+        plan=dict(type="list", elements="dict", required=True),
+        phases=dict(type="list", elements="str", required=True,
+                    choices=["teardown", "attach", "mount", "expand_controller", "expand_node"]),
+        failures=dict(type="dict", default={}),
+        node_name=dict(type="str", required=True),
+        kubelet_dir=dict(type="str", default="/var/lib/kubelet"),
+        provision=dict(type="bool", default=False),
+        lock_timeout=dict(type="int", default=60),
+    ), supports_check_mode=True)
+    module.fail_json(msg="kubevol.volumes.node_phases runs as an action plugin on the controller; it was run as a "
+                         "module on the node instead (is the collection's action plugin on the controller's path?)")
+
+
+if __name__ == "__main__":
+    main()
