@@ -254,22 +254,22 @@ def task_outcome(plan, phases, results, failures=None):
     records, errors = [], []
     for phase in phases:
         records.extend(_record_only(plan, phase, start))
-    ran = frozenset(kind for phase in phases for kind in PHASE_KINDS[phase])
     blocked = []
     nodes = sorted(set(node for phase in phases for node in phase_nodes(plan, phase, start)))
     for node in nodes:
         host = (results or {}).get(node)
         node_failures = _copy_failures(start)
         for phase in phases:
+            # this node's steps of this phase that its failures in an earlier phase of the task stopped
+            kinds = PHASE_KINDS[phase]
+            blocked.extend(_not_attempted(plan, lambda s: s.get("node") == node and _step_kind(s) in kinds,
+                                          node_failures, start))
             if node in node_failures["nodes"] or not phase_steps(plan, phase, node, node_failures):
                 continue
             node_records, node_errors = _node_phase(plan, phase, node, _phase_result(host, phase, node),
                                                     node_failures)
             records.extend(node_records)
             errors.extend(node_errors)
-        # this node's own later steps in this task that its failures stopped
-        blocked.extend(_not_attempted(plan, lambda s: s.get("node") == node and _step_kind(s) in ran,
-                                      node_failures, start))
         merged["nodes"].update(node_failures["nodes"])
         for key, reason in node_failures["volumes"].items():
             merged["volumes"].setdefault(key, reason)

@@ -153,3 +153,83 @@ def test_facts_errors_name_each_node_whose_state_was_not_gathered():
         {"node": "n2", "phase": "facts", "msg": "ssh: connection refused"},
         {"node": "n3", "phase": "facts", "msg": "node facts were not gathered"}]
     assert executor.facts_errors({}) == []
+
+
+# ---- the role's node tasks (plugins/action/node_phases.py + executor.task_outcome) -----------------------
+
+SETUP = ["attach", "mount", "expand_controller", "expand_node"]
+KEY_A, KEY_C = unique_volume_name(DRIVER, "pv-a.img"), unique_volume_name(DRIVER, "pv-c.img")
+
+
+def ran(*phases, **overrides):
+    """A node_phases task result: each phase's module succeeded unless overridden."""
+    results = dict((phase, {"changed": True}) for phase in phases)
+    results.update(overrides)
+    return {"changed": True, "phase_results": results}
+
+
+def test_run_tasks_teardown_then_one_setup_task():
+    assert executor.run_tasks(PLAN) == {"teardown": True, "setup": SETUP, "expand_node_after": False}
+    assert executor.run_tasks(PLAN[4:6]) == {"teardown": False, "setup": ["attach"], "expand_node_after": False}
+    assert executor.run_tasks([]) == {"teardown": False, "setup": [], "expand_node_after": False}
+
+
+def test_run_tasks_waits_for_a_controller_expansion_on_another_node():
+    plan = [step("expand", "controller", "n1", "pv-c", size_to=2 << 30, capacity="2Gi"),
+            step("expand", "node", "n1", "pv-c", size_to=2 << 30, capacity="2Gi", pvc="ns/c"),
+            step("expand", "node", "n2", "pv-c", size_to=2 << 30, capacity="2Gi", pvc="ns/c")]
+    assert executor.run_tasks(plan) == {"teardown": False, "setup": ["expand_controller"], "expand_node_after": True}
+
+
+def test_a_nodes_phases_follow_each_other_and_stop_for_what_failed_there():
+    """node_phases asks for each phase's work with the failures advance() returned after the last one."""
+    items, _stale, _forced = executor.phase_work(PLAN, "attach", "n2")
+    assert [i["pv_name"] for i in items] == ["pv-a", "pv-c"]
+    failed_c = {"failed": True, "msg": "losetup: no free loop device", "volumes": [{"unique_volume_name": KEY_A}]}
+    failures = executor.advance(PLAN, "attach", "n2", failed_c, {})
+    items, _stale, _forced = executor.phase_work(PLAN, "mount", "n2", failures)
+    assert [i["pv_name"] for i in items] == ["pv-a"]
+    assert executor.phase_work(PLAN, "expand_controller", "n2", failures)[0] == []
+
+
+def test_setup_task_outcome_records_each_phase_once_and_carries_failures():
+    attach = {"changed": True, "volumes": [{"unique_volume_name": KEY_A, "device_path": "/dev/loop7"},
+                                           {"unique_volume_name": KEY_C, "device_path": "/dev/loop8"}]}
+    out = executor.task_outcome(PLAN, SETUP, {"n2": ran(*SETUP, attach=attach)})
+    assert [r["type"] for r in out["records"]] == ["attached", "attached", "in_use", "in_use", "controller_expanded",
+                                                   "node_expanded"]
+    assert out["errors"] == [] and out["blocked"] == [] and out["failures"] == {"nodes": {}, "volumes": {}}
+
+
+def test_setup_failure_on_one_node_reports_that_nodes_later_steps():
+    failed = {"failed": True, "msg": "losetup: no free loop device", "volumes": [{"unique_volume_name": KEY_A}]}
+    out = executor.task_outcome(PLAN, SETUP, {"n2": {"phase_results": {"attach": failed, "mount": {"changed": True}}}})
+    assert [(r["type"], r.get("pv_name") or r["unique_volume_names"]) for r in out["records"]] == [
+        ("attached", "pv-a"), ("in_use", [KEY_A])]
+    assert KEY_C in out["failures"]["volumes"]
+    assert sorted((b["volume"], b["action"], b["pod"] or "-") for b in out["blocked"]) == [
+        ("pv-c", "expand", "-"), ("pv-c", "expand", "-"), ("pv-c", "mount", "-"), ("pv-c", "mount", "ns/new3")]
+
+
+def test_a_failed_detach_on_one_node_stops_the_attach_on_the_other():
+    """An RWO volume's detach on n1 must have completed and been recorded before n2 attaches it."""
+    busy = {"failed": True, "msg": "umount: target is busy", "volumes": []}
+    teardown = executor.task_outcome(PLAN, ["teardown"], {"n1": ran("teardown", teardown=busy)})
+    assert teardown["records"] == [] and KEY_A in teardown["failures"]["volumes"]
+    assert {(b["node"], b["volume"], b["action"]) for b in teardown["blocked"]} >= {("n2", "pv-a", "attach")}
+    # what node_phases on n2 gets for the setup task: pv-a is not attached there
+    items, _stale, _forced = executor.phase_work(PLAN, "attach", "n2", teardown["failures"])
+    assert [i["pv_name"] for i in items] == ["pv-c"]
+    setup = executor.task_outcome(PLAN, SETUP, {"n2": ran(*SETUP)}, teardown["failures"])
+    assert not [r for r in setup["records"] if r.get("pv_name") == "pv-a" or KEY_A in r.get("unique_volume_names", ())]
+
+
+def test_a_host_that_did_not_run_the_task_or_is_unreachable():
+    out = executor.task_outcome(PLAN, ["teardown"], {})
+    assert out["errors"] and "did not run it" in out["errors"][0]["msg"] and out["records"] == []
+    out = executor.task_outcome(PLAN, SETUP, {"n2": {"unreachable": True, "msg": "ssh: connect timed out"}})
+    assert out["failures"]["nodes"] == {"n2": "node unreachable: ssh: connect timed out"} and out["records"] == []
+    # a phase the node did not run although the plan has work there is never counted as done
+    out = executor.task_outcome(PLAN, SETUP, {"n2": ran("attach")})
+    assert [r["type"] for r in out["records"]] == ["attached", "attached"]
+    assert out["errors"][0]["phase"] == "mount" and "did not run phase mount" in out["errors"][0]["msg"]
