@@ -138,3 +138,46 @@ def test_run_killed_after_attach_recovers(kv):
     assert va_name(DB_HANDLE, "node1") not in records and records.get(wanted_va) == ("pv-db-data", "node2", True)
     assert not run.report(), run.report()
     assert_converged_and_idempotent(kv)
+
+
+# Inside node2 only: losetup -d fails (a wrapper bind-mounted over the binary in its mount namespace).
+FAIL_DETACH = (
+    "cp /usr/sbin/losetup /run/losetup.real && "
+    "printf '#!/bin/sh\\nfor a in \"$@\"; do [ \"$a\" = -d ] && { echo \"losetup: injected detach failure\" >&2; "
+    "exit 1; }; done\\nexec /run/losetup.real \"$@\"\\n' > /run/losetup.wrap && "
+    "chmod +x /run/losetup.wrap && mount --bind /run/losetup.wrap /usr/sbin/losetup")
+
+
+def test_failed_detach_keeps_the_volume_off_the_other_node(kv):
+    """The RWO volume's detach on node2 fails: node1 does not attach it in the same run, the run fails
+    naming node2, and the next run, once node2 can detach again, moves it with its data."""
+    assert kv.shared.get("recovered"), "needs the recovered cluster"
+    data = kv.cluster()
+    db_path = pod_mount_path(pod_uid(data, "shop/db-0"), "pv-db-data")
+    checksum = kv.write_data("node2", db_path, "table.dat")
+    assert kv.edit("move-pod", "shop/db-0", "node1") == "changed"
+    kv.ssh("node2", FAIL_DETACH)
+    try:
+        assert "injected" in kv.ssh("node2", "losetup -d /dev/loop-none 2>&1 || true")
+        run = kv.reconcile(expect_rc="nonzero")
+        errors = run.report().get("errors") or []
+        assert [(e["node"], e["phase"]) for e in errors] == [("node2", "teardown")], run.report()
+        assert "injected detach failure" in errors[0]["msg"]
+        blocked = run.report().get("blocked") or []
+        assert any(b["node"] == "node1" and b["volume"] == "pv-db-data" and b["action"] == "attach"
+                   and b["reason"].startswith("not attempted") for b in blocked), blocked
+        setup = (run.result("Set up", "node1") or {}).get("phase_results") or {}
+        assert not [v for v in (setup.get("attach") or {}).get("volumes") or [] if v.get("pv_name") == "pv-db-data"]
+        records = vas(kv.cluster())
+        assert records.get(va_name(DB_HANDLE, "node2")) == ("pv-db-data", "node2", True)
+        assert va_name(DB_HANDLE, "node1") not in records
+        assert not [p for p in kv.mounts("node1") if "pv-db-data" in p]
+    finally:
+        kv.ssh("node2", "umount /usr/sbin/losetup")
+    kv.reconcile()
+    data = kv.cluster()
+    db_path = pod_mount_path(pod_uid(data, "shop/db-0"), "pv-db-data")
+    assert kv.read_sum("node1", db_path, "table.dat") == checksum
+    records = vas(data)
+    assert va_name(DB_HANDLE, "node2") not in records and records.get(va_name(DB_HANDLE, "node1"))
+    assert_converged_and_idempotent(kv)
