@@ -28,9 +28,10 @@ __metaclass__ = type
 from collections import namedtuple
 
 from ansible_collections.kubevol.volumes.plugins.module_utils.cluster import node_is_managed, annotation
+from ansible_collections.kubevol.volumes.plugins.module_utils.drivers import DRIVERS
 from ansible_collections.kubevol.volumes.plugins.module_utils.names import unique_volume_name
 
-DEFAULT_KNOWN_DRIVERS = ("loop.kubevol.io",)
+DEFAULT_KNOWN_DRIVERS = tuple(sorted(DRIVERS))  # every driver kubevol has a backend for (the driver registry)
 DEFAULT_FS_TYPE = "ext4"
 FOREIGN = "foreign"  # resolve(): a volume of a driver kubevol has no backend for
 KEEP_TERMINATED_POD_VOLUMES_ANNOTATION = "volumes.kubernetes.io/keep-terminated-pod-volumes"

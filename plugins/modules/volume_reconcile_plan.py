@@ -62,12 +62,12 @@ options:
   known_drivers:
     description:
       - CSI driver names kubevol has a backend for.
+      - Unset (the default) means every driver kubevol has a backend for (its driver registry).
       - Volumes of other drivers (and in-tree attachable volumes) are foreign, as a kubelet leaves other
         plugins' volumes alone; they are never planned, unmounted, detached or blocked, only counted
         (C(foreign_volumes) in RV(desired), C(foreign_mounts) in RV(actual)).
     type: list
     elements: str
-    default: [loop.kubevol.io]
   max_teardown_fraction:
     description:
       - The teardown guard. A plan that would unmount or detach more than this fraction of the volumes mounted
@@ -182,6 +182,7 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.kubevol.volumes.plugins.module_utils.cluster import (
     ClusterIndex, cluster_from_data, load_cluster_file)
+from ansible_collections.kubevol.volumes.plugins.module_utils.desired_state import DEFAULT_KNOWN_DRIVERS
 from ansible_collections.kubevol.volumes.plugins.module_utils.errors import KubevolError
 from ansible_collections.kubevol.volumes.plugins.module_utils.planner import (
     DEFAULT_MAX_TEARDOWN_COUNT, DEFAULT_MAX_TEARDOWN_FRACTION, PlanOptions, TeardownRefused, plan_cluster, utc_now)
@@ -195,7 +196,7 @@ def argspec():
         node_facts=dict(type="dict"),
         force_detach=dict(type="bool", default=True),
         max_wait_for_unmount=dict(type="int", default=360),
-        known_drivers=dict(type="list", elements="str", default=["loop.kubevol.io"]),
+        known_drivers=dict(type="list", elements="str"),
         scope=dict(type="str"),
         max_teardown_fraction=dict(type="float", default=DEFAULT_MAX_TEARDOWN_FRACTION),
         max_teardown_count=dict(type="int", default=DEFAULT_MAX_TEARDOWN_COUNT),
@@ -212,7 +213,8 @@ def run(params, now):
         cluster = cluster_from_data(data)
     selected = select_pods(data, params["scope"], field="scope")
     scope = None if selected is None else frozenset("%s/%s" % key for key in selected)
-    options = PlanOptions(params["force_detach"], params["max_wait_for_unmount"], tuple(params["known_drivers"]), now,
+    known_drivers = DEFAULT_KNOWN_DRIVERS if params["known_drivers"] is None else tuple(params["known_drivers"])
+    options = PlanOptions(params["force_detach"], params["max_wait_for_unmount"], known_drivers, now,
                           params["max_teardown_fraction"], params["max_teardown_count"], params["allow_mass_teardown"])
     result = plan_cluster(ClusterIndex(cluster), params["node_facts"], options, scope)
     result["changed"] = False

@@ -61,3 +61,14 @@ def test_table_lists_blocked():
     result = {"plan": [], "blocked": [{"node": "n", "volume": "v", "pod": None, "reason": "why"}]}
     lines = plan_table(result).splitlines()
     assert "No changes" in lines[0] and "Blocked:" in lines and lines[-1].endswith("; 1 blocked")
+
+
+def test_known_drivers_unset_means_the_driver_registry():
+    from ansible_collections.kubevol.volumes.plugins.module_utils.desired_state import DEFAULT_KNOWN_DRIVERS
+    from ansible_collections.kubevol.volumes.plugins.module_utils.drivers import DRIVERS
+    assert "default" not in module.argspec()["known_drivers"]
+    assert DEFAULT_KNOWN_DRIVERS == tuple(sorted(DRIVERS))
+    unset = module.run(params(cluster_state=EXAMPLE, known_drivers=None), utc_now())
+    assert unset["summary"] == module.run(params(cluster_state=EXAMPLE), utc_now())["summary"]
+    none_known = module.run(params(cluster_state=EXAMPLE, known_drivers=[]), utc_now())
+    assert none_known["plan"] == [] and none_known["desired"]["foreign_volumes"] > 0
