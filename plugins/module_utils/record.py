@@ -37,8 +37,7 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.names import (
     volume_attachment_name,
 )
 from ansible_collections.kubevol.volumes.plugins.module_utils.quantity import compare, format_bytes, parse_quantity
-
-VA_API_VERSION = "storage.k8s.io/v1"
+from ansible_collections.kubevol.volumes.plugins.module_utils.volume_attachment import attached_volume_attachment
 
 # Condition types MergeResizeConditionOnPVC treats as resize conditions (resize_util.go).
 RESIZE_CONDITION_TYPES = frozenset(["Resizing", "FileSystemResizePending", "ControllerResizeError", "NodeResizeError"])
@@ -311,20 +310,15 @@ class RecordApplier:
     # -- record kinds ---------------------------------------------------------------------------
     def _attached(self, record):
         node = self._node(record["node"], True, "cannot record that %s is attached to it" % record["pv_name"])
-        name = self._va_name(record)
-        device_path = record["device_path"] or ""
+        wanted = attached_volume_attachment(record["driver"], record["volume_handle"], record["node"],
+                                            record["pv_name"], record["device_path"])
+        name = wanted["metadata"]["name"]
+        device_path = wanted["status"]["attachmentMetadata"]["devicePath"]
+        wanted_spec = wanted["spec"]
         objects = []
-        wanted_spec = {"attacher": record["driver"], "nodeName": record["node"],
-                       "source": {"persistentVolumeName": record["pv_name"]}}
         va = self.vas.get(name)
         if va is None:
-            va = {
-                "apiVersion": VA_API_VERSION,
-                "kind": "VolumeAttachment",
-                "metadata": {"name": name},
-                "spec": wanted_spec,
-                "status": {"attached": True, "attachmentMetadata": {"devicePath": device_path}},
-            }
+            va = wanted
             self.items.append(va)
             self.vas[name] = va
             objects.append(self._created(va))

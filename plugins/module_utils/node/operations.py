@@ -19,6 +19,7 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.errors import (
     CommandFailed, DeviceNotFound, KubevolError, StillMounted, UnsafeToFormat)
 from ansible_collections.kubevol.volumes.plugins.module_utils.node import blockdev, layout, mount
 from ansible_collections.kubevol.volumes.plugins.module_utils.node.filesystems import FILESYSTEMS, get_filesystem
+from ansible_collections.kubevol.volumes.plugins.module_utils.volume_attachment import attached_volume_attachment
 
 FSCK_CORRECTED = 1
 FSCK_UNCORRECTED = 4
@@ -29,18 +30,6 @@ ONLINE_RESIZE_HINT = ("online resize of a mounted ext filesystem needs CAP_SYS_R
 
 
 # -- attach ----------------------------------------------------------------------------------------
-def volume_attachment(item, node_name, device):
-    """The VolumeAttachment the cluster must record (name as csi_attacher.go computes it)."""
-    return {
-        "apiVersion": "storage.k8s.io/v1",
-        "kind": "VolumeAttachment",
-        "metadata": {"name": item.attachment_name(node_name)},
-        "spec": {"attacher": item.driver, "nodeName": node_name,
-                 "source": {"persistentVolumeName": item.pv_name}},
-        "status": {"attached": True, "attachmentMetadata": {"devicePath": device or ""}},
-    }
-
-
 def attach_volume(ctx, item, provision=False):
     att = ctx.driver(item).attach(item, provision=provision, check_mode=ctx.check_mode)
     return {
@@ -51,7 +40,8 @@ def attach_volume(ctx, item, provision=False):
         "provisioned": att.provisioned,
         "adopted": att.adopted,
         "changed": att.attached or att.provisioned,  # adopting only records what the kernel already has
-        "volume_attachment": volume_attachment(item, ctx.node_name, att.device),
+        "volume_attachment": attached_volume_attachment(item.driver, item.volume_handle, ctx.node_name, item.pv_name,
+                                                        att.device),
         "volumes_attached": {"name": item.unique_name, "devicePath": att.device or ""},
         "diff": {"before": {item.unique_name: None if att.attached else att.device},
                  "after": {item.unique_name: att.device or "(attached in a real run)"}},

@@ -1,0 +1,36 @@
+# -*- coding: utf-8 -*-
+# Copyright: kubevol contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The one builder of an attached VolumeAttachment (storage.k8s.io/v1).
+
+Used by the node side (k8s_volume_attach returns the object to record) and by the records
+(``attached`` creates it), so both describe an attachment the same way. Standard library only:
+it is imported on the nodes.
+
+- name: ``csi-<sha256(handle + driver + node)>`` (pkg/volume/csi/csi_attacher.go getAttachmentName);
+- spec: the attacher is the CSI driver, ``nodeName`` and ``source.persistentVolumeName`` (csi_attacher.go Attach);
+- status: ``attached: true`` with the device path in ``attachmentMetadata`` (what the external-attacher sets).
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.kubevol.volumes.plugins.module_utils.names import volume_attachment_name
+
+API_VERSION = "storage.k8s.io/v1"
+KIND = "VolumeAttachment"
+
+
+def attached_volume_attachment(driver, volume_handle, node_name, pv_name, device_path):
+    """The VolumeAttachment of ``pv_name`` (``driver``, ``volume_handle``) attached to ``node_name``.
+
+    ``device_path`` None is recorded as ``""``. A new dict each call (the caller may keep or change it).
+    """
+    return {
+        "apiVersion": API_VERSION,
+        "kind": KIND,
+        "metadata": {"name": volume_attachment_name(volume_handle, driver, node_name)},
+        "spec": {"attacher": driver, "nodeName": node_name, "source": {"persistentVolumeName": pv_name}},
+        "status": {"attached": True, "attachmentMetadata": {"devicePath": device_path or ""}},
+    }

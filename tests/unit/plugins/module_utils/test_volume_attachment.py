@@ -1,0 +1,46 @@
+# -*- coding: utf-8 -*-
+# Copyright: kubevol contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The one VolumeAttachment builder: what k8s_volume_attach returns is what an `attached` record creates."""
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from types import SimpleNamespace
+
+import pytest
+
+from ansible_collections.kubevol.volumes.plugins.module_utils.drivers.base import Attachment
+from ansible_collections.kubevol.volumes.plugins.module_utils.names import volume_attachment_name
+from ansible_collections.kubevol.volumes.plugins.module_utils.node.operations import attach_volume
+from ansible_collections.kubevol.volumes.plugins.module_utils.node.volume import volume_item
+from ansible_collections.kubevol.volumes.plugins.module_utils.record import apply_record
+from ansible_collections.kubevol.volumes.plugins.module_utils.volume_attachment import attached_volume_attachment
+
+DRIVER = "loop.kubevol.io"
+
+
+def test_shape():
+    va = attached_volume_attachment(DRIVER, "pv-a.img", "node1", "pv-a", "/dev/loop3")
+    assert va == {
+        "apiVersion": "storage.k8s.io/v1", "kind": "VolumeAttachment",
+        "metadata": {"name": volume_attachment_name("pv-a.img", DRIVER, "node1")},
+        "spec": {"attacher": DRIVER, "nodeName": "node1", "source": {"persistentVolumeName": "pv-a"}},
+        "status": {"attached": True, "attachmentMetadata": {"devicePath": "/dev/loop3"}},
+    }
+    assert attached_volume_attachment(DRIVER, "pv-a.img", "node1", "pv-a", None)["status"]["attachmentMetadata"] == {
+        "devicePath": ""}
+
+
+@pytest.mark.parametrize("device", ["/dev/loop3", None])
+def test_node_result_is_what_the_record_creates(device):
+    item = volume_item({"pv_name": "pv-a", "driver": DRIVER, "volume_handle": "pv-a.img"})
+    driver = SimpleNamespace(attach=lambda item, provision, check_mode: Attachment(device, attached=True))
+    ctx = SimpleNamespace(node_name="node1", check_mode=device is None, driver=lambda item: driver)
+    returned = attach_volume(ctx, item)["volume_attachment"]
+    cluster = {"apiVersion": "v1", "kind": "List",
+               "items": [{"apiVersion": "v1", "kind": "Node", "metadata": {"name": "node1"}, "status": {}}]}
+    assert apply_record(cluster, {"type": "attached", "node": "node1", "pv_name": "pv-a", "driver": DRIVER,
+                                  "volume_handle": "pv-a.img", "device_path": device}) is True
+    recorded = [o for o in cluster["items"] if o["kind"] == "VolumeAttachment"]
+    assert recorded == [returned]
