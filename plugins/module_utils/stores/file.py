@@ -188,7 +188,8 @@ class FileStore(ClusterStore):
 
     def dumps(self, cluster_list, fmt):
         if fmt == "json":
-            return json.dumps(cluster_list, indent=2, ensure_ascii=False) + "\n"
+            # compact: with indent, json falls back to its pure-Python encoder (about 9x slower, twice the size)
+            return json.dumps(cluster_list, separators=(",", ":"), ensure_ascii=False) + "\n"
         if yaml is None:
             raise MissingLibrary("PyYAML", "to write the YAML cluster state file %s" % self.path, YAML_IMPORT_ERROR)
         return yaml.dump(cluster_list, Dumper=_Dumper, default_flow_style=False, sort_keys=False,

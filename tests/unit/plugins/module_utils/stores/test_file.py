@@ -106,7 +106,8 @@ def test_json_round_trip(json_state):
     assert store.apply([attached()])["changed"] is True
     text = json_state.read_text()
     cl = json.loads(text)
-    assert text.startswith('{\n  "apiVersion"')  # JSON, indent 2
+    assert text.startswith('{"apiVersion":"v1",')  # JSON, compact
+    assert text.endswith("}\n") and text.count("\n") == 1  # one line, one trailing newline
     assert kinds(cl)[-1] == "VolumeAttachment"
     assert store.apply([attached()])["changed"] is False
 
