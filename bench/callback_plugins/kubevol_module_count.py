@@ -62,8 +62,8 @@ class CallbackModule(CallbackBase):
         res = result._result
         items = res.get("results") if isinstance(res.get("results"), list) and task.loop is not None else None
         n = 1 if items is None else sum(1 for r in items if not (isinstance(r, dict) and r.get("skipped")))
-        if action == "node_phases":  # the role's engine: one node module run per phase with work
-            n = len(res.get("phase_results") or ())
+        if action == "node_phases":  # the role's engine: the node module executions it ran
+            n = len(res.get("module_runs") or ())
         if n == 0:
             return
         delegated = res.get("_ansible_delegated_vars") or {}

@@ -20,6 +20,9 @@ from ansible.plugins.action import ActionBase
 
 from ansible_collections.kubevol.volumes.plugins.module_utils import executor
 
+# The phases one node_volume_setup execution runs in order (attach, mount, expand).
+SETUP_PHASES = ("attach", "mount", "expand_controller", "expand_node")
+
 # phase -> (node module, its extra arguments)
 PHASE_MODULES = {
     "teardown": ("kubevol.volumes.volume_detach", {}),
@@ -70,6 +73,13 @@ class ActionModule(ActionBase):
         plan, node = params["plan"], params["node_name"]
         failures = params["failures"]
         phase_results = {}
+        executed = []
+        setup = [phase for phase in phases if phase in SETUP_PHASES and executor.phase_work(plan, phase, node, failures)[0]]
+        if len(setup) > 1:
+            # one execution for the node's attach, mount and expansion: fewer round trips
+            phase_results = self._setup(plan, setup, node, failures, params, task_vars)
+            executed.append("kubevol.volumes.node_volume_setup")
+            phases = [phase for phase in phases if phase not in SETUP_PHASES]
         for phase in phases:
             items, stale, forced = executor.phase_work(plan, phase, node, failures)
             if not items and not stale:
@@ -82,12 +92,14 @@ class ActionModule(ActionBase):
                 # keep what the earlier phases did: it is recorded; this phase and the rest are not
                 outcome = {"unreachable": True, "failed": True, "msg": "%s: %s" % (module, err)}
             phase_results[phase] = outcome
+            executed.append(module)
             failures = executor.advance(plan, phase, node, outcome, failures)
             if node in failures["nodes"]:
                 break  # unreachable: nothing more can run there
         result.update(
             changed=any(r.get("changed") for r in phase_results.values()),
             phase_results=phase_results,
+            module_runs=executed,
             node_name=node,
             errors=[{"phase": phase, "msg": r.get("msg")} for phase, r in phase_results.items()
                     if r.get("failed") or r.get("unreachable")],
@@ -95,3 +107,20 @@ class ActionModule(ActionBase):
         # A node's failure is reported by the role once every node has run (executor.task_outcome);
         # this host stays in the play so the others' results are recorded.
         return result
+
+    def _setup(self, plan, setup, node, failures, params, task_vars):
+        """The setup phases in one node_volume_setup execution: {phase: result}."""
+        args = {"node_name": node, "kubelet_dir": params["kubelet_dir"], "lock_timeout": params["lock_timeout"]}
+        for phase in setup:
+            args[phase] = {"volumes": executor.phase_work(plan, phase, node, failures)[0]}
+        if "attach" in args:
+            args["attach"]["provision"] = params["provision"]
+        try:
+            outcome = self._execute_module(module_name="kubevol.volumes.node_volume_setup", module_args=args,
+                                           task_vars=task_vars)
+        except AnsibleConnectionFailure as err:
+            outcome = {"unreachable": True, "failed": True, "msg": "kubevol.volumes.node_volume_setup: %s" % err}
+        if outcome.get("failed") or "phase_results" not in outcome:
+            # the execution as a whole failed (unreachable, a crash): every phase it had failed with it
+            return dict((phase, dict(outcome, volumes=[])) for phase in setup)
+        return outcome["phase_results"]

@@ -17,7 +17,8 @@ description:
   - An action plugin. It takes the plan of M(kubevol.volumes.volume_reconcile_plan), cuts this host's slice of the
     phases in O(phases), and runs, over this host's own connection, one execution of each phase's node module that
     has work there (M(kubevol.volumes.volume_detach), M(kubevol.volumes.k8s_volume_attach),
-    M(kubevol.volumes.node_volume_mount), M(kubevol.volumes.fs_expand)), in order.
+    M(kubevol.volumes.node_volume_mount), M(kubevol.volumes.fs_expand)), in order. When the node has work in more
+    than one of attach, mount and expansion, those run in one execution of M(kubevol.volumes.node_volume_setup).
   - A volume that failed in an earlier phase on this node is not carried into the next one; an unreachable node
     stops at once. A host with no work runs nothing.
   - A node module's failure does not fail the task; it is in RV(phase_results) and RV(errors), and the reconcile
@@ -93,6 +94,13 @@ phase_results:
   description: The result of each phase's node module call, keyed by phase; phases without work are absent.
   returned: always
   type: dict
+module_runs:
+  description:
+    - The node modules this task executed on the node, in order. When a node has work in more than one of attach,
+      mount and expansion they run as one M(kubevol.volumes.node_volume_setup) execution.
+  returned: always
+  type: list
+  elements: str
 errors:
   description: The phases whose node module failed, each with C(phase) and C(msg).
   returned: always

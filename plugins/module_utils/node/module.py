@@ -12,8 +12,8 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.node.context impor
 from ansible_collections.kubevol.volumes.plugins.module_utils.node.runner import module_runner
 
 
-def context_from(module):
-    params = module.params
+def context_from(module, params=None):
+    params = module.params if params is None else params
     return NodeContext(module_runner(module), node_name=params.get("node_name"),
                        kubelet_dir=params.get("kubelet_dir"), run_dir=params.get("run_dir") or "/run/kubevol",
                        lock_timeout=params.get("lock_timeout") or 0, check_mode=module.check_mode)
@@ -37,11 +37,23 @@ def run_volumes(module, phase, prepare=None, finish=None, **extra_results):
     Volumes of a driver kubevol has no backend for are skipped (a ``skipped`` result and a warning),
     never passed to ``prepare`` or ``phase``; ``extra_results`` builders see only the others.
     """
+    failed, out, warnings = volumes_result(module, module.params, module.params["volumes"], phase, prepare, finish,
+                                           extra_results)
+    for text in warnings:
+        module.warn(text)
+    if failed:
+        module.fail_json(**out)
+    module.exit_json(**out)
+
+
+def volumes_result(module, params, volumes, phase, prepare=None, finish=None, extra_results=None):
+    """One node phase over ``volumes`` as run_volumes runs it, returned instead of exiting:
+    (failed, the module result, warnings). ``params`` give node_name, kubelet_dir, run_dir, lock_timeout."""
     ctx = None
     skipped = {}
     try:
-        ctx = context_from(module)
-        items = ctx.items(module.params["volumes"])
+        ctx = context_from(module, params)
+        items = ctx.items(volumes)
         active = [item for item in items if ctx.has_backend(item)]
         skipped = dict((item.unique_name, ctx.skip_foreign(item)) for item in items if not ctx.has_backend(item))
         if prepare is not None:
@@ -49,25 +61,22 @@ def run_volumes(module, phase, prepare=None, finish=None, **extra_results):
         done = ctx.run_each(active, lambda item: phase(ctx, item))
         extra = dict(finish(ctx)) if finish is not None else {}
     except KubevolError as err:
-        for text in (ctx.warnings if ctx else ()):
-            module.warn(text)
         result = err.to_result()
         if isinstance(result.get("volumes"), list):
             merge_diff(result["volumes"])
             result["volumes"] = result["volumes"] + list(skipped.values())
-        module.fail_json(msg=err.msg, **result)
-    for text in ctx.warnings:
-        module.warn(text)
+        result["msg"] = err.msg
+        return True, result, list(ctx.warnings if ctx else ())
     diff = merge_diff(done)
     by_name = dict((res["unique_volume_name"], res) for res in done)
     by_name.update(skipped)
     results = [by_name[item.unique_name] for item in items]
     out = dict(changed=any(r["changed"] for r in results), volumes=results, node_name=ctx.node_name)
-    for key, build in extra_results.items():
+    for key, build in (extra_results or {}).items():
         out[key] = build(done)
     extra_changed = extra.pop("changed", False)
     out.update(extra)
     out["changed"] = out["changed"] or bool(extra_changed)
     if module._diff:
         out["diff"] = diff
-    module.exit_json(**out)
+    return False, out, list(ctx.warnings)

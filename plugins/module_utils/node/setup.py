@@ -1,0 +1,61 @@
+# -*- coding: utf-8 -*-
+# Copyright: kubevol contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Attach, mount and expand one node's volumes in one module execution (node_volume_setup).
+
+Each phase runs exactly as its public module runs it (node/module.py volumes_result) and its result has
+that module's shape; a volume that failed in a phase is left out of the later ones, as the controller's
+executor.advance leaves it out when the phases run as separate module calls.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.kubevol.volumes.plugins.module_utils import names
+from ansible_collections.kubevol.volumes.plugins.module_utils.node.module import volumes_result
+from ansible_collections.kubevol.volumes.plugins.module_utils.node.operations import (
+    attach_volume, expand_controller, expand_node, mount_volume)
+
+# phase -> (its per-volume function given the phase's options, extra results)
+PHASES = (
+    ("attach", lambda opts: lambda ctx, item: attach_volume(ctx, item, provision=opts.get("provision")),
+     {"volume_attachments": lambda done: [r["volume_attachment"] for r in done],
+      "volumes_attached": lambda done: [r["volumes_attached"] for r in done]}),
+    ("mount", lambda opts: lambda ctx, item: mount_volume(ctx, item, force=opts.get("force"),
+                                                         device_timeout=opts.get("device_timeout")), {}),
+    ("expand_controller", lambda opts: expand_controller, {}),
+    ("expand_node", lambda opts: expand_node, {}),
+)
+
+
+def _key(raw):
+    return names.unique_volume_name(raw.get("driver"), raw.get("volume_handle"))
+
+
+def _failed_keys(result, volumes):
+    """The volumes of a failed phase that it did not complete (run_each stops at the first failure)."""
+    completed = set(v.get("unique_volume_name") for v in result.get("volumes") or ())
+    return set(_key(raw) for raw in volumes) - completed
+
+
+def run_setup(module):
+    """{changed, phase_results, warnings}: the phases with volumes, in order."""
+    params = module.params
+    failed = set()
+    phase_results = {}
+    warnings = []
+    for phase, build, extra in PHASES:
+        opts = params.get(phase) or {}
+        volumes = [raw for raw in opts.get("volumes") or () if _key(raw) not in failed]
+        if not volumes:
+            continue
+        phase_failed, result, phase_warnings = volumes_result(module, params, volumes, build(opts),
+                                                              extra_results=extra)
+        warnings.extend(phase_warnings)
+        if phase_failed:
+            result["failed"] = True
+            failed |= _failed_keys(result, volumes)
+        phase_results[phase] = result
+    return {"changed": any(r.get("changed") for r in phase_results.values()), "phase_results": phase_results,
+            "warnings_text": warnings}

@@ -1,0 +1,115 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: kubevol contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r'''
+---
+module: node_volume_setup
+short_description: Attach, format and mount, and grow one node's volumes in one module execution
+version_added: 0.2.0
+author: kubevol contributors (@kubevol)
+description:
+  - Runs, in one execution on the node, the phases that M(kubevol.volumes.k8s_volume_attach),
+    M(kubevol.volumes.node_volume_mount) and M(kubevol.volumes.fs_expand) (C(stage=controller), then C(stage=node))
+    run one execution each, in that order, each with the same checks, locks, check mode and result.
+  - A volume that failed in a phase is left out of the later phases; the other volumes go on.
+  - The engine of the reconcile role (M(kubevol.volumes.node_phases) calls it when a node has work in more than one
+    of these phases); the single-phase modules stay the ones to use ad hoc.
+extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
+  - kubevol.volumes.node_volumes.node
+attributes:
+  check_mode:
+    support: full
+  diff_mode:
+    support: none
+  platform:
+    platforms: posix
+options:
+  attach:
+    description:
+      - "The attach phase: C(volumes) (volume items, docs/contracts.md section 1) and C(provision), as
+        M(kubevol.volumes.k8s_volume_attach) takes them."
+    type: dict
+  mount:
+    description:
+      - "The mount phase: C(volumes), C(force) and C(device_timeout), as M(kubevol.volumes.node_volume_mount) takes them."
+    type: dict
+  expand_controller:
+    description:
+      - "The controller-side expansion: C(volumes), as M(kubevol.volumes.fs_expand) with C(stage=controller) takes them."
+    type: dict
+  expand_node:
+    description:
+      - "The node-side expansion: C(volumes), as M(kubevol.volumes.fs_expand) with C(stage=node) takes them."
+    type: dict
+  run_dir:
+    description: Directory for the per-volume lock files.
+    type: str
+    default: /run/kubevol
+  lock_timeout:
+    description: Seconds to wait for another kubevol run that holds a volume's lock.
+    type: int
+    default: 60
+'''
+
+EXAMPLES = r'''
+- name: Attach and mount two volumes, in one execution
+  kubevol.volumes.node_volume_setup:
+    attach:
+      volumes: "{{ new_volumes }}"
+    mount:
+      volumes: "{{ new_volumes }}"
+'''
+
+RETURN = r'''
+phase_results:
+  description:
+    - The result of each phase that had volumes, keyed C(attach), C(mount), C(expand_controller), C(expand_node),
+      each the result its single-phase module returns (with C(failed) and C(msg) when it failed).
+  returned: always
+  type: dict
+'''
+
+import copy
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
+
+from ansible_collections.kubevol.volumes.plugins.module_utils.node_args import LOCK_SPEC, NODE_SPEC, VOLUME_SPEC
+from ansible_collections.kubevol.volumes.plugins.module_utils.node.setup import run_setup
+
+VOLUMES = dict(type="list", elements="dict", default=[], options=VOLUME_SPEC)
+PHASE_SPECS = {
+    "attach": dict(volumes=VOLUMES, provision=dict(type="bool", default=False)),
+    "mount": dict(volumes=VOLUMES, force=dict(type="bool", default=False), device_timeout=dict(type="int", default=30)),
+    "expand_controller": dict(volumes=VOLUMES),
+    "expand_node": dict(volumes=VOLUMES),
+}
+
+
+def main():
+    spec = copy.deepcopy(NODE_SPEC)
+    spec.update(copy.deepcopy(LOCK_SPEC))
+    spec.update((phase, dict(type="dict")) for phase in PHASE_SPECS)
+    module = AnsibleModule(argument_spec=spec, supports_check_mode=True)
+    for phase, phase_spec in PHASE_SPECS.items():
+        if module.params[phase] is None:
+            continue
+        validated = ArgumentSpecValidator(copy.deepcopy(phase_spec)).validate(module.params[phase])
+        if validated.error_messages:
+            module.fail_json(msg="%s: %s" % (phase, "; ".join(validated.error_messages)))
+        module.params[phase] = validated.validated_parameters
+    result = run_setup(module)
+    for text in result.pop("warnings_text"):
+        module.warn(text)
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()
