@@ -26,7 +26,6 @@ description:
   - The reconcile role's engine; the node modules stay the public modules for ad-hoc use.
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
-  - ansible.builtin.action_common_attributes.conn
   - ansible.builtin.action_common_attributes.flow
 attributes:
   action:

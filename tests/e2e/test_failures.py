@@ -24,7 +24,6 @@ def kv(make_cluster):
     return cluster
 
 
-
 def object_key(obj):
     meta = obj.get("metadata") or {}
     return obj.get("kind"), meta.get("namespace"), meta.get("name")

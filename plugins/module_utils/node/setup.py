@@ -17,13 +17,20 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.node.module import
 from ansible_collections.kubevol.volumes.plugins.module_utils.node.operations import (
     attach_volume, expand_controller, expand_node, mount_volume)
 
+
+def _attach(opts):
+    return lambda ctx, item: attach_volume(ctx, item, provision=opts.get("provision"))
+
+
+def _mount(opts):
+    return lambda ctx, item: mount_volume(ctx, item, force=opts.get("force"), device_timeout=opts.get("device_timeout"))
+
+
 # phase -> (its per-volume function given the phase's options, extra results)
 PHASES = (
-    ("attach", lambda opts: lambda ctx, item: attach_volume(ctx, item, provision=opts.get("provision")),
-     {"volume_attachments": lambda done: [r["volume_attachment"] for r in done],
-      "volumes_attached": lambda done: [r["volumes_attached"] for r in done]}),
-    ("mount", lambda opts: lambda ctx, item: mount_volume(ctx, item, force=opts.get("force"),
-                                                         device_timeout=opts.get("device_timeout")), {}),
+    ("attach", _attach, {"volume_attachments": lambda done: [r["volume_attachment"] for r in done],
+                         "volumes_attached": lambda done: [r["volumes_attached"] for r in done]}),
+    ("mount", _mount, {}),
     ("expand_controller", lambda opts: expand_controller, {}),
     ("expand_node", lambda opts: expand_node, {}),
 )
