@@ -573,6 +573,24 @@ def expand_node(p):
                     size_from=spec.claim_capacity_bytes, size_to=target, pvc=spec.claim_key))
 
 
+def in_use_repairs(p, steps):
+    """node.status.volumesInUse entries a node's mounts show are missing (a record lost with a killed run
+    or an API that went away after the mount): [{node, unique_volume_names}] to record as in use, as the
+    kubelet reports every mounted volume in volumesInUse on each status update (kubelet_node_status.go)."""
+    leaving = set((s["unique_volume_name"], s["node"]) for s in steps
+                  if (s["action"], s["target"]) in (("unmount", "device"), ("detach", "device")))
+    missing = {}
+    for node, facts in p.teardown_facts():
+        if node not in p.index.node_by_name:
+            continue
+        mounted = set(u for u, gm in facts.global_mounts.items() if gm.get("mounted"))
+        mounted.update(pm.unique_name for pm in facts.pod_mounts.values() if pm.mounted and pm.mode == "Block")
+        for unique in mounted:
+            if (unique, node) not in p.actual.in_use and (unique, node) not in leaving:
+                missing.setdefault(node, []).append(unique)
+    return [{"node": node, "unique_volume_names": sorted(names)} for node, names in sorted(missing.items())]
+
+
 def _mounted_now(p):
     """(unique name, node) pairs mounted now: node facts where known, else node.status.volumesInUse."""
     mounted = set()
@@ -646,7 +664,7 @@ def plan(desired, actual, index, options=None):
     return {"plan": steps, "blocked": sorted(p.blocked, key=lambda b: (b["node"] or "", b["volume"] or "",
                                                                        b["pod"] or "", b["reason"])),
             "detach_requests": p.detach_requests, "detach_requests_to_clear": p.detach_requests_to_clear,
-            "teardown_guard": teardown_guard(p, steps), "summary": summary,
+            "teardown_guard": teardown_guard(p, steps), "summary": summary, "in_use_repairs": in_use_repairs(p, steps),
             "nodes_out_of_service": sorted(n.name for n in index.cluster.nodes if _has_out_of_service_taint(n))}
 
 

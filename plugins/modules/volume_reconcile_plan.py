@@ -146,6 +146,13 @@ detach_requests:
   returned: always
   type: list
   elements: dict
+in_use_repairs:
+  description:
+    - "C({node, unique_volume_names}) of volumes mounted on a node (node facts) that its C(status.volumesInUse) lacks,
+      for the caller to record (a record lost with a killed run, or an API that went away after the mount)."
+  returned: always
+  type: list
+  elements: dict
 nodes_out_of_service:
   description: Nodes with the C(node.kubernetes.io/out-of-service) taint; their attachments are released at once.
   returned: always

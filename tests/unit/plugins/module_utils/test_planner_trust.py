@@ -387,3 +387,15 @@ def test_an_attachment_on_a_node_without_node_object_blocks_a_second_rwo_attach_
     data = cluster(node("node2"), bound("pv-a", "ns/a"), pod("ns/p", "node2", ["a"]))
     result = run(data, {"node1": converged_node1("pv-a"), "node2": facts("node2")})
     assert steps(result, "attach") == [] and teardown(result) == []
+
+
+def test_volumes_in_use_that_node_status_lacks_are_repaired():
+    """kubelet_node_status.go reports every mounted volume in volumesInUse; a lost record is written again."""
+    data = cluster(node("node1", attached=[uvn("pv-a"), uvn("pv-b")], in_use=[uvn("pv-b")]), bound("pv-a", "ns/a"),
+                   bound("pv-b", "ns/b"), pod("ns/a", "node1", ["a"], uid="uid-ns/pv-a"),
+                   pod("ns/b", "node1", ["b"], uid="uid-ns/pv-b"))
+    result = run(data, {"node1": converged_node1("pv-a", "pv-b")})
+    assert result["plan"] == []
+    assert result["in_use_repairs"] == [{"node": "node1", "unique_volume_names": [uvn("pv-a")]}]
+    assert executor.detach_request_records(result) == [
+        {"type": "in_use", "node": "node1", "unique_volume_names": [uvn("pv-a")], "in_use": True}]
