@@ -382,29 +382,19 @@ def main():
             log("  ping %.2f s, no-op reconcile %.2f s" % (ping[-1][0], noop[-1][0]))
         results["noop"], results["ping"] = noop, ping
 
-        # 2b. naive playbook after a reset
-        log("reset (unmount, detach, recreate %d blank images) ..." % args.volumes)
-        bench.reset(placement, create_images=True)
-        bench.warm()
-        log("naive playbook (%d volumes, one loop item per volume per step) ..." % args.volumes)
-        secs, counts = bench.playbook("naive", naive, ["@" + naive_vars])[:2]
-        mounts = bench.mounts_per_node()
-        if sum(mounts.values()) != args.volumes:
-            raise SystemExit("naive: %d mounts, want %d: %s" % (sum(mounts.values()), args.volumes, mounts))
-        results["naive"] = (secs, counts)
-        log("  %.1f s" % secs)
-
-        # 2c. one shell command per volume after a reset
-        log("reset ...")
-        bench.reset(placement, create_images=True)
-        bench.warm()
-        log("one shell command per volume (%d volumes) ..." % args.volumes)
-        secs, counts = bench.playbook("shell", shell_playbook, ["@" + naive_vars])[:2]
-        mounts = bench.mounts_per_node()
-        if sum(mounts.values()) != args.volumes:
-            raise SystemExit("shell: %d mounts, want %d: %s" % (sum(mounts.values()), args.volumes, mounts))
-        results["shell"] = (secs, counts)
-        log("  %.1f s" % secs)
+        # 2b, 2c. the hand-written baselines, each after a reset (unmount, detach, recreate blank images)
+        for label, playbook, what in (("naive", naive, "one loop item per volume per step"),
+                                      ("shell", shell_playbook, "one shell command per volume")):
+            log("reset (unmount, detach, recreate %d blank images) ..." % args.volumes)
+            bench.reset(placement, create_images=True)
+            bench.warm()
+            log("%s playbook (%d volumes, %s) ..." % (label, args.volumes, what))
+            secs, counts = bench.playbook(label, playbook, ["@" + naive_vars])[:2]
+            mounts = bench.mounts_per_node()
+            if sum(mounts.values()) != args.volumes:
+                raise SystemExit("%s: %d mounts, want %d: %s" % (label, sum(mounts.values()), args.volumes, mounts))
+            results[label] = (secs, counts)
+            log("  %.1f s" % secs)
     finally:
         if args.keep:
             log("kept: %s %s down --purge --state-dir %s" % (sys.executable, TESTNODES, bench.state))
