@@ -19,6 +19,7 @@ from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.kubevol.volumes.plugins.module_utils import executor
+from ansible_collections.kubevol.volumes.plugins.module_utils.node_args import node_phases_argspec
 
 # The phases one node_volume_setup execution runs in order (attach, mount, expand).
 SETUP_PHASES = ("attach", "mount", "expand_controller", "expand_node")
@@ -31,16 +32,6 @@ PHASE_MODULES = {
     "expand_controller": ("kubevol.volumes.fs_expand", {"stage": "controller"}),
     "expand_node": ("kubevol.volumes.fs_expand", {"stage": "node"}),
 }
-
-ARGUMENT_SPEC = dict(
-    plan=dict(type="list", elements="dict", required=True),
-    phases=dict(type="list", elements="str", required=True, choices=list(PHASE_MODULES)),
-    failures=dict(type="dict", default={}),
-    node_name=dict(type="str", required=True),
-    kubelet_dir=dict(type="str", default="/var/lib/kubelet"),
-    provision=dict(type="bool", default=False),
-    lock_timeout=dict(type="int", default=60),
-)
 
 
 def module_args(phase, node_name, items, stale, forced, params):
@@ -64,7 +55,7 @@ class ActionModule(ActionBase):
 
     def run(self, tmp=None, task_vars=None):
         result = super(ActionModule, self).run(tmp, task_vars)
-        validated = ArgumentSpecValidator(ARGUMENT_SPEC).validate(self._task.args)
+        validated = ArgumentSpecValidator(node_phases_argspec()).validate(self._task.args)
         if validated.error_messages:
             raise AnsibleActionFail("kubevol.volumes.node_phases: %s" % "; ".join(validated.error_messages))
         params = validated.validated_parameters
@@ -74,10 +65,12 @@ class ActionModule(ActionBase):
         failures = params["failures"]
         phase_results = {}
         executed = []
-        setup = [phase for phase in phases if phase in SETUP_PHASES and executor.phase_work(plan, phase, node, failures)[0]]
+        setup = dict((phase, executor.phase_work(plan, phase, node, failures)[0]) for phase in phases
+                     if phase in SETUP_PHASES)
+        setup = dict((phase, items) for phase, items in setup.items() if items)
         if len(setup) > 1:
             # one execution for the node's attach, mount and expansion: fewer round trips
-            phase_results = self._setup(plan, setup, node, failures, params, task_vars)
+            phase_results = self._setup(setup, node, params, task_vars)
             executed.append("kubevol.volumes.node_volume_setup")
             phases = [phase for phase in phases if phase not in SETUP_PHASES]
         for phase in phases:
@@ -108,11 +101,11 @@ class ActionModule(ActionBase):
         # this host stays in the play so the others' results are recorded.
         return result
 
-    def _setup(self, plan, setup, node, failures, params, task_vars):
-        """The setup phases in one node_volume_setup execution: {phase: result}."""
+    def _setup(self, setup, node, params, task_vars):
+        """The setup phases ({phase: items}) in one node_volume_setup execution: {phase: result}."""
         args = {"node_name": node, "kubelet_dir": params["kubelet_dir"], "lock_timeout": params["lock_timeout"]}
-        for phase in setup:
-            args[phase] = {"volumes": executor.phase_work(plan, phase, node, failures)[0]}
+        for phase, items in setup.items():
+            args[phase] = {"volumes": items}
         if "attach" in args:
             args["attach"]["provision"] = params["provision"]
         try:

@@ -300,10 +300,7 @@ def _phase_result(host, phase, node):
 
 
 def _later_than(step, phase):
-    for name, kinds in PHASES:
-        if _step_kind(step) in kinds:
-            return PHASE_ORDER[name] > PHASE_ORDER[phase]
-    return False
+    return _phase_order_of(_step_kind(step)) > PHASE_ORDER[phase]
 
 
 def _result_volume(result, key):

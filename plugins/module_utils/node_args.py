@@ -64,3 +64,17 @@ def volumes_argspec(volumes_required=True, **extra):
     spec.update(copy.deepcopy(LOCK_SPEC))
     spec.update(extra)
     return spec
+
+
+def node_phases_argspec():
+    """The node_phases action plugin's arguments (plugins/action/node_phases.py; its module file documents them)."""
+    return dict(
+        plan=dict(type="list", elements="dict", required=True),
+        phases=dict(type="list", elements="str", required=True,
+                    choices=["teardown", "attach", "mount", "expand_controller", "expand_node"]),
+        failures=dict(type="dict", default={}),
+        node_name=dict(type="str", required=True),
+        kubelet_dir=copy.deepcopy(NODE_SPEC["kubelet_dir"]),
+        provision=dict(type="bool", default=False),
+        lock_timeout=copy.deepcopy(LOCK_SPEC["lock_timeout"]),
+    )

@@ -113,18 +113,11 @@ node_name:
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.kubevol.volumes.plugins.module_utils.node_args import node_phases_argspec
+
 
 def main():
-    module = AnsibleModule(argument_spec=dict(
-        plan=dict(type="list", elements="dict", required=True),
-        phases=dict(type="list", elements="str", required=True,
-                    choices=["teardown", "attach", "mount", "expand_controller", "expand_node"]),
-        failures=dict(type="dict", default={}),
-        node_name=dict(type="str", required=True),
-        kubelet_dir=dict(type="str", default="/var/lib/kubelet"),
-        provision=dict(type="bool", default=False),
-        lock_timeout=dict(type="int", default=60),
-    ), supports_check_mode=True)
+    module = AnsibleModule(argument_spec=node_phases_argspec(), supports_check_mode=True)
     module.fail_json(msg="kubevol.volumes.node_phases runs as an action plugin on the controller; it was run as a "
                          "module on the node instead (is the collection's action plugin on the controller's path?)")
 
