@@ -18,6 +18,7 @@ import importlib
 import json
 import os
 import resource
+import subprocess
 import sys
 import tempfile
 import time
@@ -83,11 +84,41 @@ def generate(scale):
     return {"apiVersion": "v1", "kind": "List", "items": items}
 
 
-def measure(scale, workdir):
+def adhoc(argv):
+    """Seconds of one ansible ad-hoc run on localhost (its output, the whole plan printed, is discarded)."""
+    env = dict(os.environ, ANSIBLE_LOCALHOST_WARNING="False", ANSIBLE_INVENTORY_UNPARSED_WARNING="False",
+               ANSIBLE_COLLECTIONS_PATH=os.path.join(os.path.dirname(HERE), ".build", "collections"))
+    start = time.perf_counter()
+    res = subprocess.run([os.path.join(os.path.dirname(sys.executable), "ansible"), "localhost"] + argv, env=env,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, universal_newlines=True, check=False)
+    if res.returncode != 0:
+        raise SystemExit("ansible %s failed: %s" % (" ".join(argv), res.stderr[-2000:]))
+    return time.perf_counter() - start
+
+
+def through_ansible(path):
+    """The issue's measure: the planner module through `ansible localhost -m`, minus an `ansible localhost -m
+    ping`, against json.load of the same file (each the best of two)."""
+    json_load = []
+    for _ in range(2):
+        gc.collect()
+        start = time.perf_counter()
+        with open(path) as handle:
+            json.load(handle)
+        json_load.append(time.perf_counter() - start)
+    ping = min(adhoc(["-m", "ansible.builtin.ping"]) for _ in range(2))
+    module = min(adhoc(["-m", "kubevol.volumes.volume_reconcile_plan", "-a", "cluster_state=" + path])
+                 for _ in range(2))
+    return {"json_load_s": round(min(json_load), 2), "ping_s": round(ping, 2), "adhoc_plan_s": round(module, 2),
+            "adhoc_minus_ping_over_json_load": round((module - ping) / min(json_load), 2)}
+
+
+def measure(scale, workdir, ansible=False):
     path = os.path.join(workdir, "cluster-x%d.json" % scale)
     with open(path, "w") as handle:
         json.dump(generate(scale), handle)
     size_mb = os.path.getsize(path) / 1e6
+    extra = through_ansible(path) if ansible else {}
     gc.collect()
     start = time.perf_counter()
     with open(path) as handle, gc_paused():  # as load_cluster_file does
@@ -99,23 +130,33 @@ def measure(scale, workdir):
     result = plan_cluster(index, None, PlanOptions())
     planned = time.perf_counter() - start
     os.unlink(path)
-    return {"scale": scale, "file_mb": round(size_mb, 1), "load_s": round(load, 2), "plan_s": round(planned, 2),
-            "plan_over_load": round(planned / load, 2), "steps": len(result["plan"]),
-            "blocked": len(result["blocked"]), "summary": result["summary"]}
+    row = {"scale": scale, "file_mb": round(size_mb, 1), "load_s": round(load, 2), "plan_s": round(planned, 2),
+           "plan_over_load": round(planned / load, 2), "steps": len(result["plan"]),
+           "result_mb": round(len(json.dumps(result, separators=(",", ":"))) / 1e6, 1),
+           "blocked": len(result["blocked"]), "summary": result["summary"]}
+    row.update(extra)
+    return row
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--scale", type=int, action="append", help="cluster multiplier (default: 1 and 2)")
+    parser.add_argument("--ansible", action="store_true",
+                        help="also time `ansible localhost -m kubevol.volumes.volume_reconcile_plan` against "
+                             "`ansible localhost -m ping` and json.load of the same file")
     args = parser.parse_args()
     rows = []
     with tempfile.TemporaryDirectory() as workdir:
         for scale in args.scale or [1, 2]:
-            rows.append(measure(scale, workdir))
+            rows.append(measure(scale, workdir, args.ansible))
             print(json.dumps(rows[-1]))
             sys.stdout.flush()
     if len(rows) > 1:
         print("plan time x%d / x%d: %.2f" % (rows[-1]["scale"], rows[0]["scale"], rows[-1]["plan_s"] / rows[0]["plan_s"]))
+        if args.ansible:
+            print("ad-hoc plan minus ping x%d / x%d: %.2f" % (
+                rows[-1]["scale"], rows[0]["scale"], (rows[-1]["adhoc_plan_s"] - rows[-1]["ping_s"])
+                / (rows[0]["adhoc_plan_s"] - rows[0]["ping_s"])))
     print("peak RSS: %.0f MB" % (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0))
 
 

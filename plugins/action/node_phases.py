@@ -61,7 +61,9 @@ class ActionModule(ActionBase):
         params = validated.validated_parameters
         order = [name for name, _kinds in executor.PHASES]
         phases = sorted(set(params["phases"]), key=order.index)
-        plan, node = params["plan"], params["node_name"]
+        node = params["node_name"]
+        # a whole plan result is cut here; the role passes the host's slice (filter node_plan) already
+        plan = executor.PlanView(executor.node_slice(params["plan"], node))
         failures = params["failures"]
         phase_results = {}
         executed = []

@@ -39,9 +39,17 @@ def node_facts_map(hostvars, hosts, var_name):
     return facts
 
 
-def task_outcome(plan, phases, results, failures=None):
+def node_plan(plan_result, node):
+    """One node's slice of a volume_reconcile_plan result (plan, items), cut through its by_node index."""
     try:
-        return executor.task_outcome(plan, phases, results, failures)
+        return executor.node_slice(plan_result, node)
+    except (AttributeError, IndexError, TypeError) as e:
+        raise AnsibleFilterError("kubevol node_plan: the input is not a volume_reconcile_plan result: %s" % e)
+
+
+def task_outcome(plan_result, phases, results, failures=None):
+    try:
+        return executor.task_outcome(plan_result, phases, results, failures)
     except KeyError as e:
         raise AnsibleFilterError("kubevol task_outcome: unknown phase or malformed plan step: %s" % e)
 
@@ -64,6 +72,7 @@ class FilterModule(object):
             "node_results": node_results,
             "node_facts_map": node_facts_map,
             "task_outcome": task_outcome,
+            "node_plan": node_plan,
             "run_tasks": run_tasks,
             "detach_request_records": detach_request_records,
             "facts_errors": facts_errors,

@@ -40,40 +40,90 @@ def _step_kind(step):
     return (step.get("action"), step.get("target"))
 
 
-def phase_steps(plan, phase, node=None, failures=None, record_only=False):
-    """The steps of one phase (optionally for one node), minus those blocked by earlier failures.
-
-    record_only: the steps the controller records without the node (else: the node's work)."""
-    kinds = PHASE_KINDS[phase]
-    failures = failures or {}
-    failed_nodes = failures.get("nodes", {})
-    failed_volumes = failures.get("volumes", {})
-    selected = []
-    for step in plan or ():
-        if _step_kind(step) not in kinds or bool(step.get("record_only")) != record_only:
-            continue
-        if node is not None and step.get("node") != node:
-            continue
-        if step.get("node") in failed_nodes or step.get("unique_volume_name") in failed_volumes:
-            continue
-        selected.append(step)
-    return selected
+KIND_PHASE = dict((kind, name) for name, kinds in PHASES for kind in kinds)
 
 
-def phase_items(plan, phase, node, failures=None):
+class PlanView:
+    """A plan indexed once by (phase, node): every lookup after that costs the size of its answer.
+
+    plan_result: a volume_reconcile_plan result or a node's slice of it (node_slice): ``plan``, the steps
+    in order, and ``items``, {node: {unique volume name: volume item}}, each (node, volume) item once."""
+
+    def __init__(self, plan_result):
+        self.plan = (plan_result or {}).get("plan") or []
+        self.items = (plan_result or {}).get("items") or {}
+        self.by_phase_node = {}
+        self.nodes_by_phase = dict((name, []) for name, _kinds in PHASES)
+        for step in self.plan:
+            phase = KIND_PHASE.get(_step_kind(step))
+            if phase is None:
+                continue
+            key = (phase, step.get("node"))
+            if key not in self.by_phase_node:
+                self.by_phase_node[key] = []
+                self.nodes_by_phase[phase].append(step.get("node"))
+            self.by_phase_node[key].append(step)
+
+    def item(self, step):
+        """A copy of the step's volume item (None for a stale directory)."""
+        item = self.items.get(step.get("node"), {}).get(step.get("unique_volume_name"))
+        return dict(item) if item is not None else None
+
+    def steps(self, phase, node=None, failures=None, record_only=False):
+        """The steps of one phase (optionally of one node), minus those blocked by earlier failures.
+
+        record_only: the steps the controller records without the node (else: the node's work)."""
+        failures = failures or {}
+        failed_nodes = failures.get("nodes", {})
+        failed_volumes = failures.get("volumes", {})
+        nodes = [node] if node is not None else self.nodes_by_phase[phase]
+        return [step for name in nodes for step in self.by_phase_node.get((phase, name), ())
+                if bool(step.get("record_only")) == record_only and name not in failed_nodes
+                and step.get("unique_volume_name") not in failed_volumes]
+
+    def node_steps(self, node):
+        return [step for phase, _kinds in PHASES for step in self.by_phase_node.get((phase, node), ())]
+
+
+def _view(plan_result):
+    return plan_result if isinstance(plan_result, PlanView) else PlanView(plan_result)
+
+
+def node_slice(plan_result, node):
+    """One node's share of a plan result, in the same shape (``plan``, ``items``): what node_phases takes.
+
+    Uses the planner's ``by_node`` index (positions in ``plan``) so that cutting every host's slice is
+    linear in the plan, not hosts x steps."""
+    plan = plan_result.get("plan") or []
+    positions = (plan_result.get("by_node") or {}).get(node)
+    steps = [plan[i] for i in positions] if positions is not None else [s for s in plan if s.get("node") == node]
+    items = (plan_result.get("items") or {}).get(node)
+    return {"plan": steps, "items": {node: items} if items else {}}
+
+
+def phase_steps(plan_result, phase, node=None, failures=None, record_only=False):
+    """The steps of one phase (optionally for one node), minus those blocked by earlier failures."""
+    return _view(plan_result).steps(phase, node, failures, record_only)
+
+
+def phase_items(plan_result, phase, node, failures=None):
     """Merge one node's steps of a phase into the `volumes` list of its node module call.
 
     One item per volume (contracts.md section 1); pod-level steps add their pod to
-    the item's `pods`; teardown items say whether the device is unmounted and detached.
+    the item's `pods`; teardown items say whether the device is unmounted and detached;
+    expansion items carry the target size.
     """
+    view = _view(plan_result)
     items = {}
     order = []
-    for step in phase_steps(plan, phase, node, failures):
-        if step.get("item") is None:
+    for step in view.steps(phase, node, failures):
+        key = step.get("unique_volume_name")
+        if key is None:
             continue  # cleanup/directory: see phase_stale_paths
-        key = step["unique_volume_name"]
         if key not in items:
-            item = dict(step.get("item") or {})
+            item = view.item(step)
+            if item is None:
+                raise KeyError("no volume item for node %s, volume %s in the plan's items" % (node, key))
             item["pods"] = []
             if phase == "teardown":
                 item["unmount_device"] = False
@@ -82,10 +132,11 @@ def phase_items(plan, phase, node, failures=None):
             order.append(key)
         item = items[key]
         kind = _step_kind(step)
-        # A pod-level step's item holds exactly its pod (contracts.md section 3).
-        for pod in (step.get("item") or {}).get("pods") or () if step.get("pod_uid") else ():
+        if step.get("pod_uid"):
+            pod = {"uid": step["pod_uid"], "name": step.get("pod") or step["pod_uid"],
+                   "read_only": bool(step.get("pod_read_only"))}
             if pod not in item["pods"]:
-                item["pods"].append(dict(pod))
+                item["pods"].append(pod)
         if kind == ("unmount", "device"):
             item["unmount_device"] = True
         elif kind == ("detach", "device"):
@@ -96,18 +147,16 @@ def phase_items(plan, phase, node, failures=None):
     return [items[key] for key in order]
 
 
-def phase_stale_paths(plan, phase, node, failures=None):
+def phase_stale_paths(plan_result, phase, node, failures=None):
     """The stale directories (cleanup/directory steps) volume_detach removes on one node."""
-    return [step["path"] for step in phase_steps(plan, phase, node, failures) if _step_kind(step) == ("cleanup", "directory")]
+    return [step["path"] for step in phase_steps(plan_result, phase, node, failures)
+            if _step_kind(step) == ("cleanup", "directory")]
 
 
-def phase_nodes(plan, phase, failures=None):
+def phase_nodes(plan_result, phase, failures=None):
     """Node names that have work in this phase."""
-    seen = []
-    for step in phase_steps(plan, phase, None, failures):
-        if step.get("node") and step["node"] not in seen:
-            seen.append(step["node"])
-    return seen
+    view = _view(plan_result)
+    return [node for node in view.nodes_by_phase[phase] if view.steps(phase, node, failures)]
 
 
 def _volume_outcomes(result):
@@ -131,20 +180,21 @@ def _unique_name(item):
     return None
 
 
-def phase_outcome(plan, phase, results, failures=None, now=None):
+def phase_outcome(plan_result, phase, results, failures=None):
     """Turn the node results of one phase into records and updated failures.
 
     results: {node name: registered module result, or None when the node had no work}.
     Returns {records, failures, blocked, errors}: records for cluster_volume_record,
     the failures to carry into the next phase, and the steps reported as blocked.
     """
+    view = _view(plan_result)
     failures = _copy_failures(failures)
-    records, errors = _record_only(plan, phase, failures), []
-    for node in phase_nodes(plan, phase, failures):
-        node_records, node_errors = _node_phase(plan, phase, node, (results or {}).get(node), failures)
+    records, errors = _record_only(view, phase, failures), []
+    for node in phase_nodes(view, phase, failures):
+        node_records, node_errors = _node_phase(view, phase, node, (results or {}).get(node), failures)
         records.extend(node_records)
         errors.extend(node_errors)
-    blocked = _not_attempted(plan, lambda step: _later_than(step, phase), failures)
+    blocked = _not_attempted(view.plan, lambda step: _later_than(step, phase), failures)
     return {"records": records, "failures": failures, "blocked": blocked, "errors": errors}
 
 
@@ -152,16 +202,16 @@ def _copy_failures(failures):
     return {"nodes": dict((failures or {}).get("nodes", {})), "volumes": dict((failures or {}).get("volumes", {}))}
 
 
-def _record_only(plan, phase, failures):
+def _record_only(view, phase, failures):
     """Records of the steps the controller records without the node (record_only detaches)."""
-    return [record for step in phase_steps(plan, phase, None, failures, record_only=True)
-            for record in _records_for(phase, step["node"], dict(step["item"], detach=True), {}, [step])]
+    return [record for step in view.steps(phase, None, failures, record_only=True)
+            for record in _records_for(phase, step["node"], dict(view.item(step), detach=True), {}, [step])]
 
 
-def _node_phase(plan, phase, node, result, failures):
+def _node_phase(view, phase, node, result, failures):
     """One node's result of one phase -> (records, errors); adds what failed to ``failures`` in place."""
-    steps = phase_steps(plan, phase, node, failures)
-    items = phase_items(plan, phase, node, failures)
+    steps = view.steps(phase, node, failures)
+    items = phase_items(view, phase, node, failures)
     if result is None or result.get("skipped"):
         msg = ("node %s has work in phase %s but did not run it: is it in this play's inventory "
                "(or limited out)? Add it, or run again without --limit" % (node, phase))
@@ -187,11 +237,11 @@ def _node_phase(plan, phase, node, result, failures):
     return records, [{"node": node, "phase": phase, "msg": failed_msg}] if failed_msg else []
 
 
-def _not_attempted(plan, selected, failures, before=None):
+def _not_attempted(steps, selected, failures, before=None):
     """The steps ``selected(step)`` picks that ``failures`` (minus those already in ``before``) stop."""
     before = before or {"nodes": {}, "volumes": {}}
     blocked = []
-    for step in plan or ():
+    for step in steps or ():
         if not selected(step):
             continue
         node, key = step.get("node"), step.get("unique_volume_name")
@@ -206,26 +256,27 @@ def _not_attempted(plan, selected, failures, before=None):
     return blocked
 
 
-def phase_work(plan, phase, node, failures=None):
+def phase_work(plan_result, phase, node, failures=None):
     """(items, stale paths, forced) of one node's phase: what its node module call gets.
 
     The action plugin node_phases asks for each phase in turn, passing the failures ``advance``
     returned after the previous phase, so a volume whose attach failed on this node is not mounted."""
-    items = phase_items(plan, phase, node, failures)
-    stale = phase_stale_paths(plan, phase, node, failures) if phase == "teardown" else []
-    forced = any(step.get("forced") for step in phase_steps(plan, phase, node, failures))
+    view = _view(plan_result)
+    items = phase_items(view, phase, node, failures)
+    stale = phase_stale_paths(view, phase, node, failures) if phase == "teardown" else []
+    forced = any(step.get("forced") for step in view.steps(phase, node, failures))
     return items, stale, forced
 
 
-def advance(plan, phase, node, result, failures):
+def advance(plan_result, phase, node, result, failures):
     """Failures after ``node`` ran ``phase`` with ``result`` (a new dict; ``failures`` is not changed)."""
     failures = _copy_failures(failures)
-    _node_phase(plan, phase, node, result, failures)
+    _node_phase(_view(plan_result), phase, node, result, failures)
     return failures
 
 
 def run_tasks(plan):
-    """The role's node tasks for this plan: {teardown: bool, setup: [phases], expand_node_after: bool}.
+    """The role's node tasks for this plan (its steps): {teardown: bool, setup: [phases], expand_node_after: bool}.
 
     Teardown is its own task so that every detach is done and recorded before any node attaches (an
     RWO volume follows its pod: reconciler.go detaches before it attaches). Attach, mount and expansion
@@ -241,32 +292,32 @@ def run_tasks(plan):
     return {"teardown": bool(kinds & set(PHASE_KINDS["teardown"])), "setup": setup, "expand_node_after": after}
 
 
-def task_outcome(plan, phases, results, failures=None):
+def task_outcome(plan_result, phases, results, failures=None):
     """The outcome of one role task in which every node ran ``phases`` in order (plugins/action/node_phases.py).
 
     results: {node name: the task's result on that host (its ``phase_results``: {phase: module result}),
     or None when the host did not run it}. Each node's phases ran on that node alone, one after the
     other, so failures are carried node by node, as the node itself carried them; the union is returned
-    for the later tasks (a failed detach on node A stops node B's attach of that volume). Returns
-    {records, failures, blocked, errors}."""
+    for the later tasks (a failed detach on node A stops node B's attach of that volume). Linear in the
+    plan: each node's steps are looked up in one index. Returns {records, failures, blocked, errors}."""
+    view = _view(plan_result)
     start = _copy_failures(failures)
     merged = _copy_failures(failures)
     records, errors = [], []
     for phase in phases:
-        records.extend(_record_only(plan, phase, start))
+        records.extend(_record_only(view, phase, start))
     blocked = []
-    nodes = sorted(set(node for phase in phases for node in phase_nodes(plan, phase, start)))
+    nodes = sorted(set(node for phase in phases for node in phase_nodes(view, phase, start)))
     for node in nodes:
         host = (results or {}).get(node)
         node_failures = _copy_failures(start)
         for phase in phases:
             # this node's steps of this phase that its failures in an earlier phase of the task stopped
-            kinds = PHASE_KINDS[phase]
-            blocked.extend(_not_attempted(plan, lambda s: s.get("node") == node and _step_kind(s) in kinds,
+            blocked.extend(_not_attempted(view.by_phase_node.get((phase, node), ()), lambda s: True,
                                           node_failures, start))
-            if node in node_failures["nodes"] or not phase_steps(plan, phase, node, node_failures):
+            if node in node_failures["nodes"] or not view.steps(phase, node, node_failures):
                 continue
-            node_records, node_errors = _node_phase(plan, phase, node, _phase_result(host, phase, node),
+            node_records, node_errors = _node_phase(view, phase, node, _phase_result(host, phase, node),
                                                     node_failures)
             records.extend(node_records)
             errors.extend(node_errors)
@@ -274,7 +325,7 @@ def task_outcome(plan, phases, results, failures=None):
         for key, reason in node_failures["volumes"].items():
             merged["volumes"].setdefault(key, reason)
     last = max(PHASE_ORDER[phase] for phase in phases)
-    blocked.extend(_not_attempted(plan, lambda s: _phase_order_of(_step_kind(s)) > last, merged, start))
+    blocked.extend(_not_attempted(view.plan, lambda s: _phase_order_of(_step_kind(s)) > last, merged, start))
     return {"records": records, "failures": merged, "blocked": blocked, "errors": errors}
 
 

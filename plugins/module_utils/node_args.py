@@ -69,7 +69,7 @@ def volumes_argspec(volumes_required=True, **extra):
 def node_phases_argspec():
     """The node_phases action plugin's arguments (plugins/action/node_phases.py; its module file documents them)."""
     return dict(
-        plan=dict(type="list", elements="dict", required=True),
+        plan=dict(type="dict", required=True),
         phases=dict(type="list", elements="str", required=True,
                     choices=["teardown", "attach", "mount", "expand_controller", "expand_node"]),
         failures=dict(type="dict", default={}),

@@ -543,12 +543,10 @@ def expand_controller(p):
             p.block(nvs[0].node, pv_name, None, "node unreachable: %s" % p.unreachable(nvs[0].node))
             continue
         p.grown_to[pv_name] = spec.request_bytes
-        item = _item(spec)
-        item["capacity_bytes"] = spec.request_bytes
         p.add(_step("expand", "controller", node, pv_name, spec.unique_name,
                     "PVC %s requests %s, PV has %s: grow the backing volume" % (
                         spec.claim_key, format_bytes(spec.request_bytes), format_bytes(spec.capacity_bytes)),
-                    item, size_from=spec.capacity_bytes, size_to=spec.request_bytes, pvc=spec.claim_key))
+                    _item(spec), size_from=spec.capacity_bytes, size_to=spec.request_bytes, pvc=spec.claim_key))
 
 
 def expand_node(p):
@@ -565,11 +563,9 @@ def expand_node(p):
         if error is not None:
             p.block(nv.node, spec.pv_name, None, "node unreachable: %s" % error)
             continue
-        item = _item(spec, nv.mount_pods)
-        item["capacity_bytes"] = target
         p.add(_step("expand", "node", nv.node, spec.pv_name, spec.unique_name,
                     "PV capacity %s is above the claim's %s: grow the filesystem" % (
-                        format_bytes(target), format_bytes(spec.claim_capacity_bytes)), item,
+                        format_bytes(target), format_bytes(spec.claim_capacity_bytes)), _item(spec),
                     size_from=spec.claim_capacity_bytes, size_to=target, pvc=spec.claim_key))
 
 
@@ -625,12 +621,38 @@ def teardown_guard(p, steps):
                          "steps": torn[(unique, node)]} for unique, node in sorted(torn, key=lambda u: (u[1], u[0]))]}
 
 
+def lean_plan(steps):
+    """{plan, items, by_node} from ordered steps that each carry their volume item (``item``).
+
+    Each (node, volume) item is kept once in ``items`` ({node: {unique name: item}}, without the per-step
+    ``pods`` and ``detach``); a step names it by node and unique_volume_name, and a pod-level step keeps its
+    pod's read-only flag (``pod_read_only``). ``by_node`` holds the positions of each node's steps, so each
+    host's slice is cut in its own size. The result grows with steps + volumes, not steps x item size."""
+    plan, items, by_node = [], {}, {}
+    for step in steps:
+        step = dict(step)
+        item = step.pop("item", None)
+        if item is not None:
+            node_items = items.setdefault(step["node"], {})
+            if step["unique_volume_name"] not in node_items:
+                node_items[step["unique_volume_name"]] = dict(
+                    (k, v) for k, v in item.items() if k not in ("pods", "detach"))
+            if step.get("pod_uid") is not None and item.get("pods"):
+                step["pod_read_only"] = bool(item["pods"][0].get("read_only"))
+        by_node.setdefault(step["node"], []).append(len(plan))
+        plan.append(step)
+    return {"plan": plan, "items": items, "by_node": by_node}
+
+
 def _sort_key(step):
     return (step["node"] or "", step["volume"] or "", step["pod"] or "", step["pod_uid"] or "")
 
 
 def plan(desired, actual, index, options=None):
-    """The ordered plan. Returns {plan, blocked, detach_requests, detach_requests_to_clear, summary}."""
+    """The ordered plan. Returns {plan, items, by_node, blocked, detach_requests, detach_requests_to_clear, summary,
+    teardown_guard, in_use_repairs, nodes_out_of_service}: ``plan`` is the steps in order, each naming its node and
+    volume; ``items`` holds the volume item of each (node, volume) once; ``by_node`` the positions of each node's
+    steps."""
     options = options or PlanOptions()
     if not isinstance(options.max_wait_for_unmount, int) or options.max_wait_for_unmount < 0:
         raise InvalidInput(field="max_wait_for_unmount", value=options.max_wait_for_unmount,
@@ -659,9 +681,10 @@ def plan(desired, actual, index, options=None):
         phase_steps = sorted(p.phases[phase], key=_sort_key)
         steps.extend(phase_steps)
         summary[phase[0]] = summary.get(phase[0], 0) + len(phase_steps)
+    lean = lean_plan(steps)
     summary["blocked"] = len(p.blocked)
     summary["skipped"] = desired.skipped
-    return {"plan": steps, "blocked": sorted(p.blocked, key=lambda b: (b["node"] or "", b["volume"] or "",
+    return {"plan": lean["plan"], "items": lean["items"], "by_node": lean["by_node"], "blocked": sorted(p.blocked, key=lambda b: (b["node"] or "", b["volume"] or "",
                                                                        b["pod"] or "", b["reason"])),
             "detach_requests": p.detach_requests, "detach_requests_to_clear": p.detach_requests_to_clear,
             "teardown_guard": teardown_guard(p, steps), "summary": summary, "in_use_repairs": in_use_repairs(p, steps),

@@ -16,6 +16,9 @@ description:
   - Writes back to the cluster what attach, detach, mount and expand did on the nodes, the way
     Kubernetes records it (VolumeAttachments, C(node.status.volumesAttached) and C(volumesInUse),
     PV capacity, PVC resize status).
+  - Runs on the controller, in Ansible's own process (an action plugin), whatever host the task names; a relative
+    O(cluster_state) is resolved from the directory the command runs in, and with O(cluster_source=kubernetes) the
+    C(kubernetes) client of the controller's Python is used.
   - With O(cluster_source=file) all records are applied or none is; the state file is re-read under
     an exclusive lock and replaced atomically.
   - With O(cluster_source=kubernetes) the objects the records name are read from the API, the records
@@ -49,9 +52,16 @@ options:
     default: 30
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
+  - ansible.builtin.action_common_attributes.flow
   - kubevol.volumes.cluster_store
   - kubevol.volumes.k8s_auth
 attributes:
+  action:
+    support: full
+  async:
+    support: none
+  bypass_host_loop:
+    support: none
   check_mode:
     support: full
   diff_mode:
@@ -127,38 +137,11 @@ source:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.kubevol.volumes.plugins.module_utils.errors import KubevolError
-from ansible_collections.kubevol.volumes.plugins.module_utils.stores import (
-    CLUSTER_STORE_ARGSPEC,
-    CLUSTER_STORE_REQUIRED_IF,
-    get_store,
-    store_options,
-)
-
-
-def argspec():
-    return dict(CLUSTER_STORE_ARGSPEC,
-                records=dict(type="list", elements="dict", required=True),
-                lock_timeout=dict(type="int", default=30))
-
-
-def run(params, check_mode=False, diff=False):
-    options = dict(store_options(params), lock_timeout=params["lock_timeout"])
-    store = get_store(params["cluster_source"], **options)
-    try:
-        outcome = store.apply(params["records"], check_mode=check_mode)
-    finally:
-        close = getattr(store, "close", None)
-        if close:
-            close()
-    result = dict(changed=outcome["changed"], changes=outcome["changes"], count=len(outcome["changes"]),
-                  source=store.describe())
-    if diff:
-        result["diff"] = outcome["diff"]
-    return result
+from ansible_collections.kubevol.volumes.plugins.module_utils.record_task import REQUIRED_IF, argspec, run
 
 
 def main():
-    module = AnsibleModule(argument_spec=argspec(), required_if=CLUSTER_STORE_REQUIRED_IF, supports_check_mode=True)
+    module = AnsibleModule(argument_spec=argspec(), required_if=REQUIRED_IF, supports_check_mode=True)
     try:
         module.exit_json(**run(module.params, check_mode=module.check_mode, diff=module._diff))
     except KubevolError as err:

@@ -14,8 +14,8 @@ short_description: Run one node's share of phases of a volume plan
 version_added: 0.2.0
 author: kubevol contributors (@kubevol)
 description:
-  - An action plugin. It takes the plan of M(kubevol.volumes.volume_reconcile_plan), cuts this host's slice of the
-    phases in O(phases), and runs, over this host's own connection, one execution of each phase's node module that
+  - An action plugin. It takes a M(kubevol.volumes.volume_reconcile_plan) result (or this host's slice of it, as the
+    P(kubevol.volumes.node_plan#filter) filter cuts it), and runs, over this host's own connection, one execution of each phase's node module that
     has work there (M(kubevol.volumes.volume_detach), M(kubevol.volumes.k8s_volume_attach),
     M(kubevol.volumes.node_volume_mount), M(kubevol.volumes.fs_expand)), in order. When the node has work in more
     than one of attach, mount and expansion, those run in one execution of M(kubevol.volumes.node_volume_setup).
@@ -42,9 +42,11 @@ attributes:
     platforms: posix
 options:
   plan:
-    description: The C(plan) of a M(kubevol.volumes.volume_reconcile_plan) result.
-    type: list
-    elements: dict
+    description:
+      - A M(kubevol.volumes.volume_reconcile_plan) result, or this host's slice of it
+        (P(kubevol.volumes.node_plan#filter)); only its C(plan), C(items) and C(by_node) are read.
+      - With many hosts pass the slice, so that no host templates the whole plan.
+    type: dict
     required: true
   phases:
     description:
@@ -82,7 +84,7 @@ options:
 EXAMPLES = r"""
 - name: Set up on every node what the plan wants there, one task
   kubevol.volumes.node_phases:
-    plan: "{{ volume_plan.plan }}"
+    plan: "{{ volume_plan | kubevol.volumes.node_plan(inventory_hostname) }}"
     phases: [attach, mount, expand_controller, expand_node]
     node_name: "{{ inventory_hostname }}"
   register: setup

@@ -20,6 +20,15 @@ description:
   - Returns C(node_facts) exactly as docs/contracts.md section 2 defines it. Never changes anything.
   - Reconstruction is per entry, as the kubelet's. A directory of another CSI driver (C(foreign)) or one whose
     C(vol_data.json) is missing or unreadable (C(uncertain)) is reported, never a failure.
+options:
+  fs_sizes:
+    description:
+      - Read each mounted filesystem's size with its own tool (C(dumpe2fs -h), C(xfs_info), ...) into
+        C(fs_size_bytes): one command per mounted volume. With C(false), C(fs_size_bytes) is null.
+      - The planner does not use it; the reconcile role turns it off, so a node's facts cost no command per volume.
+    type: bool
+    default: true
+    version_added: 0.2.0
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
   - kubevol.volumes.node_volumes.node
@@ -146,11 +155,12 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.node.runner import
 
 
 def main():
-    module = AnsibleModule(argument_spec=node_argspec(), supports_check_mode=True)
+    module = AnsibleModule(argument_spec=node_argspec(fs_sizes=dict(type="bool", default=True)),
+                           supports_check_mode=True)
     try:
         ctx = NodeContext(module_runner(module), node_name=module.params["node_name"],
                           kubelet_dir=module.params["kubelet_dir"])
-        facts = node_facts(ctx)
+        facts = node_facts(ctx, fs_sizes=module.params["fs_sizes"])
     except KubevolError as err:
         module.fail_json(msg=err.msg, **err.to_result())
     module.exit_json(changed=False, node_facts=facts)

@@ -16,8 +16,11 @@ description:
   - Computes the Kubernetes volume lifecycle plan, as the attach/detach controller and the kubelet volume
     manager would decide it, from the cluster objects and the facts gathered from the nodes.
   - Never changes anything; the plan is carried out by the node modules.
+  - Runs on the controller, in Ansible's own process (an action plugin), whatever host the task names: the cluster
+    snapshot is read there, and a relative O(cluster_state) is resolved from the directory the command runs in.
   - Steps are ordered unmount pod, unmount device, detach, attach, mount device, mount pod,
-    expand controller, expand node. Each step carries the volume item the node module needs.
+    expand controller, expand node. Each step names its node and volume; the volume item the node module needs
+    is in RV(items) once per node and volume, and RV(by_node) indexes each node's steps.
   - Anything that cannot be acted on (unbound claim, missing PV, Multi-Attach, still mounted, node unreachable,
     a node the snapshot has no Node object for) is returned in RV(blocked) with a reason.
   - A scheduled pod that is not terminated keeps every volume it has mounted and attached, whatever is wrong
@@ -26,7 +29,14 @@ description:
     allows (O(max_teardown_fraction), O(max_teardown_count), O(allow_mass_teardown)).
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
+  - ansible.builtin.action_common_attributes.flow
 attributes:
+  action:
+    support: full
+  async:
+    support: none
+  bypass_host_loop:
+    support: none
   check_mode:
     support: full
   diff_mode:
@@ -133,9 +143,23 @@ plan:
       pod_uid: null
       reason: pod(s) shop/db-0 on node node1 use it
       unique_volume_name: kubernetes.io/csi/loop.kubevol.io^pv-db-data.img
-      item: {pv_name: pv-db-data, driver: loop.kubevol.io, volume_handle: pv-db-data.img,
-             volume_attributes: {pool: /var/lib/kubevol/pool}, capacity_bytes: 536870912, mode: Filesystem,
-             fs_type: xfs, mount_options: [], read_only: false, pods: []}
+items:
+  description:
+    - "The volume item of each node and volume in the plan, once: C({node: {unique volume name: item}})
+      (see docs/contracts.md section 1). The node modules take these items, with the pods of the node's steps."
+  returned: always
+  type: dict
+  sample:
+    node1:
+      kubernetes.io/csi/loop.kubevol.io^pv-db-data.img:
+        {pv_name: pv-db-data, driver: loop.kubevol.io, volume_handle: pv-db-data.img,
+         volume_attributes: {pool: /var/lib/kubevol/pool}, capacity_bytes: 536870912, mode: Filesystem,
+         fs_type: xfs, mount_options: [], read_only: false}
+by_node:
+  description: "C({node: [positions of the node's steps in RV(plan)]}): each node's slice without a scan of the plan."
+  returned: always
+  type: dict
+  sample: {node1: [0, 1, 2]}
 blocked:
   description: What cannot be acted on, each with node, volume, pod and reason.
   returned: always
@@ -187,52 +211,15 @@ summary:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.kubevol.volumes.plugins.module_utils.cluster import (
-    ClusterIndex, cluster_from_data, load_cluster_file)
-from ansible_collections.kubevol.volumes.plugins.module_utils.desired_state import DEFAULT_KNOWN_DRIVERS
 from ansible_collections.kubevol.volumes.plugins.module_utils.errors import KubevolError
-from ansible_collections.kubevol.volumes.plugins.module_utils.planner import (
-    DEFAULT_MAX_TEARDOWN_COUNT, DEFAULT_MAX_TEARDOWN_FRACTION, PlanOptions, TeardownRefused, plan_cluster, utc_now)
-from ansible_collections.kubevol.volumes.plugins.module_utils.scope import select_pods
-
-
-def argspec():
-    return dict(
-        cluster_state=dict(type="path"),
-        cluster=dict(type="dict"),
-        node_facts=dict(type="dict"),
-        force_detach=dict(type="bool", default=True),
-        max_wait_for_unmount=dict(type="int", default=360),
-        known_drivers=dict(type="list", elements="str"),
-        scope=dict(type="str"),
-        max_teardown_fraction=dict(type="float", default=DEFAULT_MAX_TEARDOWN_FRACTION),
-        max_teardown_count=dict(type="int", default=DEFAULT_MAX_TEARDOWN_COUNT),
-        allow_mass_teardown=dict(type="bool", default=False),
-    )
-
-
-def run(params, now):
-    """Load, plan, and return the module result (changed is always false: this only reads)."""
-    if params["cluster_state"]:
-        cluster, data = load_cluster_file(params["cluster_state"])
-    else:
-        data = params["cluster"]
-        cluster = cluster_from_data(data)
-    selected = select_pods(data, params["scope"], field="scope")
-    scope = None if selected is None else frozenset("%s/%s" % key for key in selected)
-    known_drivers = DEFAULT_KNOWN_DRIVERS if params["known_drivers"] is None else tuple(params["known_drivers"])
-    options = PlanOptions(params["force_detach"], params["max_wait_for_unmount"], known_drivers, now,
-                          params["max_teardown_fraction"], params["max_teardown_count"], params["allow_mass_teardown"])
-    result = plan_cluster(ClusterIndex(cluster), params["node_facts"], options, scope)
-    result["changed"] = False
-    if result["teardown_guard"]["tripped"]:
-        raise TeardownRefused(result)
-    return result
+from ansible_collections.kubevol.volumes.plugins.module_utils.plan_task import (
+    MUTUALLY_EXCLUSIVE, REQUIRED_ONE_OF, argspec, run)
+from ansible_collections.kubevol.volumes.plugins.module_utils.planner import utc_now
 
 
 def main():
-    module = AnsibleModule(argument_spec=argspec(), mutually_exclusive=[("cluster_state", "cluster")],
-                           required_one_of=[("cluster_state", "cluster")], supports_check_mode=True)
+    module = AnsibleModule(argument_spec=argspec(), mutually_exclusive=MUTUALLY_EXCLUSIVE,
+                           required_one_of=REQUIRED_ONE_OF, supports_check_mode=True)
     try:
         module.exit_json(**run(module.params, utc_now()))
     except KubevolError as err:

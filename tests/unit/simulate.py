@@ -155,8 +155,8 @@ def _node_facts(node_facts, node_name):
     return f
 
 
-def _attach(items, node_facts, step):
-    name, node_name, item = step["unique_volume_name"], step["node"], step["item"]
+def _attach(items, node_facts, step, item):
+    name, node_name = step["unique_volume_name"], step["node"]
     status = _status(items, node_name)
     if status is not None and all(v["name"] != name for v in status["volumesAttached"]):
         status["volumesAttached"].append({"name": name, "devicePath": "/dev/loop9"})
@@ -193,9 +193,9 @@ def _in_use(items, node_name, name):
         status["volumesInUse"].append(name)
 
 
-def _apply_step(items, node_facts, step):
+def _apply_step(items, node_facts, step, item):
     action, target, node_name = step["action"], step["target"], step["node"]
-    name, item = step["unique_volume_name"], step["item"]
+    name = step["unique_volume_name"]
     f = _node_facts(node_facts, node_name)
     if action == "unmount" and f is not None:
         if target == "pod":
@@ -206,7 +206,7 @@ def _apply_step(items, node_facts, step):
     elif action == "detach":
         _detach(items, node_facts, step)
     elif action == "attach":
-        _attach(items, node_facts, step)
+        _attach(items, node_facts, step, item)
     elif action == "mount":
         _in_use(items, node_name, name)
         if f is None:
@@ -219,12 +219,11 @@ def _apply_step(items, node_facts, step):
                                        "fs_type": item["fs_type"], "fs_size_bytes": item["capacity_bytes"],
                                        "read_only": item["read_only"]})
         else:
-            pod_item = item["pods"][0]
             f["pod_mounts"] = [m for m in f["pod_mounts"]
                                if not (m["pod_uid"] == step["pod_uid"] and m["pv_name"] == step["volume"])]
             f["pod_mounts"].append({"pod_uid": step["pod_uid"], "pv_name": step["volume"], "mode": item["mode"],
                                     "path": "/p/%s/%s" % (step["pod_uid"], step["volume"]), "mounted": True,
-                                    "read_only": pod_item["read_only"], "device": "/dev/loop9",
+                                    "read_only": step["pod_read_only"], "device": "/dev/loop9",
                                     "unique_volume_name": name})
     elif action == "expand" and target == "controller":
         _find(items, "PersistentVolume", step["volume"])["spec"]["capacity"]["storage"] = str(step["size_to"])
@@ -243,7 +242,8 @@ def apply_plan(result, cluster_list, node_facts=None):
     new_facts = copy.deepcopy(node_facts or {})
     items = new_cluster["items"]
     for step in result["plan"]:
-        _apply_step(items, new_facts, step)
+        item = result["items"].get(step["node"], {}).get(step["unique_volume_name"])
+        _apply_step(items, new_facts, step, item)
     for request in result["detach_requests"]:
         obj = _find(items, "VolumeAttachment", request["name"])
         if obj is not None:

@@ -16,9 +16,12 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import errno
+import fcntl
 import hashlib
 import json
 import os
+import struct
 from dataclasses import dataclass
 from typing import Tuple
 
@@ -44,6 +47,44 @@ class LoopDevice:
     def backs(self, dev, ino):
         """True when this device's backing file is the inode (st_dev ``dev``, st_ino ``ino``)."""
         return self.back_ino == ino and self.back_dev == (os.major(dev), os.minor(dev))
+
+
+LOOP_GET_STATUS64 = 0x4C05
+LO_FLAGS_READ_ONLY = 1
+# struct loop_info64 (linux/loop.h): lo_device, lo_inode, lo_rdevice, lo_offset, lo_sizelimit (u64);
+# lo_number, lo_encrypt_type, lo_encrypt_key_size, lo_flags (u32); file name, crypt name, key, lo_init[2]
+LOOP_INFO64 = struct.Struct("=QQQQQIIII64s64s32s2Q")
+
+
+def kernel_loop_devices():
+    """The bound loop devices as the kernel reports them, read without a process: the devices listed in
+    /sys/block/loop*/loop (present only while bound), each asked LOOP_GET_STATUS64, the ioctl behind
+    ``losetup --list``'s BACK-INO, BACK-MAJ:MIN and RO. None when sysfs or a device cannot be read: the
+    caller then runs losetup."""
+    try:
+        names = sorted(n for n in os.listdir("/sys/block") if n.startswith("loop")
+                       and os.path.isdir(os.path.join("/sys/block", n, "loop")))
+    except OSError:
+        return None
+    devices = []
+    for name in names:
+        path = "/dev/" + name
+        try:
+            with open(os.path.join("/sys/block", name, "loop", "backing_file")) as handle:
+                back_file = handle.read().rstrip("\n")
+            fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+            try:
+                info = LOOP_INFO64.unpack(fcntl.ioctl(fd, LOOP_GET_STATUS64, bytes(LOOP_INFO64.size)))
+            finally:
+                os.close(fd)
+        except (IOError, OSError) as err:
+            if err.errno in (errno.ENXIO, errno.ENOENT):
+                continue  # unbound between the listing and the ioctl
+            return None
+        devices.append(LoopDevice(name=path, back_file=back_file, back_ino=info[1],
+                                  back_dev=(os.major(info[0]), os.minor(info[0])),
+                                  read_only=bool(info[8] & LO_FLAGS_READ_ONLY)))
+    return devices
 
 
 def parse_losetup(out):
@@ -99,6 +140,9 @@ class LoopDriver(Driver):
 
     # -- kernel and record -------------------------------------------------------------------------
     def loop_devices(self):
+        devices = kernel_loop_devices()
+        if devices is not None:
+            return devices
         rc, out, err = self.runner.check(LOSETUP_LIST, step="list loop devices")
         return parse_losetup(out)
 

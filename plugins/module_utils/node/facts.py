@@ -82,7 +82,7 @@ def _global_identity(path, data, problem, devs):
     return None, None, problem
 
 
-def global_mounts(ctx, mounts, devs=()):
+def global_mounts(ctx, mounts, devs=(), fs_sizes=True):
     base = os.path.join(ctx.kubelet_dir, "plugins", names.CSI_PLUGIN_NAME)
     found = []
     for path in sorted(glob.glob(os.path.join(glob.escape(base), "*", "*", "globalmount"))):
@@ -106,7 +106,7 @@ def global_mounts(ctx, mounts, devs=()):
             "device": device,
             "fs_type": fs_type,
             # hands off a foreign volume: no tool runs on its device
-            "fs_size_bytes": _fs_size(ctx, fs_type, device, path) if current and not foreign else None,
+            "fs_size_bytes": _fs_size(ctx, fs_type, device, path) if current and fs_sizes and not foreign else None,
             "read_only": bool(current and current.read_only),
             "foreign": foreign,
             "uncertain": uncertain,
@@ -166,7 +166,9 @@ def _pod_entry(vol_path, mode, path, current, device, loaded, by_device):
     }
 
 
-def node_facts(ctx):
+def node_facts(ctx, fs_sizes=True):
+    """The node's actual state (docs/contracts.md section 2). Device sizes and flags come from sysfs and the
+    mounts from one findmnt; fs_sizes=False leaves out the one filesystem tool run per mounted volume."""
     mounts = mount.list_mounts(ctx.runner)
     devs = devices(ctx)
     return {
@@ -175,6 +177,6 @@ def node_facts(ctx):
         "error": None,
         "kubelet_dir": ctx.kubelet_dir,
         "devices": devs,
-        "global_mounts": global_mounts(ctx, mounts, devs),
+        "global_mounts": global_mounts(ctx, mounts, devs, fs_sizes),
         "pod_mounts": pod_mounts(ctx, mounts, devs),
     }

@@ -130,3 +130,27 @@ def test_through_ansible_hostile_name_fails_cleanly(node):
                                   "run_dir": node.run_dir}), check=False)
     assert rc != 0 and "refusing PV name '../x'" in res["msg"], res
     assert not os.path.exists(node.kubelet_dir)
+
+
+def test_kernel_loop_listing_matches_losetup(tmp_path):
+    """The loop driver lists devices through sysfs + LOOP_GET_STATUS64 (no process); losetup --list agrees."""
+    from ansible_collections.kubevol.volumes.plugins.module_utils.drivers import loop
+    image = tmp_path / "listing.img"
+    image.write_bytes(b"")
+    os.truncate(str(image), 8 << 20)
+    devices = []
+    try:
+        for extra in ([], ["--read-only"]):
+            devices.append(subprocess.run(["losetup", "--find", "--show"] + extra + [str(image)], check=True,
+                                          stdout=subprocess.PIPE, universal_newlines=True).stdout.strip())
+        kernel = loop.kernel_loop_devices()
+        listed = loop.parse_losetup(subprocess.run(loop.LOSETUP_LIST, check=True, stdout=subprocess.PIPE,
+                                                   universal_newlines=True).stdout)
+        ours = sorted((d for d in kernel if d.name in devices), key=lambda d: d.name)
+        assert ours == sorted((d for d in listed if d.name in devices), key=lambda d: d.name)
+        st = os.stat(str(image))
+        assert [d.backs(st.st_dev, st.st_ino) for d in ours] == [True, True]
+        assert sorted(d.read_only for d in ours) == [False, True]
+    finally:
+        for dev in devices:
+            subprocess.run(["losetup", "-d", dev], check=False)

@@ -3,6 +3,7 @@ import pytest
 
 from ansible_collections.kubevol.volumes.plugins.module_utils import executor
 from ansible_collections.kubevol.volumes.plugins.module_utils.names import unique_volume_name
+from ansible_collections.kubevol.volumes.plugins.module_utils.planner import lean_plan
 
 DRIVER = "loop.kubevol.io"
 
@@ -24,7 +25,7 @@ def step(action, target, node, pv, pod_uid=None, **extra):
     return base
 
 
-PLAN = [
+PLAN = lean_plan([
     step("unmount", "pod", "n1", "pv-a", pod_uid="old"),
     step("unmount", "device", "n1", "pv-a"),
     step("detach", "device", "n1", "pv-a"),
@@ -38,7 +39,7 @@ PLAN = [
     step("mount", "pod", "n2", "pv-c", pod_uid="new3"),
     step("expand", "controller", "n2", "pv-c", size_from=1 << 30, size_to=2 << 30, capacity="2Gi"),
     step("expand", "node", "n2", "pv-c", size_from=1 << 30, size_to=2 << 30, capacity="2Gi", pvc="ns/c"),
-]
+])
 
 
 def test_teardown_merges_steps_into_one_item_per_volume():
@@ -169,8 +170,8 @@ def ran(*phases, **overrides):
 
 
 def test_run_tasks_teardown_then_one_setup_task():
-    assert executor.run_tasks(PLAN) == {"teardown": True, "setup": SETUP, "expand_node_after": False}
-    assert executor.run_tasks(PLAN[4:6]) == {"teardown": False, "setup": ["attach"], "expand_node_after": False}
+    assert executor.run_tasks(PLAN["plan"]) == {"teardown": True, "setup": SETUP, "expand_node_after": False}
+    assert executor.run_tasks(PLAN["plan"][4:6]) == {"teardown": False, "setup": ["attach"], "expand_node_after": False}
     assert executor.run_tasks([]) == {"teardown": False, "setup": [], "expand_node_after": False}
 
 

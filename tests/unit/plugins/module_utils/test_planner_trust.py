@@ -236,16 +236,18 @@ def test_staging_is_read_write_when_the_first_pod_is_a_reader():
     result = run(data, {"node1": facts("node1")})
     stage = [s for s in result["plan"] if (s["action"], s["target"]) == ("mount", "device")][0]
     publish = [s for s in result["plan"] if (s["action"], s["target"]) == ("mount", "pod")][0]
-    assert stage["item"]["read_only"] is False
-    assert publish["item"]["pods"] == [{"uid": "uid-ns/r", "name": "ns/r", "read_only": True}]
+    assert result["items"]["node1"][stage["unique_volume_name"]]["read_only"] is False
+    assert executor.phase_items(result, "mount", "node1")[0]["pods"] == [
+        {"uid": "uid-ns/r", "name": "ns/r", "read_only": True}]
+    assert publish["pod_read_only"] is True
 
 
 @pytest.mark.parametrize("pv_kwargs", [{"read_only": True}, {"modes": ("ReadOnlyMany",)}])
 def test_staging_is_read_only_when_the_pv_is(pv_kwargs):
     data = cluster(node("node1"), bound("pv-a", "ns/a", **pv_kwargs), pod("ns/r", "node1", ["a"]))
-    stage = [s for s in run(data, {"node1": facts("node1")})["plan"] if s["target"] == "device"
-             and s["action"] == "mount"][0]
-    assert stage["item"]["read_only"] is True
+    result = run(data, {"node1": facts("node1")})
+    stage = [s for s in result["plan"] if s["target"] == "device" and s["action"] == "mount"][0]
+    assert result["items"]["node1"][stage["unique_volume_name"]]["read_only"] is True
 
 
 def test_read_only_staging_left_by_an_older_run_is_remounted_for_a_writer():
@@ -270,7 +272,7 @@ def test_a_writers_read_only_bind_is_fixed():
     result = run(data, {"node1": node_facts})
     assert [(s["action"], s["target"], s["reason"]) for s in result["plan"]] == [
         ("mount", "pod", "remount: read-only changed")]
-    assert result["plan"][0]["item"]["pods"][0]["read_only"] is False
+    assert result["plan"][0]["pod_read_only"] is False
 
 
 # ---- 6. out-of-service and deleted nodes ---------------------------------------------------------------
@@ -290,9 +292,9 @@ def test_out_of_service_unreachable_node_releases_at_once_in_the_records():
     assert ("attach", "device", "node2", "pv-a", None) in steps(result)
     assert result["nodes_out_of_service"] == ["node1"]
     # the executor records it without any node module run, and keeps it out of node1's work
-    assert executor.phase_items(result["plan"], "teardown", "node1") == []
-    assert executor.phase_nodes(result["plan"], "teardown") == []
-    outcome = executor.phase_outcome(result["plan"], "teardown", {})
+    assert executor.phase_items(result, "teardown", "node1") == []
+    assert executor.phase_nodes(result, "teardown") == []
+    outcome = executor.phase_outcome(result, "teardown", {})
     assert [(r["type"], r["node"], r["pv_name"]) for r in outcome["records"]] == [("detached", "node1", "pv-a")]
     assert outcome["errors"] == []
     # and an unreachable out-of-service node is not a failed node
@@ -303,9 +305,10 @@ def test_out_of_service_unreachable_node_releases_at_once_in_the_records():
 def test_out_of_service_reachable_node_is_force_detached_on_the_node():
     node1 = node("node1", attached=[uvn("pv-a")], in_use=[uvn("pv-a")], taints=[OOS])
     node_facts = {"node1": facts("node1", devices=["pv-a"], global_mounts=["pv-a"]), "node2": facts("node2")}
-    detach = [s for s in run(moved_to_node2(node1), node_facts)["plan"] if s["action"] == "detach"][0]
+    result = run(moved_to_node2(node1), node_facts)
+    detach = [s for s in result["plan"] if s["action"] == "detach"][0]
     assert not detach.get("record_only")
-    assert executor.phase_items([detach], "teardown", "node1")[0]["detach"] is True
+    assert executor.phase_items(result, "teardown", "node1")[0]["detach"] is True
 
 
 def test_deleted_node_waits_max_wait_for_unmount_then_releases():
@@ -373,8 +376,8 @@ def test_a_stale_unmounted_directory_is_cleaned():
     cleanup = [s for s in result["plan"] if s["action"] == "cleanup"]
     assert sorted(s["path"] for s in cleanup) == sorted([uncertain_global(False)["path"],
                                                          node_facts["pod_mounts"][0]["path"]])
-    assert sorted(executor.phase_stale_paths(result["plan"], "teardown", "node1")) == sorted(s["path"] for s in cleanup)
-    assert executor.phase_items(result["plan"], "teardown", "node1") == []
+    assert sorted(executor.phase_stale_paths(result, "teardown", "node1")) == sorted(s["path"] for s in cleanup)
+    assert executor.phase_items(result, "teardown", "node1") == []
 
 
 def test_an_attachment_on_a_node_without_node_object_blocks_a_second_rwo_attach_until_released():

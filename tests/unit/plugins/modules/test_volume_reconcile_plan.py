@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from ansible_collections.kubevol.volumes.plugins.filter.plan_table import plan_table
-from ansible_collections.kubevol.volumes.plugins.modules import volume_reconcile_plan as module
+from ansible_collections.kubevol.volumes.plugins.module_utils import plan_task
 from ansible_collections.kubevol.volumes.plugins.module_utils.planner import utc_now
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", ".."))
@@ -26,7 +26,7 @@ def params(**kw):
 
 
 def test_run_on_example():
-    result = module.run(params(cluster_state=EXAMPLE), utc_now())
+    result = plan_task.run(params(cluster_state=EXAMPLE), utc_now())
     assert result["changed"] is False
     assert result["summary"]["attach"] == 4 and result["summary"]["mount"] == 8 and result["blocked"] == []
     table = plan_table(result)
@@ -34,7 +34,7 @@ def test_run_on_example():
 
 
 def test_run_with_scope():
-    result = module.run(params(cluster_state=EXAMPLE, scope="[?metadata.namespace=='tools']"), utc_now())
+    result = plan_task.run(params(cluster_state=EXAMPLE, scope="[?metadata.namespace=='tools']"), utc_now())
     assert set(s["volume"] for s in result["plan"]) == {"pv-shared-logs"}
 
 
@@ -66,9 +66,9 @@ def test_table_lists_blocked():
 def test_known_drivers_unset_means_the_driver_registry():
     from ansible_collections.kubevol.volumes.plugins.module_utils.desired_state import DEFAULT_KNOWN_DRIVERS
     from ansible_collections.kubevol.volumes.plugins.module_utils.drivers import DRIVERS
-    assert "default" not in module.argspec()["known_drivers"]
+    assert "default" not in plan_task.argspec()["known_drivers"]
     assert DEFAULT_KNOWN_DRIVERS == tuple(sorted(DRIVERS))
-    unset = module.run(params(cluster_state=EXAMPLE, known_drivers=None), utc_now())
-    assert unset["summary"] == module.run(params(cluster_state=EXAMPLE), utc_now())["summary"]
-    none_known = module.run(params(cluster_state=EXAMPLE, known_drivers=[]), utc_now())
+    unset = plan_task.run(params(cluster_state=EXAMPLE, known_drivers=None), utc_now())
+    assert unset["summary"] == plan_task.run(params(cluster_state=EXAMPLE), utc_now())["summary"]
+    none_known = plan_task.run(params(cluster_state=EXAMPLE, known_drivers=[]), utc_now())
     assert none_known["plan"] == [] and none_known["desired"]["foreign_volumes"] > 0

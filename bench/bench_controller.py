@@ -1,0 +1,150 @@
+#!/usr/bin/env python
+"""The reconcile role's controller-side work at 10, 100 and 1,000 hosts (simulated), to show it grows linearly.
+
+For each host count H: a cluster of H nodes with 10 volumes and 10 pods each, cold (every node reachable,
+nothing attached), written as a JSON file. Timed, in one process, as the role runs them:
+
+- plan: volume_reconcile_plan's call (module_utils/plan_task.run: load the file, plan);
+- slices: every host's node_plan slice and the setup work node_phases cuts from it (executor.node_slice,
+  executor.phase_work for attach, mount), as each host's worker does;
+- outcome: executor.task_outcome over every host's (simulated, successful) node results, once;
+- record: cluster_volume_record's call (module_utils/record_task.run) writing those records to the file.
+
+The node work itself is not simulated: it runs on the nodes, in parallel. Reported: seconds per stage and
+microseconds per host; linear growth means the per-host figure stays flat as H grows.
+
+    .venv/bin/python bench/bench_controller.py            # 10, 100, 1000 hosts
+"""
+
+from __future__ import print_function
+
+import argparse
+import gc
+import importlib
+import json
+import os
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), ".build", "collections"))
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tests"))
+importlib.import_module("conftest")  # creates the ansible_collections link
+
+from ansible.module_utils.common.arg_spec import ArgumentSpecValidator  # noqa: E402
+from ansible_collections.kubevol.volumes.plugins.module_utils import executor, plan_task, record_task  # noqa: E402
+from ansible_collections.kubevol.volumes.plugins.module_utils.planner import utc_now  # noqa: E402
+
+DRIVER = "loop.kubevol.io"
+MANAGED = {"volumes.kubernetes.io/controller-managed-attach-detach": "true"}
+SETUP = ["attach", "mount"]
+
+
+def cluster(hosts, per_host):
+    items = [{"apiVersion": "storage.k8s.io/v1", "kind": "CSIDriver", "metadata": {"name": DRIVER},
+              "spec": {"attachRequired": True}}]
+    for h in range(hosts):
+        node = "node-%d" % h
+        items.append({"apiVersion": "v1", "kind": "Node", "metadata": {"name": node, "annotations": MANAGED},
+                      "spec": {}, "status": {"conditions": [{"type": "Ready", "status": "True"}]}})
+        for v in range(per_host):
+            pv, claim, uid, ns = "pv-%d-%d" % (h, v), "data-%d-%d" % (h, v), "uid-%d-%d" % (h, v), "ns-%d" % (h % 20)
+            items.append({"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": pv},
+                          "spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"],
+                                   "claimRef": {"namespace": ns, "name": claim, "uid": uid},
+                                   "csi": {"driver": DRIVER, "volumeHandle": pv + ".img", "fsType": "ext4"}}})
+            items.append({"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+                          "metadata": {"namespace": ns, "name": claim, "uid": uid},
+                          "spec": {"volumeName": pv, "resources": {"requests": {"storage": "1Gi"}}},
+                          "status": {"phase": "Bound", "capacity": {"storage": "1Gi"}}})
+            items.append({"apiVersion": "v1", "kind": "Pod",
+                          "metadata": {"namespace": ns, "name": "app-%d-%d" % (h, v), "uid": "pod-%d-%d" % (h, v)},
+                          "spec": {"nodeName": node, "volumes": [{"name": "d", "persistentVolumeClaim":
+                                                                  {"claimName": claim}}],
+                                   "containers": [{"name": "c", "volumeMounts": [{"name": "d", "mountPath": "/d"}]}]},
+                          "status": {"phase": "Running"}})
+    return {"apiVersion": "v1", "kind": "List", "items": items}
+
+
+def node_facts(hosts):
+    return dict(("node-%d" % h, {"node_name": "node-%d" % h, "reachable": True, "devices": [], "global_mounts": [],
+                                 "pod_mounts": []}) for h in range(hosts))
+
+
+def validated(spec, **args):
+    """The arguments with their defaults, as the action plugins validate them."""
+    result = ArgumentSpecValidator(spec).validate(args)
+    assert not result.error_messages, result.error_messages
+    return result.validated_parameters
+
+
+def measure(hosts, per_host, workdir):
+    path = os.path.join(workdir, "cluster-%d.json" % hosts)
+    with open(path, "w") as handle:
+        json.dump(cluster(hosts, per_host), handle, separators=(",", ":"))
+    gc.collect()
+    times = {}
+    start = time.perf_counter()
+    result = plan_task.run(validated(plan_task.argspec(), cluster_state=path, node_facts=node_facts(hosts)),
+                           utc_now())
+    times["plan"] = time.perf_counter() - start
+
+    start = time.perf_counter()
+    host_results = {}
+    for h in range(hosts):
+        node = "node-%d" % h
+        view = executor.PlanView(executor.node_slice(result, node))
+        phase_results = {}
+        for phase in SETUP:
+            items = executor.phase_work(view, phase, node)[0]
+            phase_results[phase] = {"changed": True, "volumes": [
+                dict(unique_volume_name="kubernetes.io/csi/%s^%s" % (i["driver"], i["volume_handle"]),
+                     device_path="/dev/loop%d" % n) for n, i in enumerate(items)]}
+        host_results[node] = {"changed": True, "phase_results": phase_results}
+    times["slices"] = time.perf_counter() - start
+
+    start = time.perf_counter()
+    outcome = executor.task_outcome(result, SETUP, host_results)
+    times["outcome"] = time.perf_counter() - start
+
+    start = time.perf_counter()
+    written = record_task.run(validated(record_task.argspec(), cluster_state=path, records=outcome["records"]))
+    times["record"] = time.perf_counter() - start
+    os.unlink(path)
+    assert not outcome["errors"] and len(outcome["records"]) == 2 * hosts * per_host, outcome["errors"][:3]
+    assert written["count"] > 0
+    row = {"hosts": hosts, "volumes": hosts * per_host, "steps": len(result["plan"]),
+           "records": len(outcome["records"])}
+    for stage, secs in times.items():
+        row[stage + "_s"] = round(secs, 3)
+        row[stage + "_us_per_host"] = round(secs / hosts * 1e6)
+    row["total_s"] = round(sum(times.values()), 3)
+    return row
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--hosts", type=int, action="append", help="host counts (default: 10, 100, 1000)")
+    parser.add_argument("--per-host", type=int, default=10, help="volumes (and pods) per host")
+    args = parser.parse_args()
+    rows = []
+    with tempfile.TemporaryDirectory() as workdir:
+        for hosts in args.hosts or [10, 100, 1000]:
+            rows.append(measure(hosts, args.per_host, workdir))
+            print(json.dumps(rows[-1]))
+            sys.stdout.flush()
+    print("| hosts | volumes | plan | slices (all hosts) | outcome | record | total | total per host |")
+    print("|---|---|---|---|---|---|---|---|")
+    for r in rows:
+        print("| %d | %d | %.3f s | %.3f s | %.3f s | %.3f s | %.3f s | %d us |" % (
+            r["hosts"], r["volumes"], r["plan_s"], r["slices_s"], r["outcome_s"], r["record_s"], r["total_s"],
+            r["total_s"] / r["hosts"] * 1e6))
+    if len(rows) > 1:
+        print("total x%d hosts / x%d hosts: %.1f (linear: %.0f)" % (
+            rows[-1]["hosts"], rows[0]["hosts"], rows[-1]["total_s"] / rows[0]["total_s"],
+            rows[-1]["hosts"] / rows[0]["hosts"]))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,23 @@
+# -*- coding: utf-8 -*-
+# Copyright: kubevol contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""volume_reconcile_plan, planned inside the controller's own process (plugin_utils/in_process.py)."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.kubevol.volumes.plugins.module_utils.plan_task import (
+    MUTUALLY_EXCLUSIVE, REQUIRED_ONE_OF, argspec, run)
+from ansible_collections.kubevol.volumes.plugins.module_utils.planner import utc_now
+from ansible_collections.kubevol.volumes.plugins.plugin_utils.in_process import InProcessAction
+
+
+class ActionModule(InProcessAction):
+    NAME = "kubevol.volumes.volume_reconcile_plan"
+
+    def argspec_kwargs(self):
+        return dict(argument_spec=argspec(), mutually_exclusive=MUTUALLY_EXCLUSIVE, required_one_of=REQUIRED_ONE_OF)
+
+    def run_task(self, params, check_mode, diff):
+        return run(params, utc_now())  # it only reads: the same in check mode

@@ -1,0 +1,56 @@
+# -*- coding: utf-8 -*-
+# Copyright: kubevol contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""volume_reconcile_plan's arguments and its one call: load the cluster, plan, return the result.
+
+Shared by the action plugin (plugins/action/volume_reconcile_plan.py), which plans inside the
+controller's own process, and the module file, which documents it and runs it as a module.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.kubevol.volumes.plugins.module_utils.cluster import (
+    ClusterIndex, cluster_from_data, load_cluster_file)
+from ansible_collections.kubevol.volumes.plugins.module_utils.desired_state import DEFAULT_KNOWN_DRIVERS
+from ansible_collections.kubevol.volumes.plugins.module_utils.planner import (
+    DEFAULT_MAX_TEARDOWN_COUNT, DEFAULT_MAX_TEARDOWN_FRACTION, PlanOptions, TeardownRefused, plan_cluster)
+from ansible_collections.kubevol.volumes.plugins.module_utils.scope import select_pods
+
+MUTUALLY_EXCLUSIVE = [("cluster_state", "cluster")]
+REQUIRED_ONE_OF = [("cluster_state", "cluster")]
+
+
+def argspec():
+    return dict(
+        cluster_state=dict(type="path"),
+        cluster=dict(type="dict"),
+        node_facts=dict(type="dict"),
+        force_detach=dict(type="bool", default=True),
+        max_wait_for_unmount=dict(type="int", default=360),
+        known_drivers=dict(type="list", elements="str"),
+        scope=dict(type="str"),
+        max_teardown_fraction=dict(type="float", default=DEFAULT_MAX_TEARDOWN_FRACTION),
+        max_teardown_count=dict(type="int", default=DEFAULT_MAX_TEARDOWN_COUNT),
+        allow_mass_teardown=dict(type="bool", default=False),
+    )
+
+
+def run(params, now):
+    """Load, plan, and return the module result (changed is always false: this only reads)."""
+    if params["cluster_state"]:
+        cluster, data = load_cluster_file(params["cluster_state"])
+    else:
+        data = params["cluster"]
+        cluster = cluster_from_data(data)
+    selected = select_pods(data, params["scope"], field="scope")
+    scope = None if selected is None else frozenset("%s/%s" % key for key in selected)
+    known_drivers = DEFAULT_KNOWN_DRIVERS if params["known_drivers"] is None else tuple(params["known_drivers"])
+    options = PlanOptions(params["force_detach"], params["max_wait_for_unmount"], known_drivers, now,
+                          params["max_teardown_fraction"], params["max_teardown_count"], params["allow_mass_teardown"])
+    result = plan_cluster(ClusterIndex(cluster), params["node_facts"], options, scope)
+    result["changed"] = False
+    if result["teardown_guard"]["tripped"]:
+        raise TeardownRefused(result)
+    return result
