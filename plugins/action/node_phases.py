@@ -36,7 +36,8 @@ PHASE_MODULES = {
 
 def module_args(phase, node_name, items, stale, forced, params):
     """The arguments of one phase's node module call."""
-    args = {"volumes": items, "node_name": node_name, "lock_timeout": params["lock_timeout"]}
+    args = {"volumes": items, "node_name": node_name, "lock_timeout": params["lock_timeout"],
+            "loop_pools": params["loop_pools"]}
     args.update(PHASE_MODULES[phase][1])
     if phase != "attach":
         args["kubelet_dir"] = params["kubelet_dir"]
@@ -105,7 +106,8 @@ class ActionModule(ActionBase):
 
     def _setup(self, setup, node, params, task_vars):
         """The setup phases ({phase: items}) in one node_volume_setup execution: {phase: result}."""
-        args = {"node_name": node, "kubelet_dir": params["kubelet_dir"], "lock_timeout": params["lock_timeout"]}
+        args = {"node_name": node, "kubelet_dir": params["kubelet_dir"], "lock_timeout": params["lock_timeout"],
+                "loop_pools": params["loop_pools"]}
         for phase, items in setup.items():
             args[phase] = {"volumes": items}
         if "attach" in args:

@@ -38,6 +38,17 @@ options:
       - Seconds to wait for another kubevol run that holds a volume's lock before failing with LockTimeout.
     type: int
     default: 60
+  loop_pools:
+    description:
+      - The directories this node keeps C(loop.kubevol.io) images in: the operator's configuration, not the
+        cluster's. A volume whose C(volumeAttributes.pool) is not one of them (compared after resolving symlinks) is
+        refused before anything runs, so whoever can write a PV cannot make the node open, format or grow a file
+        elsewhere.
+      - The reconcile role passes C(kubevol_loop_pools).
+    type: list
+    elements: str
+    default: [/var/lib/kubevol/pool]
+    version_added: 0.2.0
   volumes:
     description:
       - The volumes to act on, one node's whole phase in one call. A single volume is a list of one.

@@ -38,9 +38,13 @@ NODE_SPEC = dict(
     node_name=dict(type="str"),
 )
 
+DEFAULT_LOOP_POOLS = ["/var/lib/kubevol/pool"]
+
 LOCK_SPEC = dict(
     run_dir=dict(type="str", default="/run/kubevol"),
     lock_timeout=dict(type="int", default=60),
+    # the node's own configuration: a PV's volumeAttributes.pool must name one of these
+    loop_pools=dict(type="list", elements="str", default=list(DEFAULT_LOOP_POOLS)),
 )
 
 
@@ -77,4 +81,5 @@ def node_phases_argspec():
         kubelet_dir=copy.deepcopy(NODE_SPEC["kubelet_dir"]),
         provision=dict(type="bool", default=False),
         lock_timeout=copy.deepcopy(LOCK_SPEC["lock_timeout"]),
+        loop_pools=copy.deepcopy(LOCK_SPEC["loop_pools"]),
     )

@@ -79,6 +79,11 @@ options:
     description: Seconds each node module waits for another run holding the same volume.
     type: int
     default: 60
+  loop_pools:
+    description: Passed to the node modules (the directories this node keeps C(loop.kubevol.io) images in).
+    type: list
+    elements: str
+    default: [/var/lib/kubevol/pool]
 """
 
 EXAMPLES = r"""

@@ -56,6 +56,13 @@ options:
     description: Seconds to wait for another kubevol run that holds a volume's lock.
     type: int
     default: 60
+  loop_pools:
+    description:
+      - The directories this node keeps C(loop.kubevol.io) images in (the node's configuration); a volume whose
+        C(volumeAttributes.pool) is not one of them is refused before anything runs.
+    type: list
+    elements: str
+    default: [/var/lib/kubevol/pool]
 '''
 
 EXAMPLES = r'''

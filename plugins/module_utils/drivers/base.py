@@ -54,10 +54,11 @@ class Driver:
     NAME = None
     CAPABILITIES = frozenset()
 
-    def __init__(self, runner, kubelet_dir, node_name):
+    def __init__(self, runner, kubelet_dir, node_name, options=None):
         self.runner = runner
         self.kubelet_dir = kubelet_dir
         self.node_name = node_name
+        self.options = options or {}  # the node's configuration for its drivers (node modules' options)
 
     def can(self, capability):
         return capability in self.CAPABILITIES

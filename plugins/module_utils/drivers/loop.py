@@ -117,11 +117,25 @@ class LoopDriver(Driver):
     def record_path(self, volume_handle):
         return os.path.join(self.records_dir, hashlib.sha256(volume_handle.encode("utf-8")).hexdigest() + ".json")
 
+    def allowed_pools(self):
+        return [os.path.realpath(p) for p in (self.options.get("loop_pools") or [DEFAULT_POOL])
+                if os.path.isabs(p) and "\x00" not in p]
+
     def pool(self, item):
+        """The PV's pool, only when it is one of the node's own (loop_pools): the node's operator decides
+        which directories hold images, never whoever writes a PV."""
         pool = item.attributes.get("pool") or DEFAULT_POOL
         if not os.path.isabs(pool) or "\x00" in pool:
             raise InvalidInput(field="volume_attributes.pool", value=pool, reason="must be an absolute path")
-        return os.path.realpath(pool)
+        real = os.path.realpath(pool)
+        allowed = self.allowed_pools()
+        if real not in allowed:
+            raise InvalidInput(field="volumeAttributes.pool of PV %s" % item.pv_name, value=pool,
+                               reason="node %s keeps loop images only in %s (its loop_pools); a PV cannot choose "
+                                      "another directory. If the operator means this pool, add it to the node's "
+                                      "loop_pools (reconcile role: kubevol_loop_pools)"
+                                      % (self.node_name, ", ".join(allowed) or "no pool"))
+        return real
 
     def image_path(self, item):
         """<pool>/<handle>; refused when the handle is not one component or resolves outside the pool."""

@@ -4,7 +4,8 @@
 """Block devices: size, identity, waiting, and the fail-closed "is it blank?" probe.
 
 A device counts as blank only when three independent probes all positively say so (mount-utils'
-``blkid -p`` exit 2, ``lsblk`` with no fstype, pttype or children, ``wipefs`` listing no signature).
+``blkid -p`` exit 2, ``lsblk`` with no fstype, pttype or children, ``wipefs`` listing no signature)
+and it reads as zeros where a filesystem or partition table would write (first_data_offset).
 Any failing or unparseable probe raises :class:`UnsafeToFormat`: kubevol never formats on doubt.
 """
 
@@ -17,7 +18,7 @@ import os
 import stat
 import time
 from dataclasses import dataclass
-from typing import Tuple
+from typing import Optional, Tuple
 
 from ansible_collections.kubevol.volumes.plugins.module_utils.errors import ParseError, UnsafeToFormat
 
@@ -135,10 +136,12 @@ class Probe:
     lsblk_fstype: str = ""
     children: Tuple[str, ...] = ()
     signatures: Tuple[str, ...] = ()
+    data_offset: Optional[int] = None  # first non-zero byte seen in the sampled regions
 
     @property
     def blank(self):
-        return not (self.fs_type or self.pttype or self.lsblk_fstype or self.children or self.signatures)
+        return not (self.fs_type or self.pttype or self.lsblk_fstype or self.children or self.signatures
+                    or self.data_offset is not None)
 
     def describe(self):
         parts = []
@@ -152,6 +155,9 @@ class Probe:
             parts.append("signatures %s" % ", ".join(self.signatures))
         if self.lsblk_fstype and not self.fs_type:
             parts.append("lsblk fstype %s" % self.lsblk_fstype)
+        if self.data_offset is not None and not parts:
+            parts.append("data (a non-zero byte at offset %d) in no format blkid, lsblk or wipefs knows: a blank "
+                         "device reads as zeros where a filesystem keeps its metadata" % self.data_offset)
         return "it holds " + "; ".join(parts) if parts else "it is blank"
 
 
@@ -178,6 +184,28 @@ def blkid_probe(runner, device):
     return values.get("TYPE", ""), values.get("PTTYPE", "")
 
 
+SAMPLE_BYTES = 1 << 20
+
+
+def first_data_offset(device, sample=SAMPLE_BYTES):
+    """Offset of the first non-zero byte in the regions filesystems and partition tables write first (the first
+    and last MiB: superblocks, GPT and its backup, md and ZFS end labels) and in three MiB samples in between
+    (1/4, 1/2, 3/4), or None when all read as zeros. kubevol goes further than mount-utils here: a device whose
+    content no probe recognises (a log file, an unknown format) is not blank because of that."""
+    fd = os.open(device, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        size = os.lseek(fd, 0, os.SEEK_END)
+        starts = sorted(set(max(0, min(size - sample, int(size * f))) for f in (0, 0.25, 0.5, 0.75, 1)))
+        for start in starts:
+            chunk = os.pread(fd, sample, start)
+            stripped = chunk.lstrip(b"\0")
+            if stripped:
+                return start + len(chunk) - len(stripped)
+    finally:
+        os.close(fd)
+    return None
+
+
 def probe(runner, device):
     """Run all three probes; return a Probe or raise UnsafeToFormat when any is inconclusive."""
     if not is_block_device(device):
@@ -201,8 +229,15 @@ def probe(runner, device):
         signatures = parse_wipefs(out, " ".join(argv))
     except ParseError:
         raise _inconclusive(runner, device, argv, rc, out, err, "gave no parseable answer")
+    try:
+        data_offset = first_data_offset(device)
+    except (IOError, OSError) as err:
+        raise UnsafeToFormat(device=device, volume=runner.volume, node=runner.node,
+                             reason="reading it to check that it is zeroed failed (%s), so its content is unknown"
+                             % err)
     return Probe(device=device, fs_type=fs_type, pttype=pttype or (entry.get("pttype") or ""),
-                 lsblk_fstype=entry.get("fstype") or "", children=children, signatures=signatures)
+                 lsblk_fstype=entry.get("fstype") or "", children=children, signatures=signatures,
+                 data_offset=data_offset)
 
 
 def filesystem_type(runner, device):

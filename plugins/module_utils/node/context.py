@@ -31,7 +31,7 @@ def _check_dir(field, value):
 
 class NodeContext:
     def __init__(self, raw_runner, node_name=None, kubelet_dir=names.DEFAULT_KUBELET_DIR,
-                 run_dir=DEFAULT_RUN_DIR, lock_timeout=60, check_mode=False):
+                 run_dir=DEFAULT_RUN_DIR, lock_timeout=60, check_mode=False, loop_pools=None):
         self.node_name = node_name or default_node_name()
         names.check_component("node name", self.node_name)
         self.kubelet_dir = _check_dir("kubelet_dir", kubelet_dir)
@@ -39,6 +39,7 @@ class NodeContext:
         self.lock_timeout = lock_timeout
         self.check_mode = check_mode
         self.runner = Runner(raw_runner, node=self.node_name)
+        self.driver_options = {"loop_pools": loop_pools}  # the node's configuration, never the PV's
         self.warnings = []
         self._drivers = {}
 
@@ -51,10 +52,11 @@ class NodeContext:
     def driver(self, item):
         """A driver instance for ``item`` whose runner names the item's volume in errors."""
         cls = get_driver(item.driver, volume=item.pv_name)
-        return cls(self.runner_for(item), self.kubelet_dir, self.node_name)
+        return cls(self.runner_for(item), self.kubelet_dir, self.node_name, self.driver_options)
 
     def all_drivers(self):
-        return [cls(self.runner, self.kubelet_dir, self.node_name) for _name, cls in sorted(DRIVERS.items())]
+        return [cls(self.runner, self.kubelet_dir, self.node_name, self.driver_options)
+                for _name, cls in sorted(DRIVERS.items())]
 
     def lock(self, item):
         return VolumeLock(self.run_dir, item.unique_name, self.lock_timeout, node=self.node_name, volume=item.pv_name)

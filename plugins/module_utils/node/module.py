@@ -16,7 +16,8 @@ def context_from(module, params=None):
     params = module.params if params is None else params
     return NodeContext(module_runner(module), node_name=params.get("node_name"),
                        kubelet_dir=params.get("kubelet_dir"), run_dir=params.get("run_dir") or "/run/kubevol",
-                       lock_timeout=params.get("lock_timeout") or 0, check_mode=module.check_mode)
+                       lock_timeout=params.get("lock_timeout") or 0, check_mode=module.check_mode,
+                       loop_pools=params.get("loop_pools"))
 
 
 def merge_diff(results):

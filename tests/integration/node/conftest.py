@@ -87,6 +87,7 @@ class Node:
         args.setdefault("node_name", self.name)
         if name != "node_volume_facts":
             args.setdefault("run_dir", self.run_dir)
+            args.setdefault("loop_pools", [self.pool])  # this test node's pool, as an operator configures it
         args["_ansible_check_mode"] = check_mode
         args["_ansible_diff"] = diff
         self._n += 1

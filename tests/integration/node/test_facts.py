@@ -47,7 +47,7 @@ def test_facts_report_exactly_what_was_done(node, node2):
     assert node.module("node_volume_mount", volumes=[fsv, blk])["_rc"] == 0
     # a second node on the same kernel and pool attaches its own volume: node1 must not report it
     other = dict(node2.vol("pv-z"), volume_attributes={"pool": node.pool})
-    assert node2.module("k8s_volume_attach", volumes=[other], provision=True)["_rc"] == 0
+    assert node2.module("k8s_volume_attach", volumes=[other], provision=True, loop_pools=[node.pool])["_rc"] == 0
 
     facts = node.module("node_volume_facts")["node_facts"]
     check_schema(facts)
@@ -87,7 +87,7 @@ def test_facts_report_exactly_what_was_done(node, node2):
     assert orphan["unique_volume_name"] == uvn("pv-a.img")
 
     # a device detached behind kubevol's back is no longer reported
-    node2.module("volume_detach", volumes=[other])
+    node2.module("volume_detach", volumes=[other], loop_pools=[node.pool])
     assert node2.module("node_volume_facts")["node_facts"]["devices"] == []
 
 
@@ -111,11 +111,12 @@ def test_through_ansible_adhoc(node):
     vol = node.vol("pv-ans", pods=[{"uid": POD1}])
     rc, res = ansible(node, "-m", "kubevol.volumes.k8s_volume_attach", "-a",
                       json.dumps({"volumes": [vol], "provision": True, "node_name": "node1",
-                                  "kubelet_dir": node.kubelet_dir, "run_dir": node.run_dir}))
+                                  "kubelet_dir": node.kubelet_dir, "run_dir": node.run_dir,
+                                  "loop_pools": [node.pool]}))
     assert rc == 0 and res["changed"] and res["volumes"][0]["device"].startswith("/dev/loop"), res
     rc, res = ansible(node, "-m", "kubevol.volumes.node_volume_mount", "--check", "-a",
                       json.dumps({"volumes": [vol], "node_name": "node1", "kubelet_dir": node.kubelet_dir,
-                                  "run_dir": node.run_dir}))
+                                  "run_dir": node.run_dir, "loop_pools": [node.pool]}))
     assert rc == 0 and res["changed"] and node.mounts_under() == [], res
     rc, res = ansible(node, "-m", "kubevol.volumes.node_volume_facts", "-a",
                       "kubelet_dir=%s node_name=node1" % node.kubelet_dir)

@@ -119,3 +119,26 @@ def test_fs_type_defaults_and_read_only_unformatted_refused(node):
     res = node.module("node_volume_mount", volumes=[vol])
     assert res["_rc"] != 0 and "UnformattedReadOnly" in res["msg"], res
     assert node.run("blkid", "-p", node.loops()[0], check=False).returncode == 2
+
+
+@pytest.mark.parametrize("where", ["start", "end"])
+def test_data_without_any_signature_is_never_formatted(node, where):
+    """A file of text has no signature blkid, lsblk or wipefs knows; it is still not blank (issue: an
+    application's log formatted as ext4). Refused, bytes unchanged; force=true is the only way round."""
+    vol = node.vol("pv-log", pods=[{"uid": POD}])
+    image = node.image(vol)
+    node.run("truncate", "-s", "16M", image)
+    text = b"2026-11-23T10:00:00Z app started, serving requests\n" * 20000  # ~1 MiB of log lines
+    with open(image, "r+b") as handle:
+        handle.seek(0 if where == "start" else 15 * MiB)
+        handle.write(text[:MiB])
+    before = node.sha256(image)
+    assert node.module("k8s_volume_attach", volumes=[vol])["_rc"] == 0
+    res = node.module("node_volume_mount", volumes=[vol])
+    assert res["_rc"] != 0 and res["failed"], res
+    assert "refusing to format" in res["msg"] and "non-zero byte at offset" in res["msg"], res["msg"]
+    assert "node1" in res["msg"] and "pv-log" in res["msg"]
+    assert node.mounts_under() == []
+    assert node.sha256(image) == before
+    res = node.module("node_volume_mount", volumes=[vol], force=True)
+    assert res["_rc"] == 0 and res["volumes"][0]["formatted"], res

@@ -300,3 +300,22 @@ def test_uncertain_directories_reported_and_stale_ones_removed(node):
     assert facts[gpath]["uncertain"] is None and node.module("node_volume_mount", volumes=[vol])["changed"] is False
     assert node.module("volume_detach", volumes=[vol])["_rc"] == 0
     assert node.loops() == [] and node.mounts_under() == [busy_g]
+
+
+def test_a_pv_naming_a_foreign_pool_is_refused_and_its_file_left_alone(node, tmp_path):
+    """A PV pointing volumeAttributes.pool at an application's directory (issue: app.log formatted as ext4):
+    refused before anything runs, bytes unchanged, nothing attached or mounted."""
+    app = tmp_path / "app"
+    app.mkdir()
+    log = app / "app.log"
+    log.write_bytes(b"2026-11-23 request served\n" * 300000)  # ~8 MiB of text
+    before = node.sha256(str(log))
+    vol = dict(node.vol("pv-app", handle="app.log", pods=[{"uid": "44444444-4444-4444-8444-444444444444"}]),
+               volume_attributes={"pool": str(app)})
+    res = node.module("node_volume_setup", attach={"volumes": [vol]}, mount={"volumes": [vol]})
+    attach = res["phase_results"]["attach"]
+    assert attach["failed"] and "keeps loop images only in %s" % node.pool in attach["msg"], res
+    assert "pv-app" in attach["msg"] and "node1" in attach["msg"]
+    assert "mount" not in res["phase_results"] or not res["phase_results"]["mount"].get("changed")
+    assert node.sha256(str(log)) == before
+    assert node.loops() == [] and node.mounts_under() == []

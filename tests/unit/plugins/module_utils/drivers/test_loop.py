@@ -4,7 +4,7 @@ import os
 
 import pytest
 
-from ansible_collections.kubevol.volumes.plugins.module_utils.errors import UnknownDriver, UnsafeName
+from ansible_collections.kubevol.volumes.plugins.module_utils.errors import InvalidInput, UnknownDriver, UnsafeName
 from ansible_collections.kubevol.volumes.plugins.module_utils.drivers import get_driver
 from ansible_collections.kubevol.volumes.plugins.module_utils.drivers.loop import LoopDriver, parse_losetup
 from ansible_collections.kubevol.volumes.plugins.module_utils.node.runner import Runner
@@ -41,7 +41,23 @@ def test_loop_handle_escaping_pool_refused(tmp_path):
     pool.mkdir()
     (tmp_path / "secret").write_text("x")
     os.symlink(str(tmp_path / "secret"), str(pool / "evil.img"))
-    driver = LoopDriver(fake_runner({}), str(tmp_path / "k"), "n1")
+    driver = LoopDriver(fake_runner({}), str(tmp_path / "k"), "n1", {"loop_pools": [str(pool)]})
     with pytest.raises(UnsafeName):
         driver.validate(volume_item(dict(ITEM, volume_handle="evil.img", volume_attributes={"pool": str(pool)})))
     driver.validate(volume_item(dict(ITEM, volume_attributes={"pool": str(pool)})))
+
+
+def test_loop_pool_must_be_one_of_the_nodes_pools(tmp_path):
+    """volumeAttributes.pool is the PV's wish; the node's loop_pools decide (a symlink to a pool counts as it)."""
+    pool, app = tmp_path / "pool", tmp_path / "app"
+    pool.mkdir()
+    app.mkdir()
+    os.symlink(str(pool), str(tmp_path / "pool-link"))
+    driver = LoopDriver(fake_runner({}), str(tmp_path / "k"), "n1", {"loop_pools": [str(pool)]})
+    with pytest.raises(InvalidInput) as exc:
+        driver.validate(volume_item(dict(ITEM, volume_handle="app.log", volume_attributes={"pool": str(app)})))
+    assert "node n1 keeps loop images only in %s" % pool in str(exc.value) and "kubevol_loop_pools" in str(exc.value)
+    driver.validate(volume_item(dict(ITEM, volume_attributes={"pool": str(tmp_path / "pool-link")})))
+    default = LoopDriver(fake_runner({}), str(tmp_path / "k"), "n1")
+    with pytest.raises(InvalidInput):
+        default.validate(volume_item(dict(ITEM, volume_attributes={"pool": str(pool)})))
