@@ -35,7 +35,8 @@ UNCERTAIN = "uncertain"
 AttachedVolume = namedtuple("AttachedVolume", "unique_name node pv_name state device_path va_name "
                                               "detach_requested_at")
 PodMount = namedtuple("PodMount", "pod_uid pv_name unique_name mode mounted read_only path")
-UncertainMount = namedtuple("UncertainMount", "kind path mounted device pod_uid pv_name reason")
+UncertainMount = namedtuple("UncertainMount", "kind path mounted device pod_uid pv_name reason unsafe")
+UncertainMount.__new__.__defaults__ = (False,)
 UncertainMount.__doc__ = """A global (kind "device") or pod (kind "pod") mount directory that cannot be
 identified: no readable vol_data.json and nothing else names its volume."""
 NodeMounts = namedtuple("NodeMounts", "node reachable error devices global_mounts pod_mounts uncertain foreign")
@@ -104,7 +105,10 @@ def node_mounts_from_facts(node, facts, pv_by_name, known_drivers=None):
     global_mounts = {}
     for i, gm in enumerate(_facts_list(facts, "global_mounts", node)):
         unique = _optional_str(gm, "unique_volume_name", node, "global_mounts", i)
-        if _is_foreign(gm, unique, known_drivers):
+        if gm.get("unsafe"):
+            uncertain.append(UncertainMount("device", gm.get("path"), bool(gm.get("mounted")), gm.get("device"), None,
+                                            gm.get("pv_name"), gm.get("uncertain") or "not a real directory", True))
+        elif _is_foreign(gm, unique, known_drivers):
             foreign += 1
         elif unique is None:
             uncertain.append(UncertainMount("device", gm.get("path"), bool(gm.get("mounted")), gm.get("device"), None,
@@ -117,6 +121,10 @@ def node_mounts_from_facts(node, facts, pv_by_name, known_drivers=None):
         uid = _require(pm, "pod_uid", node, "pod_mounts", i)
         pv_name = _require(pm, "pv_name", node, "pod_mounts", i)
         unique = _optional_str(pm, "unique_volume_name", node, "pod_mounts", i)
+        if pm.get("unsafe"):
+            uncertain.append(UncertainMount("pod", pm.get("path"), bool(pm.get("mounted")), pm.get("device"), uid,
+                                            pv_name, pm.get("uncertain") or "not a real directory", True))
+            continue
         if not unique:
             # reconstruct_common.go: the spec name (the directory) names the PV when vol_data.json cannot
             pv = pv_by_name.get(pv_name)

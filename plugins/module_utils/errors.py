@@ -42,6 +42,13 @@ class UnsafeName(InvalidInput):
                "(no '/', '..', NUL or control characters)")
 
 
+class UnsafePath(KubevolError):
+    """A path inside the kubelet directory that is not a chain of real directories (a symlink, a file)."""
+    message = ("refusing {path} on node {node}: {reason}; kubevol creates, writes and mounts only on real directories "
+               "inside the kubelet directory {kubelet_dir}, never through a symlink. Check what put it there and "
+               "remove it by hand")
+
+
 class MalformedObject(KubevolError):
     message = "{kind} {name}: field {field}: {reason}"
 

@@ -160,10 +160,11 @@ def phase_nodes(plan_result, phase, failures=None):
 
 
 def _volume_outcomes(result):
-    """Map unique volume name -> True for each volume a node module result says it completed.
+    """Map unique volume name -> True for each volume a node module result says it completed, or the
+    reason of its own failure.
 
-    A node module that fails midway lists in `volumes` only the volumes it completed before the
-    failure (node/context.py run_each); a successful one lists them all.
+    A node module that fails lists in `volumes` only the volumes it completed and, in `failures`, one
+    entry per volume that failed (node/context.py run_each); a successful one lists them all.
     """
     failed_msg = result.get("msg") if result.get("failed") or result.get("unreachable") else None
     outcomes = {}
@@ -171,6 +172,9 @@ def _volume_outcomes(result):
         key = vol.get("unique_volume_name") or _unique_name(vol)
         if key:
             outcomes[key] = True
+    for entry in result.get("failures") or ():
+        if isinstance(entry, dict) and entry.get("unique_volume_name"):
+            outcomes[entry["unique_volume_name"]] = entry.get("msg") or failed_msg or "failed"
     return outcomes, failed_msg
 
 
@@ -229,12 +233,17 @@ def _node_phase(view, phase, node, result, failures):
         reason = done or failed_msg or "failed"
         failures["volumes"].setdefault(key, "%s on node %s failed: %s" % (phase, node, reason))
     records = []
+    failed_volumes = []
     for item in items:
         key = _unique_name(item)
         if outcomes.get(key, None if failed_msg else True) is not True:
+            failed_volumes.append(item["pv_name"])
             continue
         records.extend(_records_for(phase, node, item, _result_volume(result, key), steps))
-    return records, [{"node": node, "phase": phase, "msg": failed_msg}] if failed_msg else []
+    if not failed_msg:
+        return records, []
+    # the volumes named, also when the module died without saying (killed, a lost connection)
+    return records, [{"node": node, "phase": phase, "msg": failed_msg, "volumes": failed_volumes}]
 
 
 def _not_attempted(steps, selected, failures, before=None):

@@ -203,6 +203,14 @@ def uncertain_mounts(p):
     failed for cleanup while the rest goes on. Cleaned when nothing is mounted there, blocked when it is."""
     for node, facts in p.teardown_facts():
         for entry in facts.uncertain:
+            if entry.unsafe:
+                # a symlink or a file planted inside the kubelet directory: nothing is done through it
+                for unique, dev in facts.devices.items():
+                    if entry.mounted and entry.device and dev.get("device") == entry.device:
+                        p.still_mounted.add((unique, node))
+                        p.kept.setdefault((unique, node), "an unsafe path uses its device")
+                p.block(node, entry.pv_name, p.desired.pod_by_uid.get(entry.pod_uid), entry.reason)
+                continue
             if entry.mounted:
                 # whatever kubevol device backs it stays attached: something may use it
                 for unique, dev in facts.devices.items():

@@ -30,7 +30,7 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.errors import (
     DeviceNotFound, InvalidInput, ParseError, UnsafeName)
 from ansible_collections.kubevol.volumes.plugins.module_utils.drivers.base import (
     ATTACHABLE, BLOCK, CONTROLLER_EXPAND, NODE_EXPAND, AttachedDevice, Attachment, Driver, Expansion)
-from ansible_collections.kubevol.volumes.plugins.module_utils.node import blockdev
+from ansible_collections.kubevol.volumes.plugins.module_utils.node import blockdev, layout
 
 DEFAULT_POOL = "/var/lib/kubevol/pool"
 LOSETUP_LIST = ["losetup", "-J", "--list", "-O", "NAME,BACK-FILE,BACK-INO,BACK-MAJ:MIN,RO"]
@@ -169,14 +169,11 @@ class LoopDriver(Driver):
             return None
 
     def write_record(self, item, image, device, st):
-        os.makedirs(self.records_dir, mode=0o750, exist_ok=True)
         record = {"device": device, "image": image, "backing_dev": st.st_dev, "backing_ino": st.st_ino,
                   "volume_handle": item.volume_handle, "unique_volume_name": item.unique_name,
                   "driver": self.NAME, "node_name": self.node_name}
         path = self.record_path(item.volume_handle)
-        with open(path + ".tmp", "w") as handle:
-            json.dump(record, handle, sort_keys=True)
-        os.rename(path + ".tmp", path)
+        layout.write_json(self.kubelet_dir, self.records_dir, os.path.basename(path), record, self.node_name)
 
     def remove_record(self, volume_handle):
         try:

@@ -41,6 +41,7 @@ class NodeContext:
         self.runner = Runner(raw_runner, node=self.node_name)
         self.driver_options = {"loop_pools": loop_pools}  # the node's configuration, never the PV's
         self.warnings = []
+        self.step = None  # the last step a volume's phase started (operations._act): named in unexpected errors
         self._drivers = {}
 
     def warn(self, text):
@@ -89,17 +90,41 @@ class NodeContext:
         return items
 
     def run_each(self, items, phase):
-        """Run ``phase(item)`` per item under its lock; a failure reports the completed volumes."""
-        results = []
+        """Run ``phase(item)`` per item under its lock. A volume that fails does not stop the others: every
+        volume is tried, and when any failed one error is raised that carries, besides the first failure's own
+        fields (step, cmd, stderr, ...), ``failures`` (one structured entry per failed volume), ``completed`` and
+        ``volumes`` (the results of those that succeeded, so that they are recorded)."""
+        results, failures = [], []
         for item in items:
+            self.step = None
             try:
                 with self.lock(item):
                     results.append(phase(item))
             except KubevolError as err:
-                done = [r["pv_name"] for r in results]
                 err.kwargs.setdefault("volume", item.pv_name)
-                err.kwargs.update(failed_volume=item.pv_name, completed=done, volumes=results,
-                                  changed=any(r.get("changed") for r in results), node=self.node_name)
-                err.msg = "%s (volumes completed before this failure: %s)" % (err.msg, ", ".join(done) or "none")
-                raise
-        return results
+                failures.append((item, err))
+            except Exception as err:  # pylint: disable=broad-except
+                # an unexpected error on one volume (an OSError from the kernel, a bug) is reported like the
+                # expected ones, with the node, volume and step, and never hides the other volumes' results
+                failures.append((item, KubevolError(
+                    "unexpected %s on node %s, volume %s, at step %s: %s; the other volumes of this call went on"
+                    % (type(err).__name__, self.node_name, item.pv_name, self.step or "start", err),
+                    node=self.node_name, volume=item.pv_name, step=self.step or "start")))
+        if not failures:
+            return results
+        done = [r["pv_name"] for r in results]
+        first_item, first = failures[0]
+        entries = []
+        for item, err in failures:
+            if item.pv_name not in err.msg:
+                err.msg = "volume %s: %s" % (item.pv_name, err.msg)
+            entry = dict((k, v) for k, v in err.to_result().items()
+                         if k in ("step", "cmd", "rc", "stderr", "hint", "device", "path", "reason"))
+            entry.update(volume=item.pv_name, unique_volume_name=item.unique_name, node=self.node_name, msg=err.msg)
+            entries.append(entry)
+        msg = "; ".join(err.msg for _item, err in failures)
+        first.kwargs.update(failed_volume=first_item.pv_name, failures=entries, completed=done, volumes=results,
+                            changed=any(r.get("changed") for r in results), node=self.node_name)
+        first.msg = "%d of %d volume(s) failed on node %s: %s (volumes completed: %s)" % (
+            len(failures), len(items), self.node_name, msg, ", ".join(done) or "none")
+        raise first

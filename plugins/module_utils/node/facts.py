@@ -17,7 +17,7 @@ import os
 
 from ansible_collections.kubevol.volumes.plugins.module_utils import names
 from ansible_collections.kubevol.volumes.plugins.module_utils.drivers import DRIVERS
-from ansible_collections.kubevol.volumes.plugins.module_utils.errors import KubevolError
+from ansible_collections.kubevol.volumes.plugins.module_utils.errors import KubevolError, UnsafePath
 from ansible_collections.kubevol.volumes.plugins.module_utils.node import blockdev, layout, mount
 from ansible_collections.kubevol.volumes.plugins.module_utils.node.filesystems import get_filesystem
 
@@ -82,14 +82,25 @@ def _global_identity(path, data, problem, devs):
     return None, None, problem
 
 
+def _unsafe(ctx, path):
+    """Why ``path`` cannot be trusted (a symlink or a file on the way inside the kubelet directory), else None."""
+    try:
+        layout.check_dir(ctx.kubelet_dir, path, ctx.node_name)
+    except UnsafePath as err:
+        return err.msg
+    return None
+
+
 def global_mounts(ctx, mounts, devs=(), fs_sizes=True):
     base = os.path.join(ctx.kubelet_dir, "plugins", names.CSI_PLUGIN_NAME)
     found = []
     for path in sorted(glob.glob(os.path.join(glob.escape(base), "*", "*", "globalmount"))):
         if not os.path.isdir(path) or os.path.basename(os.path.dirname(os.path.dirname(path))) == "volumeDevices":
             continue
-        data, problem = layout.load_vol_data(os.path.dirname(path))
-        unique, handle, uncertain = _global_identity(path, data, problem, devs)
+        unsafe = _unsafe(ctx, path)
+        # never read through a planted symlink: such a directory is reported, not identified
+        data, problem = (None, unsafe) if unsafe else layout.load_vol_data(os.path.dirname(path))
+        unique, handle, uncertain = (None, None, unsafe) if unsafe else _global_identity(path, data, problem, devs)
         driver = _driver_of(data) or os.path.basename(os.path.dirname(os.path.dirname(path)))
         foreign = is_foreign(driver)
         current = mounts.at(path)
@@ -108,8 +119,9 @@ def global_mounts(ctx, mounts, devs=(), fs_sizes=True):
             # hands off a foreign volume: no tool runs on its device
             "fs_size_bytes": _fs_size(ctx, fs_type, device, path) if current and fs_sizes and not foreign else None,
             "read_only": bool(current and current.read_only),
-            "foreign": foreign,
+            "foreign": foreign and not unsafe,
             "uncertain": uncertain,
+            "unsafe": bool(unsafe),
         })
     return found
 
@@ -123,8 +135,12 @@ def pod_mounts(ctx, mounts, devs=()):
             continue
         path = os.path.join(vol_dir, "mount")
         current = mounts.at(path)
-        found.append(_pod_entry(vol_dir, "Filesystem", path, current,
-                                current.source_device if current else None, layout.load_vol_data(vol_dir), by_device))
+        unsafe = _unsafe(ctx, path)
+        entry = _pod_entry(vol_dir, "Filesystem", path, current, current.source_device if current else None,
+                           (None, unsafe) if unsafe else layout.load_vol_data(vol_dir), by_device)
+        if unsafe:
+            entry.update(unique_volume_name=None, foreign=False, unsafe=True)
+        found.append(entry)
     for path in glob.glob(os.path.join(pods, "*", "volumeDevices", names.CSI_PLUGIN_DIR, "*")):
         current = mounts.at(path)
         device = None
@@ -163,6 +179,7 @@ def _pod_entry(vol_path, mode, path, current, device, loaded, by_device):
         "driver": driver,
         "foreign": is_foreign(driver),
         "uncertain": problem,
+        "unsafe": False,
     }
 
 

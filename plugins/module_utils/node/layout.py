@@ -1,10 +1,14 @@
 # -*- coding: utf-8 -*-
 # Copyright: kubevol contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The kubelet directory as kubevol writes it: vol_data.json files and safe directory removal.
+"""The kubelet directory as kubevol writes it: vol_data.json files, safe directory creation and removal.
 
-Removal is only ever ``rmdir`` of an empty directory that is not a mountpoint, or unlink of a
-``vol_data.json`` kubevol wrote (it names this volume). Nothing is ever deleted recursively.
+Every directory kubevol creates, writes into or mounts on is reached from the kubelet directory one
+component at a time without following a symlink (``ensure_dir``: openat with O_NOFOLLOW, as the
+kubelet's subpath safe-open does), so a symlink or a file planted inside the kubelet directory can
+never send a mount or a write outside it. Removal is only ever ``rmdir`` of an empty directory that is
+not a mountpoint, or unlink of a ``vol_data.json`` kubevol wrote (it names this volume). Nothing is ever
+deleted recursively.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -17,6 +21,7 @@ import os
 import stat
 
 from ansible_collections.kubevol.volumes.plugins.module_utils import names
+from ansible_collections.kubevol.volumes.plugins.module_utils.errors import UnsafePath
 
 VOL_DATA = "vol_data.json"
 VOL_DATA_MAX_BYTES = 1 << 20
@@ -102,16 +107,102 @@ def read_vol_data(directory):
     return load_vol_data(directory)[0]
 
 
-def write_vol_data(directory, data):
-    """Write vol_data.json atomically; return True when the file changed."""
-    if read_vol_data(directory) == data:
+def _relative_parts(kubelet_dir, path, node):
+    base = os.path.normpath(kubelet_dir)
+    rel = os.path.relpath(os.path.normpath(path), base)
+    if rel == "." or rel.startswith(".." + os.sep) or rel == ".." or os.path.isabs(rel):
+        raise UnsafePath(path=path, node=node, kubelet_dir=kubelet_dir, reason="it is not inside the kubelet directory")
+    return base, rel.split(os.sep)
+
+
+def open_dir(kubelet_dir, path, create=True, node="", mode=0o750):
+    """An O_DIRECTORY fd of ``path``, reached from the kubelet directory without following any symlink below it,
+    creating missing directories when ``create``; raises UnsafePath naming the offending component. The kubelet
+    directory itself may be a symlink (an operator's choice) and is created when missing. The caller closes it."""
+    base, parts = _relative_parts(kubelet_dir, path, node)
+    if create:
+        os.makedirs(base, mode=0o750, exist_ok=True)
+    fd = os.open(base, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    current = base
+    try:
+        for part in parts:
+            current = os.path.join(current, part)
+            try:
+                child = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=fd)
+            except OSError as err:
+                if err.errno == errno.ENOENT and create:
+                    try:
+                        os.mkdir(part, mode, dir_fd=fd)
+                    except OSError as mkerr:
+                        if mkerr.errno != errno.EEXIST:
+                            raise
+                    child = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=fd)
+                elif err.errno in (errno.ELOOP, errno.ENOTDIR):
+                    raise UnsafePath(path=current, node=node, kubelet_dir=kubelet_dir,
+                                     reason="it is %s where a directory belongs" % _what(fd, part))
+                else:
+                    raise
+            os.close(fd)
+            fd = child
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _what(dir_fd, name):
+    try:
+        st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+    except OSError:
+        return "not a directory"
+    if stat.S_ISLNK(st.st_mode):
+        return "a symlink (to %s)" % os.readlink(name, dir_fd=dir_fd)
+    if stat.S_ISREG(st.st_mode):
+        return "a regular file"
+    return "not a directory"
+
+
+def ensure_dir(kubelet_dir, path, node=""):
+    """Create ``path`` (and its parents) inside the kubelet directory as real directories; see open_dir."""
+    os.close(open_dir(kubelet_dir, path, True, node))
+    return path
+
+
+def check_dir(kubelet_dir, path, node=""):
+    """True when ``path`` exists as a chain of real directories inside the kubelet directory, False when it (or a
+    parent) does not exist; raises UnsafePath for a symlink or a non-directory on the way."""
+    try:
+        os.close(open_dir(kubelet_dir, path, False, node))
+    except OSError as err:
+        if err.errno == errno.ENOENT:
+            return False
+        raise
+    return True
+
+
+def write_json(kubelet_dir, directory, name, data, node=""):
+    """Write ``name`` in ``directory`` atomically (a new temporary file, renamed over it), the directory reached as
+    open_dir does and the file never opened through a symlink."""
+    fd = open_dir(kubelet_dir, directory, True, node)
+    try:
+        tmp = name + ".tmp"
+        try:
+            os.unlink(tmp, dir_fd=fd)
+        except OSError:
+            pass
+        out = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o640, dir_fd=fd)
+        with os.fdopen(out, "w") as handle:
+            json.dump(data, handle, sort_keys=True)
+        os.rename(tmp, name, src_dir_fd=fd, dst_dir_fd=fd)
+    finally:
+        os.close(fd)
+
+
+def write_vol_data(kubelet_dir, directory, data, node=""):
+    """Write vol_data.json atomically into ``directory`` (write_json); return True when the file changed."""
+    if check_dir(kubelet_dir, directory, node) and read_vol_data(directory) == data:
         return False
-    os.makedirs(directory, mode=0o750, exist_ok=True)
-    path = os.path.join(directory, VOL_DATA)
-    tmp = path + ".tmp"
-    with open(tmp, "w") as handle:
-        json.dump(data, handle, sort_keys=True)
-    os.rename(tmp, path)
+    write_json(kubelet_dir, directory, VOL_DATA, data, node)
     return True
 
 

@@ -60,6 +60,7 @@ def _act(ctx, res, action, func=None, *args):
     """Record ``action``; run ``func(*args)`` unless in check mode."""
     res["actions"].append(action)
     res["changed"] = True
+    ctx.step = action
     if not ctx.check_mode and func is not None:
         return func(*args)
     return None
@@ -124,6 +125,8 @@ def _stage(ctx, runner, item, device, mounts, force, res):
         else:
             _note_mount(res, gpath, current.source, current.source)
         return gpath
+    # a symlink or a file on the way to the global mount is refused before the device is touched
+    layout.check_dir(ctx.kubelet_dir, gpath, ctx.node_name)
     found = blockdev.probe(runner, device)  # raises UnsafeToFormat when inconclusive
     existing = found.fs_type
     if found.blank or (force and existing != item.fs_type):
@@ -155,8 +158,8 @@ def _stage(ctx, runner, item, device, mounts, force, res):
         res["actions"].append("mount device")
         res["changed"] = True
     else:
-        os.makedirs(gpath, mode=0o750, exist_ok=True)
-        layout.write_vol_data(vol_dir, layout.device_vol_data(item))
+        layout.ensure_dir(ctx.kubelet_dir, gpath, ctx.node_name)
+        layout.write_vol_data(ctx.kubelet_dir, vol_dir, layout.device_vol_data(item), ctx.node_name)
         _act(ctx, res, "mount device", mount.mount_device, runner, device, gpath, fs.NAME, item.mount_options,
              item.read_only)
     _note_mount(res, gpath, None, device)
@@ -175,7 +178,7 @@ def _repair_vol_data(ctx, res, directory, data):
     if ctx.check_mode:
         return
     try:
-        layout.write_vol_data(directory, data)
+        layout.write_vol_data(ctx.kubelet_dir, directory, data, ctx.node_name)
     except (IOError, OSError) as exc:
         ctx.warn("volume %s: could not rewrite %s (%s): %s" % (res["pv_name"], path, problem, exc))
 
@@ -242,9 +245,12 @@ def _publish_filesystem(ctx, runner, item, device, source, mounts, res):
             else:
                 _note_mount(res, target, current.source, current.source)
             continue
-        if not ctx.check_mode:
-            os.makedirs(target, mode=0o750, exist_ok=True)
-            layout.write_vol_data(os.path.dirname(target), layout.pod_vol_data(item, ctx.node_name))
+        if ctx.check_mode:
+            layout.check_dir(ctx.kubelet_dir, target, ctx.node_name)  # refused in check mode too
+        else:
+            layout.ensure_dir(ctx.kubelet_dir, target, ctx.node_name)
+            layout.write_vol_data(ctx.kubelet_dir, os.path.dirname(target), layout.pod_vol_data(item, ctx.node_name),
+                                  ctx.node_name)
         _act(ctx, res, "publish %s" % target, mount.bind, runner, source, target, read_only)
         res["published"].append(pod.uid)
         _note_mount(res, target, None, device)
@@ -262,15 +268,17 @@ def _publish_block(ctx, runner, item, device, mounts, res):
                                    node=ctx.node_name, volume=item.pv_name, step="publish")
             _note_mount(res, path, device, device)
             continue
-        if not ctx.check_mode:
-            os.makedirs(os.path.dirname(path), mode=0o750, exist_ok=True)
+        if ctx.check_mode:
+            layout.check_dir(ctx.kubelet_dir, os.path.dirname(path), ctx.node_name)
+        else:
+            layout.ensure_dir(ctx.kubelet_dir, os.path.dirname(path), ctx.node_name)
             if not os.path.lexists(path):
                 os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o640))
             elif os.path.islink(path) or not os.path.isfile(path):
                 raise KubevolError("block publish path %s exists and is not a plain file; remove it after checking"
                                    % path, node=ctx.node_name, volume=item.pv_name, step="publish")
-            layout.write_vol_data(layout.block_data_dir(ctx.kubelet_dir, item.pv_name),
-                                  layout.pod_vol_data(item, ctx.node_name))
+            layout.write_vol_data(ctx.kubelet_dir, layout.block_data_dir(ctx.kubelet_dir, item.pv_name),
+                                  layout.pod_vol_data(item, ctx.node_name), ctx.node_name)
         _act(ctx, res, "publish %s" % path, mount.bind, runner, device, path, read_only)
         res["published"].append(pod.uid)
         _note_mount(res, path, None, device)

@@ -14,10 +14,10 @@ POD2 = "77777777-7777-4777-8777-777777777772"
 FACT_KEYS = {"node_name", "reachable", "error", "kubelet_dir", "devices", "global_mounts", "pod_mounts"}
 DEVICE_KEYS = {"unique_volume_name", "driver", "volume_handle", "device", "size_bytes", "read_only"}
 GLOBAL_KEYS = {"unique_volume_name", "driver", "volume_handle", "pv_name", "path", "mounted", "device", "fs_type",
-               "fs_size_bytes", "read_only", "foreign", "uncertain"}
+               "fs_size_bytes", "read_only", "foreign", "uncertain", "unsafe"}
 POD_KEYS = {"pod_uid", "pv_name", "mode", "path", "mounted", "read_only", "device", "unique_volume_name", "driver",
-            "foreign", "uncertain"}
-HEALTHY = {"driver": DRIVER, "foreign": False, "uncertain": None}
+            "foreign", "uncertain", "unsafe"}
+HEALTHY = {"driver": DRIVER, "foreign": False, "uncertain": None, "unsafe": False}
 
 
 def check_schema(facts):
@@ -63,7 +63,7 @@ def test_facts_report_exactly_what_was_done(node, node2):
     assert dict(glob, fs_size_bytes=None) == {
         "unique_volume_name": uvn("pv-a.img"), "driver": DRIVER, "volume_handle": "pv-a.img", "pv_name": "pv-a",
         "path": gpath, "mounted": True, "device": dev_a, "fs_type": "xfs", "fs_size_bytes": None, "read_only": False,
-        "foreign": False, "uncertain": None}
+        "foreign": False, "uncertain": None, "unsafe": False}
     assert facts["pod_mounts"] == sorted([
         {"pod_uid": POD1, "pv_name": "pv-a", "mode": "Filesystem", "mounted": True, "read_only": False,
          "path": names.pod_mount_path(node.kubelet_dir, POD1, "pv-a"), "device": dev_a,

@@ -88,11 +88,11 @@ def test_foreign_volumes_reported_and_left_alone(node):
     assert gms[fgpath] == {
         "unique_volume_name": uvn(EBS, "vol-0abc"), "driver": EBS, "volume_handle": "vol-0abc", "pv_name": "pv-ebs",
         "path": fgpath, "mounted": True, "device": "tmpfs", "fs_type": "tmpfs", "fs_size_bytes": None,
-        "read_only": False, "foreign": True, "uncertain": None}
+        "read_only": False, "foreign": True, "uncertain": None, "unsafe": False}
     assert pms[fppath] == {
         "pod_uid": WRITER, "pv_name": "pv-ebs", "mode": "Filesystem", "path": fppath, "mounted": True,
         "read_only": False, "device": "tmpfs", "unique_volume_name": uvn(EBS, "vol-0abc"), "driver": EBS,
-        "foreign": True, "uncertain": None}
+        "foreign": True, "uncertain": None, "unsafe": False}
     own_g = names.device_mount_path(node.kubelet_dir, DRIVER, "pv-own.img")
     own_p = names.pod_mount_path(node.kubelet_dir, WRITER, "pv-own")
     assert gms[own_g]["foreign"] is False and pms[own_p]["foreign"] is False and pms[own_p]["driver"] == DRIVER

@@ -402,3 +402,16 @@ def test_volumes_in_use_that_node_status_lacks_are_repaired():
     assert result["in_use_repairs"] == [{"node": "node1", "unique_volume_names": [uvn("pv-a")]}]
     assert executor.detach_request_records(result) == [
         {"type": "in_use", "node": "node1", "unique_volume_names": [uvn("pv-a")], "in_use": True}]
+
+
+def test_an_unsafe_path_in_node_facts_is_blocked_never_cleaned():
+    """A symlink planted at a pod's volume directory (node facts: unsafe) is reported, never acted through."""
+    node_facts = facts("node1")
+    node_facts["pod_mounts"].append({"pod_uid": "uid-gone", "pv_name": "pv-x", "mode": "Filesystem", "mounted": False,
+                                     "path": "/var/lib/kubelet/pods/uid-gone/volumes/kubernetes.io~csi/pv-x/mount",
+                                     "unique_volume_name": None, "unsafe": True,
+                                     "uncertain": "refusing /var/lib/kubelet/pods/uid-gone: it is a symlink (to /etc)"})
+    result = run(cluster(node("node1")), {"node1": node_facts})
+    assert result["plan"] == []
+    assert [b["reason"] for b in result["blocked"]] == [
+        "refusing /var/lib/kubelet/pods/uid-gone: it is a symlink (to /etc)"]

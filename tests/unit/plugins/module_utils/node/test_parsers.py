@@ -81,6 +81,7 @@ def test_blkid_export_parser():
 
 def test_probe_blank_only_when_every_probe_agrees(monkeypatch):
     monkeypatch.setattr(blockdev, "is_block_device", lambda path: True)
+    monkeypatch.setattr(blockdev, "first_data_offset", lambda path: None)
     blank = {"blkid": (2, "", ""), "lsblk": (0, json.dumps({"blockdevices": [{"name": "loop0"}]}), ""),
              "wipefs": (0, json.dumps({"signatures": []}), "")}
     assert blockdev.probe(fake_runner(blank), "/dev/loop0").blank
@@ -92,6 +93,11 @@ def test_probe_blank_only_when_every_probe_agrees(monkeypatch):
     ]
     for answers in cases:
         assert not blockdev.probe(fake_runner(answers), "/dev/loop0").blank
+    # every probe says blank, but the device holds data in no format they know: not blank
+    monkeypatch.setattr(blockdev, "first_data_offset", lambda path: 4096)
+    found = blockdev.probe(fake_runner(blank), "/dev/loop0")
+    assert not found.blank and "non-zero byte at offset 4096" in found.describe()
+    monkeypatch.setattr(blockdev, "first_data_offset", lambda path: None)
     refused = [
         dict(blank, blkid=(4, "", "I/O error")),  # failed
         dict(blank, blkid=(2, "TYPE=ext4\n", "")),  # exit 2 but output: inconclusive
@@ -129,3 +135,21 @@ def test_lock_times_out(tmp_path):
     assert "pv-a" in str(exc.value) and "n1" in str(exc.value)
     with VolumeLock(str(tmp_path), "kubernetes.io/csi/d^h", 0):
         pass
+
+
+def test_first_data_offset_reads_the_sampled_regions(tmp_path):
+    image = tmp_path / "img"
+    with open(str(image), "wb") as handle:
+        handle.truncate(16 << 20)
+    assert blockdev.first_data_offset(str(image)) is None
+    for offset in (0, 8 << 20, (16 << 20) - 1):  # start, middle sample, last byte
+        with open(str(image), "r+b") as handle:
+            handle.seek(offset)
+            handle.write(b"x")
+        assert blockdev.first_data_offset(str(image)) is not None
+        with open(str(image), "r+b") as handle:
+            handle.seek(offset)
+            handle.write(b"\0")
+    small = tmp_path / "small"
+    small.write_bytes(b"\0" * 1000 + b"log line\n")
+    assert blockdev.first_data_offset(str(small)) == 1000
