@@ -105,6 +105,20 @@ options:
             O(volumes[].pods[].read_only).
         type: bool
         default: false
+      multi_attach:
+        description:
+          - The PV's access modes let more than one node attach it (ReadWriteMany, ReadOnlyMany). Otherwise the
+            backend refuses to attach it to a node while another node holds it, as a cloud disk API answers
+            VolumeInUse (for C(loop.kubevol.io): the holder record kept in the pool, under a lock).
+        type: bool
+        default: false
+      release_holders:
+        description:
+          - Nodes the controller knows are down (the out-of-service taint, or a detach recorded without the node);
+            their hold on the backing volume is released when this node attaches it. The planner sets it.
+        type: list
+        elements: str
+        default: []
       pods:
         description:
           - Pod mounts. For M(kubevol.volumes.node_volume_mount) the pods to publish the volume to; for

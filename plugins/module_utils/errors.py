@@ -49,6 +49,13 @@ class UnsafePath(KubevolError):
                "remove it by hand")
 
 
+class VolumeInUse(KubevolError):
+    """The backend refuses to attach an image another node holds (a cloud disk API's VolumeInUse)."""
+    message = ("attach of volume {volume} on node {node} refused: image {image} is held by {holders} and the volume "
+               "allows one node only (ReadWriteOnce); detach it there first. If that node is gone for good, taint it "
+               "node.kubernetes.io/out-of-service so that its hold is released")
+
+
 class MalformedObject(KubevolError):
     message = "{kind} {name}: field {field}: {reason}"
 

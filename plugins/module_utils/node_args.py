@@ -28,6 +28,8 @@ VOLUME_SPEC = dict(
     fs_type=dict(type="str", default="ext4", choices=["ext4", "ext3", "xfs", "btrfs"]),
     mount_options=dict(type="list", elements="str", default=[]),
     read_only=dict(type="bool", default=False),
+    multi_attach=dict(type="bool", default=False),
+    release_holders=dict(type="list", elements="str", default=[]),
     pods=dict(type="list", elements="dict", default=[], options=POD_SPEC),
     detach=dict(type="bool", default=True),
     unmount_device=dict(type="bool"),

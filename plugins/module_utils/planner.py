@@ -86,7 +86,7 @@ def _item(spec, pods=(), detach=None):
     item = {"pv_name": spec.pv_name, "driver": spec.driver, "volume_handle": spec.volume_handle,
             "volume_attributes": dict(spec.volume_attributes), "capacity_bytes": spec.capacity_bytes,
             "mode": spec.mode, "fs_type": spec.fs_type, "mount_options": list(spec.mount_options),
-            "read_only": spec.read_only,
+            "read_only": spec.read_only, "multi_attach": spec.multi_attach_allowed,
             "pods": [{"uid": p.uid, "name": p.name, "read_only": p.read_only} for p in pods]}
     if detach is not None:
         item["detach"] = detach
@@ -100,6 +100,7 @@ def _item_from_actual(unique_name, pv_name, spec=None, mode="Filesystem", fs_typ
     driver, handle = split_unique_volume_name(unique_name)
     item = {"pv_name": pv_name, "driver": driver, "volume_handle": handle, "volume_attributes": {},
             "capacity_bytes": 0, "mode": mode, "fs_type": fs_type or "ext4", "mount_options": [], "read_only": False,
+            "multi_attach": False,
             "pods": [{"uid": p.uid, "name": p.name, "read_only": p.read_only} for p in pods]}
     if detach is not None:
         item["detach"] = detach
@@ -138,6 +139,7 @@ class _Plan:
         # Pairs a live pod still holds although its claim does not resolve now: never torn down.
         self.kept = dict(desired.kept_pairs)
         self.no_picture = _nodes_without_picture(actual, index)
+        self.out_of_service = frozenset(n.name for n in index.cluster.nodes if _has_out_of_service_taint(n))
         self.nodeless_holders = {}      # unique -> nodes without a Node object that have it attached
         for unique, node in actual.attached:
             if node not in index.node_by_name:
@@ -423,6 +425,10 @@ def _multi_attach_error(p, nv, holders, pod):
 def attach(p):
     """Desired attachments not confirmed: reconciler.go attachDesiredVolumes with the multi-attach check."""
     attached = p.actual.attached
+    released = {}  # unique -> nodes whose detach this plan records without them (down, gone)
+    for step in p.phases[("detach", "device")]:
+        if step.get("record_only"):
+            released.setdefault(step["unique_volume_name"], set()).add(step["node"])
     for pair, nv in p.desired.volumes.items():
         av = attached.get(pair)
         if av is not None and av.detach_requested_at:
@@ -459,7 +465,10 @@ def attach(p):
                 _block_multi_attach(p, nv, holders)
                 continue
         p.attached_to.setdefault(unique, set()).add(node)
-        p.add(_step("attach", "device", node, nv.spec.pv_name, unique, why, _item(nv.spec)))
+        item = _item(nv.spec)
+        # the backend's own hold of a node the controller knows is down is released with this attach
+        item["release_holders"] = sorted(p.out_of_service | released.get(unique, frozenset()))
+        p.add(_step("attach", "device", node, nv.spec.pv_name, unique, why, item))
 
 
 def _holders(p, unique, node):

@@ -11,6 +11,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.kubevol.volumes.plugins.module_utils import run_lock
 from ansible_collections.kubevol.volumes.plugins.module_utils.cluster import gc_paused
 from ansible_collections.kubevol.volumes.plugins.module_utils.stores import (
     CLUSTER_STORE_ARGSPEC,
@@ -25,13 +26,21 @@ REQUIRED_IF = CLUSTER_STORE_REQUIRED_IF
 def argspec():
     return dict(CLUSTER_STORE_ARGSPEC,
                 records=dict(type="list", elements="dict", required=True),
-                lock_timeout=dict(type="int", default=30))
+                lock_timeout=dict(type="int", default=30),
+                run_lock=dict(type="dict"))
 
 
 def run(params, check_mode=False, diff=False):
     options = dict(store_options(params), lock_timeout=params["lock_timeout"])
     store = get_store(params["cluster_source"], **options)
+    lock = params.get("run_lock") or {}
     try:
+        if lock.get("holder") and not check_mode:
+            # a run writes only while it holds the cluster's run lock; each write renews it (run_lock.py)
+            if hasattr(store, "lease_name"):
+                store.lease_namespace = lock.get("lease_namespace") or store.lease_namespace
+                store.lease_name = lock.get("lease_name") or store.lease_name
+            store.renew_run_lock(lock["holder"], int(lock.get("duration") or run_lock.DEFAULT_DURATION))
         with gc_paused():  # the parsed List and the diff are acyclic; see cluster.gc_paused
             outcome = store.apply(params["records"], check_mode=check_mode)
     finally:

@@ -39,6 +39,7 @@ RESOURCES = {
     "persistentvolumeclaims": ("PersistentVolumeClaim", "v1", True),
     "volumeattachments": ("VolumeAttachment", "storage.k8s.io/v1", False),
     "csidrivers": ("CSIDriver", "storage.k8s.io/v1", False),
+    "leases": ("Lease", "coordination.k8s.io/v1", True),
 }
 PLURAL = dict((kind, plural) for plural, (kind, _v, _n) in RESOURCES.items())
 VERBS = {"GET": "get", "POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}

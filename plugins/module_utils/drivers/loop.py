@@ -16,6 +16,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import datetime
 import errno
 import fcntl
 import hashlib
@@ -27,7 +28,7 @@ from typing import Tuple
 
 from ansible_collections.kubevol.volumes.plugins.module_utils import names
 from ansible_collections.kubevol.volumes.plugins.module_utils.errors import (
-    DeviceNotFound, InvalidInput, ParseError, UnsafeName)
+    DeviceNotFound, InvalidInput, ParseError, UnsafeName, VolumeInUse)
 from ansible_collections.kubevol.volumes.plugins.module_utils.drivers.base import (
     ATTACHABLE, BLOCK, CONTROLLER_EXPAND, NODE_EXPAND, AttachedDevice, Attachment, Driver, Expansion)
 from ansible_collections.kubevol.volumes.plugins.module_utils.node import blockdev, layout
@@ -49,6 +50,7 @@ class LoopDevice:
         return self.back_ino == ino and self.back_dev == (os.major(dev), os.minor(dev))
 
 
+HOLDERS_DIR = ".kubevol-holders"  # in the pool: which node holds each image (the storage side's view)
 LOOP_GET_STATUS64 = 0x4C05
 LO_FLAGS_READ_ONLY = 1
 # struct loop_info64 (linux/loop.h): lo_device, lo_inode, lo_rdevice, lo_offset, lo_sizelimit (u64);
@@ -105,6 +107,10 @@ def parse_losetup(out):
                          output=out)
 
 
+def _now():
+    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
 class LoopDriver(Driver):
     NAME = "loop.kubevol.io"
     CAPABILITIES = frozenset((ATTACHABLE, NODE_EXPAND, CONTROLLER_EXPAND, BLOCK))
@@ -159,6 +165,55 @@ class LoopDriver(Driver):
             return devices
         rc, out, err = self.runner.check(LOSETUP_LIST, step="list loop devices")
         return parse_losetup(out)
+
+    # -- the storage side: who holds each image (kept in the pool, shared by every node using it) ----
+    def _holders_dir(self, item):
+        return os.path.join(self.pool(item), HOLDERS_DIR)
+
+    def _holder_path(self, item):
+        return os.path.join(self._holders_dir(item), hashlib.sha256(item.volume_handle.encode("utf-8")).hexdigest()
+                            + ".json")
+
+    def _holders_lock(self, item):
+        """An exclusive flock on the pool's holder records: attach and detach on every node take it in turn."""
+        directory = self._holders_dir(item)
+        os.makedirs(directory, mode=0o700, exist_ok=True)
+        fd = os.open(os.path.join(directory, ".lock"), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        return fd
+
+    def read_holders(self, item):
+        """{node: since} of the nodes the pool records as holding the image ({} when none)."""
+        try:
+            with open(self._holder_path(item)) as handle:
+                data = json.load(handle)
+            holders = data.get("nodes") if isinstance(data, dict) else None
+            return dict(holders) if isinstance(holders, dict) else {}
+        except (IOError, OSError, ValueError):
+            return {}
+
+    def _write_holders(self, item, holders):
+        path = self._holder_path(item)
+        if not holders:
+            try:
+                os.unlink(path)
+            except OSError:
+                pass
+            return
+        tmp = path + ".tmp"
+        with open(tmp, "w") as handle:
+            json.dump({"volume_handle": item.volume_handle, "nodes": holders}, handle, sort_keys=True)
+        os.rename(tmp, path)
+
+    def _refuse_if_held_elsewhere(self, item, holders):
+        # a node the controller knows is down (out-of-service, or its detach recorded without it) lets go
+        released = [n for n in holders if n in item.release_holders and n != self.node_name]
+        for node in released:
+            del holders[node]
+        others = sorted(n for n in holders if n != self.node_name)
+        if others and not item.multi_attach:
+            raise VolumeInUse(volume=item.pv_name, node=self.node_name, image=self.image_path(item),
+                              holders=", ".join("%s (since %s)" % (n, holders[n]) for n in others))
 
     def read_record(self, volume_handle):
         try:
@@ -223,28 +278,51 @@ class LoopDriver(Driver):
                 os.close(fd)
             provisioned = True
         st = os.stat(image)
-        devices = self.loop_devices()
-        record = self.read_record(item.volume_handle)
-        if record and (record.get("backing_dev"), record.get("backing_ino")) == (st.st_dev, st.st_ino):
-            device = self._recorded_device(record, devices)
-            if device:
-                return Attachment(device=device, provisioned=provisioned)
-        backing = sorted(d.name for d in devices if d.backs(st.st_dev, st.st_ino))
-        if backing:
-            # Already attached (a lost record, or another node on this shared kernel): never attach twice.
-            if not check_mode:
-                self.write_record(item, image, backing[0], st)
-            return Attachment(device=backing[0], provisioned=provisioned, adopted=True)
-        if check_mode:
-            return Attachment(device=None, attached=True)
-        argv = ["losetup", "--find", "--show"] + (["--read-only"] if item.read_only else []) + [image]
-        hint = "check that a free loop device exists (losetup -f) and the image is readable"
-        rc, out, err = self.runner.check(argv, step="attach", hint=hint)
-        device = out.strip()
-        if not device.startswith("/dev/loop"):
-            raise ParseError(cmd=" ".join(argv), reason="expected a /dev/loopN path", output=out)
-        self.write_record(item, image, device, st)
-        return Attachment(device=device, attached=True, provisioned=provisioned)
+        lock = None if check_mode else self._holders_lock(item)
+        try:
+            holders = self.read_holders(item)
+            # the storage side answers first, as a cloud disk API does: held by another node, not for us
+            self._refuse_if_held_elsewhere(item, holders)
+            devices = self.loop_devices()
+            record = self.read_record(item.volume_handle)
+            if record and (record.get("backing_dev"), record.get("backing_ino")) == (st.st_dev, st.st_ino):
+                device = self._recorded_device(record, devices)
+                if device:
+                    if not check_mode and self.node_name not in holders:
+                        holders[self.node_name] = _now()
+                        self._write_holders(item, holders)
+                    return Attachment(device=device, provisioned=provisioned)
+            backing = sorted(d.name for d in devices if d.backs(st.st_dev, st.st_ino))
+            if backing and (self.node_name in holders or (item.multi_attach and holders)):
+                # this node's own attachment whose local record was lost (a killed run), or a multi-attach image
+                # another node holds on this same kernel (test nodes): one device, never a second superblock
+                if not check_mode:
+                    if self.node_name not in holders:
+                        holders[self.node_name] = _now()
+                        self._write_holders(item, holders)
+                    self.write_record(item, image, backing[0], st)
+                return Attachment(device=backing[0], provisioned=provisioned, adopted=True)
+            if backing:
+                # a device nobody recorded as this node's: never adopt what another node may have attached
+                raise VolumeInUse(volume=item.pv_name, node=self.node_name, image=image,
+                                  holders="an unrecorded loop device %s (no holder record names node %s)"
+                                          % (", ".join(backing), self.node_name))
+            if check_mode:
+                return Attachment(device=None, attached=True)
+            # the intent first: a run killed after losetup still leaves the pool saying who holds it
+            holders[self.node_name] = _now()
+            self._write_holders(item, holders)
+            argv = ["losetup", "--find", "--show"] + (["--read-only"] if item.read_only else []) + [image]
+            hint = "check that a free loop device exists (losetup -f) and the image is readable"
+            rc, out, err = self.runner.check(argv, step="attach", hint=hint)
+            device = out.strip()
+            if not device.startswith("/dev/loop"):
+                raise ParseError(cmd=" ".join(argv), reason="expected a /dev/loopN path", output=out)
+            self.write_record(item, image, device, st)
+            return Attachment(device=device, attached=True, provisioned=provisioned)
+        finally:
+            if lock is not None:
+                os.close(lock)
 
     def detach(self, item, check_mode=False):
         device = self.find_device(item)
@@ -254,6 +332,14 @@ class LoopDriver(Driver):
             self.runner.check(["losetup", "-d", device], step="detach",
                               hint="the device may still be open (mounted or used); unmount it first")
         self.remove_record(item.volume_handle)
+        # the storage side lets go of this node only once its device is gone
+        lock = self._holders_lock(item)
+        try:
+            holders = self.read_holders(item)
+            if holders.pop(self.node_name, None) is not None:
+                self._write_holders(item, holders)
+        finally:
+            os.close(lock)
         return device
 
     def expand(self, item, check_mode=False):

@@ -13,7 +13,12 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import time
+
+from ansible_collections.kubevol.volumes.plugins.module_utils import run_lock
 from ansible_collections.kubevol.volumes.plugins.module_utils.errors import KubevolError, LockTimeout
+
+DELETE = object()  # what a run-lock change returns to remove the lock
 
 
 def empty_list():
@@ -69,6 +74,59 @@ class ClusterStore:
     def describe(self):
         """A short human description, e.g. "file /srv/cluster.yaml"."""
         raise NotImplementedError
+
+    # -- the run lock (module_utils/run_lock.py) -----------------------------------------------------
+    def _run_lock_swap(self, change):
+        """Atomically: read the run-lock record (None when there is none), ``change(record)`` -> a record to write,
+        DELETE, or None (leave it); write that. Subclasses implement it (a flock, or resourceVersion)."""
+        raise NotImplementedError
+
+    def run_lock_location(self):
+        """Where the lock lives, for messages (a file, a Lease)."""
+        raise NotImplementedError
+
+    def acquire_run_lock(self, holder, duration=run_lock.DEFAULT_DURATION, timeout=run_lock.DEFAULT_TIMEOUT,
+                         who=None, now=run_lock.utc_now, sleep=time.sleep, clock=time.monotonic):
+        """Take the run lock for ``holder``, waiting up to ``timeout`` seconds for a live one to go; returns
+        {holder, since, took_over}; raises RunLocked after the wait."""
+        who = who or run_lock.owner()
+        start = clock()
+        while True:
+            outcome = {}
+
+            def change(current):
+                record, took = run_lock.decide(current, holder, duration, now(), who)
+                outcome.update(current=current, record=record, took=took)
+                return record
+
+            self._run_lock_swap(change)
+            if outcome["record"] is not None:
+                return {"holder": holder, "since": outcome["record"]["since"], "took_over": outcome["took"],
+                        "location": self.run_lock_location(), "duration": int(duration)}
+            waited = clock() - start
+            if waited >= timeout:
+                raise run_lock.locked_error(self.describe(), outcome["current"], waited)
+            sleep(min(run_lock.POLL_INTERVAL, max(0.0, timeout - waited)))
+
+    def renew_run_lock(self, holder, duration=run_lock.DEFAULT_DURATION, now=run_lock.utc_now):
+        """Renew ``holder``'s lock; RunLockLost when the run no longer holds it (then nothing may be written)."""
+        def change(current):
+            run_lock.check_held(self.describe(), current, holder, now())
+            who = {"host": current.get("host"), "pid": current.get("pid"), "pid_start": current.get("pid_start")}
+            return run_lock.new_record(holder, duration, now(), who, since=run_lock.parse_time(current.get("since")))
+        self._run_lock_swap(change)
+
+    def release_run_lock(self, holder):
+        """Release ``holder``'s lock; True when it was released, False when the run did not hold it."""
+        released = []
+
+        def change(current):
+            if current and current.get("holder") == holder:
+                released.append(True)
+                return DELETE
+            return None
+        self._run_lock_swap(change)
+        return bool(released)
 
     def __repr__(self):
         return "<%s %s>" % (type(self).__name__, self.describe())

@@ -28,6 +28,7 @@ import traceback
 from ansible_collections.kubevol.volumes.plugins.module_utils.errors import InvalidInput
 from ansible_collections.kubevol.volumes.plugins.module_utils.record import RecordApplier, validate_record
 from ansible_collections.kubevol.volumes.plugins.module_utils.stores.base import (
+    DELETE,
     ClusterStore,
     MissingLibrary,
     StoreError,
@@ -101,6 +102,36 @@ class FileStore(ClusterStore):
 
     def describe(self):
         return "file %s" % self.path
+
+    # -- the run lock: a record beside the state file, read and written under the store's flock ------
+    @property
+    def run_lock_path(self):
+        return self.path + ".run-lock"
+
+    def run_lock_location(self):
+        return self.run_lock_path
+
+    def _run_lock_swap(self, change):
+        with self.locked():
+            try:
+                with open(self.run_lock_path) as handle:
+                    current = json.load(handle)
+                if not isinstance(current, dict):
+                    current = {}
+            except (IOError, OSError):
+                current = None
+            except ValueError:
+                current = {}  # unreadable: stale (run_lock.stale_reason)
+            wanted = change(current)
+            if wanted is DELETE:
+                os.unlink(self.run_lock_path)
+            elif wanted is not None:
+                tmp = self.run_lock_path + ".tmp"
+                with open(tmp, "w") as handle:
+                    json.dump(wanted, handle, sort_keys=True)
+                    handle.flush()
+                    os.fsync(handle.fileno())
+                os.replace(tmp, self.run_lock_path)
 
     # -- reading --------------------------------------------------------------------------------
     def load(self):

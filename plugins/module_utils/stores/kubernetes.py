@@ -38,7 +38,8 @@ from ansible_collections.kubevol.volumes.plugins.module_utils import k8s_auth
 from ansible_collections.kubevol.volumes.plugins.module_utils.errors import InvalidInput
 from ansible_collections.kubevol.volumes.plugins.module_utils.names import volume_attachment_name
 from ansible_collections.kubevol.volumes.plugins.module_utils.record import RecordApplier, validate_record
-from ansible_collections.kubevol.volumes.plugins.module_utils.stores.base import ClusterStore, StoreError, empty_list
+from ansible_collections.kubevol.volumes.plugins.module_utils.stores.base import (
+    DELETE, ClusterStore, StoreError, empty_list)
 
 if k8s_auth.HAS_KUBERNETES:
     from kubernetes.client import ApiClient
@@ -96,6 +97,48 @@ RESOURCES = (
     Resource("CSIDriver", "storage.k8s.io/v1", "csidrivers", False),
 )
 BY_KIND = dict((r.kind, r) for r in RESOURCES)
+LEASE = Resource("Lease", "coordination.k8s.io/v1", "leases", True)
+DEFAULT_LEASE_NAMESPACE = "kube-system"
+DEFAULT_LEASE_NAME = "kubevol-reconcile"
+RUN_ANNOTATIONS = {"host": "kubevol.io/run-host", "pid": "kubevol.io/run-pid", "pid_start": "kubevol.io/run-pid-start"}
+
+
+def lease_record(lease):
+    """The run-lock record (run_lock.py) a Lease holds, or None when nobody holds it."""
+    spec = (lease or {}).get("spec") or {}
+    if not spec.get("holderIdentity"):
+        return None
+    notes = ((lease.get("metadata") or {}).get("annotations") or {})
+    record = {"holder": spec["holderIdentity"], "since": spec.get("acquireTime"), "renewed": spec.get("renewTime"),
+              "duration": spec.get("leaseDurationSeconds"), "host": notes.get(RUN_ANNOTATIONS["host"])}
+    for key in ("pid", "pid_start"):
+        try:
+            record[key] = int(notes[RUN_ANNOTATIONS[key]])
+        except (KeyError, TypeError, ValueError):
+            record[key] = None
+    return record
+
+
+def lease_body(name, namespace, record, current=None):
+    """A Lease for ``record`` (None: released, as client-go's leader election releases: no holder)."""
+    lease = {"apiVersion": LEASE.api_version, "kind": LEASE.kind,
+             "metadata": {"name": name, "namespace": namespace, "annotations": {}}, "spec": {}}
+    if current is not None:
+        lease["metadata"]["resourceVersion"] = (current.get("metadata") or {}).get("resourceVersion")
+        transitions = ((current.get("spec") or {}).get("leaseTransitions") or 0)
+    else:
+        transitions = 0
+    if record is None:
+        lease["spec"] = {"leaseDurationSeconds": 1, "leaseTransitions": transitions}
+        return lease
+    before = lease_record(current) if current is not None else None
+    if before is not None and before.get("holder") != record["holder"]:
+        transitions += 1
+    lease["spec"] = {"holderIdentity": record["holder"], "leaseDurationSeconds": record["duration"],
+                     "acquireTime": record["since"], "renewTime": record["renewed"], "leaseTransitions": transitions}
+    lease["metadata"]["annotations"] = dict((RUN_ANNOTATIONS[k], str(record[k])) for k in RUN_ANNOTATIONS
+                                            if record.get(k) is not None)
+    return lease
 
 
 class KubernetesApiError(StoreError):
@@ -158,6 +201,8 @@ class KubernetesStore(ClusterStore):
         self.api_client.user_agent = "kubevol/kubernetes-store"
         self._sleep = sleep
         self.requests = 0
+        self.lease_namespace = DEFAULT_LEASE_NAMESPACE
+        self.lease_name = DEFAULT_LEASE_NAME
 
     @classmethod
     def from_options(cls, page_size=None, lock_timeout=None, **options):
@@ -170,6 +215,35 @@ class KubernetesStore(ClusterStore):
 
     def describe(self):
         return "kubernetes %s" % self.configuration.host
+
+    # -- the run lock: a coordination.k8s.io/v1 Lease, written with the resourceVersion it read ----------
+    def run_lock_location(self):
+        return "Lease %s/%s" % (self.lease_namespace, self.lease_name)
+
+    def _run_lock_swap(self, change):
+        path = LEASE.path(self.lease_name, self.lease_namespace)
+        label = self.run_lock_location()
+        for attempt in range(MAX_ATTEMPTS):
+            status, current = self._request("GET", path)
+            if status == 404:
+                current = None
+            elif status != 200 or not isinstance(current, dict):
+                raise self._error("GET", LEASE, label, status, current)
+            wanted = change(lease_record(current))
+            if wanted is None or (wanted is DELETE and current is None):
+                return
+            body = lease_body(self.lease_name, self.lease_namespace, None if wanted is DELETE else wanted, current)
+            if current is None:
+                status, data = self._request("POST", LEASE.path(namespace=self.lease_namespace), body=body)
+            else:
+                status, data = self._request("PUT", path, body=body)
+            if status in (200, 201):
+                return
+            if status != 409:
+                raise self._error("POST" if current is None else "PUT", LEASE, label, status, data)
+            self._sleep(min(BACKOFF_CAP, BACKOFF_BASE * (2 ** attempt)))  # another run wrote it: decide again
+        raise KubernetesApiError(store=self.describe(), verb="update", target=label,
+                                 reason="kept conflicting with other writers; retry the run")
 
     def close(self):
         try:

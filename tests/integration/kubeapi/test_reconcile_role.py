@@ -157,6 +157,10 @@ def test_reconcile_role_against_the_api(nodes, api, kubeconfig, tmp_path):
     counts = recap(out)
     assert set(NODES) <= set(counts), out[-3000:]
     assert all(c["changed"] == 0 and c["failed"] == 0 for c in counts.values()), counts
-    assert api.writes() == []
+    # nothing written but the run lock: the Lease taken (created the first time, updated now) and released
+    lease_path = "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/kubevol-reconcile"
+    assert [(w["method"], w["path"]) for w in api.writes()] == [("PUT", lease_path), ("PUT", lease_path)]
+    lease = api.get("Lease", "kubevol-reconcile", "kube-system")
+    assert not lease["spec"].get("holderIdentity") and lease["spec"]["leaseTransitions"] >= 1
     pod_lists = api.requests("GET", "/api/v1/pods")
     assert len(pod_lists) == 1 and pod_lists[0]["query"]["fieldSelector"] == "spec.nodeName!="

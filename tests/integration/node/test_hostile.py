@@ -84,3 +84,59 @@ def test_node_facts_report_a_symlinked_pod_volume_dir_and_never_follow_it(node):
     (entry,) = [m for m in facts["node_facts"]["pod_mounts"] if m["pod_uid"] == VICTIM]
     assert entry["unsafe"] is True and "a symlink (to %s)" % etc in entry["uncertain"]
     assert entry["unique_volume_name"] is None
+
+
+def shared(node2, node, vol):
+    """The same volume item as node2 sees it: its pool is node's (the storage both nodes use)."""
+    return dict(vol, volume_attributes={"pool": node.pool})
+
+
+def test_the_pool_refuses_a_second_node_for_an_rwo_image_and_never_adopts_its_device(node, node2):
+    """The storage side answers VolumeInUse as a cloud disk API does: the pool records which node holds each image."""
+    vol = node.vol("pv-rwo")
+    first = node.module("k8s_volume_attach", volumes=[vol], provision=True)
+    assert first["_rc"] == 0, first
+    device = first["volumes"][0]["device"]
+    res = node2.module("k8s_volume_attach", volumes=[shared(node2, node, vol)], loop_pools=[node.pool])
+    assert res["_rc"] != 0 and "held by node1 (since" in res["msg"] and "node2" in res["msg"], res
+    assert node.loops() == [device]  # node2 neither attached nor adopted node1's device
+    # ReadWriteMany: both may hold it
+    rwx = node.vol("pv-rwx", multi_attach=True)
+    assert node.module("k8s_volume_attach", volumes=[rwx], provision=True)["_rc"] == 0
+    both = node2.module("k8s_volume_attach", volumes=[shared(node2, node, rwx)], loop_pools=[node.pool])
+    assert both["_rc"] == 0, both
+    # once node1 detaches, node2 may attach the RWO image
+    assert node.module("volume_detach", volumes=[vol])["_rc"] == 0
+    moved = node2.module("k8s_volume_attach", volumes=[shared(node2, node, vol)], loop_pools=[node.pool])
+    assert moved["_rc"] == 0, moved
+    assert node2.module("volume_detach", volumes=[shared(node2, node, vol), shared(node2, node, rwx)],
+                        loop_pools=[node.pool])["_rc"] == 0
+    assert node.module("volume_detach", volumes=[rwx])["_rc"] == 0
+    assert node.loops() == []
+
+
+def test_a_node_the_controller_knows_is_down_lets_go(node, node2):
+    vol = node.vol("pv-down")
+    assert node.module("k8s_volume_attach", volumes=[vol], provision=True)["_rc"] == 0
+    taken = dict(shared(node2, node, vol), release_holders=["node1"])
+    res = node2.module("k8s_volume_attach", volumes=[taken], loop_pools=[node.pool])
+    # node1's loop device still backs the image on this shared kernel: never adopted, even released
+    assert res["_rc"] != 0 and "unrecorded loop device" in res["msg"], res
+    node.run("losetup", "-D")  # node1 "powered off": its kernel state is gone with it
+    for dev in node.loops():
+        node.run("losetup", "-d", dev)
+    res = node2.module("k8s_volume_attach", volumes=[taken], loop_pools=[node.pool])
+    assert res["_rc"] == 0, res
+    assert node2.module("volume_detach", volumes=[taken], loop_pools=[node.pool])["_rc"] == 0
+
+
+def test_a_lost_local_record_is_adopted_only_by_the_holder(node):
+    vol = node.vol("pv-lost")
+    device = node.module("k8s_volume_attach", volumes=[vol], provision=True)["volumes"][0]["device"]
+    records = os.path.join(node.kubelet_dir, "plugins", "kubevol.io", "loop", "attachments")
+    for name in os.listdir(records):
+        os.unlink(os.path.join(records, name))  # a run killed between losetup and its record
+    again = node.module("k8s_volume_attach", volumes=[vol])
+    assert again["_rc"] == 0 and again["volumes"][0]["device"] == device, again
+    assert node.loops() == [device]
+    assert node.module("volume_detach", volumes=[vol])["_rc"] == 0

@@ -262,3 +262,30 @@ def test_get_store():
         get_store("file")
     with pytest.raises(InvalidInput, match="kubeconfig"):
         get_store("file", cluster_state="/tmp/x.yaml", kubeconfig="/root/.kube/config")
+
+
+# -- the run lock: a record beside the state file ----------------------------------------------------------
+def test_run_lock_waits_names_the_holder_and_takes_over_stale_locks(tmp_path):
+    import datetime
+    import os
+    from ansible_collections.kubevol.volumes.plugins.module_utils import run_lock
+    path = tmp_path / "cluster.json"
+    path.write_text('{"kind": "List", "items": []}')
+    store = FileStore(str(path))
+    me = run_lock.owner(os.getpid())
+    assert store.acquire_run_lock("run-a", 60, 0, who=me)["location"] == str(path) + ".run-lock"
+    slept = []
+    with pytest.raises(run_lock.RunLocked) as err:
+        store.acquire_run_lock("run-b", 60, 3, who=me, sleep=slept.append, clock=iter([0, 1, 2, 3]).__next__)
+    assert slept == [1.0, 1.0] and "holder run-a, pid %d, host %s" % (os.getpid(), me["host"]) in err.value.msg
+    assert "waited 3s" in err.value.msg
+    with pytest.raises(run_lock.RunLockLost):
+        store.renew_run_lock("run-b", 60)
+    assert store.release_run_lock("run-a") and not os.path.exists(str(path) + ".run-lock")
+    # a holder whose process is gone on this host, or whose lock expired, is taken over
+    store.acquire_run_lock("killed", 60, 0, who={"host": me["host"], "pid": 2 ** 22 + 7, "pid_start": 1})
+    assert "is gone" in store.acquire_run_lock("next", 60, 0, who=me)["took_over"]["reason"]
+    store.release_run_lock("next")
+    past = lambda: datetime.datetime(2026, 1, 1, tzinfo=datetime.timezone.utc)  # noqa: E731
+    store.acquire_run_lock("elsewhere", 60, 0, who={"host": "other-host", "pid": 1, "pid_start": 1}, now=past)
+    assert "expired" in store.acquire_run_lock("next", 60, 0, who=me)["took_over"]["reason"]

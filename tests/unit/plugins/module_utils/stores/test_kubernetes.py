@@ -510,7 +510,41 @@ def test_node_side_modules_do_not_import_kubernetes():
     root = os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "..", "plugins")
     for sub in ("modules", os.path.join("module_utils", "node"), os.path.join("module_utils", "drivers")):
         for name in os.listdir(os.path.join(root, sub)):
-            if name.endswith(".py") and not name.startswith("cluster_volume") and name != "volume_reconcile_plan.py":
+            if name.endswith(".py") and not name.startswith("cluster_") and name != "volume_reconcile_plan.py":
                 with open(os.path.join(root, sub, name)) as fh:
                     text = fh.read()
                 assert "stores" not in text and "k8s_auth" not in text and "import kubernetes" not in text, name
+
+
+# -- the run lock: a coordination.k8s.io/v1 Lease -------------------------------------------------------
+def test_run_lock_is_a_lease_taken_renewed_and_released(store, api):
+    from ansible_collections.kubevol.volumes.plugins.module_utils import run_lock
+    first, second = store(), store()
+    alive = {"host": "controller-a", "pid": None, "pid_start": None}
+    taken = first.acquire_run_lock("run-a", 60, 0, who=alive)
+    assert taken["location"] == "Lease kube-system/kubevol-reconcile" and taken["took_over"] is None
+    lease = api.get("Lease", "kubevol-reconcile", "kube-system")
+    assert lease["spec"]["holderIdentity"] == "run-a" and lease["spec"]["leaseDurationSeconds"] == 60
+    assert lease["metadata"]["annotations"]["kubevol.io/run-host"] == "controller-a"
+    with pytest.raises(run_lock.RunLocked) as err:
+        second.acquire_run_lock("run-b", 60, 0, who=alive)
+    assert "holder run-a" in err.value.msg and "host controller-a" in err.value.msg
+    first.renew_run_lock("run-a", 60)
+    with pytest.raises(run_lock.RunLockLost):
+        second.renew_run_lock("run-b", 60)
+    assert second.release_run_lock("run-b") is False  # not its lock: left alone
+    assert first.release_run_lock("run-a") is True
+    assert not api.get("Lease", "kubevol-reconcile", "kube-system")["spec"].get("holderIdentity")
+    assert second.acquire_run_lock("run-b", 60, 0, who=alive)["took_over"] is None
+
+
+def test_an_expired_lease_is_taken_over(store, api):
+    import datetime
+    from ansible_collections.kubevol.volumes.plugins.module_utils import run_lock
+    who = {"host": "elsewhere", "pid": None, "pid_start": None}
+    long_ago = lambda: datetime.datetime(2026, 1, 1, tzinfo=datetime.timezone.utc)  # noqa: E731
+    store().acquire_run_lock("dead-run", 60, 0, who=who, now=long_ago)
+    taken = store().acquire_run_lock("new-run", 60, 0, who=who)
+    assert taken["took_over"]["holder"] == "dead-run" and "expired" in taken["took_over"]["reason"]
+    lease = api.get("Lease", "kubevol-reconcile", "kube-system")
+    assert lease["spec"]["holderIdentity"] == "new-run" and lease["spec"]["leaseTransitions"] == 1
