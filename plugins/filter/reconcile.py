@@ -58,6 +58,10 @@ def run_tasks(plan):
     return executor.run_tasks(plan)
 
 
+def attach_intents(plan_result, failures=None):
+    return executor.attach_intents(plan_result, failures)
+
+
 def detach_request_records(plan_result):
     return executor.detach_request_records(plan_result)
 
@@ -75,5 +79,6 @@ class FilterModule(object):
             "node_plan": node_plan,
             "run_tasks": run_tasks,
             "detach_request_records": detach_request_records,
+            "attach_intents": attach_intents,
             "facts_errors": facts_errors,
         }

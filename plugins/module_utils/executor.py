@@ -415,6 +415,19 @@ def facts_errors(node_facts, out_of_service=None):
     return errors
 
 
+def attach_intents(plan_result, failures=None):
+    """``attach_intent`` records for the attachments the setup task is about to make, written before it runs:
+    the A/D controller creates the VolumeAttachment (attached: false) before the attacher acts, so a run killed
+    between a node's attach and its record never leaves an attachment the cluster does not know of."""
+    view = _view(plan_result)
+    records = []
+    for step in view.steps("attach", None, failures):
+        item = view.item(step)
+        records.append({"type": "attach_intent", "node": step["node"], "pv_name": item["pv_name"],
+                        "driver": item["driver"], "volume_handle": item["volume_handle"]})
+    return records
+
+
 def detach_request_records(plan_result):
     """Records that keep the first time a blocked detach was requested (and clear stale ones)."""
     records = []

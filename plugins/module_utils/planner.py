@@ -141,9 +141,16 @@ class _Plan:
         self.no_picture = _nodes_without_picture(actual, index)
         self.out_of_service = frozenset(n.name for n in index.cluster.nodes if _has_out_of_service_taint(n))
         self.nodeless_holders = {}      # unique -> nodes without a Node object that have it attached
-        for unique, node in actual.attached:
+        self.unconfirmed_holders = {}   # unique -> nodes with an attachment node status has not confirmed
+        for (unique, node), av in actual.attached.items():
             if node not in index.node_by_name:
                 self.nodeless_holders.setdefault(unique, set()).add(node)
+            elif av.state == UNCERTAIN:
+                facts = self.facts(node)
+                if facts is None or unique in facts.devices:
+                    # a VolumeAttachment recorded before the attach (or a device the node reports): it may be
+                    # attached until the node itself says it is not (actual_state_of_world.go uncertain)
+                    self.unconfirmed_holders.setdefault(unique, set()).add(node)
 
     def add(self, step):
         self.phases[(step["action"], step["target"])].append(step)
@@ -472,7 +479,8 @@ def attach(p):
 
 
 def _holders(p, unique, node):
-    """Other nodes that hold the volume after this plan: confirmed, not detached here, or attached here.
+    """Other nodes that hold the volume after this plan: confirmed, not detached here, or attached here, or
+    with an attachment not confirmed yet that the node has not reported gone (unreachable, or its device seen).
 
     An attachment on a node the snapshot has no Node object for (deleted, or missing from a partial
     snapshot) counts too until it is released: the A/D controller's actual state keeps it after the
@@ -480,12 +488,18 @@ def _holders(p, unique, node):
     holders = set(n for n in p.actual.confirmed_nodes.get(unique, ()) if (unique, n) not in p.detached)
     holders |= p.attached_to.get(unique, set())
     holders |= set(n for n in p.nodeless_holders.get(unique, ()) if (unique, n) not in p.detached)
+    holders |= set(n for n in p.unconfirmed_holders.get(unique, ()) if (unique, n) not in p.detached)
     holders.discard(node)
     return holders
 
 
 def _block_multi_attach(p, nv, holders):
-    down = ["%s unreachable: %s" % (h, p.unreachable(h)) for h in sorted(holders) if p.unreachable(h) is not None]
+    unconfirmed = p.unconfirmed_holders.get(nv.spec.unique_name, ())
+    down = ["node %s may hold it (an attachment not confirmed, %s)" % (
+                h, "and the node is unreachable: %s" % p.unreachable(h) if p.unreachable(h) is not None
+                else "and the node reports its device") if h in unconfirmed
+            else "%s unreachable: %s" % (h, p.unreachable(h))
+            for h in sorted(holders) if h in unconfirmed or p.unreachable(h) is not None]
     for pod in nv.pods:
         reason = _multi_attach_error(p, nv, holders, pod)
         p.block(nv.node, nv.spec.pv_name, pod, reason + (" (%s)" % "; ".join(down) if down else ""))

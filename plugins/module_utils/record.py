@@ -44,6 +44,8 @@ RESIZE_CONDITION_TYPES = frozenset(["Resizing", "FileSystemResizePending", "Cont
 
 _VOLUME_KEYS = ("node", "pv_name", "driver", "volume_handle")
 REQUIRED_KEYS = {
+    # the intent, written before the node attaches: a VolumeAttachment with attached: false
+    "attach_intent": _VOLUME_KEYS,
     "attached": _VOLUME_KEYS + ("device_path",),
     "detached": _VOLUME_KEYS,
     "in_use": ("node", "unique_volume_names", "in_use"),
@@ -440,7 +442,21 @@ class RecordApplier:
             del va["metadata"]["annotations"]
         return [label]
 
+    def _attach_intent(self, record):
+        """The A/D controller's first write (csi_attacher.go Attach): the VolumeAttachment, not yet attached, before
+        the node acts. A run killed after the node attached still leaves the cluster knowing the attachment may
+        exist: the planner counts it for Multi-Attach until the node reports otherwise."""
+        self._node(record["node"], True, "cannot record the intent to attach %s to it" % record["pv_name"])
+        wanted = attached_volume_attachment(record["driver"], record["volume_handle"], record["node"],
+                                            record["pv_name"], None, attached=False)
+        if wanted["metadata"]["name"] in self.vas:
+            return []  # an attachment (confirmed or not) is already recorded
+        self.items.append(wanted)
+        self.vas[wanted["metadata"]["name"]] = wanted
+        return [self._created(wanted)]
+
     _HANDLERS = {
+        "attach_intent": _attach_intent,
         "attached": _attached,
         "detached": _detached,
         "in_use": _in_use,

@@ -22,15 +22,19 @@ API_VERSION = "storage.k8s.io/v1"
 KIND = "VolumeAttachment"
 
 
-def attached_volume_attachment(driver, volume_handle, node_name, pv_name, device_path):
+def attached_volume_attachment(driver, volume_handle, node_name, pv_name, device_path, attached=True):
     """The VolumeAttachment of ``pv_name`` (``driver``, ``volume_handle``) attached to ``node_name``.
 
-    ``device_path`` None is recorded as ``""``. A new dict each call (the caller may keep or change it).
+    ``device_path`` None is recorded as ``""``. ``attached=False`` is the intent the A/D controller writes
+    before the attacher acts (csi_attacher.go Attach creates the object, the external-attacher sets
+    attached). A new dict each call (the caller may keep or change it).
     """
+    status = {"attached": True, "attachmentMetadata": {"devicePath": device_path or ""}} if attached else \
+        {"attached": False}
     return {
         "apiVersion": API_VERSION,
         "kind": KIND,
         "metadata": {"name": volume_attachment_name(volume_handle, driver, node_name)},
         "spec": {"attacher": driver, "nodeName": node_name, "source": {"persistentVolumeName": pv_name}},
-        "status": {"attached": True, "attachmentMetadata": {"devicePath": device_path or ""}},
+        "status": status,
     }

@@ -415,3 +415,43 @@ def test_an_unsafe_path_in_node_facts_is_blocked_never_cleaned():
     assert result["plan"] == []
     assert [b["reason"] for b in result["blocked"]] == [
         "refusing /var/lib/kubelet/pods/uid-gone: it is a symlink (to /etc)"]
+
+
+# ---- intent before action (issue: concurrent and killed runs) ------------------------------------------
+
+def test_attach_intents_are_recorded_before_the_attach_and_create_an_unattached_va():
+    """csi_attacher.go Attach: the VolumeAttachment exists before the attacher acts."""
+    from ansible_collections.kubevol.volumes.plugins.module_utils.record import RecordApplier
+    data = cluster(node("node1"), bound("pv-a", "ns/a"), pod("ns/p", "node1", ["a"]))
+    result = run(data, {"node1": facts("node1")})
+    (intent,) = executor.attach_intents(result)
+    assert intent == {"type": "attach_intent", "node": "node1", "pv_name": "pv-a", "driver": "loop.kubevol.io",
+                      "volume_handle": "pv-a.img"}
+    failed = {"nodes": {}, "volumes": {uvn("pv-a"): "detach on node0 failed"}}
+    assert executor.attach_intents(result, failed) == []
+    applier = RecordApplier(data)
+    applier.apply_all([intent])
+    (created,) = [o for o in data["items"] if o["kind"] == "VolumeAttachment"]
+    assert created["status"] == {"attached": False} and created["spec"]["nodeName"] == "node1"
+    applier.apply_all([intent])  # idempotent: an attachment already recorded is left as it is
+    assert len([o for o in data["items"] if o["kind"] == "VolumeAttachment"]) == 1
+
+
+def test_an_unconfirmed_attachment_counts_for_multi_attach_until_its_node_reports_otherwise():
+    """A run killed after node1 attached, before its record: the VA (attached: false) is all the cluster knows."""
+    data = cluster(node("node1"), node("node2"), bound("pv-a", "ns/a"), va("pv-a", "node1", attached=False),
+                   pod("ns/p", "node2", ["a"]))
+    # node1 unreachable: it may hold the volume, node2 must not attach it
+    result = run(data, {"node1": facts("node1", reachable=False, error="ssh: timed out"), "node2": facts("node2")})
+    assert not [s for s in result["plan"] if s["action"] == "attach"]
+    reasons = [b["reason"] for b in result["blocked"] if b["node"] == "node2"]
+    assert any("Multi-Attach" in r and "node node1 may hold it" in r and "unreachable" in r for r in reasons), reasons
+    # node1 reports the device and no pod uses it there: detached from node1 first, then attached to node2 (the
+    # teardown task runs and is recorded before the setup task: a failed detach keeps node2 from attaching)
+    result = run(data, {"node1": facts("node1", devices=["pv-a"]), "node2": facts("node2")})
+    assert steps(result) == [("detach", "device", "node1", "pv-a", None), ("attach", "device", "node2", "pv-a", None),
+                             ("mount", "device", "node2", "pv-a", None), ("mount", "pod", "node2", "pv-a", "ns/p")]
+    # node1 reachable and reports no device: not held; its VA is cleaned up and node2 attaches
+    result = run(data, {"node1": facts("node1"), "node2": facts("node2")})
+    assert ("detach", "device", "node1", "pv-a", None) in steps(result)
+    assert ("attach", "device", "node2", "pv-a", None) in steps(result)
