@@ -40,7 +40,7 @@ options:
     default: 60
   loop_pools:
     description:
-      - The directories this node keeps C(loop.kubevol.io) images in: the operator's configuration, not the
+      - The directories this node keeps C(loop.kubevol.io) images in, the operator's configuration, not the
         cluster's. A volume whose C(volumeAttributes.pool) is not one of them (compared after resolving symlinks) is
         refused before anything runs, so whoever can write a PV cannot make the node open, format or grow a file
         elsewhere.
@@ -109,7 +109,7 @@ options:
         description:
           - The PV's access modes let more than one node attach it (ReadWriteMany, ReadOnlyMany). Otherwise the
             backend refuses to attach it to a node while another node holds it, as a cloud disk API answers
-            VolumeInUse (for C(loop.kubevol.io): the holder record kept in the pool, under a lock).
+            VolumeInUse (for C(loop.kubevol.io), the holder record kept in the pool, under a lock).
         type: bool
         default: false
       release_holders:

@@ -436,5 +436,5 @@ def detach_request_records(plan_result):
     for req in plan_result.get("detach_requests_to_clear") or ():
         records.append(dict(req, type="detach_request_cleared"))
     for repair in plan_result.get("in_use_repairs") or ():
-        records.append(dict(repair, type="in_use", in_use=True))
+        records.append(dict(repair, type="in_use", in_use=repair.get("in_use", True)))
     return records

@@ -601,21 +601,38 @@ def expand_node(p):
 
 
 def in_use_repairs(p, steps):
-    """node.status.volumesInUse entries a node's mounts show are missing (a record lost with a killed run
-    or an API that went away after the mount): [{node, unique_volume_names}] to record as in use, as the
-    kubelet reports every mounted volume in volumesInUse on each status update (kubelet_node_status.go)."""
-    leaving = set((s["unique_volume_name"], s["node"]) for s in steps
-                  if (s["action"], s["target"]) in (("unmount", "device"), ("detach", "device")))
-    missing = {}
+    """node.status.volumesInUse set right from what each reachable node has mounted, as the kubelet reports its
+    mounted volumes in volumesInUse on every status update (kubelet_node_status.go): ``{node,
+    unique_volume_names, in_use: true}`` for mounted volumes the list lacks (a record lost with a killed run, an
+    API gone after the mount) and ``in_use: false`` for listed volumes of a kubevol driver the node no longer
+    has mounted. Pairs this plan mounts or tears down are left to their own records; other drivers' entries
+    belong to their own node plugins and are never touched."""
+    planned = set((s["unique_volume_name"], s["node"]) for s in steps
+                  if (s["action"], s["target"]) in (("unmount", "device"), ("detach", "device"), ("mount", "device"),
+                                                    ("mount", "pod")))
+    listed = {}
+    for unique, node in p.actual.in_use:
+        listed.setdefault(node, set()).add(unique)
+    known = frozenset(p.options.known_drivers or ())
+    missing, stale = {}, {}
     for node, facts in p.teardown_facts():
         if node not in p.index.node_by_name:
             continue
         mounted = set(u for u, gm in facts.global_mounts.items() if gm.get("mounted"))
         mounted.update(pm.unique_name for pm in facts.pod_mounts.values() if pm.mounted and pm.mode == "Block")
-        for unique in mounted:
-            if (unique, node) not in p.actual.in_use and (unique, node) not in leaving:
+        mounted.update(u for u, n in p.still_mounted if n == node)
+        for unique in mounted - listed.get(node, set()):
+            if (unique, node) not in planned:
                 missing.setdefault(node, []).append(unique)
-    return [{"node": node, "unique_volume_names": sorted(names)} for node, names in sorted(missing.items())]
+        for unique in listed.get(node, set()) - mounted:
+            parts = split_unique_volume_name(unique)
+            if parts and parts[0] in known and (unique, node) not in planned:
+                stale.setdefault(node, []).append(unique)
+    repairs = [{"node": node, "unique_volume_names": sorted(names), "in_use": True}
+               for node, names in sorted(missing.items())]
+    repairs.extend({"node": node, "unique_volume_names": sorted(names), "in_use": False}
+                   for node, names in sorted(stale.items()))
+    return repairs
 
 
 def _mounted_now(p):

@@ -25,7 +25,7 @@ description:
     refuses to write once the run no longer holds it.
   - Runs on the controller, in Ansible's own process (an action plugin); the owner of the lock is the ansible process
     running the play. Check mode takes no lock (a check run only reads).
-  - Never reports C(changed): the lock is the run's bookkeeping, not a change of the cluster.
+  - Never reports C(changed), because the lock is the run's bookkeeping, not a change of the cluster.
 options:
   state:
     description: C(acquired) takes the lock (waiting for another run's), C(released) releases this run's.

@@ -24,7 +24,7 @@ options:
   fs_sizes:
     description:
       - Read each mounted filesystem's size with its own tool (C(dumpe2fs -h), C(xfs_info), ...) into
-        C(fs_size_bytes): one command per mounted volume. With C(false), C(fs_size_bytes) is null.
+        C(fs_size_bytes), one command per mounted volume. With C(false), C(fs_size_bytes) is null.
       - The planner does not use it; the reconcile role turns it off, so a node's facts cost no command per volume.
     type: bool
     default: true

@@ -16,7 +16,7 @@ description:
   - Computes the Kubernetes volume lifecycle plan, as the attach/detach controller and the kubelet volume
     manager would decide it, from the cluster objects and the facts gathered from the nodes.
   - Never changes anything; the plan is carried out by the node modules.
-  - Runs on the controller, in Ansible's own process (an action plugin), whatever host the task names: the cluster
+  - Runs on the controller, in Ansible's own process (an action plugin), whatever host the task names. The cluster
     snapshot is read there, and a relative O(cluster_state) is resolved from the directory the command runs in.
   - Steps are ordered unmount pod, unmount device, detach, attach, mount device, mount pod,
     expand controller, expand node. Each step names its node and volume; the volume item the node module needs
@@ -172,8 +172,10 @@ detach_requests:
   elements: dict
 in_use_repairs:
   description:
-    - "C({node, unique_volume_names}) of volumes mounted on a node (node facts) that its C(status.volumesInUse) lacks,
-      for the caller to record (a record lost with a killed run, or an API that went away after the mount)."
+    - "C({node, unique_volume_names, in_use}) to record in a node's C(status.volumesInUse), from the reachable node's
+      own facts: C(in_use=true) for mounted volumes the list lacks (a record lost with a killed run, or an API that
+      went away after the mount), C(in_use=false) for listed volumes of a kubevol driver that are not mounted there.
+      Volumes this plan mounts or tears down, and other drivers' entries, are left alone."
   returned: always
   type: list
   elements: dict

@@ -108,9 +108,11 @@ def test_run_killed_after_attach_recovers(kv):
     seen = False
     while time.time() < deadline and proc.poll() is None:
         with open(kv.state, "rb") as handle:
-            if wanted_va.encode() in handle.read():
-                seen = True
-                break
+            text = handle.read()
+        # the intent (attached: false) is written before the attach; wait for the attach's own record
+        if wanted_va.encode() in text and vas(yaml.safe_load(text)).get(wanted_va, (None, None, False))[2]:
+            seen = True
+            break
         time.sleep(0.02)
     assert seen, "the attach on node2 was never recorded (rc %s); log: %s" % (proc.poll(), log)
     assert proc.poll() is None, "the run ended before it could be killed; log: %s" % log

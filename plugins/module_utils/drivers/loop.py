@@ -207,8 +207,7 @@ class LoopDriver(Driver):
 
     def _refuse_if_held_elsewhere(self, item, holders):
         # a node the controller knows is down (out-of-service, or its detach recorded without it) lets go
-        released = [n for n in holders if n in item.release_holders and n != self.node_name]
-        for node in released:
+        for node in [n for n in holders if n in item.release_holders and n != self.node_name]:
             del holders[node]
         others = sorted(n for n in holders if n != self.node_name)
         if others and not item.multi_attach:
@@ -293,20 +292,17 @@ class LoopDriver(Driver):
                         self._write_holders(item, holders)
                     return Attachment(device=device, provisioned=provisioned)
             backing = sorted(d.name for d in devices if d.backs(st.st_dev, st.st_ino))
-            if backing and (self.node_name in holders or (item.multi_attach and holders)):
-                # this node's own attachment whose local record was lost (a killed run), or a multi-attach image
-                # another node holds on this same kernel (test nodes): one device, never a second superblock
+            if backing:
+                # No other live node holds it (refused above), so the device is this node's own whose local record
+                # was lost (a killed run), a multi-attach image another node of this same kernel holds (test
+                # nodes), or what a node that released it, or is known down, left in a shared kernel: one device,
+                # never a second superblock on the same image.
                 if not check_mode:
                     if self.node_name not in holders:
                         holders[self.node_name] = _now()
                         self._write_holders(item, holders)
                     self.write_record(item, image, backing[0], st)
                 return Attachment(device=backing[0], provisioned=provisioned, adopted=True)
-            if backing:
-                # a device nobody recorded as this node's: never adopt what another node may have attached
-                raise VolumeInUse(volume=item.pv_name, node=self.node_name, image=image,
-                                  holders="an unrecorded loop device %s (no holder record names node %s)"
-                                          % (", ".join(backing), self.node_name))
             if check_mode:
                 return Attachment(device=None, attached=True)
             # the intent first: a run killed after losetup still leaves the pool saying who holds it

@@ -399,9 +399,25 @@ def test_volumes_in_use_that_node_status_lacks_are_repaired():
                    pod("ns/b", "node1", ["b"], uid="uid-ns/pv-b"))
     result = run(data, {"node1": converged_node1("pv-a", "pv-b")})
     assert result["plan"] == []
-    assert result["in_use_repairs"] == [{"node": "node1", "unique_volume_names": [uvn("pv-a")]}]
+    assert result["in_use_repairs"] == [{"node": "node1", "unique_volume_names": [uvn("pv-a")], "in_use": True}]
     assert executor.detach_request_records(result) == [
         {"type": "in_use", "node": "node1", "unique_volume_names": [uvn("pv-a")], "in_use": True}]
+
+
+def test_volumes_in_use_a_node_no_longer_has_mounted_are_removed_but_not_other_drivers():
+    """The other direction: an entry for a kubevol volume the reachable node has not mounted is stale; an entry of
+    another driver belongs to its own node plugin; a volume this plan mounts is left to its own record."""
+    ebs = "kubernetes.io/csi/ebs.csi.aws.com^vol-1"
+    data = cluster(node("node1", attached=[uvn("pv-a")], in_use=[uvn("pv-a"), uvn("pv-gone"), ebs]),
+                   bound("pv-a", "ns/a"), pod("ns/a", "node1", ["a"], uid="uid-ns/pv-a"))
+    result = run(data, {"node1": converged_node1("pv-a")})
+    assert result["plan"] == []
+    assert result["in_use_repairs"] == [{"node": "node1", "unique_volume_names": [uvn("pv-gone")], "in_use": False}]
+    # mounted by this very plan: not repaired here (the mount records it)
+    data = cluster(node("node1", attached=[uvn("pv-a")], in_use=[uvn("pv-a")]), bound("pv-a", "ns/a"),
+                   pod("ns/a", "node1", ["a"], uid="uid-ns/pv-a"))
+    result = run(data, {"node1": facts("node1", devices=["pv-a"])})
+    assert ("mount", "device", "node1", "pv-a", None) in steps(result) and result["in_use_repairs"] == []
 
 
 def test_an_unsafe_path_in_node_facts_is_blocked_never_cleaned():

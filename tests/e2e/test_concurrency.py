@@ -1,0 +1,188 @@
+"""Concurrent runs, killed runs and a node lost after an unrecorded attach, on 3 real SSH nodes.
+
+Chained on one converged example cluster. The RWO volume pv-db-data (xfs) carries a checksummed file
+from the start; every case checks it afterwards, and that the volume never had two attachments:
+the loop devices backing its image (polled every few milliseconds while runs are in flight), its
+VolumeAttachments and the nodes' volumesAttached.
+"""
+import os
+import signal
+import threading
+import time
+
+import pytest
+import yaml
+
+from e2e_lib import get, pod_mount_path, pod_uid, vas
+
+DB_POD, DB_PV, DB_HANDLE = "shop/db-0", "pv-db-data", "pv-db-data.img"
+DB_UNIQUE = "kubernetes.io/csi/loop.kubevol.io^" + DB_HANDLE
+
+
+@pytest.fixture(scope="module")
+def kv(make_cluster):
+    cluster = make_cluster("concurrency", 3)
+    cluster.load_example()
+    cluster.reconcile()
+    data = cluster.cluster()
+    node = get(data, "Pod", "db-0", "shop")["spec"]["nodeName"]
+    path = pod_mount_path(pod_uid(data, DB_POD), DB_PV)
+    cluster.shared = {"sum": cluster.write_data(node, path, "table.dat"), "path": path}
+    return cluster
+
+
+def db_node(kv):
+    return get(kv.cluster(), "Pod", "db-0", "shop")["spec"]["nodeName"]
+
+
+def db_loops(kv):
+    image = os.stat(os.path.join(kv.dir, "pool", DB_HANDLE))
+    return [name for name, ino, _ro in kv.loops() if int(ino) == image.st_ino]
+
+
+class AttachWatch:
+    """Polls, while runs are in flight, the loop devices backing the db image and the recorded attachments."""
+
+    def __init__(self, kv):
+        self.kv = kv
+        self.worst = []   # the largest set of simultaneous attachments seen, with what saw it
+        self.samples = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self):
+        while not self._stop.is_set():
+            loops = db_loops(self.kv)
+            try:
+                with open(self.kv.state) as handle:
+                    data = yaml.safe_load(handle)
+                recorded = sorted(node for pv, node, _attached in vas(data).values() if pv == DB_PV)
+                holders = sorted(n["metadata"]["name"] for n in data["items"] if n.get("kind") == "Node"
+                                 and DB_UNIQUE in [e["name"] for e in (n.get("status") or {}).get("volumesAttached")
+                                                   or []])
+            except (OSError, yaml.YAMLError, KeyError, TypeError):
+                recorded = holders = []
+            self.samples += 1
+            for what, seen in (("loop devices", loops), ("VolumeAttachments", recorded), ("volumesAttached", holders)):
+                if len(seen) > len(self.worst):
+                    self.worst = [what] + list(seen)
+            time.sleep(0.01)
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join()
+
+
+def wait_for(predicate, timeout=120, what="condition"):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if predicate():
+            return
+        time.sleep(0.02)
+    raise AssertionError("timed out waiting for " + what)
+
+
+def finish(proc, timeout=300):
+    proc.wait(timeout=timeout)
+    return proc.returncode
+
+
+def test_two_concurrent_reconciles_never_double_attach(kv):
+    """The issue's race: the pod moves, a run starts; the pod moves again while it runs, a second run starts.
+    The second waits for the first's run lock, then plans on what the first recorded."""
+    first_node = db_node(kv)
+    second, third = [n for n in kv.nodes if n != first_node][:2]
+    with AttachWatch(kv) as watch:
+        assert kv.edit("move-pod", DB_POD, second) == "changed"
+        run_a, log_a = kv.start_reconcile()
+        wait_for(lambda: os.path.exists(kv.state + ".run-lock"), what="the first run's lock")
+        assert kv.edit("move-pod", DB_POD, third) == "changed"
+        run_b, log_b = kv.start_reconcile()
+        assert finish(run_a) == 0, open(log_a).read()[-4000:]
+        assert finish(run_b) == 0, open(log_b).read()[-4000:]
+    assert watch.samples > 50
+    assert len(watch.worst) <= 2, "two attachments at once: %s" % watch.worst
+    assert db_node(kv) == third and db_loops(kv) and len(db_loops(kv)) == 1
+    assert [node for pv, node, attached in vas(kv.cluster()).values() if pv == DB_PV] == [third]
+    assert kv.read_sum(third, kv.shared["path"], "table.dat") == kv.shared["sum"]
+    assert not os.path.exists(kv.state + ".run-lock"), "the lock was not released"
+    # the second run waited for the first, it did not interleave with it
+    assert "Take the cluster's run lock" in open(log_b).read()
+    assert kv.reconcile().changed(third) == 0
+
+
+def test_a_second_run_that_may_not_wait_fails_naming_the_first(kv):
+    run_a, log_a = kv.start_reconcile(["-e", "kubevol_run_lock_timeout=60"])
+    wait_for(lambda: os.path.exists(kv.state + ".run-lock"), what="the first run's lock")
+    run_b = kv.reconcile(["-e", "kubevol_run_lock_timeout=0"], expect_rc="nonzero")
+    text = run_b.stdout
+    assert "another kubevol run holds the lock on cluster store file %s" % kv.state in text, run_b.describe()
+    assert "pid %d" % run_a.pid in text and "host " in text and "since " in text
+    assert finish(run_a) == 0, open(log_a).read()[-4000:]
+    assert not os.path.exists(kv.state + ".run-lock")
+
+
+@pytest.mark.parametrize("boundary", [
+    "Gather each node's actual state",
+    "Teardown - unmount and detach on the nodes that lose volumes",
+    "Record the attachments about to be made",
+    "Set up - attach, format if blank and mount",
+    "Write to the cluster store the outcome of attach, mount",
+])
+def test_a_run_killed_at_a_phase_boundary_converges_on_the_next_run(kv, boundary):
+    """SIGKILL of ansible-playbook (and its workers) as a task starts; the next run takes over the dead run's lock
+    at once (same host, its process is gone), converges, and leaves consistent records."""
+    source = db_node(kv)
+    target = [n for n in kv.nodes if n != source][0]
+    assert kv.edit("move-pod", DB_POD, target) == "changed"
+    with AttachWatch(kv) as watch:
+        proc, log = kv.start_reconcile()
+        wait_for(lambda: ("TASK [kubevol.volumes.reconcile : %s" % boundary) in open(log).read() or proc.poll() is not None,
+                 what="task %r" % boundary)
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        assert os.path.exists(kv.state + ".run-lock"), "the killed run's lock should be left behind"
+        run = kv.reconcile()
+    assert len(watch.worst) <= 2, "two attachments at once: %s" % watch.worst
+    data = kv.cluster()
+    assert [node for pv, node, attached in vas(data).values() if pv == DB_PV] == [target]
+    assert all(attached for pv, node, attached in vas(data).values()), vas(data)
+    for node in kv.nodes:
+        status = (get(data, "Node", node).get("status") or {})
+        attached = [e["name"] for e in status.get("volumesAttached") or []]
+        assert (DB_UNIQUE in attached) == (node == target), (node, attached)
+        assert (DB_UNIQUE in (status.get("volumesInUse") or [])) == (node == target), (node, status)
+    assert len(db_loops(kv)) == 1
+    assert kv.read_sum(target, kv.shared["path"], "table.dat") == kv.shared["sum"]
+    assert not os.path.exists(kv.state + ".run-lock")
+    assert all(kv.reconcile().changed(n) == 0 for n in kv.nodes)
+
+
+def test_a_node_lost_after_an_unrecorded_attach_blocks_the_volume_elsewhere(kv):
+    """A run killed after node B attached and mounted, before its record; then B becomes unreachable and the pod
+    moves on. The intent (a VolumeAttachment, attached: false) says B may hold the volume: nobody else attaches
+    it, and the blocked reason says why."""
+    source = db_node(kv)
+    lost, last = [n for n in kv.nodes if n != source][:2]
+    assert kv.edit("move-pod", DB_POD, lost) == "changed"
+    proc, log = kv.start_reconcile()
+    wait_for(lambda: "TASK [kubevol.volumes.reconcile : Record the setup" in open(log).read()
+             or "Collect the outcome of attach" in open(log).read() or proc.poll() is not None,
+             what="the setup task to end")
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    data = kv.cluster()
+    recorded = [(node, attached) for pv, node, attached in vas(data).values() if pv == DB_PV]
+    assert recorded == [(lost, False)], recorded  # only the intent: the attach itself was never recorded
+    assert len(db_loops(kv)) == 1  # but the node did attach it
+    kv.kill_node(lost)
+    assert kv.edit("move-pod", DB_POD, last) == "changed"
+    run = kv.reconcile(expect_rc="nonzero")  # the lost node is a failed node
+    blocked = "\n".join(run.stdout.splitlines())
+    assert "Multi-Attach error" in blocked and "node %s may hold it" % lost in blocked, run.describe()
+    assert len(db_loops(kv)) == 1, "attached a second time"
+    assert [node for pv, node, attached in vas(kv.cluster()).values() if pv == DB_PV] == [lost]
