@@ -243,7 +243,11 @@ def _node_phase(view, phase, node, result, failures):
     if not failed_msg:
         return records, []
     # the volumes named, also when the module died without saying (killed, a lost connection)
-    return records, [{"node": node, "phase": phase, "msg": failed_msg, "volumes": failed_volumes}]
+    msg = failed_msg
+    missing = [v for v in failed_volumes if v not in msg]
+    if missing:
+        msg = "%s (volumes not done: %s)" % (msg, ", ".join(missing))
+    return records, [{"node": node, "phase": phase, "msg": msg, "volumes": failed_volumes}]
 
 
 def _not_attempted(steps, selected, failures, before=None):

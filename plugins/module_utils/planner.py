@@ -730,13 +730,14 @@ def plan(desired, actual, index, options=None):
         steps.extend(phase_steps)
         summary[phase[0]] = summary.get(phase[0], 0) + len(phase_steps)
     lean = lean_plan(steps)
-    summary["blocked"] = len(p.blocked)
+    blocked = dict(((b["node"], b["volume"], b["pod"], b["reason"]), b) for b in p.blocked)  # each entry once
+    summary["blocked"] = len(blocked)
     summary["skipped"] = desired.skipped
-    return {"plan": lean["plan"], "items": lean["items"], "by_node": lean["by_node"], "blocked": sorted(p.blocked, key=lambda b: (b["node"] or "", b["volume"] or "",
-                                                                       b["pod"] or "", b["reason"])),
+    return {"plan": lean["plan"], "items": lean["items"], "by_node": lean["by_node"],
+            "blocked": [blocked[key] for key in sorted(blocked, key=lambda k: tuple(x or "" for x in k))],
             "detach_requests": p.detach_requests, "detach_requests_to_clear": p.detach_requests_to_clear,
             "teardown_guard": teardown_guard(p, steps), "summary": summary, "in_use_repairs": in_use_repairs(p, steps),
-            "nodes_out_of_service": sorted(n.name for n in index.cluster.nodes if _has_out_of_service_taint(n))}
+            "nodes_out_of_service": sorted(p.out_of_service)}
 
 
 def plan_cluster(index, node_facts=None, options=None, scope=None):

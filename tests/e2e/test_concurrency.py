@@ -26,9 +26,13 @@ def kv(make_cluster):
     cluster.reconcile()
     data = cluster.cluster()
     node = get(data, "Pod", "db-0", "shop")["spec"]["nodeName"]
-    path = pod_mount_path(pod_uid(data, DB_POD), DB_PV)
-    cluster.shared = {"sum": cluster.write_data(node, path, "table.dat"), "path": path}
+    cluster.shared = {"sum": cluster.write_data(node, db_path(cluster), "table.dat")}
     return cluster
+
+
+def db_path(kv):
+    """The db pod's mount of the volume (a moved pod is a new pod: a new uid, a new path)."""
+    return pod_mount_path(pod_uid(kv.cluster(), DB_POD), DB_PV)
 
 
 def db_node(kv):
@@ -108,7 +112,7 @@ def test_two_concurrent_reconciles_never_double_attach(kv):
     assert len(watch.worst) <= 2, "two attachments at once: %s" % watch.worst
     assert db_node(kv) == third and db_loops(kv) and len(db_loops(kv)) == 1
     assert [node for pv, node, attached in vas(kv.cluster()).values() if pv == DB_PV] == [third]
-    assert kv.read_sum(third, kv.shared["path"], "table.dat") == kv.shared["sum"]
+    assert kv.read_sum(third, db_path(kv), "table.dat") == kv.shared["sum"]
     assert not os.path.exists(kv.state + ".run-lock"), "the lock was not released"
     # the second run waited for the first, it did not interleave with it
     assert "Take the cluster's run lock" in open(log_b).read()
@@ -116,6 +120,8 @@ def test_two_concurrent_reconciles_never_double_attach(kv):
 
 
 def test_a_second_run_that_may_not_wait_fails_naming_the_first(kv):
+    # a pod move, so that the first run has work and holds the lock while the second one starts
+    assert kv.edit("move-pod", DB_POD, [n for n in kv.nodes if n != db_node(kv)][0]) == "changed"
     run_a, log_a = kv.start_reconcile(["-e", "kubevol_run_lock_timeout=60"])
     wait_for(lambda: os.path.exists(kv.state + ".run-lock"), what="the first run's lock")
     run_b = kv.reconcile(["-e", "kubevol_run_lock_timeout=0"], expect_rc="nonzero")
@@ -157,9 +163,56 @@ def test_a_run_killed_at_a_phase_boundary_converges_on_the_next_run(kv, boundary
         assert (DB_UNIQUE in attached) == (node == target), (node, attached)
         assert (DB_UNIQUE in (status.get("volumesInUse") or [])) == (node == target), (node, status)
     assert len(db_loops(kv)) == 1
-    assert kv.read_sum(target, kv.shared["path"], "table.dat") == kv.shared["sum"]
+    assert kv.read_sum(target, db_path(kv), "table.dat") == kv.shared["sum"]
     assert not os.path.exists(kv.state + ".run-lock")
     assert all(kv.reconcile().changed(n) == 0 for n in kv.nodes)
+
+
+def node_python(kv, node):
+    """Pids of the Python processes (node modules) running in ``node``'s mount namespace."""
+    info = [n for n in kv.nodes_json()["nodes"] if n["name"] == node][0]
+    ns = "mnt:[%d]" % info["mnt_ns"]
+    found = []
+    for pid in (int(p) for p in os.listdir("/proc") if p.isdigit()):
+        try:
+            if os.readlink("/proc/%d/ns/mnt" % pid) != ns:
+                continue
+            with open("/proc/%d/cmdline" % pid, "rb") as handle:
+                argv = handle.read().split(b"\0")
+        except OSError:
+            continue
+        if argv and b"python" in os.path.basename(argv[0]):
+            found.append(pid)
+    return found
+
+
+def test_a_killed_node_module_is_reported_with_its_volumes_and_the_next_run_converges(kv):
+    """SIGKILL of the node module on the node while it sets the volume up: the run fails naming the node and the
+    volume, and the next run converges with the data intact."""
+    source = db_node(kv)
+    target = [n for n in kv.nodes if n != source][0]
+    assert kv.edit("move-pod", DB_POD, target) == "changed"
+    proc, log = kv.start_reconcile()
+    killed = []
+    deadline = time.time() + 120
+    while not killed and time.time() < deadline and proc.poll() is None:
+        if "TASK [kubevol.volumes.reconcile : Set up" in open(log).read():
+            for pid in node_python(kv, target):
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                    killed.append(pid)
+                except OSError:
+                    pass
+        time.sleep(0.005)
+    assert killed, "the node module never ran on %s; log: %s" % (target, log)
+    assert finish(proc) != 0
+    text = open(log).read()
+    assert "node operation(s) failed: %s" % target in text and "pv-db-data" in text.split("Fail when a node failed")[-1]
+    run = kv.reconcile()
+    assert [node for pv, node, attached in vas(kv.cluster()).values() if pv == DB_PV] == [target]
+    assert len(db_loops(kv)) == 1
+    assert kv.read_sum(target, db_path(kv), "table.dat") == kv.shared["sum"]
+    assert all(kv.reconcile().changed(n) == 0 for n in kv.nodes), run.describe()
 
 
 def test_a_node_lost_after_an_unrecorded_attach_blocks_the_volume_elsewhere(kv):

@@ -97,7 +97,7 @@ def test_failed_detach_blocks_the_attach_elsewhere_and_records_nothing_for_it():
     assert out["records"] == []
     key_a = unique_volume_name(DRIVER, "pv-a.img")
     assert key_a in out["failures"]["volumes"]
-    assert out["errors"] == [{"node": "n1", "phase": "teardown", "msg": "umount: target is busy",
+    assert out["errors"] == [{"node": "n1", "phase": "teardown", "msg": "umount: target is busy (volumes not done: pv-a, pv-b)",
                               "volumes": ["pv-a", "pv-b"]}]
     blocked = {(b["node"], b["volume"], b["action"]) for b in out["blocked"]}
     assert ("n2", "pv-a", "attach") in blocked and ("n2", "pv-a", "mount") in blocked
