@@ -32,7 +32,7 @@ POLL_INTERVAL = 1.0
 
 
 class RunLocked(KubevolError):
-    message = ("another kubevol run holds the lock on cluster store {store} since {since} (holder {holder}, pid {pid}, "
+    message = ("another kubevol run holds the lock on cluster store {store} since {since} (holder {held_by}, pid {pid}, "
                "host {host}; renewed {renewed}, expires {expires} unless renewed); waited {waited}s. Runs never "
                "interleave: wait for that run to end and run again, raise the wait (run_lock_timeout, reconcile role: "
                "kubevol_run_lock_timeout), or, if that run is dead on another host, wait for its lock to expire")
@@ -124,7 +124,8 @@ def decide(current, holder, duration, now, who):
 
 
 def locked_error(store, current, waited):
-    return RunLocked(store=store, since=current.get("since"), holder=current.get("holder"), pid=current.get("pid"),
+    # held_by, never holder: a failed acquire must not look like this run's own lock to whoever releases it
+    return RunLocked(store=store, since=current.get("since"), held_by=current.get("holder"), pid=current.get("pid"),
                      host=current.get("host"), renewed=current.get("renewed"), expires=expires(current),
                      waited=int(waited))
 

@@ -278,6 +278,7 @@ def test_run_lock_waits_names_the_holder_and_takes_over_stale_locks(tmp_path):
     with pytest.raises(run_lock.RunLocked) as err:
         store.acquire_run_lock("run-b", 60, 3, who=me, sleep=slept.append, clock=iter([0, 1, 2, 3]).__next__)
     assert slept == [1.0, 1.0] and "holder run-a, pid %d, host %s" % (os.getpid(), me["host"]) in err.value.msg
+    assert "holder" not in err.value.to_result()  # a failed acquire never looks like a lock of its own
     assert "waited 3s" in err.value.msg
     with pytest.raises(run_lock.RunLockLost):
         store.renew_run_lock("run-b", 60)
