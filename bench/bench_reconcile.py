@@ -35,6 +35,7 @@ import json
 import os
 import platform
 import shlex
+import shutil
 import statistics
 import subprocess
 import sys
@@ -276,6 +277,8 @@ class Bench:
         ids = {}
         for name in os.listdir(pool):
             st = os.stat(os.path.join(pool, name))
+            if not os.path.isfile(os.path.join(pool, name)):
+                continue
             ids[(os.major(st.st_dev), os.minor(st.st_dev), st.st_ino)] = name
         out = subprocess.run(["losetup", "-J", "--list", "-O", "NAME,BACK-INO,BACK-MAJ:MIN"], check=True,
                              stdout=subprocess.PIPE, universal_newlines=True).stdout
@@ -299,7 +302,11 @@ class Bench:
             raise SystemExit("loop devices still attached after the reset: %s" % left)
         pool = os.path.join(self.state, "pool")
         for name in os.listdir(pool):
-            os.unlink(os.path.join(pool, name))
+            path = os.path.join(pool, name)
+            if os.path.isdir(path):
+                shutil.rmtree(path)  # the loop driver's holder records: every attachment is gone
+            else:
+                os.unlink(path)
         if create_images:
             for p in placement:
                 with open(os.path.join(pool, os.path.basename(p["image"])), "wb") as fh:
@@ -434,7 +441,7 @@ def main():
     print()
     print("\n".join(lines))
     print()
-    print("no-op reconcile / ping = %.2f  (goal <= 2.0: %s)" % (ratio_noop, "met" if ratio_noop <= 2 else "NOT met"))
+    print("no-op reconcile / ping = %.2f  (goal <= 1.5: %s)" % (ratio_noop, "met" if ratio_noop <= 1.5 else "NOT met"))
     print("naive / cold reconcile = %.2f  (goal >= 3.0: %s)" % (ratio_cold, "met" if ratio_cold >= 3 else "NOT met"))
     ratio_shell = shell_s / cold_s
     print("one shell command per volume / cold reconcile = %.2f  (goal >= 3.0: %s)"

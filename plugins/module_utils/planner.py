@@ -124,6 +124,7 @@ class _Plan:
         self.options = options
         self.now = options.now or datetime.datetime.now(datetime.timezone.utc)
         self.phases = dict((phase, []) for phase in PHASES)
+        self._items = {}
         self.blocked = list(desired.blocked)
         self.detach_requests = []
         self.detach_requests_to_clear = []
@@ -154,6 +155,14 @@ class _Plan:
 
     def add(self, step):
         self.phases[(step["action"], step["target"])].append(step)
+
+    def item_of(self, nv):
+        """The volume item of a desired (volume, node) pair, built once for all its steps."""
+        key = (nv.spec.unique_name, nv.node)
+        item = self._items.get(key)
+        if item is None:
+            item = self._items[key] = _item(nv.spec)
+        return item
 
     def block(self, node, volume, pod, reason):
         self.blocked.append({"node": node, "volume": volume, "pod": pod, "reason": reason})
@@ -472,7 +481,7 @@ def attach(p):
                 _block_multi_attach(p, nv, holders)
                 continue
         p.attached_to.setdefault(unique, set()).add(node)
-        item = _item(nv.spec)
+        item = p.item_of(nv)
         # the backend's own hold of a node the controller knows is down is released with this attach
         item["release_holders"] = sorted(p.out_of_service | released.get(unique, frozenset()))
         p.add(_step("attach", "device", node, nv.spec.pv_name, unique, why, item))
@@ -533,7 +542,7 @@ def mount_devices(p):
             # NodeStage is read-write; readOnly is applied per pod at publish (csi_attacher.go MountDevice,
             # csi_mounter.go SetUpAt). A staging mount an older run left read-only is fixed for its writers.
             why = "remount read-write: the staging mount is read-only but pod(s) %s write to it" % ", ".join(writers)
-        p.add(_step("mount", "device", node, nv.spec.pv_name, unique, why, _item(nv.spec)))
+        p.add(_step("mount", "device", node, nv.spec.pv_name, unique, why, p.item_of(nv)))
 
 
 def mount_pods(p):
@@ -543,6 +552,7 @@ def mount_pods(p):
         if not nv.mount_pods or p.unreachable(node) is not None or pair in p.not_attached:
             continue
         facts = p.facts(node)
+        item = None  # one item for the volume's pod steps; each step carries its pod's read-only flag
         for pod in nv.mount_pods:
             current = facts.pod_mounts.get((pod.uid, nv.spec.pv_name)) if facts is not None else None
             if current is not None and current.mounted:
@@ -551,8 +561,9 @@ def mount_pods(p):
                 why = "remount: read-only changed"
             else:
                 why = "pod %s uses it" % pod.name
-            p.add(_step("mount", "pod", node, nv.spec.pv_name, unique, why,
-                        _item(nv.spec, (pod,)), pod=pod.name, pod_uid=pod.uid))
+            item = item or p.item_of(nv)
+            p.add(_step("mount", "pod", node, nv.spec.pv_name, unique, why, item, pod=pod.name, pod_uid=pod.uid,
+                        pod_read_only=pod.read_only))
 
 
 def _first_node(p, nvs):
@@ -669,23 +680,25 @@ def teardown_guard(p, steps):
                          "steps": torn[(unique, node)]} for unique, node in sorted(torn, key=lambda u: (u[1], u[0]))]}
 
 
-def lean_plan(steps):
+def lean_plan(steps, in_place=False):
     """{plan, items, by_node} from ordered steps that each carry their volume item (``item``).
 
     Each (node, volume) item is kept once in ``items`` ({node: {unique name: item}}, without the per-step
     ``pods`` and ``detach``); a step names it by node and unique_volume_name, and a pod-level step keeps its
     pod's read-only flag (``pod_read_only``). ``by_node`` holds the positions of each node's steps, so each
-    host's slice is cut in its own size. The result grows with steps + volumes, not steps x item size."""
+    host's slice is cut in its own size. The result grows with steps + volumes, not steps x item size.
+    in_place: the steps are the caller's own (the planner's), changed instead of copied."""
     plan, items, by_node = [], {}, {}
     for step in steps:
-        step = dict(step)
+        if not in_place:
+            step = dict(step)
         item = step.pop("item", None)
         if item is not None:
             node_items = items.setdefault(step["node"], {})
             if step["unique_volume_name"] not in node_items:
                 node_items[step["unique_volume_name"]] = dict(
                     (k, v) for k, v in item.items() if k not in ("pods", "detach"))
-            if step.get("pod_uid") is not None and item.get("pods"):
+            if step.get("pod_uid") is not None and "pod_read_only" not in step and item.get("pods"):
                 step["pod_read_only"] = bool(item["pods"][0].get("read_only"))
         by_node.setdefault(step["node"], []).append(len(plan))
         plan.append(step)
@@ -729,7 +742,7 @@ def plan(desired, actual, index, options=None):
         phase_steps = sorted(p.phases[phase], key=_sort_key)
         steps.extend(phase_steps)
         summary[phase[0]] = summary.get(phase[0], 0) + len(phase_steps)
-    lean = lean_plan(steps)
+    lean = lean_plan(steps, in_place=True)
     blocked = dict(((b["node"], b["volume"], b["pod"], b["reason"]), b) for b in p.blocked)  # each entry once
     summary["blocked"] = len(blocked)
     summary["skipped"] = desired.skipped
