@@ -100,15 +100,15 @@ def through_ansible(path):
     """The issue's measure: the planner module through `ansible localhost -m`, minus an `ansible localhost -m
     ping`, against json.load of the same file (each the best of two)."""
     json_load = []
-    for _ in range(2):
+    for _attempt in range(2):
         gc.collect()
         start = time.perf_counter()
         with open(path) as handle:
             json.load(handle)
         json_load.append(time.perf_counter() - start)
-    ping = min(adhoc(["-m", "ansible.builtin.ping"]) for _ in range(2))
+    ping = min(adhoc(["-m", "ansible.builtin.ping"]) for _attempt in range(2))
     module = min(adhoc(["-m", "kubevol.volumes.volume_reconcile_plan", "-a", "cluster_state=" + path])
-                 for _ in range(2))
+                 for _attempt in range(2))
     return {"json_load_s": round(min(json_load), 2), "ping_s": round(ping, 2), "adhoc_plan_s": round(module, 2),
             "adhoc_minus_ping_over_json_load": round((module - ping) / min(json_load), 2)}
 

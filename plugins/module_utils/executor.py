@@ -47,11 +47,11 @@ class PlanView:
     """A plan indexed once by (phase, node): every lookup after that costs the size of its answer.
 
     plan_result: a volume_reconcile_plan result or a node's slice of it (node_slice): ``plan``, the steps
-    in order, and ``items``, {node: {unique volume name: volume item}}, each (node, volume) item once."""
+    in order, and ``volume_items``, {node: {unique volume name: volume item}}, each (node, volume) item once."""
 
     def __init__(self, plan_result):
         self.plan = (plan_result or {}).get("plan") or []
-        self.items = (plan_result or {}).get("items") or {}
+        self.items = (plan_result or {}).get("volume_items") or {}
         self.by_phase_node = {}
         self.nodes_by_phase = dict((name, []) for name, _kinds in PHASES)
         for step in self.plan:
@@ -90,15 +90,15 @@ def _view(plan_result):
 
 
 def node_slice(plan_result, node):
-    """One node's share of a plan result, in the same shape (``plan``, ``items``): what node_phases takes.
+    """One node's share of a plan result, in the same shape (``plan``, ``volume_items``): what node_phases takes.
 
     Uses the planner's ``by_node`` index (positions in ``plan``) so that cutting every host's slice is
     linear in the plan, not hosts x steps."""
     plan = plan_result.get("plan") or []
     positions = (plan_result.get("by_node") or {}).get(node)
     steps = [plan[i] for i in positions] if positions is not None else [s for s in plan if s.get("node") == node]
-    items = (plan_result.get("items") or {}).get(node)
-    return {"plan": steps, "items": {node: items} if items else {}}
+    items = (plan_result.get("volume_items") or {}).get(node)
+    return {"plan": steps, "volume_items": {node: items} if items else {}}
 
 
 def phase_steps(plan_result, phase, node=None, failures=None, record_only=False):
@@ -123,7 +123,7 @@ def phase_items(plan_result, phase, node, failures=None):
         if key not in items:
             item = view.item(step)
             if item is None:
-                raise KeyError("no volume item for node %s, volume %s in the plan's items" % (node, key))
+                raise KeyError("no volume item for node %s, volume %s in the plan's volume_items" % (node, key))
             item["pods"] = []
             if phase == "teardown":
                 item["unmount_device"] = False

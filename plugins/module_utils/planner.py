@@ -504,11 +504,14 @@ def _holders(p, unique, node):
 
 def _block_multi_attach(p, nv, holders):
     unconfirmed = p.unconfirmed_holders.get(nv.spec.unique_name, ())
-    down = ["node %s may hold it (an attachment not confirmed, %s)" % (
-                h, "and the node is unreachable: %s" % p.unreachable(h) if p.unreachable(h) is not None
-                else "and the node reports its device") if h in unconfirmed
-            else "%s unreachable: %s" % (h, p.unreachable(h))
-            for h in sorted(holders) if h in unconfirmed or p.unreachable(h) is not None]
+    down = []
+    for h in sorted(holders):
+        error = p.unreachable(h)
+        if h in unconfirmed:
+            down.append("node %s may hold it (an attachment not confirmed, %s)" % (
+                h, "and the node is unreachable: %s" % error if error is not None else "and the node reports its device"))
+        elif error is not None:
+            down.append("%s unreachable: %s" % (h, error))
     for pod in nv.pods:
         reason = _multi_attach_error(p, nv, holders, pod)
         p.block(nv.node, nv.spec.pv_name, pod, reason + (" (%s)" % "; ".join(down) if down else ""))
@@ -681,9 +684,9 @@ def teardown_guard(p, steps):
 
 
 def lean_plan(steps, in_place=False):
-    """{plan, items, by_node} from ordered steps that each carry their volume item (``item``).
+    """{plan, volume_items, by_node} from ordered steps that each carry their volume item (``item``).
 
-    Each (node, volume) item is kept once in ``items`` ({node: {unique name: item}}, without the per-step
+    Each (node, volume) item is kept once in ``volume_items`` ({node: {unique name: item}}, without the per-step
     ``pods`` and ``detach``); a step names it by node and unique_volume_name, and a pod-level step keeps its
     pod's read-only flag (``pod_read_only``). ``by_node`` holds the positions of each node's steps, so each
     host's slice is cut in its own size. The result grows with steps + volumes, not steps x item size.
@@ -702,7 +705,7 @@ def lean_plan(steps, in_place=False):
                 step["pod_read_only"] = bool(item["pods"][0].get("read_only"))
         by_node.setdefault(step["node"], []).append(len(plan))
         plan.append(step)
-    return {"plan": plan, "items": items, "by_node": by_node}
+    return {"plan": plan, "volume_items": items, "by_node": by_node}
 
 
 def _sort_key(step):
@@ -710,9 +713,9 @@ def _sort_key(step):
 
 
 def plan(desired, actual, index, options=None):
-    """The ordered plan. Returns {plan, items, by_node, blocked, detach_requests, detach_requests_to_clear, summary,
+    """The ordered plan. Returns {plan, volume_items, by_node, blocked, detach_requests, detach_requests_to_clear, summary,
     teardown_guard, in_use_repairs, nodes_out_of_service}: ``plan`` is the steps in order, each naming its node and
-    volume; ``items`` holds the volume item of each (node, volume) once; ``by_node`` the positions of each node's
+    volume; ``volume_items`` holds the volume item of each (node, volume) once; ``by_node`` the positions of each node's
     steps."""
     options = options or PlanOptions()
     if not isinstance(options.max_wait_for_unmount, int) or options.max_wait_for_unmount < 0:
@@ -746,7 +749,7 @@ def plan(desired, actual, index, options=None):
     blocked = dict(((b["node"], b["volume"], b["pod"], b["reason"]), b) for b in p.blocked)  # each entry once
     summary["blocked"] = len(blocked)
     summary["skipped"] = desired.skipped
-    return {"plan": lean["plan"], "items": lean["items"], "by_node": lean["by_node"],
+    return {"plan": lean["plan"], "volume_items": lean["volume_items"], "by_node": lean["by_node"],
             "blocked": [blocked[key] for key in sorted(blocked, key=lambda k: tuple(x or "" for x in k))],
             "detach_requests": p.detach_requests, "detach_requests_to_clear": p.detach_requests_to_clear,
             "teardown_guard": teardown_guard(p, steps), "summary": summary, "in_use_repairs": in_use_repairs(p, steps),

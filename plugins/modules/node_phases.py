@@ -44,7 +44,7 @@ options:
   plan:
     description:
       - A M(kubevol.volumes.volume_reconcile_plan) result, or this host's slice of it
-        (P(kubevol.volumes.node_plan#filter)); only its C(plan), C(items) and C(by_node) are read.
+        (P(kubevol.volumes.node_plan#filter)); only its C(plan), C(volume_items) and C(by_node) are read.
       - With many hosts pass the slice, so that no host templates the whole plan.
     type: dict
     required: true

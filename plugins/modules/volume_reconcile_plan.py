@@ -20,7 +20,7 @@ description:
     snapshot is read there, and a relative O(cluster_state) is resolved from the directory the command runs in.
   - Steps are ordered unmount pod, unmount device, detach, attach, mount device, mount pod,
     expand controller, expand node. Each step names its node and volume; the volume item the node module needs
-    is in RV(items) once per node and volume, and RV(by_node) indexes each node's steps.
+    is in RV(volume_items) once per node and volume, and RV(by_node) indexes each node's steps.
   - Anything that cannot be acted on (unbound claim, missing PV, Multi-Attach, still mounted, node unreachable,
     a node the snapshot has no Node object for) is returned in RV(blocked) with a reason.
   - A scheduled pod that is not terminated keeps every volume it has mounted and attached, whatever is wrong
@@ -143,7 +143,7 @@ plan:
       pod_uid: null
       reason: pod(s) shop/db-0 on node node1 use it
       unique_volume_name: kubernetes.io/csi/loop.kubevol.io^pv-db-data.img
-items:
+volume_items:
   description:
     - "The volume item of each node and volume in the plan, once: C({node: {unique volume name: item}})
       (see docs/contracts.md section 1). The node modules take these items, with the pods of the node's steps."

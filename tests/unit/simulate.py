@@ -242,7 +242,7 @@ def apply_plan(result, cluster_list, node_facts=None):
     new_facts = copy.deepcopy(node_facts or {})
     items = new_cluster["items"]
     for step in result["plan"]:
-        item = result["items"].get(step["node"], {}).get(step["unique_volume_name"])
+        item = result["volume_items"].get(step["node"], {}).get(step["unique_volume_name"])
         _apply_step(items, new_facts, step, item)
     for request in result["detach_requests"]:
         obj = _find(items, "VolumeAttachment", request["name"])

@@ -27,12 +27,12 @@ def listing(path):
 def plant(node, vol, level, target):
     """A symlink (or, for level 'file', a regular file) where kubevol needs a directory for ``vol``'s pod mount."""
     mount_dir = names.pod_mount_path(node.kubelet_dir, VICTIM, vol["pv_name"])
+    global_mount = names.device_mount_path(node.kubelet_dir, vol["driver"], vol["volume_handle"])
     planted = {
         "mount": mount_dir,
         "volume dir": os.path.dirname(mount_dir),
         "pod dir": os.path.join(node.kubelet_dir, "pods", VICTIM),
-        "global parent": os.path.dirname(names.device_mount_path(node.kubelet_dir, vol["driver"],
-                                                                  vol["volume_handle"])),
+        "global parent": os.path.dirname(global_mount),
         "file": mount_dir,
     }[level]
     os.makedirs(os.path.dirname(planted), exist_ok=True)

@@ -32,7 +32,7 @@ def test_relative_cluster_state_is_read_from_the_working_directory(tmp_path):
     assert result["summary"]["attach"] == 4 and result["summary"]["mount"] == 8
     # the lean plan: every step's volume item is in items, once per node and volume
     for step in result["plan"]:
-        assert step["unique_volume_name"] in result["items"][step["node"]]
+        assert step["unique_volume_name"] in result["volume_items"][step["node"]]
         assert step in [result["plan"][i] for i in result["by_node"][step["node"]]]
 
 

@@ -312,10 +312,10 @@ def test_read_only_sources():
     result = run(data)
     pods = dict((s["pod"], s["pod_read_only"]) for s in result["plan"] if s["target"] == "pod")
     assert pods == {"ns/p": True, "ns/q": False}
-    (item,) = result["items"]["node1"].values()
+    (item,) = result["volume_items"]["node1"].values()
     assert item["read_only"] is False  # the staging mount: the PV's own flag
     pv_ro = run(cluster(node("node1"), bound("pv-a", "ns/a", read_only=True), pod("ns/p", "node1", ["a"])))
-    assert [i["read_only"] for i in pv_ro["items"]["node1"].values()] == [True]
+    assert [i["read_only"] for i in pv_ro["volume_items"]["node1"].values()] == [True]
     assert all(s["pod_read_only"] for s in pv_ro["plan"] if s["target"] == "pod")
 
 
@@ -326,7 +326,7 @@ def test_each_node_volume_item_is_in_the_plan_once():
     assert [s["action"] + "/" + s["target"] for s in result["plan"]] == [
         "attach/device", "mount/device", "mount/pod", "mount/pod", "mount/pod"]
     assert all("item" not in s for s in result["plan"])
-    assert list(result["items"]) == ["node1"] and len(result["items"]["node1"]) == 1
+    assert list(result["volume_items"]) == ["node1"] and len(result["volume_items"]["node1"]) == 1
     assert result["by_node"] == {"node1": [0, 1, 2, 3, 4]}
 
 
@@ -334,7 +334,7 @@ def test_block_mode_maps_without_global_mount():
     data = cluster(node("node1"), bound("pv-b", "ns/b", mode="Block"), pod("ns/p", "node1", ["b"], devices=["b"]))
     result = run(data)
     assert steps(result) == [("attach", "device", "node1", "pv-b", None), ("mount", "pod", "node1", "pv-b", "ns/p")]
-    assert result["items"]["node1"][result["plan"][1]["unique_volume_name"]]["mode"] == "Block"
+    assert result["volume_items"]["node1"][result["plan"][1]["unique_volume_name"]]["mode"] == "Block"
 
 
 def test_volume_mode_mismatch_blocked():

@@ -236,7 +236,7 @@ def test_staging_is_read_write_when_the_first_pod_is_a_reader():
     result = run(data, {"node1": facts("node1")})
     stage = [s for s in result["plan"] if (s["action"], s["target"]) == ("mount", "device")][0]
     publish = [s for s in result["plan"] if (s["action"], s["target"]) == ("mount", "pod")][0]
-    assert result["items"]["node1"][stage["unique_volume_name"]]["read_only"] is False
+    assert result["volume_items"]["node1"][stage["unique_volume_name"]]["read_only"] is False
     assert executor.phase_items(result, "mount", "node1")[0]["pods"] == [
         {"uid": "uid-ns/r", "name": "ns/r", "read_only": True}]
     assert publish["pod_read_only"] is True
@@ -247,7 +247,7 @@ def test_staging_is_read_only_when_the_pv_is(pv_kwargs):
     data = cluster(node("node1"), bound("pv-a", "ns/a", **pv_kwargs), pod("ns/r", "node1", ["a"]))
     result = run(data, {"node1": facts("node1")})
     stage = [s for s in result["plan"] if s["target"] == "device" and s["action"] == "mount"][0]
-    assert result["items"]["node1"][stage["unique_volume_name"]]["read_only"] is True
+    assert result["volume_items"]["node1"][stage["unique_volume_name"]]["read_only"] is True
 
 
 def test_read_only_staging_left_by_an_older_run_is_remounted_for_a_writer():

@@ -287,6 +287,8 @@ def test_run_lock_waits_names_the_holder_and_takes_over_stale_locks(tmp_path):
     store.acquire_run_lock("killed", 60, 0, who={"host": me["host"], "pid": 2 ** 22 + 7, "pid_start": 1})
     assert "is gone" in store.acquire_run_lock("next", 60, 0, who=me)["took_over"]["reason"]
     store.release_run_lock("next")
-    past = lambda: datetime.datetime(2026, 1, 1, tzinfo=datetime.timezone.utc)  # noqa: E731
+
+    def past():
+        return datetime.datetime(2026, 1, 1, tzinfo=datetime.timezone.utc)
     store.acquire_run_lock("elsewhere", 60, 0, who={"host": "other-host", "pid": 1, "pid_start": 1}, now=past)
     assert "expired" in store.acquire_run_lock("next", 60, 0, who=me)["took_over"]["reason"]

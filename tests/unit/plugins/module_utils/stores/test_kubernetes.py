@@ -542,7 +542,9 @@ def test_an_expired_lease_is_taken_over(store, api):
     import datetime
     from ansible_collections.kubevol.volumes.plugins.module_utils import run_lock
     who = {"host": "elsewhere", "pid": None, "pid_start": None}
-    long_ago = lambda: datetime.datetime(2026, 1, 1, tzinfo=datetime.timezone.utc)  # noqa: E731
+
+    def long_ago():
+        return datetime.datetime(2026, 1, 1, tzinfo=datetime.timezone.utc)
     store().acquire_run_lock("dead-run", 60, 0, who=who, now=long_ago)
     taken = store().acquire_run_lock("new-run", 60, 0, who=who)
     assert taken["took_over"]["holder"] == "dead-run" and "expired" in taken["took_over"]["reason"]
