@@ -378,7 +378,7 @@ class KubernetesStore(ClusterStore):
             rtype = record["type"]
             if record.get("node"):
                 wanted.append(("Node", None, record["node"]))
-            if rtype in ("attached", "detached", "detach_requested", "detach_request_cleared"):
+            if rtype in ("attach_intent", "attached", "detached", "detach_requested", "detach_request_cleared"):
                 if record.get("driver") is None and record.get("volume_handle") is None and record.get("name"):
                     va = record["name"]
                 else:

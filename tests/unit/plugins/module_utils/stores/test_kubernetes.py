@@ -550,3 +550,18 @@ def test_an_expired_lease_is_taken_over(store, api):
     assert taken["took_over"]["holder"] == "dead-run" and "expired" in taken["took_over"]["reason"]
     lease = api.get("Lease", "kubevol-reconcile", "kube-system")
     assert lease["spec"]["holderIdentity"] == "new-run" and lease["spec"]["leaseTransitions"] == 1
+
+
+def test_attach_intent_creates_an_unattached_va_once(store, api):
+    """The intent before the attach: a VolumeAttachment with attached: false, left alone when one exists."""
+    intent = {"type": "attach_intent", "node": "node1", "pv_name": "pv-a", "driver": DRIVER, "volume_handle": "pv-a.img"}
+    out = store().apply([intent])
+    assert out["changed"]
+    name = volume_attachment_name("pv-a.img", DRIVER, "node1")
+    va = api.get("VolumeAttachment", name)
+    assert va["status"] == {"attached": False} and va["spec"]["nodeName"] == "node1"
+    assert store().apply([intent])["changed"] is False
+    store().apply([attached_record()])
+    assert api.get("VolumeAttachment", name)["status"]["attached"] is True
+    assert store().apply([intent])["changed"] is False  # an attached VA is never set back
+    assert api.get("VolumeAttachment", name)["status"]["attached"] is True
