@@ -155,3 +155,37 @@ def test_kernel_loop_listing_matches_losetup(tmp_path):
     finally:
         for dev in devices:
             subprocess.run(["losetup", "-d", dev], check=False)
+
+
+def test_mount_table_from_mountinfo_matches_findmnt(node):
+    """list_mounts reads /proc/self/mountinfo (no process); findmnt agrees on every field kubevol reads, also for
+    a bind of a subdirectory (SOURCE dev[/sub]), a read-only bind and a target with a space."""
+    image = os.path.join(node.tmp, "mi.img")
+    base, spaced = os.path.join(node.tmp, "mi-base"), os.path.join(node.tmp, "mi dir with space")
+    node.run("truncate", "-s", "64M", image)
+    node.run("mkfs.ext4", "-q", "-F", image)
+    os.makedirs(base)
+    os.makedirs(spaced)
+    dev = node.run("losetup", "--find", "--show", image).stdout.strip()
+    try:
+        node.run("mount", dev, base)
+        node.run("mkdir", os.path.join(base, "sub"))  # inside the mounted filesystem, in the node's namespace
+        node.run("mount", "--bind", os.path.join(base, "sub"), spaced)
+        node.run("mount", "-o", "remount,bind,ro", spaced)
+        script = ("import json, subprocess, sys\n"
+                  "sys.path.insert(0, %r)\n"
+                  "from ansible_collections.kubevol.volumes.plugins.module_utils.node import mount\n"
+                  "a = mount.parse_mountinfo(open('/proc/self/mountinfo').read())\n"
+                  "b = mount.parse_findmnt(subprocess.run(mount.FINDMNT, stdout=subprocess.PIPE, "
+                  "universal_newlines=True).stdout)\n"
+                  "key = lambda m: (m.target, m.majmin, m.source, m.fstype, m.read_only, m.mount_read_only, "
+                  "m.super_read_only)\n"
+                  "print(json.dumps([sorted(map(key, a)), sorted(map(key, b))]))\n") % COLLECTIONS
+        ours, findmnt = json.loads(node.run(sys.executable, "-c", script).stdout)
+        assert ours == findmnt
+        mine = [m for m in ours if m[0] == spaced]
+        assert mine and mine[0][2] == "%s[/sub]" % dev and mine[0][5] is True  # read-only bind of a subdir
+    finally:
+        node.run("umount", spaced, check=False)
+        node.run("umount", base, check=False)
+        node.run("losetup", "-d", dev, check=False)
