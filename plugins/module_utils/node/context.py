@@ -42,6 +42,7 @@ class NodeContext:
         self.driver_options = {"loop_pools": loop_pools}  # the node's configuration, never the PV's
         self.warnings = []
         self.step = None  # the last step a volume's phase started (operations._act): named in unexpected errors
+        self.refused = []  # (item, error) of the volumes items() refused
         self._drivers = {}
 
     def warn(self, text):
@@ -79,22 +80,30 @@ class NodeContext:
         A volume of a driver without a kubevol backend is still name-checked but not refused: the
         caller skips it (has_backend, skip_foreign)."""
         items = [volume_item(raw) for raw in raw_volumes or ()]
-        for item in items:
-            if self.has_backend(item):
-                self.driver(item).validate(item)
         seen = set()
         for item in items:
             if item.unique_name in seen:
                 raise InvalidInput(field="volumes", value=item.unique_name, reason="listed twice")
             seen.add(item.unique_name)
-        return items
+        valid = []
+        for item in items:
+            try:
+                if self.has_backend(item):
+                    self.driver(item).validate(item)
+                valid.append(item)
+            except KubevolError as err:
+                # refused before anything runs for it (a PV naming another pool, a handle escaping it), and
+                # reported by run_each with the others' results: one hostile PV never stops a node's other volumes
+                err.kwargs.setdefault("step", "validate")
+                self.refused.append((item, err))
+        return valid
 
     def run_each(self, items, phase):
         """Run ``phase(item)`` per item under its lock. A volume that fails does not stop the others: every
         volume is tried, and when any failed one error is raised that carries, besides the first failure's own
         fields (step, cmd, stderr, ...), ``failures`` (one structured entry per failed volume), ``completed`` and
         ``volumes`` (the results of those that succeeded, so that they are recorded)."""
-        results, failures = [], []
+        results, failures = [], list(self.refused)
         for item in items:
             self.step = None
             try:
@@ -102,6 +111,7 @@ class NodeContext:
                     results.append(phase(item))
             except KubevolError as err:
                 err.kwargs.setdefault("volume", item.pv_name)
+                err.kwargs.setdefault("step", self.step or "start")
                 failures.append((item, err))
             except Exception as err:  # pylint: disable=broad-except
                 # an unexpected error on one volume (an OSError from the kernel, a bug) is reported like the
@@ -126,5 +136,5 @@ class NodeContext:
         first.kwargs.update(failed_volume=first_item.pv_name, failures=entries, completed=done, volumes=results,
                             changed=any(r.get("changed") for r in results), node=self.node_name)
         first.msg = "%d of %d volume(s) failed on node %s: %s (volumes completed: %s)" % (
-            len(failures), len(items), self.node_name, msg, ", ".join(done) or "none")
+            len(failures), len(items) + len(self.refused), self.node_name, msg, ", ".join(done) or "none")
         raise first

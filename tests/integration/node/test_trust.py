@@ -319,3 +319,23 @@ def test_a_pv_naming_a_foreign_pool_is_refused_and_its_file_left_alone(node, tmp
     assert "mount" not in res["phase_results"] or not res["phase_results"]["mount"].get("changed")
     assert node.sha256(str(log)) == before
     assert node.loops() == [] and node.mounts_under() == []
+
+
+def test_a_pv_naming_a_foreign_pool_never_stops_the_nodes_other_volumes(node, tmp_path):
+    """One hostile PV is refused on its own: the node's other volumes of the same call attach and mount."""
+    app = tmp_path / "app2"
+    app.mkdir()
+    (app / "app.log").write_bytes(b"2026-11-23 request served\n" * 40000)
+    before = node.sha256(str(app / "app.log"))
+    pod = {"uid": "55555555-5555-4555-8555-555555555555"}
+    good = node.vol("pv-good", pods=[pod])
+    bad = dict(node.vol("pv-bad", handle="app.log", pods=[pod]), volume_attributes={"pool": str(app)})
+    res = node.module("node_volume_setup", attach={"volumes": [bad, good], "provision": True},
+                      mount={"volumes": [bad, good]})
+    attach = res["phase_results"]["attach"]
+    assert attach["failed"] and [f["volume"] for f in attach["failures"]] == ["pv-bad"], attach
+    assert attach["failures"][0]["step"] == "validate" and attach["failures"][0]["node"] == "node1"
+    assert attach["completed"] == ["pv-good"]
+    assert [v["pv_name"] for v in res["phase_results"]["mount"]["volumes"]] == ["pv-good"]
+    assert names.pod_mount_path(node.kubelet_dir, pod["uid"], "pv-good") in node.mounts_under()
+    assert node.sha256(str(app / "app.log")) == before
