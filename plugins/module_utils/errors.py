@@ -45,8 +45,8 @@ class UnsafeName(InvalidInput):
 class UnsafePath(KubevolError):
     """A path inside the kubelet directory that is not a chain of real directories (a symlink, a file)."""
     message = ("refusing {path} on node {node}: {reason}; kubevol creates, writes and mounts only on real directories "
-               "inside the kubelet directory {kubelet_dir}, never through a symlink. Check what put it there and "
-               "remove it by hand")
+               "inside {kubelet_dir} (the kubelet directory, or a loop pool), never through a symlink. Check what put "
+               "it there and remove it by hand")
 
 
 class VolumeInUse(KubevolError):

@@ -81,9 +81,6 @@ class PlanView:
                 if bool(step.get("record_only")) == record_only and name not in failed_nodes
                 and step.get("unique_volume_name") not in failed_volumes]
 
-    def node_steps(self, node):
-        return [step for phase, _kinds in PHASES for step in self.by_phase_node.get((phase, node), ())]
-
 
 def _view(plan_result):
     return plan_result if isinstance(plan_result, PlanView) else PlanView(plan_result)

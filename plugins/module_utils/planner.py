@@ -221,20 +221,17 @@ def uncertain_mounts(p):
     failed for cleanup while the rest goes on. Cleaned when nothing is mounted there, blocked when it is."""
     for node, facts in p.teardown_facts():
         for entry in facts.uncertain:
-            if entry.unsafe:
-                # a symlink or a file planted inside the kubelet directory: nothing is done through it
-                for unique, dev in facts.devices.items():
-                    if entry.mounted and entry.device and dev.get("device") == entry.device:
-                        p.still_mounted.add((unique, node))
-                        p.kept.setdefault((unique, node), "an unsafe path uses its device")
-                p.block(node, entry.pv_name, p.desired.pod_by_uid.get(entry.pod_uid), entry.reason)
-                continue
             if entry.mounted:
                 # whatever kubevol device backs it stays attached: something may use it
                 for unique, dev in facts.devices.items():
                     if entry.device and dev.get("device") == entry.device:
                         p.still_mounted.add((unique, node))
                         p.kept.setdefault((unique, node), "an unidentified mount uses its device")
+            if entry.unsafe:
+                # a symlink or a file planted inside the kubelet directory: nothing is done through it
+                p.block(node, entry.pv_name, p.desired.pod_by_uid.get(entry.pod_uid), entry.reason)
+                continue
+            if entry.mounted:
                 p.block(node, entry.pv_name, p.desired.pod_by_uid.get(entry.pod_uid),
                         "cannot identify the volume mounted at %s (%s); kubevol leaves it and its device alone: "
                         "restore its vol_data.json or unmount it by hand" % (entry.path, entry.reason))
@@ -555,7 +552,6 @@ def mount_pods(p):
         if not nv.mount_pods or p.unreachable(node) is not None or pair in p.not_attached:
             continue
         facts = p.facts(node)
-        item = None  # one item for the volume's pod steps; each step carries its pod's read-only flag
         for pod in nv.mount_pods:
             current = facts.pod_mounts.get((pod.uid, nv.spec.pv_name)) if facts is not None else None
             if current is not None and current.mounted:
@@ -564,9 +560,9 @@ def mount_pods(p):
                 why = "remount: read-only changed"
             else:
                 why = "pod %s uses it" % pod.name
-            item = item or p.item_of(nv)
-            p.add(_step("mount", "pod", node, nv.spec.pv_name, unique, why, item, pod=pod.name, pod_uid=pod.uid,
-                        pod_read_only=pod.read_only))
+            # the volume's one item; each pod step carries its pod's read-only flag
+            p.add(_step("mount", "pod", node, nv.spec.pv_name, unique, why, p.item_of(nv), pod=pod.name,
+                        pod_uid=pod.uid, pod_read_only=pod.read_only))
 
 
 def _first_node(p, nvs):

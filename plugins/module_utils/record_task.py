@@ -37,9 +37,7 @@ def run(params, check_mode=False, diff=False):
     try:
         if lock.get("holder") and not check_mode:
             # a run writes only while it holds the cluster's run lock; each write renews it (run_lock.py)
-            if hasattr(store, "lease_name"):
-                store.lease_namespace = lock.get("lease_namespace") or store.lease_namespace
-                store.lease_name = lock.get("lease_name") or store.lease_name
+            store.use_run_lock(lock)
             store.renew_run_lock(lock["holder"], int(lock.get("duration") or run_lock.DEFAULT_DURATION))
         with gc_paused():  # the parsed List and the diff are acyclic; see cluster.gc_paused
             outcome = store.apply(params["records"], check_mode=check_mode)

@@ -130,7 +130,7 @@ def locked_error(store, current, waited):
                      waited=int(waited))
 
 
-def check_held(store, current, holder, now):
+def check_held(store, current, holder):
     """Raise RunLockLost unless ``current`` is ``holder``'s lock (a renewal or a write needs it)."""
     if not current:
         raise RunLockLost(store=store, holder=holder, reason="the lock is gone (released by hand, or expired and "

@@ -39,23 +39,14 @@ def argspec():
     return spec
 
 
-def open_store(params, lock):
-    """The store the lock lives in; ``lock`` carries the Lease location for the Kubernetes API store."""
-    options = dict(store_options(params), lock_timeout=params.get("lock_timeout"))
-    store = get_store(params["cluster_source"], **options)
-    if hasattr(store, "lease_name"):
-        store.lease_namespace = lock.get("lease_namespace") or DEFAULT_LEASE_NAMESPACE
-        store.lease_name = lock.get("lease_name") or DEFAULT_LEASE_NAME
-    return store
-
-
 def run(params, check_mode=False, owner=None):
     """Take (state=acquired) or release the run lock; returns the module result."""
     if params["duration"] < 10:
         raise InvalidInput(field="duration", value=params["duration"], reason="must be at least 10 seconds")
     if params["timeout"] < 0:
         raise InvalidInput(field="timeout", value=params["timeout"], reason="must not be negative")
-    store = open_store(params, params)
+    store = get_store(params["cluster_source"], **dict(store_options(params), lock_timeout=params["lock_timeout"]))
+    store.use_run_lock(params)
     try:
         result = {"location": store.run_lock_location(), "duration": params["duration"],
                   "lease_namespace": params["lease_namespace"], "lease_name": params["lease_name"]}

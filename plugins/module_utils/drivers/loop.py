@@ -16,6 +16,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import contextlib
 import datetime
 import errno
 import fcntl
@@ -174,13 +175,19 @@ class LoopDriver(Driver):
         return os.path.join(self._holders_dir(item), hashlib.sha256(item.volume_handle.encode("utf-8")).hexdigest()
                             + ".json")
 
-    def _holders_lock(self, item):
+    @contextlib.contextmanager
+    def _holders_locked(self, item):
         """An exclusive flock on the pool's holder records: attach and detach on every node take it in turn."""
-        directory = self._holders_dir(item)
-        os.makedirs(directory, mode=0o700, exist_ok=True)
-        fd = os.open(os.path.join(directory, ".lock"), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        return fd
+        dir_fd = layout.open_dir(self.pool(item), self._holders_dir(item), True, self.node_name)
+        try:
+            fd = os.open(".lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600, dir_fd=dir_fd)
+        finally:
+            os.close(dir_fd)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)  # closing the descriptor releases the flock
 
     def read_holders(self, item):
         """{node: since} of the nodes the pool records as holding the image ({} when none)."""
@@ -200,10 +207,14 @@ class LoopDriver(Driver):
             except OSError:
                 pass
             return
-        tmp = path + ".tmp"
-        with open(tmp, "w") as handle:
-            json.dump({"volume_handle": item.volume_handle, "nodes": holders}, handle, sort_keys=True)
-        os.rename(tmp, path)
+        layout.write_json(self.pool(item), self._holders_dir(item), os.path.basename(path),
+                          {"volume_handle": item.volume_handle, "nodes": holders}, self.node_name)
+
+    def _hold(self, item, holders):
+        """Record this node as a holder of the image (under _holders_locked)."""
+        if self.node_name not in holders:
+            holders[self.node_name] = _now()
+            self._write_holders(item, holders)
 
     def _refuse_if_held_elsewhere(self, item, holders):
         # a node the controller knows is down (out-of-service, or its detach recorded without it) lets go
@@ -277,8 +288,7 @@ class LoopDriver(Driver):
                 os.close(fd)
             provisioned = True
         st = os.stat(image)
-        lock = None if check_mode else self._holders_lock(item)
-        try:
+        with contextlib.nullcontext() if check_mode else self._holders_locked(item):
             holders = self.read_holders(item)
             # the storage side answers first, as a cloud disk API does: held by another node, not for us
             self._refuse_if_held_elsewhere(item, holders)
@@ -287,9 +297,8 @@ class LoopDriver(Driver):
             if record and (record.get("backing_dev"), record.get("backing_ino")) == (st.st_dev, st.st_ino):
                 device = self._recorded_device(record, devices)
                 if device:
-                    if not check_mode and self.node_name not in holders:
-                        holders[self.node_name] = _now()
-                        self._write_holders(item, holders)
+                    if not check_mode:
+                        self._hold(item, holders)
                     return Attachment(device=device, provisioned=provisioned)
             backing = sorted(d.name for d in devices if d.backs(st.st_dev, st.st_ino))
             if backing:
@@ -298,16 +307,13 @@ class LoopDriver(Driver):
                 # nodes), or what a node that released it, or is known down, left in a shared kernel: one device,
                 # never a second superblock on the same image.
                 if not check_mode:
-                    if self.node_name not in holders:
-                        holders[self.node_name] = _now()
-                        self._write_holders(item, holders)
+                    self._hold(item, holders)
                     self.write_record(item, image, backing[0], st)
                 return Attachment(device=backing[0], provisioned=provisioned, adopted=True)
             if check_mode:
                 return Attachment(device=None, attached=True)
             # the intent first: a run killed after losetup still leaves the pool saying who holds it
-            holders[self.node_name] = _now()
-            self._write_holders(item, holders)
+            self._hold(item, holders)
             argv = ["losetup", "--find", "--show"] + (["--read-only"] if item.read_only else []) + [image]
             hint = "check that a free loop device exists (losetup -f) and the image is readable"
             rc, out, err = self.runner.check(argv, step="attach", hint=hint)
@@ -316,9 +322,6 @@ class LoopDriver(Driver):
                 raise ParseError(cmd=" ".join(argv), reason="expected a /dev/loopN path", output=out)
             self.write_record(item, image, device, st)
             return Attachment(device=device, attached=True, provisioned=provisioned)
-        finally:
-            if lock is not None:
-                os.close(lock)
 
     def detach(self, item, check_mode=False):
         device = self.find_device(item)
@@ -329,13 +332,10 @@ class LoopDriver(Driver):
                               hint="the device may still be open (mounted or used); unmount it first")
         self.remove_record(item.volume_handle)
         # the storage side lets go of this node only once its device is gone
-        lock = self._holders_lock(item)
-        try:
+        with self._holders_locked(item):
             holders = self.read_holders(item)
             if holders.pop(self.node_name, None) is not None:
                 self._write_holders(item, holders)
-        finally:
-            os.close(lock)
         return device
 
     def expand(self, item, check_mode=False):

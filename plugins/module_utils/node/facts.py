@@ -185,7 +185,7 @@ def _pod_entry(vol_path, mode, path, current, device, loaded, by_device):
 
 def node_facts(ctx, fs_sizes=True):
     """The node's actual state (docs/contracts.md section 2). Device sizes and flags come from sysfs and the
-    mounts from one findmnt; fs_sizes=False leaves out the one filesystem tool run per mounted volume."""
+    mounts from /proc/self/mountinfo; fs_sizes=False leaves out the one filesystem tool run per mounted volume."""
     mounts = mount.list_mounts(ctx.runner)
     devs = devices(ctx)
     return {

@@ -41,7 +41,7 @@ def _key(raw):
 
 
 def _failed_keys(result, volumes):
-    """The volumes of a failed phase that it did not complete (run_each stops at the first failure)."""
+    """The volumes of a failed phase that it did not complete (run_each reports only the completed in `volumes`)."""
     completed = set(v.get("unique_volume_name") for v in result.get("volumes") or ())
     return set(_key(raw) for raw in volumes) - completed
 

@@ -85,6 +85,10 @@ class ClusterStore:
         """Where the lock lives, for messages (a file, a Lease)."""
         raise NotImplementedError
 
+    def use_run_lock(self, lock):
+        """Take the lock's location from a cluster_run_lock result or options (``lease_namespace``, ``lease_name``);
+        the file store's lock always lives beside its file."""
+
     def acquire_run_lock(self, holder, duration=run_lock.DEFAULT_DURATION, timeout=run_lock.DEFAULT_TIMEOUT,
                          who=None, now=run_lock.utc_now, sleep=time.sleep, clock=time.monotonic):
         """Take the run lock for ``holder``, waiting up to ``timeout`` seconds for a live one to go; returns
@@ -111,7 +115,7 @@ class ClusterStore:
     def renew_run_lock(self, holder, duration=run_lock.DEFAULT_DURATION, now=run_lock.utc_now):
         """Renew ``holder``'s lock; RunLockLost when the run no longer holds it (then nothing may be written)."""
         def change(current):
-            run_lock.check_held(self.describe(), current, holder, now())
+            run_lock.check_held(self.describe(), current, holder)
             who = {"host": current.get("host"), "pid": current.get("pid"), "pid_start": current.get("pid_start")}
             return run_lock.new_record(holder, duration, now(), who, since=run_lock.parse_time(current.get("since")))
         self._run_lock_swap(change)

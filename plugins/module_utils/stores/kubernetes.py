@@ -217,6 +217,10 @@ class KubernetesStore(ClusterStore):
         return "kubernetes %s" % self.configuration.host
 
     # -- the run lock: a coordination.k8s.io/v1 Lease, written with the resourceVersion it read ----------
+    def use_run_lock(self, lock):
+        self.lease_namespace = lock.get("lease_namespace") or DEFAULT_LEASE_NAMESPACE
+        self.lease_name = lock.get("lease_name") or DEFAULT_LEASE_NAME
+
     def run_lock_location(self):
         return "Lease %s/%s" % (self.lease_namespace, self.lease_name)
 
