@@ -153,4 +153,15 @@ options:
             remains, but keep the device attached unless O(volumes[].detach) is set too. Defaults to the value of
             O(volumes[].detach). Other modules ignore it.
         type: bool
+      ephemeral:
+        description:
+          - An inline ephemeral CSI volume (C(pod.spec.volumes[].csi), volumeLifecycleMode C(Ephemeral)), as the
+            planner builds it. O(volumes[].pv_name) is the pod's volume name, O(volumes[].pods) names exactly its one
+            pod, and O(volumes[].volume_handle) must be C(csi-<sha256(pod uid + volume name)>).
+          - M(kubevol.volumes.node_volume_mount) creates the backing volume (loop driver an image of
+            O(volumes[].capacity_bytes) in the pool), attaches it, formats it only when blank and mounts it straight at
+            the pod's C(mount) directory (no global mount). M(kubevol.volumes.volume_detach) unmounts it, detaches it
+            and deletes the backing volume it created.
+        type: bool
+        default: false
 '''

@@ -39,9 +39,17 @@ UncertainMount = namedtuple("UncertainMount", "kind path mounted device pod_uid 
 UncertainMount.__new__.__defaults__ = (False,)
 UncertainMount.__doc__ = """A global (kind "device") or pod (kind "pod") mount directory that cannot be
 identified: no readable vol_data.json and nothing else names its volume."""
-NodeMounts = namedtuple("NodeMounts", "node reachable error devices global_mounts pod_mounts uncertain foreign")
+NodeMounts = namedtuple("NodeMounts", "node reachable error devices global_mounts pod_mounts uncertain foreign "
+                                      "ephemeral")
+NodeMounts.__new__.__defaults__ = ({},)
 NodeMounts.__doc__ = """devices and global_mounts: {unique name: facts dict}; pod_mounts: {(pod uid, pv): PodMount};
-uncertain: [UncertainMount]; foreign: how many entries belong to drivers kubevol has no backend for."""
+uncertain: [UncertainMount]; foreign: how many entries belong to drivers kubevol has no backend for;
+ephemeral: {(pod uid, volume name): EphemeralMount}, the inline ephemeral CSI volumes (never in pod_mounts)."""
+EphemeralMount = namedtuple("EphemeralMount", "pod_uid volume_name unique_name driver volume_handle mounted "
+                                              "read_only path image")
+EphemeralMount.__doc__ = """An inline ephemeral CSI volume on a node (facts ephemeral_volumes): its pod directory
+(vol_data.json volumeLifecycleMode Ephemeral) or only its driver's record (a run killed mid-way). image: what
+backs it, as the node names it (loop: the image file), or None."""
 ActualState = namedtuple("ActualState", "attached in_use node_facts confirmed_nodes")
 ActualState.__doc__ = """attached: {(unique name, node): AttachedVolume}; in_use: {(unique name, node)} from
 volumesInUse; node_facts: {node: NodeMounts} (absent: unknown); confirmed_nodes: {unique name: {node}} of
@@ -121,6 +129,8 @@ def node_mounts_from_facts(node, facts, pv_by_name, known_drivers=None):
         uid = _require(pm, "pod_uid", node, "pod_mounts", i)
         pv_name = _require(pm, "pv_name", node, "pod_mounts", i)
         unique = _optional_str(pm, "unique_volume_name", node, "pod_mounts", i)
+        if pm.get("ephemeral") and not pm.get("unsafe"):
+            continue  # an inline ephemeral volume: ephemeral_volumes below
         if pm.get("unsafe"):
             uncertain.append(UncertainMount("pod", pm.get("path"), bool(pm.get("mounted")), pm.get("device"), uid,
                                             pv_name, pm.get("uncertain") or "not a real directory", True))
@@ -140,7 +150,28 @@ def node_mounts_from_facts(node, facts, pv_by_name, known_drivers=None):
             continue
         pod_mounts[(uid, pv_name)] = PodMount(uid, pv_name, unique, pm.get("mode") or "Filesystem",
                                               bool(pm.get("mounted")), bool(pm.get("read_only")), pm.get("path"))
-    return NodeMounts(node, True, None, devices, global_mounts, pod_mounts, uncertain, foreign)
+    ephemeral = _ephemeral_from_facts(facts, node, known_drivers)
+    foreign += ephemeral.pop(None, 0)
+    return NodeMounts(node, True, None, devices, global_mounts, pod_mounts, uncertain, foreign, ephemeral)
+
+
+def _ephemeral_from_facts(facts, node, known_drivers):
+    """{(pod uid, volume name): EphemeralMount} from facts ``ephemeral_volumes``; key None counts foreign entries.
+    csi_mounter.go writes volumeLifecycleMode into vol_data.json so that reconstruction knows the volume is
+    ephemeral (reconstruct_common.go); kubevol's driver records add what backs it."""
+    found = {}
+    for i, entry in enumerate(_facts_list(facts, "ephemeral_volumes", node)):
+        uid = _require(entry, "pod_uid", node, "ephemeral_volumes", i)
+        name = _require(entry, "volume_name", node, "ephemeral_volumes", i)
+        unique = _require(entry, "unique_volume_name", node, "ephemeral_volumes", i)
+        if _is_foreign(entry, unique, known_drivers):
+            found[None] = found.get(None, 0) + 1
+            continue
+        driver, handle = split_unique_volume_name(unique) or (entry.get("driver"), entry.get("volume_handle"))
+        found[(uid, name)] = EphemeralMount(uid, name, unique, driver, handle, bool(entry.get("mounted")),
+                                            bool(entry.get("read_only")), entry.get("path"),
+                                            _optional_str(entry, "image", node, "ephemeral_volumes", i))
+    return found
 
 
 def build_actual_state(index, node_facts=None, known_drivers=None):
@@ -205,4 +236,5 @@ def summarize_actual(actual):
             "global_mounts": sum(len(f.global_mounts) for f in actual.node_facts.values()),
             "uncertain_mounts": sum(len(f.uncertain) for f in actual.node_facts.values()),
             "foreign_mounts": sum(f.foreign for f in actual.node_facts.values()),
+            "ephemeral_volumes": sum(len(f.ephemeral) for f in actual.node_facts.values()),
             "per_node": dict((n, sorted(v)) for n, v in sorted(per_node.items()))}

@@ -29,7 +29,11 @@ from collections import namedtuple
 
 from ansible_collections.kubevol.volumes.plugins.module_utils.cluster import node_is_managed, annotation
 from ansible_collections.kubevol.volumes.plugins.module_utils.drivers import DRIVERS
-from ansible_collections.kubevol.volumes.plugins.module_utils.names import unique_volume_name
+from ansible_collections.kubevol.volumes.plugins.module_utils.drivers.base import EPHEMERAL as EPHEMERAL_CAPABILITY
+from ansible_collections.kubevol.volumes.plugins.module_utils.errors import KubevolError
+from ansible_collections.kubevol.volumes.plugins.module_utils.names import (
+    ephemeral_volume_handle, inline_volume_name, unique_volume_name)
+from ansible_collections.kubevol.volumes.plugins.module_utils.quantity import to_bytes
 
 DEFAULT_KNOWN_DRIVERS = tuple(sorted(DRIVERS))  # every driver kubevol has a backend for (the driver registry)
 DEFAULT_FS_TYPE = "ext4"
@@ -54,13 +58,25 @@ read-only (staging is read-only only then; a pod's readOnly is its own bind moun
 read_only, or every pod's claim source is readOnly (then the filesystem is not grown)."""
 
 DesiredState = namedtuple("DesiredState", "volumes blocked skipped foreign pods_considered protected_pairs "
-                                          "protected_pod_uids pod_by_uid kept_pairs live_pods")
+                                          "protected_pod_uids pod_by_uid kept_pairs live_pods inline_volumes")
+DesiredState.__new__.__defaults__ = ({},)
 DesiredState.__doc__ = """volumes: {(unique name, node): NodeVolume}. blocked: [{node, volume, pod, reason}].
 skipped: volumes that are not kubevol's business (nfs, emptyDir, inline CSI, ...); foreign: volumes of a
 driver kubevol has no backend for (also counted in skipped). protected_pairs and protected_pod_uids: what
 pods outside `scope` use; never torn down. pod_by_uid: uid -> "ns/name". kept_pairs: {(unique name, node):
 reason} a live pod holds although its claim cannot be resolved now; never torn down. live_pods: {(pod uid,
-node)} of every scheduled pod that is not terminated: what it has mounted there stays mounted."""
+node)} of every scheduled pod that is not terminated: what it has mounted there stays mounted. inline_volumes:
+{(node, pod uid, volume name): InlineVolume}, the inline ephemeral CSI volumes to publish (inline_volume)."""
+
+EPHEMERAL_MODE = "Ephemeral"
+INLINE_SIZE_ATTRIBUTE = "size"  # csi.volumeAttributes key: the size of the volume a kubevol driver creates
+
+InlineVolume = namedtuple("InlineVolume", "node pod pod_uid volume_name driver volume_handle unique_name "
+                                          "kubernetes_name volume_attributes capacity_bytes fs_type read_only")
+InlineVolume.__doc__ = """One inline ephemeral CSI volume (pod.spec.volumes[].csi) of one pod, volumeLifecycleMode
+Ephemeral: volume_handle is csi-sha256(pod uid + volume name) (csi_mounter.go makeVolumeHandle); unique_name is
+kubevol's key (kubernetes.io/csi/<driver>^<handle>), kubernetes_name Kubernetes' own
+(kubernetes.io/csi/<pod uid>-<volume name>, util.go GetUniqueVolumeNameFromSpecWithPod). read_only: csi.readOnly."""
 
 
 def is_pod_terminated(pod):
@@ -177,6 +193,7 @@ def build_desired_state(index, known_drivers=DEFAULT_KNOWN_DRIVERS, scope=None):
     pod_by_uid = {}
     kept_pairs = {}
     live_pods = set()
+    inline = {}
     for pod in index.cluster.pods:
         key = pod.namespace + "/" + pod.name
         pod_by_uid[pod.uid] = key
@@ -202,6 +219,9 @@ def build_desired_state(index, known_drivers=DEFAULT_KNOWN_DRIVERS, scope=None):
         for volume in pod.volumes:
             claim = volume.claim_name
             if claim is None:
+                if volume.kind == "csi" and in_scope and _add_inline_volume(
+                        index, resolver.known, pod, key, node, volume, uses.get(volume.name), inline, blocked):
+                    continue
                 skipped += in_scope  # nfs, emptyDir, inline CSI, in-tree disks, ...: the kubelet's or nobody's
                 foreign += in_scope and volume.kind in IN_TREE_ATTACHABLE
                 continue
@@ -252,7 +272,84 @@ def build_desired_state(index, known_drivers=DEFAULT_KNOWN_DRIVERS, scope=None):
         volumes[pair] = NodeVolume(spec, pair[1], attach, tuple(pods), tuple(mount_pods), spec.read_only,
                                    spec.read_only or claims_ro)
     return DesiredState(volumes, blocked, skipped, foreign, considered, frozenset(protected_pairs),
-                        frozenset(protected_uids), pod_by_uid, kept_pairs, frozenset(live_pods))
+                        frozenset(protected_uids), pod_by_uid, kept_pairs, frozenset(live_pods), inline)
+
+
+def lifecycle_mode_error(driver_object, driver, mode=EPHEMERAL_MODE):
+    """csi_plugin.go supportsVolumeLifecycleMode: None when the CSIDriver lists ``mode``, else Kubernetes' error.
+
+    No CSIDriver object supports Persistent only; the modes print as Go's %q of a slice: ["Persistent"]."""
+    if driver_object is None:
+        return None if mode == "Persistent" else "volume mode %s not supported by driver %s (no CSIDriver object)" % (
+            _go_quote(mode), driver)
+    modes = tuple(driver_object.lifecycle_modes or ())
+    if mode in modes:
+        return None
+    return "volume mode %s not supported by driver %s (only supports [%s])" % (
+        _go_quote(mode), driver, " ".join(_go_quote(m) for m in modes))
+
+
+def _go_quote(text):
+    return '"%s"' % str(text).replace("\\", "\\\\").replace('"', '\\"')
+
+
+def inline_volume(index, known_drivers, pod, node, volume, use):
+    """An inline CSI volume of a scheduled, live pod -> InlineVolume, None (not kubevol's: another driver, or no
+    container mounts it), or a str reason (blocked).
+
+    Kubernetes: csi_plugin.go getVolumeLifecycleMode (a pod's csi source is Ephemeral), supportsVolumeLifecycleMode
+    (the CSIDriver must list Ephemeral); the populator adds only volumes a container mounts or maps
+    (desired_state_of_world_populator.go processPodVolumes, GetPodVolumeNames); csi_plugin.go CanAttach and
+    CanDeviceMount are false for it: no attach and no staging, a publish straight into the pod's directory.
+    kubevol's drivers need csi.volumeAttributes.size (a quantity) to create the volume."""
+    csi = volume.csi
+    driver = csi.driver if csi is not None else volume.driver
+    if csi is None or driver not in known_drivers:
+        return None  # another CSI driver's inline volume: its own node plugin's
+    if use is None:
+        return None  # no container mounts it: the kubelet does not mount it either
+    where = "inline volume %s of pod %s/%s" % (volume.name, pod.namespace, pod.name)
+    error = lifecycle_mode_error(index.csidriver_by_name.get(driver), driver)
+    if error is not None:
+        return ("%s: %s; list Ephemeral in the CSIDriver %s's spec.volumeLifecycleModes, or use a PVC (a generic "
+                "ephemeral volume)" % (where, error, driver))
+    cls = DRIVERS.get(driver)
+    if cls is not None and EPHEMERAL_CAPABILITY not in cls.CAPABILITIES:
+        return "%s: kubevol's driver %s cannot create inline ephemeral volumes; use a PVC" % (where, driver)
+    if use[0] != "Filesystem":
+        return "%s: an inline CSI volume is a filesystem; mount it with volumeMounts, not volumeDevices" % where
+    attributes = dict(csi.volume_attributes or ())
+    size = attributes.get(INLINE_SIZE_ATTRIBUTE)
+    if size is None or size == "":
+        return ("%s has no size: set csi.volumeAttributes.%s to a quantity (e.g. 64Mi) for the volume kubevol "
+                "creates for the pod" % (where, INLINE_SIZE_ATTRIBUTE))
+    try:
+        capacity = to_bytes(str(size), "csi.volumeAttributes.%s" % INLINE_SIZE_ATTRIBUTE)
+    except (KubevolError, ValueError, TypeError) as exc:
+        return "%s: csi.volumeAttributes.%s %r is not a quantity (%s); write it as 64Mi or 1Gi" % (
+            where, INLINE_SIZE_ATTRIBUTE, size, getattr(exc, "msg", None) or exc)
+    if capacity <= 0:
+        return "%s: csi.volumeAttributes.%s %r must be above zero (e.g. 64Mi)" % (where, INLINE_SIZE_ATTRIBUTE, size)
+    handle = ephemeral_volume_handle(pod.uid, volume.name)
+    return InlineVolume(node, pod.namespace + "/" + pod.name, pod.uid, volume.name, driver, handle,
+                        unique_volume_name(driver, handle), inline_volume_name(pod.uid, volume.name),
+                        tuple(sorted(attributes.items())), capacity, csi.fs_type or DEFAULT_FS_TYPE,
+                        bool(csi.read_only))
+
+
+def _add_inline_volume(index, known_drivers, pod, key, node, volume, use, inline, blocked):
+    """build_desired_state's branch for pod.spec.volumes[].csi: True when the volume is kubevol's (added to
+    ``inline`` or blocked), False when it is another driver's (counted as skipped, as before)."""
+    csi = volume.csi
+    driver = csi.driver if csi is not None else volume.driver
+    if driver not in known_drivers:
+        return False
+    found = inline_volume(index, known_drivers, pod, node, volume, use)
+    if found.__class__ is str:
+        blocked.append(_blocked(node, volume.name, key, found))
+    elif found is not None:
+        inline[(node, pod.uid, volume.name)] = found
+    return True
 
 
 def summarize_desired(desired):
@@ -265,5 +362,5 @@ def summarize_desired(desired):
         mounts += len(nv.mount_pods)
     return {"pods": desired.pods_considered, "volumes": len(desired.volumes), "attachments": attachments,
             "pod_mounts": mounts, "skipped_volumes": desired.skipped, "foreign_volumes": desired.foreign,
-            "blocked": len(desired.blocked),
+            "blocked": len(desired.blocked), "inline_volumes": len(desired.inline_volumes),
             "per_node": dict((n, sorted(v)) for n, v in sorted(per_node.items()))}

@@ -373,6 +373,10 @@ def _result_volume(result, key):
 
 def _records_for(phase, node, item, outcome, steps):
     """The cluster records Kubernetes would write after this phase succeeded for one volume."""
+    if item.get("ephemeral"):
+        # an inline ephemeral volume: no VolumeAttachment, no volumesAttached, and no volumesInUse entry (the
+        # kubelet reports only attachable volumes in use: kubelet_node_status.go, volume_manager.go)
+        return []
     base = {"node": node, "pv_name": item["pv_name"], "driver": item["driver"],
             "volume_handle": item["volume_handle"]}
     key = unique_volume_name(item["driver"], item["volume_handle"])

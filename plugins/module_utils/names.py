@@ -65,6 +65,20 @@ def split_unique_volume_name(name):
     return driver, handle
 
 
+def ephemeral_volume_handle(pod_uid, volume_name):
+    """csi- + hex(sha256(podUID + volume name)): the handle of an inline ephemeral CSI volume (csi_mounter.go
+    makeVolumeHandle), unique per pod and volume."""
+    return "csi-" + hashlib.sha256((pod_uid + volume_name).encode("utf-8")).hexdigest()
+
+
+def inline_volume_name(pod_uid, volume_name):
+    """kubernetes.io/csi/<pod uid>-<volume name>: Kubernetes' own unique name of an inline volume
+    (util.go GetUniqueVolumeNameFromSpecWithPod). kubevol keys the volume by
+    unique_volume_name(driver, ephemeral_volume_handle(...)) like every other CSI volume and reports this
+    name beside it."""
+    return "%s/%s-%s" % (CSI_PLUGIN_NAME, pod_uid, volume_name)
+
+
 def volume_attachment_name(volume_handle, driver, node_name):
     """csi- + hex(sha256(volumeHandle + driverName + nodeName)), as csi_attacher.go."""
     digest = hashlib.sha256((volume_handle + driver + node_name).encode("utf-8")).hexdigest()

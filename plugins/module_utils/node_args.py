@@ -33,6 +33,7 @@ VOLUME_SPEC = dict(
     pods=dict(type="list", elements="dict", default=[], options=POD_SPEC),
     detach=dict(type="bool", default=True),
     unmount_device=dict(type="bool"),
+    ephemeral=dict(type="bool", default=False),
 )
 
 NODE_SPEC = dict(

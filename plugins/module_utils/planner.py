@@ -28,7 +28,7 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.desired_state impo
 from ansible_collections.kubevol.volumes.plugins.module_utils.errors import InvalidInput, KubevolError
 from ansible_collections.kubevol.volumes.plugins.module_utils.quantity import format_bytes
 from ansible_collections.kubevol.volumes.plugins.module_utils.names import (
-    OUT_OF_SERVICE_TAINT, split_unique_volume_name, volume_attachment_name)
+    OUT_OF_SERVICE_TAINT, inline_volume_name, split_unique_volume_name, volume_attachment_name)
 
 PHASES = (("unmount", "pod"), ("unmount", "device"), ("cleanup", "directory"), ("detach", "device"),
           ("attach", "device"), ("mount", "device"), ("mount", "pod"), ("expand", "controller"), ("expand", "node"))
@@ -207,7 +207,8 @@ def _nodes_without_picture(actual, index):
     for node, facts in actual.node_facts.items():
         if not facts.reachable or node in index.node_by_name:
             continue
-        held = len(facts.devices) + len(facts.global_mounts) + len(facts.pod_mounts) + len(facts.uncertain)
+        held = (len(facts.devices) + len(facts.global_mounts) + len(facts.pod_mounts) + len(facts.uncertain)
+                + len(facts.ephemeral))
         if held:
             missing[node] = ("the cluster snapshot has no Node object %s, but the node reports %d volume mount(s) "
                              "or device(s): the snapshot is not a picture of this node, so nothing is unmounted or "
@@ -565,6 +566,68 @@ def mount_pods(p):
                         pod_uid=pod.uid, pod_read_only=pod.read_only))
 
 
+def _inline_item(iv):
+    """The volume item (contracts.md section 1) of an inline ephemeral volume: its one pod, its own handle."""
+    return {"pv_name": iv.volume_name, "driver": iv.driver, "volume_handle": iv.volume_handle,
+            "volume_attributes": dict(iv.volume_attributes), "capacity_bytes": iv.capacity_bytes,
+            "mode": "Filesystem", "fs_type": iv.fs_type, "mount_options": [], "read_only": False,
+            "multi_attach": False, "ephemeral": True,
+            "pods": [{"uid": iv.pod_uid, "name": iv.pod, "read_only": iv.read_only}]}
+
+
+def publish_inline(p):
+    """Inline ephemeral CSI volumes (pod.spec.volumes[].csi) to publish: csi_plugin.go getVolumeLifecycleMode
+    (a pod's csi source is Ephemeral) and supportsVolumeLifecycleMode (checked in desired_state.inline_volume);
+    the volume is neither attachable nor device-mountable (csi_plugin.go CanAttach, CanDeviceMount), so there is
+    no attach, no VolumeAttachment and no staging: csi_mounter.go SetUpAt publishes it straight into
+    pods/<uid>/volumes/kubernetes.io~csi/<volume>/mount with the handle makeVolumeHandle gives, once per pod
+    (util.go GetUniqueVolumeNameFromSpecWithPod: kubernetes.io/csi/<pod uid>-<volume>). The step is a mount/pod
+    step marked ``ephemeral``: the driver creates the volume for the pod there."""
+    for key in sorted(p.desired.inline_volumes):
+        iv = p.desired.inline_volumes[key]
+        label = "%s/%s" % (iv.pod, iv.volume_name)
+        error = p.unreachable(iv.node)
+        if error is not None:
+            p.block(iv.node, label, iv.pod, "node unreachable: %s" % error)
+            continue
+        facts = p.facts(iv.node)
+        current = facts.ephemeral.get((iv.pod_uid, iv.volume_name)) if facts is not None else None
+        if current is not None and current.mounted:
+            continue  # published; a pod's spec cannot change, so neither can its read-only flag
+        why = ("pod %s uses inline volume %s: create and publish its %s %s volume (%s)"
+               % (iv.pod, iv.volume_name, format_bytes(iv.capacity_bytes), iv.fs_type, iv.kubernetes_name))
+        p.add(_step("mount", "pod", iv.node, label, iv.unique_name, why, _inline_item(iv), pod=iv.pod,
+                    pod_uid=iv.pod_uid, pod_read_only=iv.read_only, ephemeral=True,
+                    kubernetes_volume_name=iv.kubernetes_name))
+
+
+def unpublish_inline(p):
+    """Inline ephemeral volumes whose pod is gone from the node or terminated: the kubelet unmounts them
+    (reconciler_common.go unmountVolumes; csi_mounter.go TearDownAt, NodeUnpublishVolume) and the driver deletes
+    the volume it created for the pod. A pod that is scheduled there and not terminated keeps its volume
+    (desired_state_of_world_populator.go findAndRemoveDeletedPods), and a pod outside ``scope`` is not touched.
+    The step is an unmount/pod step marked ``ephemeral``; it records nothing in the cluster (no VolumeAttachment,
+    no volumesAttached or volumesInUse entry: the kubelet reports only attachable volumes)."""
+    for node, facts in p.teardown_facts():
+        for (uid, volume_name), em in sorted(facts.ephemeral.items()):
+            if ((node, uid, volume_name) in p.desired.inline_volumes or uid in p.desired.protected_pod_uids
+                    or (uid, node) in p.desired.live_pods):
+                continue
+            name = p.desired.pod_by_uid.get(uid)
+            why = ("pod %s no longer runs on node %s" % (name, node) if name
+                   else "pod %s is gone from the cluster" % uid)
+            why += ": unpublish inline volume %s and delete the volume created for it%s" % (
+                volume_name, "" if em.mounted else " (nothing is mounted)")
+            item = {"pv_name": volume_name, "driver": em.driver, "volume_handle": em.volume_handle,
+                    "volume_attributes": {"pool": em.image.rsplit("/", 1)[0]} if em.image and "/" in em.image else {},
+                    "capacity_bytes": 0, "mode": "Filesystem", "fs_type": "ext4", "mount_options": [],
+                    "read_only": False, "multi_attach": False, "ephemeral": True, "detach": False,
+                    "pods": [{"uid": uid, "name": name or uid, "read_only": em.read_only}]}
+            p.add(_step("unmount", "pod", node, "%s/%s" % (name or uid, volume_name), em.unique_name, why, item,
+                        pod=name, pod_uid=uid, ephemeral=True, kubernetes_volume_name=inline_volume_name(uid,
+                                                                                                       volume_name)))
+
+
 def _first_node(p, nvs):
     reachable = [nv.node for nv in nvs if p.unreachable(nv.node) is None]
     return min(reachable) if reachable else None
@@ -653,6 +716,7 @@ def _mounted_now(p):
             continue
         mounted.update((unique, node) for unique, gm in facts.global_mounts.items() if gm.get("mounted"))
         mounted.update((pm.unique_name, node) for pm in facts.pod_mounts.values() if pm.mounted)
+        mounted.update((em.unique_name, node) for em in facts.ephemeral.values() if em.mounted)
     mounted.update(pair for pair in p.actual.in_use if p.facts(pair[1]) is None)
     return mounted
 
@@ -728,11 +792,13 @@ def plan(desired, actual, index, options=None):
         p.block(node, None, None, reason)
     uncertain_mounts(p)     # kubelet: what reconstruction could not identify, per volume
     unmount_pods(p)         # kubelet: pods first, so their devices become free
+    unpublish_inline(p)     # kubelet: inline ephemeral volumes of gone pods; the driver deletes them
     unmount_devices(p)      # kubelet: then the global mounts no pod needs
     detach(p)               # controller: detach before attach so an RWO volume can follow its pod
     attach(p)               # controller: attach, refusing a second node for RWO/RWOP volumes
     mount_devices(p)        # kubelet: stage the device once per node
     mount_pods(p)           # kubelet: then publish it to each pod
+    publish_inline(p)       # kubelet: inline ephemeral volumes, published straight into their pod
     expand_controller(p)    # resizer: grow the backing volume and the PV
     expand_node(p)          # kubelet: then grow the filesystem on the node using it
     steps = []

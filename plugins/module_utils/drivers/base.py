@@ -19,6 +19,8 @@ ATTACHABLE = "attachable"
 NODE_EXPAND = "node_expand"  # the filesystem must be grown on the node after the backing volume grows
 CONTROLLER_EXPAND = "controller_expand"
 BLOCK = "block"  # supports volumeMode Block
+# creates a volume per pod for an inline CSI volume (volumeLifecycleMode Ephemeral) and deletes it with the pod
+EPHEMERAL = "ephemeral"
 
 
 @dataclass(frozen=True)
@@ -36,6 +38,18 @@ class AttachedDevice:
     driver: str
     volume_handle: str
     device: str
+
+
+@dataclass(frozen=True)
+class EphemeralVolume:
+    """A volume the driver created for one pod's inline CSI volume, as its own record says (reconstruction)."""
+    unique_volume_name: str
+    driver: str
+    volume_handle: str
+    pod_uid: str
+    volume_name: str
+    image: Optional[str]  # what backs it (loop: the image file), named by the record
+    device: Optional[str]  # attached now (None: the record's device is gone)
 
 
 @dataclass(frozen=True)
@@ -87,5 +101,16 @@ class Driver:
         raise NotImplementedError
 
     def attached_volumes(self):
-        """AttachedDevice for every volume of this driver attached to this node (reconstruction)."""
+        """AttachedDevice for every persistent volume of this driver attached to this node (reconstruction);
+        never the per-pod volumes of inline ephemeral CSI volumes (ephemeral_volumes)."""
+        raise NotImplementedError
+
+    def ephemeral_volumes(self):
+        """EphemeralVolume for every inline ephemeral volume this driver created on this node (EPHEMERAL)."""
+        return []
+
+    def delete_ephemeral(self, item, evidence, check_mode=False):
+        """Delete the backing volume created for the inline ephemeral ``item`` once it is detached; return what was
+        deleted (or would be), or None. ``evidence``: the driver's own record or the pod's vol_data.json, read before
+        the detach; only what it names as ephemeral is ever deleted."""
         raise NotImplementedError

@@ -23,6 +23,7 @@ import fcntl
 import hashlib
 import json
 import os
+import stat
 import struct
 from dataclasses import dataclass
 from typing import Tuple
@@ -31,7 +32,8 @@ from ansible_collections.kubevol.volumes.plugins.module_utils import names
 from ansible_collections.kubevol.volumes.plugins.module_utils.errors import (
     DeviceNotFound, InvalidInput, ParseError, UnsafeName, VolumeInUse)
 from ansible_collections.kubevol.volumes.plugins.module_utils.drivers.base import (
-    ATTACHABLE, BLOCK, CONTROLLER_EXPAND, NODE_EXPAND, AttachedDevice, Attachment, Driver, Expansion)
+    ATTACHABLE, BLOCK, CONTROLLER_EXPAND, EPHEMERAL, NODE_EXPAND, AttachedDevice, Attachment, Driver,
+    EphemeralVolume, Expansion)
 from ansible_collections.kubevol.volumes.plugins.module_utils.node import blockdev, layout
 
 DEFAULT_POOL = "/var/lib/kubevol/pool"
@@ -51,6 +53,7 @@ class LoopDevice:
         return self.back_ino == ino and self.back_dev == (os.major(dev), os.minor(dev))
 
 
+EPHEMERAL_IMAGE_KEY = "kubevol.io/image"  # in an inline volume's vol_data.json: the image created for it
 HOLDERS_DIR = ".kubevol-holders"  # in the pool: which node holds each image (the storage side's view)
 LOOP_GET_STATUS64 = 0x4C05
 LO_FLAGS_READ_ONLY = 1
@@ -114,7 +117,7 @@ def _now():
 
 class LoopDriver(Driver):
     NAME = "loop.kubevol.io"
-    CAPABILITIES = frozenset((ATTACHABLE, NODE_EXPAND, CONTROLLER_EXPAND, BLOCK))
+    CAPABILITIES = frozenset((ATTACHABLE, NODE_EXPAND, CONTROLLER_EXPAND, BLOCK, EPHEMERAL))
 
     # -- paths -------------------------------------------------------------------------------------
     @property
@@ -137,8 +140,10 @@ class LoopDriver(Driver):
         real = os.path.realpath(pool)
         allowed = self.allowed_pools()
         if real not in allowed:
-            raise InvalidInput(field="volumeAttributes.pool of PV %s" % item.pv_name, value=pool,
-                               reason="node %s keeps loop images only in %s (its loop_pools); a PV cannot choose "
+            owner = ("inline volume %s of pod %s" % (item.pv_name, item.pods[0].name or item.pods[0].uid)
+                     if item.ephemeral else "PV %s" % item.pv_name)
+            raise InvalidInput(field="volumeAttributes.pool of %s" % owner, value=pool,
+                               reason="node %s keeps loop images only in %s (its loop_pools); a volume cannot choose "
                                       "another directory. If the operator means this pool, add it to the node's "
                                       "loop_pools (reconcile role: kubevol_loop_pools)"
                                       % (self.node_name, ", ".join(allowed) or "no pool"))
@@ -237,6 +242,9 @@ class LoopDriver(Driver):
         record = {"device": device, "image": image, "backing_dev": st.st_dev, "backing_ino": st.st_ino,
                   "volume_handle": item.volume_handle, "unique_volume_name": item.unique_name,
                   "driver": self.NAME, "node_name": self.node_name}
+        if item.ephemeral:
+            # the image was created for this pod's inline volume: unpublish deletes it (delete_ephemeral)
+            record.update(ephemeral=True, pod_uid=item.pods[0].uid, volume_name=item.pv_name)
         path = self.record_path(item.volume_handle)
         layout.write_json(self.kubelet_dir, self.records_dir, os.path.basename(path), record, self.node_name)
 
@@ -362,21 +370,29 @@ class LoopDriver(Driver):
         self.runner.check(["losetup", "-c", device], step="rescan (losetup -c)")
         return blockdev.device_size(self.runner, device)
 
-    def attached_volumes(self):
+    def _records(self):
+        """Every readable attachment record of this node."""
         try:
             files = sorted(f for f in os.listdir(self.records_dir) if f.endswith(".json"))
         except OSError:
             return []
-        devices = None
-        found = []
+        records = []
         for name in files:
             try:
                 with open(os.path.join(self.records_dir, name)) as handle:
                     record = json.load(handle)
             except (IOError, OSError, ValueError):
                 continue
-            if not isinstance(record, dict) or not record.get("device") or not record.get("volume_handle"):
-                continue
+            if isinstance(record, dict) and record.get("device") and record.get("volume_handle"):
+                records.append(record)
+        return records
+
+    def attached_volumes(self):
+        devices = None
+        found = []
+        for record in self._records():
+            if record.get("ephemeral"):
+                continue  # an inline volume's image: ephemeral_volumes (the kubelet reports no attachment for it)
             if devices is None:
                 devices = self.loop_devices()
             device = self._recorded_device(record, devices)
@@ -385,3 +401,46 @@ class LoopDriver(Driver):
                 found.append(AttachedDevice(unique_volume_name=names.unique_volume_name(self.NAME, handle),
                                             driver=self.NAME, volume_handle=handle, device=device))
         return found
+
+    # -- inline ephemeral volumes ------------------------------------------------------------------
+    def ephemeral_volumes(self):
+        devices = None
+        found = []
+        for record in self._records():
+            if not record.get("ephemeral") or not record.get("pod_uid") or not record.get("volume_name"):
+                continue
+            if devices is None:
+                devices = self.loop_devices()
+            handle = record["volume_handle"]
+            found.append(EphemeralVolume(unique_volume_name=names.unique_volume_name(self.NAME, handle),
+                                         driver=self.NAME, volume_handle=handle, pod_uid=record["pod_uid"],
+                                         volume_name=record["volume_name"], image=record.get("image"),
+                                         device=self._recorded_device(record, devices)))
+        return found
+
+    def ephemeral_record(self, item):
+        """This node's record of the inline ``item`` when it says the image is ephemeral and is ``item``'s own."""
+        record = self.read_record(item.volume_handle)
+        if (record and record.get("ephemeral") and record.get("pod_uid") == item.pods[0].uid
+                and record.get("volume_name") == item.pv_name):
+            return record
+        return None
+
+    def delete_ephemeral(self, item, evidence, check_mode=False):
+        """Unlink the image of the inline ``item`` (after detach). ``evidence``: the driver's record or the pod's
+        vol_data.json read before detach; it must say the image is ephemeral and name exactly this image. Never
+        anything else: a PV-backed image has no such record (write_record) and no such vol_data.json."""
+        image = self.image_path(item)
+        named = (evidence or {}).get("image") or (evidence or {}).get(EPHEMERAL_IMAGE_KEY)
+        if named != image:
+            return None
+        try:
+            st = os.lstat(image)
+        except OSError:
+            return None
+        if not stat.S_ISREG(st.st_mode):
+            raise UnsafeName(field="volume handle", value=item.volume_handle,
+                             reason="%s is not a regular file; kubevol deletes only the image it created" % image)
+        if not check_mode:
+            os.unlink(image)
+        return image

@@ -18,7 +18,7 @@ import os
 from ansible_collections.kubevol.volumes.plugins.module_utils import names
 from ansible_collections.kubevol.volumes.plugins.module_utils.drivers import DRIVERS
 from ansible_collections.kubevol.volumes.plugins.module_utils.errors import KubevolError, UnsafePath
-from ansible_collections.kubevol.volumes.plugins.module_utils.node import blockdev, layout, mount
+from ansible_collections.kubevol.volumes.plugins.module_utils.node import blockdev, ephemeral, layout, mount
 from ansible_collections.kubevol.volumes.plugins.module_utils.node.filesystems import get_filesystem
 
 
@@ -180,6 +180,8 @@ def _pod_entry(vol_path, mode, path, current, device, loaded, by_device):
         "foreign": is_foreign(driver),
         "uncertain": problem,
         "unsafe": False,
+        # an inline ephemeral CSI volume (vol_data.json volumeLifecycleMode): also in ephemeral_volumes
+        "ephemeral": (data or {}).get("volumeLifecycleMode") == ephemeral.EPHEMERAL and problem is None,
     }
 
 
@@ -188,6 +190,7 @@ def node_facts(ctx, fs_sizes=True):
     mounts from /proc/self/mountinfo; fs_sizes=False leaves out the one filesystem tool run per mounted volume."""
     mounts = mount.list_mounts(ctx.runner)
     devs = devices(ctx)
+    pods = pod_mounts(ctx, mounts, devs)
     return {
         "node_name": ctx.node_name,
         "reachable": True,
@@ -195,5 +198,6 @@ def node_facts(ctx, fs_sizes=True):
         "kubelet_dir": ctx.kubelet_dir,
         "devices": devs,
         "global_mounts": global_mounts(ctx, mounts, devs, fs_sizes),
-        "pod_mounts": pod_mounts(ctx, mounts, devs),
+        "pod_mounts": pods,
+        "ephemeral_volumes": ephemeral.ephemeral_facts(ctx, mounts, pods),
     }

@@ -17,7 +17,7 @@ import os
 from ansible_collections.kubevol.volumes.plugins.module_utils import names
 from ansible_collections.kubevol.volumes.plugins.module_utils.errors import (
     CommandFailed, DeviceNotFound, KubevolError, StillMounted, UnsafeToFormat)
-from ansible_collections.kubevol.volumes.plugins.module_utils.node import blockdev, layout, mount
+from ansible_collections.kubevol.volumes.plugins.module_utils.node import blockdev, ephemeral, layout, mount
 from ansible_collections.kubevol.volumes.plugins.module_utils.node.filesystems import FILESYSTEMS, get_filesystem
 from ansible_collections.kubevol.volumes.plugins.module_utils.volume_attachment import attached_volume_attachment
 
@@ -67,6 +67,8 @@ def _act(ctx, res, action, func=None, *args):
 
 
 def mount_volume(ctx, item, force=False, device_timeout=30):
+    if item.ephemeral:
+        return ephemeral.publish(ctx, item)  # an inline volume: no attach, no staging (csi_mounter.go SetUpAt)
     runner = ctx.runner_for(item)
     driver = ctx.driver(item)
     res = _result(item, device=None, formatted=False, fs_type=None, fs_type_mismatch=None, grown_offline=None,
@@ -382,6 +384,8 @@ def _named_path(ctx, item, uid):
 
 def plan_detach(ctx, item, force=False):
     """Decide everything for one volume before acting; raise StillMounted when blocked."""
+    if item.ephemeral:
+        return ephemeral.plan_unpublish(ctx, item)
     runner = ctx.runner_for(item)
     mounts = mount.list_mounts(runner)
     device = ctx.driver(item).find_device(item)
@@ -409,6 +413,8 @@ def plan_detach(ctx, item, force=False):
 
 
 def detach_volume(ctx, item, force=False):
+    if item.ephemeral:
+        return ephemeral.unpublish(ctx, item)  # unmount, detach, delete the image created for the pod
     runner = ctx.runner_for(item)
     plan = plan_detach(ctx, item, force)
     mounts = plan["mounts"]

@@ -45,6 +45,9 @@ class VolumeItem:
     # Unmount the global mount once no pod mount remains (defaults to `detach`): a volume the
     # node keeps attached (e.g. its detach is blocked elsewhere) can still lose its device mount.
     unmount_device: bool = True
+    # an inline ephemeral CSI volume (pod.spec.volumes[].csi): published straight into its one pod, no
+    # attach or staging for the cluster; the driver creates its backing volume and deletes it at unpublish
+    ephemeral: bool = False
 
     @property
     def unique_name(self):
@@ -101,4 +104,21 @@ def volume_item(raw):
         multi_attach=bool(raw.get("multi_attach")), release_holders=tuple(raw.get("release_holders") or ()),
         detach=detach,
         unmount_device=detach if raw.get("unmount_device") is None else bool(raw.get("unmount_device")) or detach,
+        ephemeral=_ephemeral(raw, pods, mode),
     )
+
+
+def _ephemeral(raw, pods, mode):
+    """An inline ephemeral volume's item names exactly one pod, is Filesystem, and its handle is that pod's
+    (csi_mounter.go makeVolumeHandle), so the image it names is never another volume's."""
+    if not raw.get("ephemeral"):
+        return False
+    if len(pods) != 1 or mode != FILESYSTEM:
+        raise InvalidInput(field="ephemeral", value=raw.get("pv_name"),
+                           reason="an inline ephemeral volume names exactly one pod and is Filesystem mode")
+    expected = names.ephemeral_volume_handle(pods[0].uid, raw["pv_name"])
+    if raw["volume_handle"] != expected:
+        raise InvalidInput(field="volume_handle", value=raw["volume_handle"],
+                           reason="an inline ephemeral volume's handle is csi-sha256(pod uid + volume name), %s"
+                                  % expected)
+    return True

@@ -1,0 +1,279 @@
+# -*- coding: utf-8 -*-
+# Copyright: kubevol contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Inline ephemeral CSI volumes (``pod.spec.volumes[].csi``, volumeLifecycleMode Ephemeral) on the node.
+
+As the kubelet's CSI plugin does them (pkg/volume/csi/csi_mounter.go SetUpAt, TearDownAt): no attach and no
+staging for the cluster (the volume is not device-mountable), vol_data.json written beside the pod's ``mount``
+directory with ``volumeLifecycleMode: Ephemeral``, then NodePublishVolume straight into that directory; at
+teardown NodeUnpublishVolume, after which the driver deletes the volume it created for the pod. kubevol's
+driver is the node plugin: publish creates the backing volume (loop: a sparse image of ``capacity_bytes`` in
+the pool), attaches it, formats it only when the blank probe says so, and mounts it at the pod's directory.
+Unpublish unmounts it, detaches it and deletes only the image the driver's record or the vol_data.json names
+as this pod's ephemeral image.
+
+Crash safety: vol_data.json is written before the image is created and removed last, so a run killed at
+any point leaves a directory the node facts report as this pod's ephemeral volume, and the next run
+finishes the publish (pod still running) or the unpublish (pod gone).
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import os
+
+from ansible_collections.kubevol.volumes.plugins.module_utils import names
+from ansible_collections.kubevol.volumes.plugins.module_utils.drivers.loop import EPHEMERAL_IMAGE_KEY
+from ansible_collections.kubevol.volumes.plugins.module_utils.errors import KubevolError, UnsafeToFormat
+from ansible_collections.kubevol.volumes.plugins.module_utils.node import blockdev, layout, mount
+from ansible_collections.kubevol.volumes.plugins.module_utils.node.filesystems import FILESYSTEMS, get_filesystem
+
+EPHEMERAL = "Ephemeral"
+
+
+def vol_data(ctx, item, image):
+    """The kubelet's keys (csi_mounter.go SetUpAt) for an inline volume, plus the image kubevol created for it."""
+    node = ctx.node_name
+    data = {"specVolID": item.pv_name, "volumeHandle": item.volume_handle, "driverName": item.driver,
+            "nodeName": node, "attachmentID": item.attachment_name(node), "volumeLifecycleMode": EPHEMERAL}
+    if image:
+        data[EPHEMERAL_IMAGE_KEY] = image
+    return data
+
+
+def says_ephemeral(data, item):
+    """vol_data.json names ``item`` and says Ephemeral."""
+    return layout.is_ours(data, item) and data.get("volumeLifecycleMode") == EPHEMERAL
+
+
+def _result(item, **extra):
+    res = {"pv_name": item.pv_name, "unique_volume_name": item.unique_name, "mode": item.mode, "ephemeral": True,
+           "pod_uid": item.pods[0].uid, "kubernetes_volume_name": names.inline_volume_name(item.pods[0].uid,
+                                                                                           item.pv_name),
+           "changed": False, "actions": [], "diff": {"before": {}, "after": {}}}
+    res.update(extra)
+    return res
+
+
+def _act(ctx, res, action, func=None, *args):
+    """Record ``action``; run ``func(*args)`` unless in check mode (operations._act, kept here standalone)."""
+    res["actions"].append(action)
+    res["changed"] = True
+    ctx.step = action
+    if not ctx.check_mode and func is not None:
+        return func(*args)
+    return None
+
+
+def _image(ctx, item):
+    driver = ctx.driver(item)
+    path = getattr(driver, "image_path", None)
+    return path(item) if path is not None else None
+
+
+# -- publish ---------------------------------------------------------------------------------------
+def publish(ctx, item):
+    """NodePublishVolume of an inline ephemeral volume: create, attach, format if blank, mount at the pod's dir."""
+    runner = ctx.runner_for(item)
+    driver = ctx.driver(item)
+    pod = item.pods[0]
+    target = names.pod_mount_path(ctx.kubelet_dir, pod.uid, item.pv_name)
+    vol_dir = os.path.dirname(target)
+    image = _image(ctx, item)
+    res = _result(item, device=None, image=image, created=False, formatted=False, fs_type=None,
+                  fs_type_mismatch=None, published=[], mount_path=target)
+    mounts = mount.list_mounts(runner)
+    current = mounts.at(target)
+    device = driver.find_device(item)
+    if current:
+        if device is None or not mount.same_device(current, device):
+            raise KubevolError("pod mount %s of inline volume %s is mounted from %s, not from the volume kubevol "
+                               "created for it on node %s; unmount it by hand after checking what it is"
+                               % (target, item.pv_name, current.source, ctx.node_name),
+                               node=ctx.node_name, volume=item.pv_name, step="publish")
+        res.update(device=device, fs_type=current.fstype)
+        _repair_vol_data(ctx, res, vol_dir, vol_data(ctx, item, image))
+        res["diff"]["before"][target] = res["diff"]["after"][target] = current.source
+        return res
+    # a symlink or a file on the way is refused before anything is created
+    layout.check_dir(ctx.kubelet_dir, target, ctx.node_name)
+    if not item.capacity_bytes:
+        raise KubevolError("inline volume %s of pod %s has no size: set csi.volumeAttributes.size (e.g. 64Mi)"
+                           % (item.pv_name, pod.name or pod.uid), node=ctx.node_name, volume=item.pv_name,
+                           step="publish")
+    if not ctx.check_mode:
+        # the intent first (the kubelet saves vol_data.json before NodePublish): a run killed later leaves a
+        # directory the node facts report as this pod's ephemeral volume, so it is finished or torn down
+        layout.ensure_dir(ctx.kubelet_dir, target, ctx.node_name)
+        layout.write_vol_data(ctx.kubelet_dir, vol_dir, vol_data(ctx, item, image), ctx.node_name)
+    if device is None:
+        ctx.step = "create and attach"
+        att = driver.attach(item, provision=True, check_mode=ctx.check_mode)
+        device = att.device
+        res["created"] = att.provisioned
+        if att.provisioned:
+            res["actions"].append("create %s" % (image or "the volume"))
+        if att.attached:
+            res["actions"].append("attach")
+        res["changed"] = res["changed"] or att.attached or att.provisioned
+    res["device"] = device
+    if device is None:  # check mode: nothing exists yet to probe
+        res["fs_type"] = item.fs_type
+        for action in ("format", "publish %s" % target):
+            res["actions"].append(action)
+        res.update(changed=True, formatted=True, published=[pod.uid])
+        res["diff"]["before"][target] = None
+        res["diff"]["after"][target] = "(a new %s volume)" % item.fs_type
+        return res
+    ctx.step = "probe"
+    found = blockdev.probe(runner, device)  # raises UnsafeToFormat when inconclusive
+    if found.blank:
+        fs = get_filesystem(item.fs_type)
+        _act(ctx, res, "format", runner.check, fs.mkfs_argv(device), "format",
+             "the image may be too small for %s; raise csi.volumeAttributes.size" % item.fs_type)
+        res["formatted"] = True
+    elif found.fs_type in FILESYSTEMS:
+        # a run killed after mkfs: the filesystem is this volume's own (its image was created for this pod)
+        fs = get_filesystem(found.fs_type)
+        if found.fs_type != item.fs_type:
+            res["fs_type_mismatch"] = {"expected": item.fs_type, "found": found.fs_type}
+            ctx.warn("inline volume %s: its image holds %s but fsType %s was asked; kept it"
+                     % (item.pv_name, found.fs_type, item.fs_type))
+    else:
+        raise UnsafeToFormat(device=device, volume=item.pv_name, node=ctx.node_name,
+                             reason="%s, which kubevol cannot mount and never formats" % found.describe())
+    res["fs_type"] = fs.NAME
+    read_only = pod.read_only or item.read_only
+    _act(ctx, res, "publish %s" % target, mount.mount_device, runner, device, target, fs.NAME, item.mount_options,
+         read_only)
+    res["published"].append(pod.uid)
+    res["diff"]["before"][target] = None
+    res["diff"]["after"][target] = device
+    return res
+
+
+def _repair_vol_data(ctx, res, directory, data):
+    old, _problem = layout.load_vol_data(directory)
+    if old == data:
+        return
+    res["actions"].append("write %s" % os.path.join(directory, layout.VOL_DATA))
+    res["changed"] = True
+    if not ctx.check_mode:
+        layout.write_vol_data(ctx.kubelet_dir, directory, data, ctx.node_name)
+
+
+# -- unpublish -------------------------------------------------------------------------------------
+def plan_unpublish(ctx, item):
+    """Decide one inline volume's teardown before anything runs: what is mounted, what backs it, and whether the
+    image may be deleted (the driver's record or vol_data.json says it is this pod's ephemeral image)."""
+    runner = ctx.runner_for(item)
+    driver = ctx.driver(item)
+    pod = item.pods[0]
+    target = names.pod_mount_path(ctx.kubelet_dir, pod.uid, item.pv_name)
+    mounts = mount.list_mounts(runner)
+    data, _problem = layout.load_vol_data(os.path.dirname(target))
+    record = driver.ephemeral_record(item) if hasattr(driver, "ephemeral_record") else None
+    evidence = record or (data if says_ephemeral(data, item) else None)
+    if evidence is None and os.path.lexists(os.path.dirname(target)):
+        raise KubevolError("%s is not an inline ephemeral volume kubevol created on node %s (neither its "
+                           "vol_data.json nor the driver's record says Ephemeral with handle %s); left alone: "
+                           "remove it by hand after checking what it is"
+                           % (os.path.dirname(target), ctx.node_name, item.volume_handle),
+                           node=ctx.node_name, volume=item.pv_name, step="unpublish")
+    device = driver.find_device(item)
+    current = mounts.at(target)
+    if current is not None and (device is None or not mount.same_device(current, device)):
+        raise KubevolError("pod mount %s of inline volume %s is mounted from %s, not from the volume kubevol created "
+                           "for it on node %s; unmount it by hand after checking what it is"
+                           % (target, item.pv_name, current.source, ctx.node_name),
+                           node=ctx.node_name, volume=item.pv_name, step="unpublish")
+    return {"mounts": mounts, "target": target, "mounted": current is not None, "device": device,
+            "evidence": evidence}
+
+
+def unpublish(ctx, item):
+    """NodeUnpublishVolume of an inline ephemeral volume, then delete what the driver created for it."""
+    runner = ctx.runner_for(item)
+    driver = ctx.driver(item)
+    plan = plan_unpublish(ctx, item)
+    target = plan["target"]
+    res = _result(item, device=plan["device"], unmounted=[], removed=[], detached=None, deleted=None)
+    if plan["mounted"]:
+        _act(ctx, res, "unmount %s" % target, mount.unmount, runner, target)
+        res["unmounted"].append(target)
+        res["diff"]["before"][target] = plan["mounts"].at(target).source
+        res["diff"]["after"][target] = None
+    if plan["device"]:
+        _act(ctx, res, "detach %s" % plan["device"])
+        res["detached"] = driver.detach(item, check_mode=ctx.check_mode)
+    elif plan["evidence"] is not None and not ctx.check_mode:
+        driver.detach(item)  # drops a stale record and the pool's holder entry; runs no command
+    ctx.step = "delete image"
+    deleted = driver.delete_ephemeral(item, plan["evidence"], check_mode=True)
+    if deleted:
+        _act(ctx, res, "delete %s" % deleted, driver.delete_ephemeral, item, plan["evidence"])
+        res["deleted"] = deleted
+    if not ctx.check_mode:
+        res["removed"] = _cleanup(ctx, runner, item, target)
+        res["changed"] = res["changed"] or bool(res["removed"])
+    return res
+
+
+def _cleanup(ctx, runner, item, target):
+    """rmdir mount/, unlink vol_data.json (it names this volume), rmdir the volume dir and an empty kubernetes.io~csi."""
+    mounts = mount.list_mounts(runner)
+    removed = []
+    vol_dir = os.path.dirname(target)
+    for path in (layout.rmdir_safe(target, mounts),
+                 None if os.path.exists(target) else layout.remove_vol_data(vol_dir, item, mounts),
+                 layout.rmdir_safe(vol_dir, mounts), layout.rmdir_safe(os.path.dirname(vol_dir), mounts)):
+        if path:
+            removed.append(path)
+    return removed
+
+
+# -- facts -----------------------------------------------------------------------------------------
+def ephemeral_facts(ctx, mounts, pod_mounts):
+    """``ephemeral_volumes`` of node facts: every inline ephemeral volume of a kubevol driver on this node, from
+    the pod directories whose vol_data.json says Ephemeral (``pod_mounts`` entries) and from the drivers' own
+    records (an image whose pod directory is gone: a run killed mid-way). Sorted by path."""
+    found = {}
+    for pm in pod_mounts:
+        if not pm.get("ephemeral") or pm.get("foreign") or not pm.get("unique_volume_name"):
+            continue
+        data, _problem = layout.load_vol_data(os.path.dirname(pm["path"]))
+        driver, handle = names.split_unique_volume_name(pm["unique_volume_name"])
+        found[(pm["pod_uid"], pm["pv_name"])] = {
+            "pod_uid": pm["pod_uid"], "volume_name": pm["pv_name"], "driver": driver, "volume_handle": handle,
+            "unique_volume_name": pm["unique_volume_name"],
+            "kubernetes_volume_name": names.inline_volume_name(pm["pod_uid"], pm["pv_name"]),
+            "path": pm["path"], "mounted": pm["mounted"], "read_only": pm["read_only"], "device": pm["device"],
+            "image": (data or {}).get(EPHEMERAL_IMAGE_KEY)}
+    for driver in ctx.all_drivers():
+        for vol in driver.ephemeral_volumes():
+            try:
+                path = names.pod_mount_path(ctx.kubelet_dir, vol.pod_uid, vol.volume_name)
+            except KubevolError:
+                continue  # a record naming an unsafe pod uid or volume name: never a path
+            entry = found.get((vol.pod_uid, vol.volume_name))
+            if entry is None:
+                current = mounts.at(path)
+                entry = found[(vol.pod_uid, vol.volume_name)] = {
+                    "pod_uid": vol.pod_uid, "volume_name": vol.volume_name, "driver": vol.driver,
+                    "volume_handle": vol.volume_handle, "unique_volume_name": vol.unique_volume_name,
+                    "kubernetes_volume_name": names.inline_volume_name(vol.pod_uid, vol.volume_name),
+                    "path": path, "mounted": current is not None, "read_only": bool(current and current.read_only),
+                    "device": current.source_device if current else None, "image": None}
+            entry["image"] = vol.image or entry["image"]
+            entry["device"] = entry["device"] or vol.device
+    for entry in found.values():
+        entry["size_bytes"] = _size(entry["image"])
+    return sorted(found.values(), key=lambda e: e["path"])
+
+
+def _size(image):
+    try:
+        return os.stat(image).st_size if image else None
+    except OSError:
+        return None
