@@ -1,0 +1,157 @@
+"""Inline ephemeral CSI volumes on real loop devices: created, written, read back, removed with the pod."""
+import datetime
+import json
+import os
+
+from conftest import DRIVER, MiB
+
+from ansible_collections.kubevol.volumes.plugins.module_utils import names
+from ansible_collections.kubevol.volumes.plugins.module_utils.cluster import ClusterIndex, cluster_from_data
+from ansible_collections.kubevol.volumes.plugins.module_utils.planner import PlanOptions, plan_cluster
+
+POD1 = "11111111-1111-4111-8111-111111111111"
+HANDLE = names.ephemeral_volume_handle(POD1, "scratch")
+NOW = datetime.datetime(2026, 11, 23, 12, 0, 0, tzinfo=datetime.timezone.utc)
+
+
+def inline(node, read_only=False, fs_type="ext4", **attributes):
+    attrs = {"pool": node.pool, "size": "64Mi"}
+    attrs.update(attributes)
+    return dict(pv_name="scratch", driver=DRIVER, volume_handle=HANDLE, volume_attributes=attrs,
+                capacity_bytes=64 * MiB, fs_type=fs_type, ephemeral=True,
+                pods=[{"uid": POD1, "name": "ns/p", "read_only": read_only}])
+
+
+def cluster(node, pods=True):
+    items = [{"kind": "Node", "metadata": {"name": "node1", "annotations": {
+                 names.MANAGED_ATTACH_DETACH_ANNOTATION: "true"}}},
+             {"kind": "CSIDriver", "metadata": {"name": DRIVER},
+              "spec": {"volumeLifecycleModes": ["Persistent", "Ephemeral"]}}]
+    if pods:
+        items.append({"kind": "Pod", "metadata": {"namespace": "ns", "name": "p", "uid": POD1},
+                      "spec": {"nodeName": "node1", "volumes": [{"name": "scratch", "csi": {
+                          "driver": DRIVER, "volumeAttributes": {"size": "64Mi", "pool": node.pool}}}],
+                          "containers": [{"name": "c", "volumeMounts": [{"name": "scratch", "mountPath": "/s"}]}]},
+                      "status": {"phase": "Running"}})
+    return ClusterIndex(cluster_from_data({"kind": "List", "items": items}))
+
+
+def plan(node, facts, pods=True):
+    opts = PlanOptions(True, 360, (DRIVER,), NOW)
+    return plan_cluster(cluster(node, pods), {"node1": facts}, opts)
+
+
+def test_created_written_read_back_and_removed_with_the_pod(node):
+    target = names.pod_mount_path(node.kubelet_dir, POD1, "scratch")
+    image = os.path.join(node.pool, HANDLE)
+
+    # --check: the plan from the node's facts, and the publish it reports, change nothing
+    facts = node.module("node_volume_facts")["node_facts"]
+    assert facts["ephemeral_volumes"] == []
+    result = plan(node, facts)
+    assert [(s["action"], s["target"], s["ephemeral"]) for s in result["plan"]] == [("mount", "pod", True)]
+    item = dict(result["volume_items"]["node1"][result["plan"][0]["unique_volume_name"]],
+                pods=[{"uid": POD1, "name": "ns/p", "read_only": False}])
+    assert item["volume_handle"] == HANDLE and item["capacity_bytes"] == 64 * MiB
+    chk = node.module("node_volume_mount", check_mode=True, volumes=[item])
+    assert chk["_rc"] == 0 and chk["changed"] is True, chk
+    assert chk["volumes"][0]["actions"] == ["create %s" % image, "attach", "format", "publish %s" % target]
+    assert not os.path.exists(image) and node.loops() == [] and node.mounts_under() == []
+    assert not os.path.exists(os.path.join(node.kubelet_dir, "pods"))
+
+    # publish: the image is created for the pod, formatted, mounted straight at the pod's dir (no globalmount)
+    pub = node.module("node_volume_mount", volumes=[item])
+    assert pub["_rc"] == 0, pub
+    res = pub["volumes"][0]
+    assert res["created"] and res["formatted"] and res["fs_type"] == "ext4" and res["published"] == [POD1]
+    assert res["kubernetes_volume_name"] == "kubernetes.io/csi/%s-scratch" % POD1
+    assert os.path.getsize(image) == 64 * MiB
+    assert node.mounts_under() == [target]
+    assert node.loops() == [res["device"]]
+    with open(os.path.join(os.path.dirname(target), "vol_data.json")) as handle:
+        data = json.load(handle)
+    assert data == {"specVolID": "scratch", "volumeHandle": HANDLE, "driverName": DRIVER, "nodeName": "node1",
+                    "attachmentID": names.volume_attachment_name(HANDLE, DRIVER, "node1"),
+                    "volumeLifecycleMode": "Ephemeral", "kubevol.io/image": image}
+
+    # written and read back through the pod's mount
+    node.run("sh", "-c", "echo kept-by-the-pod > %s/hello" % target)
+    assert node.run("cat", os.path.join(target, "hello")).stdout == "kept-by-the-pod\n"
+
+    # facts: an ephemeral volume, no attached device (the kubelet reports no attachment for it)
+    facts = node.module("node_volume_facts")["node_facts"]
+    assert facts["devices"] == [] and facts["global_mounts"] == []
+    [eph] = facts["ephemeral_volumes"]
+    assert eph["pod_uid"] == POD1 and eph["volume_name"] == "scratch" and eph["mounted"] is True
+    assert eph["image"] == image and eph["device"] == res["device"] and eph["size_bytes"] == 64 * MiB
+    assert [m["ephemeral"] for m in facts["pod_mounts"]] == [True]
+
+    # a second run: nothing planned, and the module changes nothing
+    assert plan(node, facts)["plan"] == []
+    again = node.module("node_volume_mount", volumes=[item])
+    assert again["_rc"] == 0 and again["changed"] is False, again
+
+    # the pod is gone: the plan unpublishes it; --check reports the same and changes nothing
+    result = plan(node, facts, pods=False)
+    assert [(s["action"], s["target"], s["ephemeral"]) for s in result["plan"]] == [("unmount", "pod", True)]
+    teardown = dict(result["volume_items"]["node1"][result["plan"][0]["unique_volume_name"]],
+                    pods=[{"uid": POD1, "name": POD1, "read_only": False}], detach=False, unmount_device=False)
+    assert teardown["volume_attributes"] == {"pool": node.pool}
+    chk = node.module("volume_detach", check_mode=True, volumes=[teardown])
+    assert chk["_rc"] == 0 and chk["changed"] is True, chk
+    assert chk["volumes"][0]["actions"] == ["unmount %s" % target, "detach %s" % res["device"], "delete %s" % image]
+    assert node.mounts_under() == [target] and os.path.exists(image) and node.loops() == [res["device"]]
+
+    gone = node.module("volume_detach", volumes=[teardown])
+    assert gone["_rc"] == 0, gone
+    out = gone["volumes"][0]
+    assert out["unmounted"] == [target] and out["detached"] == res["device"] and out["deleted"] == image
+    assert not os.path.exists(image) and node.loops() == [] and node.mounts_under() == []
+    assert not os.path.exists(os.path.dirname(target))  # vol_data.json and the pod volume dir removed
+    assert [f for f in os.listdir(os.path.join(node.pool, ".kubevol-holders")) if f != ".lock"] == []
+
+    facts = node.module("node_volume_facts")["node_facts"]
+    assert facts["ephemeral_volumes"] == [] and facts["pod_mounts"] == []
+    assert plan(node, facts, pods=False)["plan"] == []
+    again = node.module("volume_detach", volumes=[teardown])
+    assert again["_rc"] == 0 and again["changed"] is False, again
+
+
+def test_read_only_inline_volume_is_formatted_then_mounted_read_only(node):
+    target = names.pod_mount_path(node.kubelet_dir, POD1, "scratch")
+    pub = node.module("node_volume_mount", volumes=[inline(node, read_only=True)])
+    assert pub["_rc"] == 0 and pub["volumes"][0]["formatted"], pub
+    assert node.run("sh", "-c", "echo x > %s/f" % target, check=False).returncode != 0
+    facts = node.module("node_volume_facts")["node_facts"]
+    assert facts["ephemeral_volumes"][0]["read_only"] is True
+    gone = node.module("volume_detach", volumes=[inline(node, read_only=True)])
+    assert gone["_rc"] == 0 and gone["volumes"][0]["deleted"], gone
+    assert node.loops() == [] and node.mounts_under() == []
+
+
+def test_pool_outside_loop_pools_is_refused_before_anything(node, tmp_path):
+    other = tmp_path / "elsewhere"
+    other.mkdir()
+    res = node.module("node_volume_mount", volumes=[inline(node, pool=str(other))])
+    assert res["_rc"] != 0
+    assert "volumeAttributes.pool of inline volume scratch of pod ns/p" in res["msg"], res["msg"]
+    assert "loop_pools" in res["msg"]
+    assert os.listdir(str(other)) == [] and node.loops() == []
+    assert not os.path.exists(os.path.join(node.kubelet_dir, "pods"))
+
+
+def test_never_deletes_an_image_nothing_names_as_ephemeral(node):
+    # a pod directory whose vol_data.json says Persistent, and an image of the same name: not kubevol's to delete
+    vol_dir = os.path.dirname(names.pod_mount_path(node.kubelet_dir, POD1, "scratch"))
+    os.makedirs(os.path.join(vol_dir, "mount"))
+    with open(os.path.join(vol_dir, "vol_data.json"), "w") as handle:
+        json.dump({"specVolID": "scratch", "volumeHandle": HANDLE, "driverName": DRIVER,
+                   "volumeLifecycleMode": "Persistent"}, handle)
+    image = os.path.join(node.pool, HANDLE)
+    with open(image, "w") as handle:
+        handle.write("precious")
+    res = node.module("volume_detach", volumes=[inline(node)])
+    assert res["_rc"] != 0 and "not an inline ephemeral volume kubevol created" in res["msg"], res
+    with open(image) as handle:
+        assert handle.read() == "precious"
+    assert os.path.isdir(os.path.join(vol_dir, "mount"))
