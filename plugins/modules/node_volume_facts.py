@@ -108,10 +108,15 @@ node_facts:
       description:
         - One per pod volume directory (Filesystem) or volumeDevices entry (Block), of every driver.
         - Keys C(pod_uid), C(pv_name), C(mode), C(path), C(mounted), C(read_only), C(device), C(unique_volume_name),
-          C(driver), C(foreign), C(uncertain).
+          C(driver), C(foreign), C(uncertain), C(ephemeral).
       type: list
       elements: dict
       contains:
+        ephemeral:
+          description:
+            - True when its C(vol_data.json) says C(volumeLifecycleMode) C(Ephemeral) (an inline CSI volume, also
+              listed in C(ephemeral_volumes)).
+          type: bool
         unique_volume_name:
           description:
             - From C(vol_data.json); without a usable one, from the attached kubevol device it is mounted from; else
@@ -129,6 +134,51 @@ node_facts:
         read_only:
           description: Nothing can be written through the mount (its own flag or its filesystem's superblock is ro).
           type: bool
+    ephemeral_volumes:
+      description:
+        - One per inline ephemeral CSI volume (C(pod.spec.volumes[].csi)) of a kubevol driver on this node, from the
+          pod volume directories whose C(vol_data.json) says C(Ephemeral) and from the driver's own records (an image
+          whose pod directory a killed run left behind). The kubelet reports no attachment for them, so their loop
+          devices are not in C(devices).
+      type: list
+      elements: dict
+      contains:
+        pod_uid:
+          description: The pod the volume was created for.
+          type: str
+        volume_name:
+          description: The pod's volume name (the directory name under C(kubernetes.io~csi)).
+          type: str
+        driver:
+          description: The CSI driver.
+          type: str
+        volume_handle:
+          description: C(csi-<sha256(pod uid + volume name)>), as the kubelet's makeVolumeHandle.
+          type: str
+        unique_volume_name:
+          description: kubevol's key, C(kubernetes.io/csi/<driver>^<volume_handle>).
+          type: str
+        kubernetes_volume_name:
+          description: Kubernetes' own unique name of an inline volume, C(kubernetes.io/csi/<pod uid>-<volume name>).
+          type: str
+        path:
+          description: The pod's C(mount) directory.
+          type: str
+        mounted:
+          description: Something is mounted at C(path).
+          type: bool
+        read_only:
+          description: Nothing can be written through the mount.
+          type: bool
+        device:
+          description: The device mounted there, else the one the driver's record names (null when none).
+          type: str
+        image:
+          description: What backs it (loop driver, the image file the driver created for the pod), or null.
+          type: str
+        size_bytes:
+          description: The size of C(image) in bytes, or null.
+          type: int
   sample:
     node_name: node1
     reachable: true
@@ -143,6 +193,7 @@ node_facts:
         read_only: false
     global_mounts: []
     pod_mounts: []
+    ephemeral_volumes: []
 '''
 
 from ansible.module_utils.basic import AnsibleModule

@@ -109,6 +109,10 @@ class Driver:
         """EphemeralVolume for every inline ephemeral volume this driver created on this node (EPHEMERAL)."""
         return []
 
+    def ephemeral_record(self, item):
+        """The driver's own record of the inline ``item`` when it says the volume is that pod's ephemeral one."""
+        return None
+
     def delete_ephemeral(self, item, evidence, check_mode=False):
         """Delete the backing volume created for the inline ephemeral ``item`` once it is detached; return what was
         deleted (or would be), or None. ``evidence``: the driver's own record or the pod's vol_data.json, read before

@@ -173,7 +173,7 @@ def plan_unpublish(ctx, item):
     target = names.pod_mount_path(ctx.kubelet_dir, pod.uid, item.pv_name)
     mounts = mount.list_mounts(runner)
     data, _problem = layout.load_vol_data(os.path.dirname(target))
-    record = driver.ephemeral_record(item) if hasattr(driver, "ephemeral_record") else None
+    record = driver.ephemeral_record(item)
     evidence = record or (data if says_ephemeral(data, item) else None)
     if evidence is None and os.path.lexists(os.path.dirname(target)):
         raise KubevolError("%s is not an inline ephemeral volume kubevol created on node %s (neither its "
