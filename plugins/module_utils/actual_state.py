@@ -129,8 +129,8 @@ def node_mounts_from_facts(node, facts, pv_by_name, known_drivers=None):
         uid = _require(pm, "pod_uid", node, "pod_mounts", i)
         pv_name = _require(pm, "pv_name", node, "pod_mounts", i)
         unique = _optional_str(pm, "unique_volume_name", node, "pod_mounts", i)
-        if pm.get("ephemeral") and not pm.get("unsafe"):
-            continue  # an inline ephemeral volume: ephemeral_volumes below
+        if pm.get("ephemeral") and not pm.get("unsafe") and not _is_foreign(pm, unique, known_drivers):
+            continue  # an inline ephemeral volume of a kubevol driver: ephemeral_volumes below
         if pm.get("unsafe"):
             uncertain.append(UncertainMount("pod", pm.get("path"), bool(pm.get("mounted")), pm.get("device"), uid,
                                             pv_name, pm.get("uncertain") or "not a real directory", True))

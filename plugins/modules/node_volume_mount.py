@@ -81,6 +81,10 @@ volumes:
     - C(actions) lists what was done (or would be, in check mode), for example C(format), C(mount device),
       C(remount read-write <global mount>), C(publish <pod path>), C(remount read-only <pod path>),
       C(remount read-write <pod path>), C(write <vol_data.json>).
+    - An inline ephemeral volume (O(volumes[].ephemeral)) has no global mount. Its result has C(ephemeral=true),
+      C(pod_uid), C(kubernetes_volume_name) (C(kubernetes.io/csi/<pod uid>-<volume name>)), C(image) (what was
+      created for the pod), C(created), C(formatted), C(fs_type), C(mount_path) and C(published), and its C(actions)
+      are C(create <image>), C(attach), C(format) and C(publish <pod path>).
   returned: always
   type: list
   elements: dict

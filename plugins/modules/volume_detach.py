@@ -101,6 +101,11 @@ volumes:
   description:
     - What was done per volume, in the order given. A volume of a driver without a kubevol backend has only
       C(pv_name), C(unique_volume_name), C(changed=false) and C(skipped) (the reason).
+    - An inline ephemeral volume (O(volumes[].ephemeral)) is unmounted from its pod and detached. Then the image created
+      for it is deleted, C(deleted) (null when there was none), but only when the driver's record or its
+      C(vol_data.json) names that image as the pod's ephemeral one. A directory that nothing names as
+      ephemeral fails the call before anything is done. Its C(actions) are C(unmount <pod path>),
+      C(detach <device>) and C(delete <image>).
   returned: always
   type: list
   elements: dict

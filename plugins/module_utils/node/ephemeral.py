@@ -221,7 +221,8 @@ def unpublish(ctx, item):
 
 
 def _cleanup(ctx, runner, item, target):
-    """rmdir mount/, unlink vol_data.json (it names this volume), rmdir the volume dir and an empty kubernetes.io~csi."""
+    """rmdir mount/, unlink vol_data.json (it names this volume), rmdir the volume dir and an empty
+    kubernetes.io~csi: never recursive, never through a mountpoint."""
     mounts = mount.list_mounts(runner)
     removed = []
     vol_dir = os.path.dirname(target)

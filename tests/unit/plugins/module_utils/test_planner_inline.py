@@ -254,6 +254,14 @@ def test_foreign_ephemeral_facts_are_hands_off():
     assert result["plan"] == [] and result["actual"]["foreign_mounts"] >= 1
 
 
+def test_foreign_ephemeral_pod_dir_stays_foreign():
+    # another driver's inline volume (e.g. a secrets-store CSI driver): in pod_mounts only, hands off
+    f = with_ephemeral("node1", driver="other.csi.io")
+    f["ephemeral_volumes"] = []
+    result = run(cluster(node("node1")), {"node1": f})
+    assert result["plan"] == [] and result["actual"]["foreign_mounts"] == 1
+
+
 def test_teardown_guard_counts_ephemeral_volumes():
     data = cluster(node("node1"), ephemeral_driver())
     f = with_ephemeral("node1")

@@ -61,3 +61,45 @@ def test_loop_pool_must_be_one_of_the_nodes_pools(tmp_path):
     default = LoopDriver(fake_runner({}), str(tmp_path / "k"), "n1")
     with pytest.raises(InvalidInput):
         default.validate(volume_item(dict(ITEM, volume_attributes={"pool": str(pool)})))
+
+
+# -- inline ephemeral volumes ------------------------------------------------------------------------
+
+def _ephemeral_item(pool, uid="u1", name="scratch"):
+    from ansible_collections.kubevol.volumes.plugins.module_utils.names import ephemeral_volume_handle
+    return volume_item({"pv_name": name, "driver": "loop.kubevol.io",
+                        "volume_handle": ephemeral_volume_handle(uid, name), "volume_attributes": {"pool": str(pool)}, "ephemeral": True,
+                        "pods": [{"uid": uid, "name": "ns/p"}]})
+
+
+def test_loop_deletes_only_the_image_its_evidence_names(tmp_path):
+    pool = tmp_path / "pool"
+    pool.mkdir()
+    driver = LoopDriver(fake_runner({}), str(tmp_path / "k"), "n1", {"loop_pools": [str(pool)]})
+    item = _ephemeral_item(pool)
+    image = pool / item.volume_handle
+    image.write_text("x")
+    assert "ephemeral" in LoopDriver.CAPABILITIES
+    assert driver.delete_ephemeral(item, None) is None                       # nothing says it is ephemeral
+    assert driver.delete_ephemeral(item, {"image": str(pool / "other.img")}) is None  # names another image
+    assert driver.delete_ephemeral(item, {"kubevol.io/image": str(image)}, check_mode=True) == str(image)
+    assert image.exists()
+    assert driver.delete_ephemeral(item, {"image": str(image)}) == str(image)
+    assert not image.exists()
+    assert driver.delete_ephemeral(item, {"image": str(image)}) is None      # already gone: nothing to do
+
+
+def test_loop_ephemeral_record_is_not_an_attachment(tmp_path):
+    pool = tmp_path / "pool"
+    pool.mkdir()
+    driver = LoopDriver(fake_runner({}), str(tmp_path / "k"), "n1", {"loop_pools": [str(pool)]})
+    item = _ephemeral_item(pool)
+    image = pool / item.volume_handle
+    image.write_text("x")
+    driver.write_record(item, str(image), "/dev/loop42", os.stat(str(image)))
+    driver.loop_devices = lambda: []
+    assert driver.attached_volumes() == []  # the kubelet reports no attachment for an inline volume
+    [vol] = driver.ephemeral_volumes()
+    assert (vol.pod_uid, vol.volume_name, vol.image, vol.device) == ("u1", "scratch", str(image), None)
+    assert driver.ephemeral_record(item)["ephemeral"] is True
+    assert driver.ephemeral_record(_ephemeral_item(pool, uid="u2")) is None
