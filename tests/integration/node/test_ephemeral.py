@@ -155,3 +155,30 @@ def test_never_deletes_an_image_nothing_names_as_ephemeral(node):
     with open(image) as handle:
         assert handle.read() == "precious"
     assert os.path.isdir(os.path.join(vol_dir, "mount"))
+
+
+def test_a_killed_teardown_is_finished_from_vol_data_alone(node):
+    """A run killed after the unmount and the detach (the driver's record gone): vol_data.json still says
+    Ephemeral and names the image, so the next run deletes it and the directories."""
+    target = names.pod_mount_path(node.kubelet_dir, POD1, "scratch")
+    image = os.path.join(node.pool, HANDLE)
+    pub = node.module("node_volume_mount", volumes=[inline(node)])
+    assert pub["_rc"] == 0, pub
+    node.run("umount", target)
+    node.run("losetup", "-d", pub["volumes"][0]["device"])
+    records = os.path.join(node.kubelet_dir, "plugins", "kubevol.io", "loop", "attachments")
+    for name in os.listdir(records):
+        os.unlink(os.path.join(records, name))
+
+    facts = node.module("node_volume_facts")["node_facts"]
+    [eph] = facts["ephemeral_volumes"]
+    assert eph["mounted"] is False and eph["image"] == image and eph["device"] is None
+    result = plan(node, facts, pods=False)
+    assert [(s["action"], s["target"]) for s in result["plan"]] == [("unmount", "pod")]
+    teardown = dict(result["volume_items"]["node1"][result["plan"][0]["unique_volume_name"]],
+                    pods=[{"uid": POD1, "name": POD1}])
+    gone = node.module("volume_detach", volumes=[teardown])
+    assert gone["_rc"] == 0, gone
+    assert gone["volumes"][0]["deleted"] == image and gone["volumes"][0]["detached"] is None
+    assert not os.path.exists(image) and not os.path.exists(os.path.dirname(target)) and node.loops() == []
+    assert plan(node, node.module("node_volume_facts")["node_facts"], pods=False)["plan"] == []
