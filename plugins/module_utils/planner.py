@@ -624,8 +624,8 @@ def unpublish_inline(p):
                     "read_only": False, "multi_attach": False, "ephemeral": True, "detach": False,
                     "pods": [{"uid": uid, "name": name or uid, "read_only": em.read_only}]}
             p.add(_step("unmount", "pod", node, "%s/%s" % (name or uid, volume_name), em.unique_name, why, item,
-                        pod=name, pod_uid=uid, ephemeral=True, kubernetes_volume_name=inline_volume_name(uid,
-                                                                                                       volume_name)))
+                        pod=name, pod_uid=uid, ephemeral=True,
+                        kubernetes_volume_name=inline_volume_name(uid, volume_name)))
 
 
 def _first_node(p, nvs):

@@ -13,9 +13,12 @@ UID = "0e0e0e0e-0000-4000-8000-00000000e001"
 HANDLE = "csi-" + hashlib.sha256((UID + "scratch").encode()).hexdigest()  # csi_mounter.go makeVolumeHandle
 
 
+INLINE = {"driver": DRIVER, "fsType": "ext4", "volumeAttributes": {"size": "64Mi"}}
+
+
 def cluster_file(with_pod=True):
-    objs = [{"apiVersion": "v1", "kind": "Node", "metadata": {"name": "node1", "annotations": {
-                "volumes.kubernetes.io/controller-managed-attach-detach": "true"}},
+    managed = {"volumes.kubernetes.io/controller-managed-attach-detach": "true"}
+    objs = [{"apiVersion": "v1", "kind": "Node", "metadata": {"name": "node1", "annotations": managed},
              "status": {"conditions": [{"type": "Ready", "status": "True"}]}},
             {"apiVersion": "storage.k8s.io/v1", "kind": "CSIDriver", "metadata": {"name": DRIVER},
              "spec": {"attachRequired": True, "volumeLifecycleModes": ["Persistent", "Ephemeral"]}}]
@@ -23,8 +26,7 @@ def cluster_file(with_pod=True):
         objs.append({"apiVersion": "v1", "kind": "Pod",
                      "metadata": {"namespace": "jobs", "name": "scratchy", "uid": UID},
                      "spec": {"nodeName": "node1",
-                              "volumes": [{"name": "scratch", "csi": {"driver": DRIVER, "fsType": "ext4",
-                                                                     "volumeAttributes": {"size": "64Mi"}}}],
+                              "volumes": [{"name": "scratch", "csi": INLINE}],
                               "containers": [{"name": "c", "image": "busybox",
                                               "volumeMounts": [{"name": "scratch", "mountPath": "/scratch"}]}]},
                      "status": {"phase": "Running", "containerStatuses": [{"name": "c", "state": {"running": {}}}]}})

@@ -23,8 +23,8 @@ def inline(node, read_only=False, fs_type="ext4", **attributes):
 
 
 def cluster(node, pods=True):
-    items = [{"kind": "Node", "metadata": {"name": "node1", "annotations": {
-                 names.MANAGED_ATTACH_DETACH_ANNOTATION: "true"}}},
+    managed = {names.MANAGED_ATTACH_DETACH_ANNOTATION: "true"}
+    items = [{"kind": "Node", "metadata": {"name": "node1", "annotations": managed}},
              {"kind": "CSIDriver", "metadata": {"name": DRIVER},
               "spec": {"volumeLifecycleModes": ["Persistent", "Ephemeral"]}}]
     if pods:
