@@ -33,6 +33,7 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.drivers.base impor
 from ansible_collections.kubevol.volumes.plugins.module_utils.errors import KubevolError
 from ansible_collections.kubevol.volumes.plugins.module_utils.names import (
     ephemeral_volume_handle, inline_volume_name, unique_volume_name)
+from ansible_collections.kubevol.volumes.plugins.module_utils.node.filesystems import FILESYSTEMS
 from ansible_collections.kubevol.volumes.plugins.module_utils.quantity import to_bytes
 
 DEFAULT_KNOWN_DRIVERS = tuple(sorted(DRIVERS))  # every driver kubevol has a backend for (the driver registry)
@@ -330,11 +331,13 @@ def inline_volume(index, known_drivers, pod, node, volume, use):
             where, INLINE_SIZE_ATTRIBUTE, size, getattr(exc, "msg", None) or exc)
     if capacity <= 0:
         return "%s: csi.volumeAttributes.%s %r must be above zero (e.g. 64Mi)" % (where, INLINE_SIZE_ATTRIBUTE, size)
+    fs_type = csi.fs_type or DEFAULT_FS_TYPE
+    if fs_type not in FILESYSTEMS:
+        return "%s: csi.fsType %r is not one kubevol formats (%s)" % (where, fs_type, ", ".join(sorted(FILESYSTEMS)))
     handle = ephemeral_volume_handle(pod.uid, volume.name)
     return InlineVolume(node, pod.namespace + "/" + pod.name, pod.uid, volume.name, driver, handle,
                         unique_volume_name(driver, handle), inline_volume_name(pod.uid, volume.name),
-                        tuple(sorted(attributes.items())), capacity, csi.fs_type or DEFAULT_FS_TYPE,
-                        bool(csi.read_only))
+                        tuple(sorted(attributes.items())), capacity, fs_type, bool(csi.read_only))
 
 
 def _add_inline_volume(index, known_drivers, pod, key, node, volume, use, inline, blocked):

@@ -86,6 +86,7 @@ def publish(ctx, item):
     mounts = mount.list_mounts(runner)
     current = mounts.at(target)
     device = driver.find_device(item)
+    _refuse_unless_ours(ctx, driver, item, device, image, vol_dir)
     if current:
         if device is None or not mount.same_device(current, device):
             raise KubevolError("pod mount %s of inline volume %s is mounted from %s, not from the volume kubevol "
@@ -153,6 +154,22 @@ def publish(ctx, item):
     return res
 
 
+def _refuse_unless_ours(ctx, driver, item, device, image, vol_dir):
+    """An attached device or an existing image for this handle must be this pod's own ephemeral volume (the
+    driver's record, or the vol_data.json an earlier, interrupted publish wrote): never adopt another's."""
+    if device is None and not (image and os.path.lexists(image)):
+        return
+    data, _problem = layout.load_vol_data(vol_dir)
+    if driver.ephemeral_record(item) is not None or (says_ephemeral(data, item) and data.get(EPHEMERAL_IMAGE_KEY)
+                                                     == image):
+        return
+    raise KubevolError("inline volume %s of pod %s: %s already exists on node %s and nothing names it as this pod's "
+                       "ephemeral volume (no driver record, no vol_data.json saying Ephemeral); kubevol never "
+                       "adopts it: check what it is and remove it by hand"
+                       % (item.pv_name, item.pods[0].name or item.pods[0].uid, device or image, ctx.node_name),
+                       node=ctx.node_name, volume=item.pv_name, step="publish")
+
+
 def _repair_vol_data(ctx, res, directory, data):
     old, _problem = layout.load_vol_data(directory)
     if old == data:
@@ -175,13 +192,14 @@ def plan_unpublish(ctx, item):
     data, _problem = layout.load_vol_data(os.path.dirname(target))
     record = driver.ephemeral_record(item)
     evidence = record or (data if says_ephemeral(data, item) else None)
-    if evidence is None and os.path.lexists(os.path.dirname(target)):
+    device = driver.find_device(item)
+    if evidence is None and (device is not None or os.path.lexists(os.path.dirname(target))):
+        # a device or a directory nothing names as this pod's ephemeral volume (a PV's, or by hand): hands off
         raise KubevolError("%s is not an inline ephemeral volume kubevol created on node %s (neither its "
                            "vol_data.json nor the driver's record says Ephemeral with handle %s); left alone: "
                            "remove it by hand after checking what it is"
                            % (os.path.dirname(target), ctx.node_name, item.volume_handle),
                            node=ctx.node_name, volume=item.pv_name, step="unpublish")
-    device = driver.find_device(item)
     current = mounts.at(target)
     if current is not None and (device is None or not mount.same_device(current, device)):
         raise KubevolError("pod mount %s of inline volume %s is mounted from %s, not from the volume kubevol created "

@@ -182,3 +182,14 @@ def test_a_killed_teardown_is_finished_from_vol_data_alone(node):
     assert gone["volumes"][0]["deleted"] == image and gone["volumes"][0]["detached"] is None
     assert not os.path.exists(image) and not os.path.exists(os.path.dirname(target)) and node.loops() == []
     assert plan(node, node.module("node_volume_facts")["node_facts"], pods=False)["plan"] == []
+
+
+def test_never_adopts_an_image_nothing_names_as_the_pods(node):
+    image = os.path.join(node.pool, HANDLE)
+    with open(image, "w") as handle:
+        handle.write("precious")
+    res = node.module("node_volume_mount", volumes=[inline(node)])
+    assert res["_rc"] != 0 and "kubevol never adopts it" in res["msg"], res
+    with open(image) as handle:
+        assert handle.read() == "precious"
+    assert node.loops() == [] and node.mounts_under() == []

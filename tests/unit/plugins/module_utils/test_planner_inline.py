@@ -174,6 +174,11 @@ BLOCKED = [
 ]
 
 
+def test_unknown_fs_type_is_blocked():
+    result = run(cluster(node("node1"), ephemeral_driver(), inline_pod(fs_type="vfat")))
+    assert result["plan"] == [] and "csi.fsType 'vfat' is not one kubevol formats" in reasons(result)[0]
+
+
 @pytest.mark.parametrize("name,drivers,attributes,expected", BLOCKED, ids=[c[0] for c in BLOCKED])
 def test_blocked_with_kubernetes_words(name, drivers, attributes, expected):
     result = run(cluster(node("node1"), inline_pod(attributes=attributes), *drivers))
