@@ -317,3 +317,72 @@ def test_item_must_carry_the_pods_own_handle():
     raw["pods"].append({"uid": "other"})
     with pytest.raises(InvalidInput):
         volume_item(raw)
+
+
+# ---- property: planning again over what the plan leaves plans nothing -------------------------------------
+
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+NODES = ("n1", "n2")
+
+
+def _apply(result, node_facts):
+    """What the nodes have after every step of the plan succeeded (inline volumes only)."""
+    new = dict((n, dict(f, pod_mounts=list(f.get("pod_mounts") or []),
+                        ephemeral_volumes=list(f.get("ephemeral_volumes") or [])))
+               for n, f in node_facts.items())
+    for step in result["plan"]:
+        f = new.get(step["node"])
+        if f is None or f.get("reachable") is False:
+            continue
+        assert step.get("ephemeral"), step
+        item = result["volume_items"][step["node"]][step["unique_volume_name"]]
+        key = (step["pod_uid"], item["pv_name"])
+        f["ephemeral_volumes"] = [e for e in f["ephemeral_volumes"] if (e["pod_uid"], e["volume_name"]) != key]
+        f["pod_mounts"] = [m for m in f["pod_mounts"] if (m["pod_uid"], m["pv_name"]) != key]
+        if step["action"] == "mount":
+            done = with_ephemeral(step["node"], uid=step["pod_uid"], volume=item["pv_name"],
+                                  read_only=step["pod_read_only"])
+            f["ephemeral_volumes"] += done["ephemeral_volumes"]
+            f["pod_mounts"] += done["pod_mounts"]
+    return new
+
+
+@st.composite
+def inline_worlds(draw):
+    objs = [node(n) for n in NODES]
+    modes = draw(st.sampled_from([None, ("Persistent",), ("Persistent", "Ephemeral"), ("Ephemeral",)]))
+    if modes is not None or draw(st.booleans()):
+        objs.append(ephemeral_driver(modes=modes))
+    uids = ["uid-p%d" % i for i in range(3)]
+    for i in range(draw(st.integers(0, 3))):
+        attributes = draw(st.sampled_from([{"size": "64Mi"}, {"size": "1Gi", "pool": POOL}, {}, {"size": "x"}]))
+        objs.append(inline_pod("ns/p%d" % i, draw(st.sampled_from(NODES + ("",))), attributes=attributes,
+                               read_only=draw(st.booleans()),
+                               phase=draw(st.sampled_from(["Running", "Running", "Pending", "Succeeded"]))))
+    node_facts = {}
+    for n in NODES:
+        if draw(st.integers(0, 4)) == 0:
+            node_facts[n] = facts(n, reachable=False)
+            continue
+        f = facts(n)
+        f["ephemeral_volumes"] = []
+        for uid in draw(st.lists(st.sampled_from(uids + ["gone"]), unique=True, max_size=2)):
+            e = with_ephemeral(n, uid=uid, mounted=draw(st.booleans()), read_only=draw(st.booleans()),
+                               pod_dir=draw(st.booleans()))
+            f["pod_mounts"] += e["pod_mounts"]
+            f["ephemeral_volumes"] += e["ephemeral_volumes"]
+        node_facts[n] = f
+    return cluster(*objs), node_facts
+
+
+@settings(max_examples=150, deadline=None)
+@given(inline_worlds())
+def test_plan_never_crashes_and_converges(world):
+    data, node_facts = world
+    first = run(data, node_facts, allow_mass_teardown=True)
+    for step in first["plan"]:
+        assert step["ephemeral"] is True and (step["action"], step["target"]) in (("mount", "pod"), ("unmount", "pod"))
+    assert executor.attach_intents(first) == []
+    second = run(data, _apply(first, node_facts), allow_mass_teardown=True)
+    assert second["plan"] == [], second["plan"]
