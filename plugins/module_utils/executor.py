@@ -432,10 +432,13 @@ def attach_intents(plan_result, failures=None):
         item = view.item(step)
         records.append({"type": "attach_intent", "node": step["node"], "pv_name": item["pv_name"],
                         "driver": item["driver"], "volume_handle": item["volume_handle"]})
-    # RecoverVolumeExpansionFailure: the claim says an expansion is under way before it starts
+    # RecoverVolumeExpansionFailure: the claim says an expansion is under way before it starts. A claim the
+    # controller grows first goes ControllerResizeInProgress -> NodeResizePending (its record) -> done.
+    growing = set()
     for phase, stage in (("expand_controller", "controller"), ("expand_node", "node")):
         for step in view.steps(phase, None, failures):
-            if step.get("pvc") and step.get("size_to") is not None:
+            if step.get("pvc") and step.get("size_to") is not None and step["pvc"] not in growing:
+                growing.add(step["pvc"])
                 records.append({"type": "resize_intent", "pvc": step["pvc"], "stage": stage,
                                 "capacity": step["size_to"]})
     return records

@@ -254,8 +254,11 @@ def test_node_expansion_follows_the_recorded_state(state, expected):
 def test_expansion_intents_and_records():
     result = run(_resizing("2Gi", "1Gi", "1Gi", None, None), MOUNTED)
     intents = [r for r in executor.attach_intents(result) if r["type"] == "resize_intent"]
-    assert intents == [{"type": "resize_intent", "pvc": "ns/a", "stage": "controller", "capacity": 2 * 2 ** 30},
-                       {"type": "resize_intent", "pvc": "ns/a", "stage": "node", "capacity": 2 * 2 ** 30}]
+    # the controller goes first; its record moves the claim to NodeResizePending for the node
+    assert intents == [{"type": "resize_intent", "pvc": "ns/a", "stage": "controller", "capacity": 2 * 2 ** 30}]
+    node_only = run(_resizing("2Gi", "1Gi", "2Gi", "2Gi", "NodeResizePending"), MOUNTED)
+    assert [r for r in executor.attach_intents(node_only) if r["type"] == "resize_intent"] == [
+        {"type": "resize_intent", "pvc": "ns/a", "stage": "node", "capacity": 2 * 2 ** 30}]
 
 
 # ---- quantities as users write them ----------------------------------------------------------------------
