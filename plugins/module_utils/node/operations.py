@@ -264,8 +264,8 @@ def _apply_fs_group(ctx, res, item, pod, target, read_only, mounted):
     fsGroupPolicy says the kubelet must not touch it."""
     if pod.fs_group is None or read_only:
         return
-    action = "set group %d on %s (fsGroupChangePolicy %s)" % (pod.fs_group, target,
-                                                               pod.fs_group_change_policy or "Always")
+    policy = pod.fs_group_change_policy or "Always"
+    action = "set group %d on %s (fsGroupChangePolicy %s)" % (pod.fs_group, target, policy)
     if not mounted:  # check mode, not mounted yet: a fresh mount is re-grouped whatever it holds
         _act(ctx, res, action)
         return

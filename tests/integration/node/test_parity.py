@@ -27,8 +27,8 @@ def stat_of(node, path):
 
 def test_fs_group_lets_a_non_root_writer_write(node):
     plain = node.vol("pv-plain", fs_type="xfs", size=320 * MiB, pods=[{"uid": POD1}])
-    grouped = node.vol("pv-group", fs_type="ext4", pods=[{"uid": POD2, "fs_group": 2000,
-                                                           "fs_group_change_policy": "OnRootMismatch"}])
+    grouped = node.vol("pv-group", fs_type="ext4",
+                       pods=[{"uid": POD2, "fs_group": 2000, "fs_group_change_policy": "OnRootMismatch"}])
     assert node.module("k8s_volume_attach", volumes=[plain, grouped], provision=True)["_rc"] == 0
     chk = node.module("node_volume_mount", check_mode=True, volumes=[grouped])
     assert chk["_rc"] == 0 and any("set group 2000" in a for a in chk["volumes"][0]["actions"]), chk
