@@ -16,7 +16,7 @@ DEVICE_KEYS = {"unique_volume_name", "driver", "volume_handle", "device", "size_
 GLOBAL_KEYS = {"unique_volume_name", "driver", "volume_handle", "pv_name", "path", "mounted", "device", "fs_type",
                "fs_size_bytes", "read_only", "foreign", "uncertain", "unsafe"}
 POD_KEYS = {"pod_uid", "pv_name", "mode", "path", "mounted", "read_only", "device", "unique_volume_name", "driver",
-            "foreign", "uncertain", "unsafe"}
+            "foreign", "uncertain", "unsafe", "root_gid", "root_mode", "size_bytes"}
 HEALTHY = {"driver": DRIVER, "foreign": False, "uncertain": None, "unsafe": False}
 
 
@@ -67,13 +67,14 @@ def test_facts_report_exactly_what_was_done(node, node2):
     assert facts["pod_mounts"] == sorted([
         {"pod_uid": POD1, "pv_name": "pv-a", "mode": "Filesystem", "mounted": True, "read_only": False,
          "path": names.pod_mount_path(node.kubelet_dir, POD1, "pv-a"), "device": dev_a,
-         "unique_volume_name": uvn("pv-a.img"), **HEALTHY},
+         "unique_volume_name": uvn("pv-a.img"), "root_gid": 0, "root_mode": "0755", "size_bytes": None, **HEALTHY},
         {"pod_uid": POD2, "pv_name": "pv-a", "mode": "Filesystem", "mounted": True, "read_only": True,
          "path": names.pod_mount_path(node.kubelet_dir, POD2, "pv-a"), "device": dev_a,
-         "unique_volume_name": uvn("pv-a.img"), **HEALTHY},
+         "unique_volume_name": uvn("pv-a.img"), "root_gid": 0, "root_mode": "0755", "size_bytes": None, **HEALTHY},
         {"pod_uid": POD1, "pv_name": "pv-b", "mode": "Block", "mounted": True, "read_only": False,
          "path": names.pod_device_path(node.kubelet_dir, POD1, "pv-b"), "device": dev_b,
-         "unique_volume_name": uvn("pv-b.img"), **HEALTHY},
+         "unique_volume_name": uvn("pv-b.img"), "root_gid": None, "root_mode": None, "size_bytes": 64 * MiB,
+         **HEALTHY},
     ], key=lambda m: m["path"])
     assert node.module("node_volume_facts")["node_facts"] == facts  # stable across runs
     facts2 = node2.module("node_volume_facts")["node_facts"]

@@ -224,6 +224,18 @@ def test_terminated_pod_is_unpublished():
     assert "pod ns/p no longer runs on node node1" in result["plan"][0]["reason"]
 
 
+def test_terminating_pod_gets_no_new_volume_and_keeps_its_own():
+    # deletionTimestamp set, a container still running: findAndAddNewPods adds nothing, what it has stays
+    data = cluster(node("node1"), ephemeral_driver(), inline_pod(deleted=True, states=["running"]))
+    assert run(data)["plan"] == []
+    result = run(data, {"node1": with_ephemeral("node1")})
+    assert result["plan"] == []
+    # its containers stopped: it is terminated, and the volume goes
+    data = cluster(node("node1"), ephemeral_driver(), inline_pod(deleted=True, states=["terminated"]))
+    assert steps(run(data, {"node1": with_ephemeral("node1")})) == [("unmount", "pod", "node1", "ns/p/scratch",
+                                                                     "ns/p")]
+
+
 def test_record_only_leftover_is_torn_down():
     # a run killed after the pod directory went: only the driver's record names the image
     f = with_ephemeral("node1", mounted=False, pod_dir=False)
