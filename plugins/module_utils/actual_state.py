@@ -50,10 +50,11 @@ NodeMounts.__doc__ = """devices and global_mounts: {unique name: facts dict}; po
 uncertain: [UncertainMount]; foreign: how many entries belong to drivers kubevol has no backend for;
 ephemeral: {(pod uid, volume name): EphemeralMount}, the inline ephemeral CSI volumes (never in pod_mounts)."""
 EphemeralMount = namedtuple("EphemeralMount", "pod_uid volume_name unique_name driver volume_handle mounted "
-                                              "read_only path image")
+                                              "read_only path image root_gid root_mode")
+EphemeralMount.__new__.__defaults__ = (None, None)
 EphemeralMount.__doc__ = """An inline ephemeral CSI volume on a node (facts ephemeral_volumes): its pod directory
 (vol_data.json volumeLifecycleMode Ephemeral) or only its driver's record (a run killed mid-way). image: what
-backs it, as the node names it (loop: the image file), or None."""
+backs it, as the node names it (loop: the image file), or None. root_gid, root_mode: the mounted root's (fsGroup)."""
 ActualState = namedtuple("ActualState", "attached in_use node_facts confirmed_nodes")
 ActualState.__doc__ = """attached: {(unique name, node): AttachedVolume}; in_use: {(unique name, node)} from
 volumesInUse; node_facts: {node: NodeMounts} (absent: unknown); confirmed_nodes: {unique name: {node}} of
@@ -175,7 +176,8 @@ def _ephemeral_from_facts(facts, node, known_drivers):
         driver, handle = split_unique_volume_name(unique) or (entry.get("driver"), entry.get("volume_handle"))
         found[(uid, name)] = EphemeralMount(uid, name, unique, driver, handle, bool(entry.get("mounted")),
                                             bool(entry.get("read_only")), entry.get("path"),
-                                            _optional_str(entry, "image", node, "ephemeral_volumes", i))
+                                            _optional_str(entry, "image", node, "ephemeral_volumes", i),
+                                            entry.get("root_gid"), entry.get("root_mode"))
     return found
 
 

@@ -83,11 +83,14 @@ EPHEMERAL_MODE = "Ephemeral"
 INLINE_SIZE_ATTRIBUTE = "size"  # csi.volumeAttributes key: the size of the volume a kubevol driver creates
 
 InlineVolume = namedtuple("InlineVolume", "node pod pod_uid volume_name driver volume_handle unique_name "
-                                          "kubernetes_name volume_attributes capacity_bytes fs_type read_only")
+                                          "kubernetes_name volume_attributes capacity_bytes fs_type read_only "
+                                          "fs_group fs_group_change_policy")
+InlineVolume.__new__.__defaults__ = (None, None)
 InlineVolume.__doc__ = """One inline ephemeral CSI volume (pod.spec.volumes[].csi) of one pod, volumeLifecycleMode
 Ephemeral: volume_handle is csi-sha256(pod uid + volume name) (csi_mounter.go makeVolumeHandle); unique_name is
 kubevol's key (kubernetes.io/csi/<driver>^<handle>), kubernetes_name Kubernetes' own
-(kubernetes.io/csi/<pod uid>-<volume name>, util.go GetUniqueVolumeNameFromSpecWithPod). read_only: csi.readOnly."""
+(kubernetes.io/csi/<pod uid>-<volume name>, util.go GetUniqueVolumeNameFromSpecWithPod). read_only: csi.readOnly.
+fs_group: the pod's fsGroup when the kubelet applies it to this volume (inline_fs_group), else None."""
 
 
 def is_pod_terminated(pod):
@@ -378,13 +381,30 @@ def inline_volume(index, known_drivers, pod, node, volume, use):
             where, INLINE_SIZE_ATTRIBUTE, size, getattr(exc, "msg", None) or exc)
     if capacity <= 0:
         return "%s: csi.volumeAttributes.%s %r must be above zero (e.g. 64Mi)" % (where, INLINE_SIZE_ATTRIBUTE, size)
+    driver_object = index.csidriver_by_name.get(driver)
+    if driver_object is not None and driver_object.fs_group_policy not in FS_GROUP_POLICIES:
+        return ("%s: CSIDriver %s has an unknown spec.fsGroupPolicy %r (valid: %s); fix the CSIDriver object"
+                % (where, driver, driver_object.fs_group_policy, ", ".join(FS_GROUP_POLICIES)))
     fs_type = csi.fs_type or DEFAULT_FS_TYPE
     if fs_type not in FILESYSTEMS:
         return "%s: csi.fsType %r is not one kubevol formats (%s)" % (where, fs_type, ", ".join(sorted(FILESYSTEMS)))
     handle = ephemeral_volume_handle(pod.uid, volume.name)
     return InlineVolume(node, pod.namespace + "/" + pod.name, pod.uid, volume.name, driver, handle,
                         unique_volume_name(driver, handle), inline_volume_name(pod.uid, volume.name),
-                        tuple(sorted(attributes.items())), capacity, fs_type, bool(csi.read_only))
+                        tuple(sorted(attributes.items())), capacity, fs_type, bool(csi.read_only),
+                        inline_fs_group(pod, csi, driver_object), pod.fs_group_change_policy)
+
+
+def inline_fs_group(pod, csi, driver_object):
+    """csi_mounter.go supportsFSGroup for an inline volume: the pod's fsGroup unless it has none, the volume is
+    read-only or the CSIDriver's fsGroupPolicy is None; with the default ReadWriteOnceWithFSType only when the
+    pod's csi.fsType is set (an inline volume counts as ReadWriteOnce). No CSIDriver: the default policy."""
+    policy = driver_object.fs_group_policy if driver_object is not None else FS_GROUP_POLICIES[0]
+    if pod.fs_group is None or csi.read_only or policy == "None":
+        return None
+    if policy == "File" or (policy == "ReadWriteOnceWithFSType" and csi.fs_type):
+        return pod.fs_group
+    return None
 
 
 def _add_inline_volume(index, known_drivers, pod, key, node, volume, use, inline, blocked, holding=None):

@@ -655,13 +655,20 @@ def publish_inline(p):
             continue
         facts = p.facts(iv.node)
         current = facts.ephemeral.get((iv.pod_uid, iv.volume_name)) if facts is not None else None
-        if current is not None and current.mounted:
-            continue  # published; a pod's spec cannot change, so neither can its read-only flag
         why = ("pod %s uses inline volume %s: create and publish its %s %s volume (%s)"
                % (iv.pod, iv.volume_name, format_bytes(iv.capacity_bytes), iv.fs_type, iv.kubernetes_name))
+        if current is not None and current.mounted:
+            # published; a pod's spec cannot change, so neither can its read-only flag; its fsGroup is re-checked
+            if iv.fs_group is None or not _root_needs_fs_group(current, iv.fs_group):
+                continue
+            why = "apply fsGroup %d of pod %s to inline volume %s (volume root has group %s, mode %s)" % (
+                iv.fs_group, iv.pod, iv.volume_name, current.root_gid, current.root_mode)
+        extra = {}
+        if iv.fs_group is not None:
+            extra = {"pod_fs_group": iv.fs_group, "pod_fs_group_change_policy": iv.fs_group_change_policy or "Always"}
         p.add(_step("mount", "pod", iv.node, label, iv.unique_name, why, _inline_item(iv), pod=iv.pod,
                     pod_uid=iv.pod_uid, pod_read_only=iv.read_only, ephemeral=True,
-                    kubernetes_volume_name=iv.kubernetes_name))
+                    kubernetes_volume_name=iv.kubernetes_name, **extra))
 
 
 def unpublish_inline(p):

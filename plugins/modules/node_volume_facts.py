@@ -190,6 +190,12 @@ node_facts:
         size_bytes:
           description: The size of C(image) in bytes, or null.
           type: int
+        root_gid:
+          description: The group of the mounted volume's root directory, else null (fsGroup).
+          type: int
+        root_mode:
+          description: The mode of the mounted volume's root directory as four octal digits, else null.
+          type: str
   sample:
     node_name: node1
     reachable: true

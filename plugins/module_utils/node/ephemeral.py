@@ -96,6 +96,7 @@ def publish(ctx, item):
         res.update(device=device, fs_type=current.fstype)
         _repair_vol_data(ctx, res, vol_dir, vol_data(ctx, item, image))
         res["diff"]["before"][target] = res["diff"]["after"][target] = current.source
+        _fs_group(ctx, res, item, target, mounted=True)
         return res
     # a symlink or a file on the way is refused before anything is created
     layout.check_dir(ctx.kubelet_dir, target, ctx.node_name)
@@ -126,6 +127,7 @@ def publish(ctx, item):
         res.update(changed=True, formatted=True, published=[pod.uid])
         res["diff"]["before"][target] = None
         res["diff"]["after"][target] = "(a new %s volume)" % item.fs_type
+        _fs_group(ctx, res, item, target, mounted=False)
         return res
     ctx.step = "probe"
     found = blockdev.probe(runner, device)  # raises UnsafeToFormat when inconclusive
@@ -151,7 +153,16 @@ def publish(ctx, item):
     res["published"].append(pod.uid)
     res["diff"]["before"][target] = None
     res["diff"]["after"][target] = device
+    _fs_group(ctx, res, item, target, mounted=not ctx.check_mode)
     return res
+
+
+def _fs_group(ctx, res, item, target, mounted):
+    """The pod's fsGroup after NodePublish, as for a PV (csi_mounter.go SetUpAt, SetVolumeOwnership); the planner
+    sets it only where supportsFSGroup says the kubelet applies it."""
+    from ansible_collections.kubevol.volumes.plugins.module_utils.node import operations  # imports this module
+    pod = item.pods[0]
+    operations._apply_fs_group(ctx, res, item, pod, target, pod.read_only or item.read_only, mounted)
 
 
 def _refuse_unless_ours(ctx, driver, item, device, image, vol_dir):
@@ -268,7 +279,8 @@ def ephemeral_facts(ctx, mounts, pod_mounts):
             "unique_volume_name": pm["unique_volume_name"],
             "kubernetes_volume_name": names.inline_volume_name(pm["pod_uid"], pm["pv_name"]),
             "path": pm["path"], "mounted": pm["mounted"], "read_only": pm["read_only"], "device": pm["device"],
-            "image": (data or {}).get(EPHEMERAL_IMAGE_KEY)}
+            "image": (data or {}).get(EPHEMERAL_IMAGE_KEY),
+            "root_gid": pm.get("root_gid"), "root_mode": pm.get("root_mode")}
     for driver in ctx.all_drivers():
         for vol in driver.ephemeral_volumes():
             try:
@@ -283,7 +295,8 @@ def ephemeral_facts(ctx, mounts, pod_mounts):
                     "volume_handle": vol.volume_handle, "unique_volume_name": vol.unique_volume_name,
                     "kubernetes_volume_name": names.inline_volume_name(vol.pod_uid, vol.volume_name),
                     "path": path, "mounted": current is not None, "read_only": bool(current and current.read_only),
-                    "device": current.source_device if current else None, "image": None}
+                    "device": current.source_device if current else None, "image": None,
+                    "root_gid": None, "root_mode": None}
             entry["image"] = vol.image or entry["image"]
             entry["device"] = entry["device"] or vol.device
     for entry in found.values():

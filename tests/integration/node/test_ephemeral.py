@@ -193,3 +193,30 @@ def test_never_adopts_an_image_nothing_names_as_the_pods(node):
     with open(image) as handle:
         assert handle.read() == "precious"
     assert node.loops() == [] and node.mounts_under() == []
+
+
+WRITER = ["setpriv", "--reuid=1234", "--regid=1234", "--groups=2000",
+          # search permission on the test's private tmp dirs only; writing still needs the volume's group
+          "--inh-caps=+dac_read_search", "--ambient-caps=+dac_read_search"]
+
+
+def test_fs_group_lets_a_non_root_writer_write_to_an_inline_volume(node):
+    target = names.pod_mount_path(node.kubelet_dir, POD1, "scratch")
+    vol = dict(inline(node), pods=[{"uid": POD1, "name": "ns/p", "fs_group": 2000,
+                                    "fs_group_change_policy": "OnRootMismatch"}])
+    chk = node.module("node_volume_mount", check_mode=True, volumes=[vol])
+    assert chk["_rc"] == 0 and any("set group 2000" in a for a in chk["volumes"][0]["actions"]), chk
+    pub = node.module("node_volume_mount", volumes=[vol])
+    assert pub["_rc"] == 0, pub
+    gid, mode = node.run("stat", "-c", "%g %a", target).stdout.split()
+    assert int(gid) == 2000 and int(mode, 8) & 0o2070 == 0o2070, mode
+    done = node.run(*(WRITER + ["sh", "-c", 'echo data > "$1"', "sh", os.path.join(target, "f")]), check=False)
+    assert done.returncode == 0, done.stderr
+    facts = node.module("node_volume_facts")["node_facts"]
+    [eph] = facts["ephemeral_volumes"]
+    assert eph["root_gid"] == 2000 and int(eph["root_mode"], 8) & 0o2070 == 0o2070
+    again = node.module("node_volume_mount", volumes=[vol])
+    assert again["_rc"] == 0 and again["changed"] is False, again
+    gone = node.module("volume_detach", volumes=[inline(node)])
+    assert gone["_rc"] == 0 and gone["volumes"][0]["deleted"], gone
+    assert node.loops() == [] and node.mounts_under() == []

@@ -174,6 +174,58 @@ BLOCKED = [
 ]
 
 
+def fs_group_pod(fs_group=2000, policy=None, **kwargs):
+    obj = inline_pod(**kwargs)
+    obj["spec"]["securityContext"] = {"fsGroup": fs_group}
+    if policy:
+        obj["spec"]["securityContext"]["fsGroupChangePolicy"] = policy
+    return obj
+
+
+def fs_group_driver(policy):
+    obj = ephemeral_driver()
+    if policy:
+        obj["spec"]["fsGroupPolicy"] = policy
+    return obj
+
+
+FS_GROUP_CASES = [
+    ("File policy", "File", {}, 2000),
+    ("default policy, no fsType: skipped", None, {}, None),
+    ("default policy with fsType", None, {"fs_type": "ext4"}, 2000),
+    ("policy None", "None", {"fs_type": "ext4"}, None),
+    ("read-only volume", "File", {"read_only": True}, None),
+]
+
+
+@pytest.mark.parametrize("name,policy,kwargs,expected", FS_GROUP_CASES, ids=[c[0] for c in FS_GROUP_CASES])
+def test_fs_group_as_supports_fs_group(name, policy, kwargs, expected):
+    """csi_mounter.go supportsFSGroup: an inline volume counts as ReadWriteOnce; the default policy needs fsType."""
+    result = run(cluster(node("node1"), fs_group_driver(policy), fs_group_pod(policy="OnRootMismatch", **kwargs)))
+    step = result["plan"][0]
+    assert step.get("pod_fs_group") == expected
+    if expected is not None:
+        assert step["pod_fs_group_change_policy"] == "OnRootMismatch"
+        [item] = executor.phase_items(result, "mount", "node1")
+        assert item["pods"][0]["fs_group"] == 2000 and volume_item(item).pods[0].fs_group == 2000
+
+
+def test_fs_group_rechecked_on_a_published_volume():
+    data = cluster(node("node1"), fs_group_driver("File"), fs_group_pod())
+    f = with_ephemeral("node1")
+    f["ephemeral_volumes"][0].update(root_gid=0, root_mode="0755")
+    result = run(data, {"node1": f})
+    assert steps(result) == [("mount", "pod", "node1", "ns/p/scratch", "ns/p")]
+    assert "apply fsGroup 2000 of pod ns/p to inline volume scratch" in result["plan"][0]["reason"]
+    f["ephemeral_volumes"][0].update(root_gid=2000, root_mode="2775")
+    assert run(data, {"node1": f})["plan"] == []
+
+
+def test_unknown_fs_group_policy_is_blocked():
+    result = run(cluster(node("node1"), fs_group_driver("Sometimes"), inline_pod()))
+    assert result["plan"] == [] and "unknown spec.fsGroupPolicy 'Sometimes'" in reasons(result)[0]
+
+
 def test_unknown_fs_type_is_blocked():
     result = run(cluster(node("node1"), ephemeral_driver(), inline_pod(fs_type="vfat")))
     assert result["plan"] == [] and "csi.fsType 'vfat' is not one kubevol formats" in reasons(result)[0]
