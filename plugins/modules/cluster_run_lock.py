@@ -77,6 +77,11 @@ attributes:
     support: none
   platform:
     platforms: posix
+seealso:
+  - module: kubevol.volumes.cluster_volume_record
+    description: Renews and checks this lock with every record it writes (its O(kubevol.volumes.cluster_volume_record#module:run_lock) option).
+  - role: kubevol.volumes.reconcile
+    description: Takes this lock first and releases it at the end of a run.
 """
 
 EXAMPLES = r"""

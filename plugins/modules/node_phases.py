@@ -40,6 +40,15 @@ attributes:
     support: none
   platform:
     platforms: posix
+seealso:
+  - module: kubevol.volumes.volume_reconcile_plan
+    description: Computes the plan this runs a share of.
+  - module: kubevol.volumes.node_volume_setup
+    description: The node module of the setup phases.
+  - module: kubevol.volumes.volume_detach
+    description: The node module of the teardown phase.
+  - role: kubevol.volumes.reconcile
+    description: Runs this on every node, teardown first.
 options:
   plan:
     description:
