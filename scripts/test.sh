@@ -43,12 +43,12 @@ stage_build() {
         return 1
     fi
     # What a user installs from and what an execution environment is built from (ansible-builder).
-    local f missing=0
+    local f lacks=0
     for f in LICENSE README.md requirements.txt bindep.txt meta/runtime.yml meta/execution-environment.yml \
         playbooks/reconcile.yml playbooks/plan.yml roles/reconcile/meta/argument_specs.yml examples/cluster.yaml; do
-        grep -qx "$f" <<<"$listing" || { echo "the tarball lacks $f"; missing=1; }
+        grep -qx "$f" <<<"$listing" || { echo "the tarball lacks $f"; lacks=1; }
     done
-    [ $missing -eq 0 ] || return 1
+    [ $lacks -eq 0 ] || return 1
     echo "$(tar -tzf "$tarball" | wc -l) entries, $(du -h "$tarball" | cut -f1): ${tarball#"$KV_ROOT"/}"
 }
 

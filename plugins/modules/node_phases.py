@@ -47,8 +47,9 @@ seealso:
     description: The node module of the setup phases.
   - module: kubevol.volumes.volume_detach
     description: The node module of the teardown phase.
-  - role: kubevol.volumes.reconcile
+  - name: The kubevol.volumes.reconcile role
     description: Runs this on every node, teardown first.
+    link: https://github.com/kubevol/kubevol.volumes/blob/main/roles/reconcile/README.md
 options:
   plan:
     description:

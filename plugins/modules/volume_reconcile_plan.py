@@ -116,8 +116,9 @@ seealso:
     description: Gathers a node's actual state, for O(node_facts).
   - module: kubevol.volumes.node_phases
     description: Runs a node's share of this plan.
-  - role: kubevol.volumes.reconcile
+  - name: The kubevol.volumes.reconcile role
     description: Gathers, plans, prints and carries out the plan on every node.
+    link: https://github.com/kubevol/kubevol.volumes/blob/main/roles/reconcile/README.md
 """
 
 EXAMPLES = r"""

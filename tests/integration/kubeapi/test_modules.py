@@ -49,11 +49,11 @@ def test_facts_env_fallbacks_and_no_log(api, tmp_path):
     assert not out.get("failed"), out
     assert len(api.requests("GET", "/api/v1/nodes")) == 1 and len(api.requests("GET", "/api/v1/pods")) == 1
     out, raw = run_module(tmp_path, "cluster_volume_info", {"cluster_source": "kubernetes", "host": api.url,
-                                                             "username": "admin", "password": "s3cret"})
+                                                            "username": "admin", "password": "s3cret"})
     assert not out.get("failed"), out
     assert "s3cret" not in raw  # no_log
     out, raw = run_module(tmp_path, "cluster_volume_info", {"cluster_source": "kubernetes", "host": api.url,
-                                                             "api_key": "wrong-secret-token"})
+                                                            "api_key": "wrong-secret-token"})
     assert out["failed"] and "HTTP 401" in out["msg"] and "wrong-secret-token" not in raw
 
 
@@ -88,5 +88,5 @@ def test_record_errors(api, kubeconfig, tmp_path):
     out, _stdout = run_module(tmp_path, "cluster_volume_record", dict(base, cluster_state="/tmp/x", records=[]))
     assert out["failed"] and "cluster_state" in out["msg"]
     out, _stdout = run_module(tmp_path, "cluster_volume_info", {"cluster_source": "file",
-                                                                 "cluster_state": "/tmp/x.yaml", "host": api.url})
+                                                                "cluster_state": "/tmp/x.yaml", "host": api.url})
     assert out["failed"] and "host" in out["msg"]
