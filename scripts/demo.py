@@ -4,7 +4,7 @@
 Run through scripts/demo.sh (which installs what is needed first). Steps:
   1. start 3 local SSH nodes (scripts/testnodes.py) sharing one pool directory;
   2. reconcile examples/cluster.yaml (images provisioned in the pool, attach, format, mount);
-  3. write data into the db volume on node1;
+  3. write data into the db volume on node1, as postgres' uid 999 (the pod's fsGroup gave it the volume);
   4. move pod shop/db-0 to node2 and grow its claim shop/db-data (the scheduler and a user);
   5. reconcile again: detach from node1, attach on node2, mount, grow the backing image and the xfs;
   6. read the data back on node2 and print each node's mounts and sizes;
@@ -95,11 +95,18 @@ def main():
         banner("2. Reconcile the example cluster (provision, attach, format, mount)")
         reconcile(state_dir, cluster)
 
-        banner("3. Write data into %s on node1" % DB_CLAIM)
+        banner("3. Write data into %s on node1 as uid 999 (the pod's fsGroup 999 owns the volume)" % DB_CLAIM)
         path = pod_mount(cluster, DB_POD)
+        print(node_sh(state_dir, "node1", "stat -c 'volume root: group %%g, mode %%a' %s" % path).rstrip())
+        # A container sees the volume at its mount path; here a non-root process reaches it through the
+        # kubelet directory, so it keeps search permission (CAP_DAC_READ_SEARCH) and nothing else.
         written = node_sh(state_dir, "node1",
-                          "head -c 4M /dev/urandom > %s/table.dat && sync && sha256sum %s/table.dat" % (path, path))
-        checksum = written.split()[0]
+                          "setpriv --reuid=999 --regid=999 --clear-groups --inh-caps=+dac_read_search "
+                          "--ambient-caps=+dac_read_search sh -c 'head -c 4M /dev/urandom > %s/table.dat' && sync && "
+                          "stat -c 'table.dat: uid %%u, group %%g' %s/table.dat && sha256sum %s/table.dat"
+                          % (path, path, path))
+        print(written.splitlines()[0])
+        checksum = written.splitlines()[-1].split()[0]
         print("sha256 on node1: " + checksum)
 
         banner("4. Move %s to node2 and grow %s to 768Mi" % (DB_POD, DB_CLAIM))

@@ -141,6 +141,19 @@ options:
                 read-only.
             type: bool
             default: false
+          fs_group:
+            description:
+              - The pod's C(securityContext.fsGroup), when the volume's CSIDriver C(fsGroupPolicy) lets the kubelet
+                apply it (the planner decides). After the bind mount, every file and directory of the volume gets
+                this group and group read-write, and directories the setgid bit, as the kubelet's
+                SetVolumeOwnership does. Not applied to Block volumes or read-only pod mounts.
+            type: int
+          fs_group_change_policy:
+            description:
+              - The pod's C(securityContext.fsGroupChangePolicy). V(OnRootMismatch) skips the walk when the
+                volume root already has the group and the bits; V(Always) (the default) checks every entry.
+            type: str
+            choices: [Always, OnRootMismatch]
       detach:
         description:
           - M(kubevol.volumes.volume_detach) only. After the pod unmounts, also unmount the global mount and detach

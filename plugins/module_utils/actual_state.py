@@ -34,7 +34,11 @@ UNCERTAIN = "uncertain"
 
 AttachedVolume = namedtuple("AttachedVolume", "unique_name node pv_name state device_path va_name "
                                               "detach_requested_at")
-PodMount = namedtuple("PodMount", "pod_uid pv_name unique_name mode mounted read_only path")
+PodMount = namedtuple("PodMount", "pod_uid pv_name unique_name mode mounted read_only path root_gid root_mode "
+                                  "size_bytes")
+PodMount.__new__.__defaults__ = (None, None, None)
+PodMount.__doc__ = """root_gid, root_mode: the mounted volume root's group and mode ("2775"), for fsGroup;
+size_bytes: a Block volume's mapped device size. None when the node did not report them."""
 UncertainMount = namedtuple("UncertainMount", "kind path mounted device pod_uid pv_name reason unsafe")
 UncertainMount.__new__.__defaults__ = (False,)
 UncertainMount.__doc__ = """A global (kind "device") or pod (kind "pod") mount directory that cannot be
@@ -139,7 +143,8 @@ def node_mounts_from_facts(node, facts, pv_by_name, known_drivers=None):
                                             pv_name, pm.get("uncertain") or "no vol_data.json and no PV %s" % pv_name))
             continue
         pod_mounts[(uid, pv_name)] = PodMount(uid, pv_name, unique, pm.get("mode") or "Filesystem",
-                                              bool(pm.get("mounted")), bool(pm.get("read_only")), pm.get("path"))
+                                              bool(pm.get("mounted")), bool(pm.get("read_only")), pm.get("path"),
+                                              pm.get("root_gid"), pm.get("root_mode"), pm.get("size_bytes"))
     return NodeMounts(node, True, None, devices, global_mounts, pod_mounts, uncertain, foreign)
 
 

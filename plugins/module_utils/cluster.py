@@ -32,23 +32,34 @@ AttachedVolumeStatus = namedtuple("AttachedVolumeStatus", "name device_path")
 Node = namedtuple("Node", "name annotations taints ready volumes_attached volumes_in_use")
 Node.__doc__ = """annotations: tuple of (key, value); ready: True, False or None (no Ready condition)."""
 
-PodVolume = namedtuple("PodVolume", "name kind claim_name read_only driver")
+PodVolume = namedtuple("PodVolume", "name kind claim_name read_only driver csi")
+PodVolume.__new__.__defaults__ = (None,)
 PodVolume.__doc__ = """kind: the volume source key (persistentVolumeClaim, ephemeral, csi, nfs, ...).
-claim_name: the PVC for persistentVolumeClaim and ephemeral (<pod>-<volume>) volumes, else None."""
+claim_name: the PVC for persistentVolumeClaim and ephemeral (<pod>-<volume>) volumes, else None.
+csi: for an inline CSI volume (kind csi), a CSISource without volume_handle."""
 VolumeMount = namedtuple("VolumeMount", "name read_only")
 Pod = namedtuple("Pod", "namespace name uid node_name phase deletion_timestamp container_states "
-                        "volumes volume_mounts volume_devices")
+                        "volumes volume_mounts volume_devices fs_group fs_group_change_policy creation_timestamp")
+Pod.__new__.__defaults__ = (None, None, None)
 Pod.__doc__ = """container_states: one of running/terminated/waiting per init, regular and ephemeral
-container status. volume_mounts: VolumeMount per container mount; volume_devices: names."""
+container status. volume_mounts: VolumeMount per container mount; volume_devices: names.
+fs_group, fs_group_change_policy: spec.securityContext's, as written (validated by the planner)."""
 
 ClaimRef = namedtuple("ClaimRef", "namespace name uid")
 CSISource = namedtuple("CSISource", "driver volume_handle fs_type read_only volume_attributes")
 PersistentVolume = namedtuple("PersistentVolume", "name capacity_bytes access_modes volume_mode mount_options "
                                                   "claim_ref csi source_kind")
 PersistentVolumeClaim = namedtuple("PersistentVolumeClaim", "namespace name uid phase volume_name request_bytes "
-                                                            "capacity_bytes access_modes conditions owner_uids")
+                                                            "capacity_bytes access_modes conditions owner_uids "
+                                                            "allocated_bytes resize_status")
+PersistentVolumeClaim.__new__.__defaults__ = (None, None)
+PersistentVolumeClaim.__doc__ = """allocated_bytes: status.allocatedResources.storage; resize_status:
+status.allocatedResourceStatuses.storage (ControllerResizeInProgress, NodeResizePending, ..., or None)."""
 VolumeAttachment = namedtuple("VolumeAttachment", "name attacher node_name pv_name attached device_path annotations")
-CSIDriver = namedtuple("CSIDriver", "name attach_required")
+CSIDriver = namedtuple("CSIDriver", "name attach_required lifecycle_modes fs_group_policy")
+CSIDriver.__new__.__defaults__ = (("Persistent",), "ReadWriteOnceWithFSType")
+CSIDriver.__doc__ = """lifecycle_modes: spec.volumeLifecycleModes (default Persistent); fs_group_policy:
+spec.fsGroupPolicy as written (default ReadWriteOnceWithFSType; the planner rejects unknown values)."""
 Cluster = namedtuple("Cluster", "nodes pods persistent_volumes claims volume_attachments csi_drivers")
 
 _EMPTY = {}
@@ -135,7 +146,10 @@ def _pod_volume(pod_name, vol):
         return PodVolume(name, "ephemeral", pod_name + "-" + name, False, None)
     if "csi" in vol:
         src = vol["csi"]
-        return PodVolume(name, "csi", None, bool(src.get("readOnly")), src["driver"])
+        driver = _require_str(src["driver"], "csi.driver")
+        inline = CSISource(driver, None, src.get("fsType") or "", bool(src.get("readOnly")),
+                           _pairs(src.get("volumeAttributes"), "csi.volumeAttributes"))
+        return PodVolume(name, "csi", None, inline.read_only, driver, inline)
     kind = next((k for k in vol if k not in _NOT_SOURCE_KEYS), "unknown")
     return PodVolume(name, kind, None, False, None)
 
@@ -164,8 +178,11 @@ def _pod(obj):
                 mounts.append(VolumeMount(m["name"], bool(m.get("readOnly"))))
             for d in container.get("volumeDevices") or ():
                 devices.append(d["name"])
+    where = "spec.securityContext"
+    security = spec.get("securityContext") or _EMPTY
     return Pod(namespace, name, uid, node_name, phase, meta.get("deletionTimestamp"), states, volumes,
-               tuple(mounts), tuple(devices))
+               tuple(mounts), tuple(devices), security.get("fsGroup"), security.get("fsGroupChangePolicy"),
+               meta.get("creationTimestamp"))
 
 
 def _pv(obj):
@@ -211,9 +228,13 @@ def _pvc(obj):
     conditions = tuple(c["type"] for c in status.get("conditions") or ())
     where = "metadata.ownerReferences"
     owners = tuple(o["uid"] for o in meta.get("ownerReferences") or ())
+    where = "status.allocatedResources.storage"
+    allocated = (status.get("allocatedResources") or _EMPTY).get("storage")
+    allocated = to_bytes(allocated, where) if allocated is not None else None
+    resize_status = (status.get("allocatedResourceStatuses") or _EMPTY).get("storage")
     return PersistentVolumeClaim(meta.get("namespace") or "default", name, meta.get("uid"),
                                  status.get("phase") or "Pending", spec.get("volumeName") or "", request, capacity,
-                                 tuple(spec.get("accessModes") or ()), conditions, owners)
+                                 tuple(spec.get("accessModes") or ()), conditions, owners, allocated, resize_status)
 
 
 def _va(obj):
@@ -234,9 +255,13 @@ def _va(obj):
 
 def _csidriver(obj):
     name = _require_str(obj["metadata"]["name"], "metadata.name")
-    required = (obj.get("spec") or _EMPTY).get("attachRequired")
-    # csi_plugin.go skipAttach: nil attachRequired means attach is required
-    return CSIDriver(name, True if required is None else bool(required))
+    spec = obj.get("spec") or _EMPTY
+    required = spec.get("attachRequired")
+    # csi_plugin.go skipAttach: nil attachRequired means attach is required; the API server defaults
+    # volumeLifecycleModes to [Persistent] and fsGroupPolicy to ReadWriteOnceWithFSType
+    return CSIDriver(name, True if required is None else bool(required),
+                     tuple(spec.get("volumeLifecycleModes") or ("Persistent",)),
+                     spec.get("fsGroupPolicy") or "ReadWriteOnceWithFSType")
 
 
 _BUILDERS = {

@@ -42,10 +42,20 @@ IN_TREE_ATTACHABLE = frozenset(("gcePersistentDisk", "awsElasticBlockStore", "az
 
 VolumeSpec = namedtuple("VolumeSpec", "pv_name unique_name driver volume_handle volume_attributes capacity_bytes "
                                       "mode fs_type mount_options read_only multi_attach_allowed attachable "
-                                      "claim_key request_bytes claim_capacity_bytes")
-VolumeSpec.__doc__ = """One bound CSI PV with a known driver, resolved once however many pods use it."""
+                                      "claim_key request_bytes claim_capacity_bytes access_modes fs_group_policy "
+                                      "allocated_bytes resize_status")
+VolumeSpec.__new__.__defaults__ = ((), "ReadWriteOnceWithFSType", None, None)
+VolumeSpec.__doc__ = """One bound CSI PV with a known driver, resolved once however many pods use it.
+access_modes: the PV's. fs_group_policy: its CSIDriver's. allocated_bytes, resize_status: the PVC's
+status.allocatedResources / allocatedResourceStatuses for storage (expansion recovery)."""
 
-PodToMount = namedtuple("PodToMount", "uid name read_only")
+FS_GROUP_POLICIES = ("ReadWriteOnceWithFSType", "File", "None")
+FS_GROUP_CHANGE_POLICIES = ("Always", "OnRootMismatch")
+
+PodToMount = namedtuple("PodToMount", "uid name read_only fs_group fs_group_change_policy created")
+PodToMount.__new__.__defaults__ = (None, None, None)
+PodToMount.__doc__ = """fs_group, fs_group_change_policy: the pod's securityContext (validated);
+created: its creationTimestamp (ReadWriteOncePod: the older pod keeps the volume)."""
 NodeVolume = namedtuple("NodeVolume", "spec node attach pods mount_pods read_only claims_read_only")
 NodeVolume.__doc__ = """One (volume, node) pair. attach: the A/D controller attaches it here (managed node,
 attachable volume). pods: "ns/name" of every pod that references it (multi-attach messages).
@@ -131,18 +141,38 @@ class _Resolver:
         if csi.driver not in self.known:
             return FOREIGN  # a kubelet only touches its own plugins' volumes
         driver_object = self.index.csidriver_by_name.get(csi.driver)
+        if driver_object is not None and driver_object.fs_group_policy not in FS_GROUP_POLICIES:
+            return ("CSIDriver %s has an unknown spec.fsGroupPolicy %r (valid: %s); fix the CSIDriver object"
+                    % (csi.driver, driver_object.fs_group_policy, ", ".join(FS_GROUP_POLICIES)))
         # csi_plugin.go skipAttach: no CSIDriver object means attach is required
-        return volume_spec(pv, pvc, driver_object is None or driver_object.attach_required)
+        return volume_spec(pv, pvc, driver_object is None or driver_object.attach_required,
+                           driver_object.fs_group_policy if driver_object is not None else FS_GROUP_POLICIES[0])
 
 
-def volume_spec(pv, pvc, attachable):
+def volume_spec(pv, pvc, attachable, fs_group_policy=FS_GROUP_POLICIES[0]):
     """A VolumeSpec for a CSI PV (pvc None: a PV only actual state still refers to)."""
     csi = pv.csi
     return VolumeSpec(pv.name, unique_volume_name(csi.driver, csi.volume_handle), csi.driver, csi.volume_handle,
                       csi.volume_attributes, pv.capacity_bytes, pv.volume_mode, csi.fs_type or DEFAULT_FS_TYPE,
                       pv.mount_options, is_pv_read_only(pv), is_multi_attach_allowed(pv.access_modes), attachable,
                       pvc.namespace + "/" + pvc.name if pvc else None, pvc.request_bytes if pvc else 0,
-                      pvc.capacity_bytes if pvc else None)
+                      pvc.capacity_bytes if pvc else None, tuple(pv.access_modes), fs_group_policy,
+                      pvc.allocated_bytes if pvc else None, pvc.resize_status if pvc else None)
+
+
+def pod_security_problem(pod):
+    """Why the pod's securityContext cannot be applied, or None. The API server rejects these; a state file
+    may still carry them, and the kubelet would never see such a pod."""
+    fs_group = pod.fs_group
+    if fs_group is not None and (isinstance(fs_group, bool) or not isinstance(fs_group, int) or fs_group < 0
+                                 or fs_group > 2 ** 31 - 1):
+        return ("securityContext.fsGroup %r is not a group ID (an integer from 0 to 2147483647); fix the pod"
+                % (fs_group,))
+    policy = pod.fs_group_change_policy
+    if policy is not None and policy not in FS_GROUP_CHANGE_POLICIES:
+        return ("securityContext.fsGroupChangePolicy %r is not one of %s; fix the pod"
+                % (policy, ", ".join(FS_GROUP_CHANGE_POLICIES)))
+    return None
 
 
 def _volume_uses(pod):
@@ -199,6 +229,18 @@ def build_desired_state(index, known_drivers=DEFAULT_KNOWN_DRIVERS, scope=None):
             continue
         managed = node_managed[node]
         uses = _volume_uses(pod)
+        # desired_state_of_world_populator.go findAndAddNewPods: no volume is (re)added for a pod whose
+        # containers are terminating; what it has mounted stays until they are gone (findAndRemoveDeletedPods)
+        holding = None
+        if pod.deletion_timestamp:
+            holding = "pod %s is terminating (deleted at %s); its volumes stay until its containers stop" % (
+                key, pod.deletion_timestamp)
+        else:
+            problem = pod_security_problem(pod)
+            if problem is not None:
+                holding = "pod %s: %s" % (key, problem)
+                if in_scope:
+                    blocked.append(_blocked(node, None, key, problem + "; what the pod has mounted stays"))
         for volume in pod.volumes:
             claim = volume.claim_name
             if claim is None:
@@ -232,6 +274,9 @@ def build_desired_state(index, known_drivers=DEFAULT_KNOWN_DRIVERS, scope=None):
             if not in_scope:
                 protected_pairs.add(pair)
                 continue
+            if holding is not None:
+                kept_pairs.setdefault(pair, holding)
+                continue
             use = uses.get(volume.name)
             if use is not None and use[0] != spec.mode:
                 kept_pairs.setdefault(pair, "pod %s still uses PV %s on node %s: its volumeMode does not match"
@@ -246,7 +291,8 @@ def build_desired_state(index, known_drivers=DEFAULT_KNOWN_DRIVERS, scope=None):
             entry[2].append(key)
             entry[4] = entry[4] and volume.read_only
             if use is not None:
-                entry[3].append(PodToMount(pod.uid, key, volume.read_only or spec.read_only or use[1]))
+                entry[3].append(PodToMount(pod.uid, key, volume.read_only or spec.read_only or use[1], pod.fs_group,
+                                           pod.fs_group_change_policy, pod.creation_timestamp))
     volumes = {}
     for pair, (spec, attach, pods, mount_pods, claims_ro) in building.items():
         volumes[pair] = NodeVolume(spec, pair[1], attach, tuple(pods), tuple(mount_pods), spec.read_only,

@@ -132,6 +132,9 @@ def phase_items(plan_result, phase, node, failures=None):
         if step.get("pod_uid"):
             pod = {"uid": step["pod_uid"], "name": step.get("pod") or step["pod_uid"],
                    "read_only": bool(step.get("pod_read_only"))}
+            if step.get("pod_fs_group") is not None:
+                pod["fs_group"] = step["pod_fs_group"]
+                pod["fs_group_change_policy"] = step.get("pod_fs_group_change_policy")
             if pod not in item["pods"]:
                 item["pods"].append(pod)
         if kind == ("unmount", "device"):
@@ -394,7 +397,10 @@ def _records_for(phase, node, item, outcome, steps):
         if step["unique_volume_name"] != key or capacity is None:
             continue
         if phase == "expand_controller":
-            records.append({"type": "controller_expanded", "pv_name": item["pv_name"], "capacity": capacity})
+            record = {"type": "controller_expanded", "pv_name": item["pv_name"], "capacity": capacity}
+            if step.get("pvc"):
+                record["pvc"] = step["pvc"]  # the claim's allocatedResources and NodeResizePending
+            records.append(record)
         elif phase == "expand_node" and step.get("pvc"):
             records.append({"type": "node_expanded", "pvc": step["pvc"], "capacity": capacity})
     return records
@@ -426,6 +432,15 @@ def attach_intents(plan_result, failures=None):
         item = view.item(step)
         records.append({"type": "attach_intent", "node": step["node"], "pv_name": item["pv_name"],
                         "driver": item["driver"], "volume_handle": item["volume_handle"]})
+    # RecoverVolumeExpansionFailure: the claim says an expansion is under way before it starts. A claim the
+    # controller grows first goes ControllerResizeInProgress -> NodeResizePending (its record) -> done.
+    growing = set()
+    for phase, stage in (("expand_controller", "controller"), ("expand_node", "node")):
+        for step in view.steps(phase, None, failures):
+            if step.get("pvc") and step.get("size_to") is not None and step["pvc"] not in growing:
+                growing.add(step["pvc"])
+                records.append({"type": "resize_intent", "pvc": step["pvc"], "stage": stage,
+                                "capacity": step["size_to"]})
     return records
 
 

@@ -16,6 +16,8 @@ POD_SPEC = dict(
     uid=dict(type="str", required=True),
     name=dict(type="str", default=""),
     read_only=dict(type="bool", default=False),
+    fs_group=dict(type="int"),
+    fs_group_change_policy=dict(type="str", choices=["Always", "OnRootMismatch"]),
 )
 
 VOLUME_SPEC = dict(

@@ -134,6 +134,7 @@ class _Plan:
         self.attached_to = {}           # unique -> nodes this plan attaches to
         self.not_attached = {}          # (unique, node) -> why the device will not be there
         self.grown_to = {}              # pv -> capacity after this plan's controller expansion
+        self.rwop_refused = set()       # (pod uid, (unique, node)): a ReadWriteOncePod volume another pod has
         # A volume a pod outside `scope` uses is out of this run's hands on every node: tearing down a
         # leftover mount of it (e.g. after that pod moved) would act on a pod the run must not touch.
         self.protected_volumes = frozenset(unique for unique, _node in desired.protected_pairs)
@@ -545,24 +546,86 @@ def mount_devices(p):
         p.add(_step("mount", "device", node, nv.spec.pv_name, unique, why, p.item_of(nv)))
 
 
+def read_write_once_pod(p):
+    """A ReadWriteOncePod volume serves one pod: operation_generator.go GenerateMountVolumeFunc refuses a second
+    pod with "volume uses the ReadWriteOncePod access mode and is already in use by another pod" (the
+    scheduler's VolumeRestrictions plugin keeps such a pod Pending; e2e storage/testsuites/readwriteoncepod.go).
+    Across nodes the volume is not multi-attachable, so attach already refuses a second node. On one node the
+    pod that has it mounted keeps it, else the oldest pod (creationTimestamp, then name)."""
+    for pair, nv in p.desired.volumes.items():
+        if "ReadWriteOncePod" not in nv.spec.access_modes or len(nv.mount_pods) < 2:
+            continue
+        facts = p.facts(nv.node)
+
+        def holds(pod, nv=nv, facts=facts):
+            current = facts.pod_mounts.get((pod.uid, nv.spec.pv_name)) if facts is not None else None
+            return current is not None and current.mounted
+
+        ordered = sorted(nv.mount_pods, key=lambda m: (not holds(m), m.created or "", m.name))
+        for pod in ordered[1:]:
+            if holds(pod):
+                continue  # mounted before: a running pod keeps what it has
+            p.rwop_refused.add((pod.uid, pair))
+            p.block(nv.node, nv.spec.pv_name, pod.name,
+                    "volume uses the ReadWriteOncePod access mode and is already in use by another pod (%s); "
+                    "delete one of the pods or give this one its own claim" % ordered[0].name)
+
+
+def fs_group_to_apply(p, spec, pod):
+    """The fsGroup the kubelet applies after publishing, or None: csi_mounter.go supportsFSGroup. The CSIDriver's
+    fsGroupPolicy None: never; File: always; ReadWriteOnceWithFSType (the default): only when the PV names an
+    fsType and its access modes include ReadWriteOnce. Block volumes have no files to re-group."""
+    if pod.fs_group is None or spec.mode != "Filesystem" or pod.read_only:
+        return None
+    policy = spec.fs_group_policy
+    if policy == "File":
+        return pod.fs_group
+    if policy != "ReadWriteOnceWithFSType":
+        return None
+    pv = p.index.pv_by_name.get(spec.pv_name)
+    if pv is None or pv.csi is None or not pv.csi.fs_type or "ReadWriteOnce" not in spec.access_modes:
+        return None
+    return pod.fs_group
+
+
+def _root_needs_fs_group(current, fs_group):
+    """The mounted root lacks the group, group rw or setgid (volume_linux.go requiresPermissionChange).
+    Facts that do not report the root (an older node module) never trigger a step."""
+    if current.root_gid is None or current.root_mode is None:
+        return False
+    mode = int(str(current.root_mode), 8)
+    return current.root_gid != fs_group or mode & 0o2000 == 0 or mode & 0o070 != 0o070
+
+
 def mount_pods(p):
-    """Pod mounts (Filesystem) or maps (Block) not yet in place: MountVolume's SetUp half."""
+    """Pod mounts (Filesystem) or maps (Block) not yet in place: MountVolume's SetUp half, with the pod's fsGroup
+    applied after the mount (SetVolumeOwnership)."""
     for pair, nv in p.desired.volumes.items():
         unique, node = pair
         if not nv.mount_pods or p.unreachable(node) is not None or pair in p.not_attached:
             continue
         facts = p.facts(node)
         for pod in nv.mount_pods:
+            if (pod.uid, pair) in p.rwop_refused:
+                continue
+            fs_group = fs_group_to_apply(p, nv.spec, pod)
             current = facts.pod_mounts.get((pod.uid, nv.spec.pv_name)) if facts is not None else None
             if current is not None and current.mounted:
-                if current.read_only == pod.read_only:
+                if current.read_only != pod.read_only:
+                    why = "remount: read-only changed"
+                elif fs_group is not None and _root_needs_fs_group(current, fs_group):
+                    why = "apply fsGroup %d of pod %s (volume root has group %s, mode %s)" % (
+                        fs_group, pod.name, current.root_gid, current.root_mode)
+                else:
                     continue
-                why = "remount: read-only changed"
             else:
                 why = "pod %s uses it" % pod.name
-            # the volume's one item; each pod step carries its pod's read-only flag
+            # the volume's one item; each pod step carries its pod's read-only flag and fsGroup
+            extra = {}
+            if fs_group is not None:
+                extra = {"pod_fs_group": fs_group, "pod_fs_group_change_policy": pod.fs_group_change_policy or "Always"}
             p.add(_step("mount", "pod", node, nv.spec.pv_name, unique, why, p.item_of(nv), pod=pod.name,
-                        pod_uid=pod.uid, pod_read_only=pod.read_only))
+                        pod_uid=pod.uid, pod_read_only=pod.read_only, **extra))
 
 
 def _first_node(p, nvs):
@@ -570,8 +633,28 @@ def _first_node(p, nvs):
     return min(reachable) if reachable else None
 
 
+INFEASIBLE_RESIZE = ("ControllerResizeInfeasible", "NodeResizeInfeasible")
+NODE_RESIZE_STATES = ("NodeResizePending", "NodeResizeInProgress")
+
+
+def expansion_refused(spec):
+    """RecoverVolumeExpansionFailure (GA in 1.34; external-resizer, node_expander.go): an expansion marked infeasible
+    is not retried until the user lowers the request below the size that failed (allocatedResources). The reason
+    to block it, or None."""
+    if spec.resize_status not in INFEASIBLE_RESIZE or spec.allocated_bytes is None:
+        return None
+    if spec.request_bytes < spec.allocated_bytes:
+        return None  # lowered: a new attempt at the smaller size
+    floor = " (not below its capacity %s)" % format_bytes(spec.claim_capacity_bytes) if spec.claim_capacity_bytes else ""
+    return ("the expansion of PVC %s to %s was marked %s; it is not retried at that size: lower "
+            "spec.resources.requests.storage below %s%s to try a size that can work" % (
+                spec.claim_key, format_bytes(spec.allocated_bytes), spec.resize_status,
+                format_bytes(spec.allocated_bytes), floor))
+
+
 def expand_controller(p):
-    """PVC requests more than the PV has: the external-resizer grows the backing volume, then the PV."""
+    """PVC requests more than the PV has: the external-resizer grows the backing volume, then the PV.
+    An expansion marked infeasible waits for a lower request (expansion_refused)."""
     by_pv = {}
     for nv in p.desired.volumes.values():
         spec = nv.spec
@@ -579,6 +662,10 @@ def expand_controller(p):
             by_pv.setdefault(spec.pv_name, []).append(nv)
     for pv_name, nvs in by_pv.items():
         spec = nvs[0].spec
+        refused = expansion_refused(spec)
+        if refused is not None:
+            p.block(nvs[0].node, pv_name, None, refused)
+            continue
         node = _first_node(p, nvs)
         if node is None:
             p.block(nvs[0].node, pv_name, None, "node unreachable: %s" % p.unreachable(nvs[0].node))
@@ -591,22 +678,33 @@ def expand_controller(p):
 
 
 def expand_node(p):
-    """PV capacity above PVC status capacity on a mounted rw Filesystem volume:
-    desired_state_of_world_populator.go checkVolumeFSResize / volumeRequiresFSResize."""
+    """PV capacity above PVC status capacity on a volume pods use read-write:
+    desired_state_of_world_populator.go checkVolumeFSResize. A Filesystem volume's filesystem grows; a Block
+    volume's device is rescanned (NodeExpandVolume runs for Block volumes too). With the PVC's expansion state
+    recorded (RecoverVolumeExpansionFailure) the node acts only on NodeResizePending / NodeResizeInProgress
+    (node_expander.go runPreCheck); otherwise the expansion counts as finished."""
     for pair, nv in p.desired.volumes.items():
         spec = nv.spec
-        if not nv.mount_pods or spec.mode != "Filesystem" or nv.claims_read_only or spec.claim_capacity_bytes is None:
+        if not nv.mount_pods or nv.claims_read_only or spec.claim_capacity_bytes is None:
             continue
         target = p.grown_to.get(spec.pv_name, spec.capacity_bytes)
         if target <= spec.claim_capacity_bytes or pair in p.not_attached:
             continue
+        refused = expansion_refused(spec)
+        if refused is not None:
+            p.block(nv.node, spec.pv_name, None, refused)
+            continue
+        if ((spec.allocated_bytes is not None or spec.resize_status) and spec.pv_name not in p.grown_to
+                and spec.resize_status not in NODE_RESIZE_STATES):
+            continue  # node_expander.go: neither pending nor in progress on the node: nothing for the kubelet
         error = p.unreachable(nv.node)
         if error is not None:
             p.block(nv.node, spec.pv_name, None, "node unreachable: %s" % error)
             continue
+        what = "grow the filesystem" if spec.mode == "Filesystem" else "rescan the block device"
         p.add(_step("expand", "node", nv.node, spec.pv_name, spec.unique_name,
-                    "PV capacity %s is above the claim's %s: grow the filesystem" % (
-                        format_bytes(target), format_bytes(spec.claim_capacity_bytes)), _item(spec),
+                    "PV capacity %s is above the claim's %s: %s" % (
+                        format_bytes(target), format_bytes(spec.claim_capacity_bytes), what), _item(spec),
                     size_from=spec.claim_capacity_bytes, size_to=target, pvc=spec.claim_key))
 
 
@@ -732,6 +830,7 @@ def plan(desired, actual, index, options=None):
     detach(p)               # controller: detach before attach so an RWO volume can follow its pod
     attach(p)               # controller: attach, refusing a second node for RWO/RWOP volumes
     mount_devices(p)        # kubelet: stage the device once per node
+    read_write_once_pod(p)  # kubelet: one pod per ReadWriteOncePod volume
     mount_pods(p)           # kubelet: then publish it to each pod
     expand_controller(p)    # resizer: grow the backing volume and the PV
     expand_node(p)          # kubelet: then grow the filesystem on the node using it

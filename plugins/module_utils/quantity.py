@@ -153,5 +153,8 @@ def format_quantity(value, field="quantity"):
 
 
 def format_bytes(size):
-    """Bytes as the canonical BinarySI quantity Kubernetes would print (e.g. 1073741824 -> 1Gi)."""
-    return format_quantity("%dKi" % (size // 1024)) if size and size % 1024 == 0 else format_quantity(str(size))
+    """Bytes as a person writes them: the shorter of the canonical BinarySI and DecimalSI forms Kubernetes
+    prints (1073741824 -> 1Gi, 10000000000 -> 10G, not 9765625Ki); BinarySI on a tie."""
+    binary = format_quantity("%dKi" % (size // 1024)) if size and size % 1024 == 0 else format_quantity(str(size))
+    decimal = format_quantity(str(size))
+    return decimal if len(decimal) < len(binary) else binary

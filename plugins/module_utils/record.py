@@ -14,7 +14,10 @@ Record kinds and the Kubernetes code each one mimics (docs/stores.md has the ful
 - ``detached``: csi_attacher.go ``Detach`` (delete the VolumeAttachment) and the A/D controller's
   ``RemoveVolumeFromReportAsAttached``; the kubelet drops the name from ``volumesInUse``.
 - ``in_use``: kubelet volume_manager.go ``GetVolumesInUse`` -> ``node.status.volumesInUse``.
-- ``controller_expanded``: external-resizer, PV ``spec.capacity.storage``.
+- ``resize_intent``: before an expansion, the external-resizer's ``allocatedResources`` and
+  ``ControllerResizeInProgress``, or the kubelet's ``NodeResizeInProgress`` (node_expander.go), on the PVC status.
+- ``controller_expanded``: external-resizer, PV ``spec.capacity.storage``; with ``pvc``, the claim's
+  ``allocatedResources`` and ``NodeResizePending`` (RecoverVolumeExpansionFailure).
 - ``node_expanded``: pkg/volume/util/resize_util.go ``MarkFSResizeFinished``.
 - ``detach_requested`` / ``detach_request_cleared``: the A/D controller's ``SetDetachRequestTime`` /
   ``ResetDetachRequestTime``, kept on the VolumeAttachment because kubevol has no memory between runs.
@@ -51,6 +54,7 @@ REQUIRED_KEYS = {
     "in_use": ("node", "unique_volume_names", "in_use"),
     "controller_expanded": ("pv_name", "capacity"),
     "node_expanded": ("pvc", "capacity"),
+    "resize_intent": ("pvc", "stage", "capacity"),
     # These two also take the planner's detach_requests shape (contracts.md section 3):
     # {name: <VolumeAttachment name>, node, volume, requested_at} instead of driver + volume_handle.
     "detach_requested": ("node", "requested_at"),
@@ -104,8 +108,13 @@ def validate_record(record, index=None):
             ok = isinstance(value, str) and value != ""
         if not ok:
             raise InvalidInput(field="%s.%s" % (where, key), value=value, reason=_EXPECTED.get(key, "must be a non-empty string"))
-    if rtype == "node_expanded" and record["pvc"].count("/") != 1:
+    if rtype in ("node_expanded", "resize_intent") and record["pvc"].count("/") != 1:
         raise InvalidInput(field=where + ".pvc", value=record["pvc"], reason="must be 'namespace/name'")
+    if rtype == "controller_expanded" and record.get("pvc") is not None and (
+            not isinstance(record["pvc"], str) or record["pvc"].count("/") != 1):
+        raise InvalidInput(field=where + ".pvc", value=record["pvc"], reason="must be 'namespace/name'")
+    if rtype == "resize_intent" and record["stage"] not in ("controller", "node"):
+        raise InvalidInput(field=where + ".stage", value=record["stage"], reason="must be controller or node")
     return rtype
 
 
@@ -381,6 +390,44 @@ class RecordApplier:
         if not isinstance(spec.get("capacity"), dict):
             spec["capacity"] = {}
         spec["capacity"]["storage"] = capacity
+        labels = [label]
+        if record.get("pvc"):
+            # the external-resizer: the controller part is done, the node's turn (RecoverVolumeExpansionFailure)
+            labels.extend(self._resize_status(record["pvc"], "NodeResizePending", capacity))
+        return labels
+
+    def _resize_intent(self, record):
+        """Before an expansion acts: the resizer's allocatedResources + ControllerResizeInProgress, or the kubelet's
+        NodeResizeInProgress (node_expander.go). A run killed mid-expansion leaves the claim saying so."""
+        capacity = _quantity(record["capacity"])
+        if record["stage"] == "controller":
+            return self._resize_status(record["pvc"], "ControllerResizeInProgress", capacity)
+        return self._resize_status(record["pvc"], "NodeResizeInProgress", None)
+
+    def _resize_status(self, pvc_key, state, allocated):
+        """Set allocatedResourceStatuses.storage (and allocatedResources.storage when given) on a PVC's status."""
+        namespace, name = pvc_key.split("/")
+        pvc = self.pvcs.get((namespace, name))
+        if pvc is None:
+            raise ObjectNotFound(kind="PersistentVolumeClaim", name=pvc_key, reason="cannot record its resize status")
+        before = copy.deepcopy(pvc)
+        status = pvc.get("status") if isinstance(pvc.get("status"), dict) else {}
+        statuses = status.get("allocatedResourceStatuses")
+        if not isinstance(statuses, dict):
+            statuses = status["allocatedResourceStatuses"] = {}
+        statuses["storage"] = state
+        if allocated is not None:
+            resources = status.get("allocatedResources")
+            if not isinstance(resources, dict):
+                resources = status["allocatedResources"] = {}
+            if not _same_quantity(resources.get("storage"), allocated):
+                resources["storage"] = allocated
+        pvc["status"] = status
+        if pvc == before:
+            return []
+        label = _label(pvc)
+        self._before.setdefault(label, before)
+        self._touched[label] = pvc
         return [label]
 
     def _node_expanded(self, record):
@@ -462,6 +509,7 @@ class RecordApplier:
         "in_use": _in_use,
         "controller_expanded": _controller_expanded,
         "node_expanded": _node_expanded,
+        "resize_intent": _resize_intent,
         "detach_requested": _detach_requested,
         "detach_request_cleared": _detach_request_cleared,
     }

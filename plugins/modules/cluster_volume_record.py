@@ -36,7 +36,14 @@ options:
       - V(attached) needs C(node), C(pv_name), C(driver), C(volume_handle), C(device_path).
       - V(detached) needs C(node), C(pv_name), C(driver), C(volume_handle).
       - V(in_use) needs C(node), C(unique_volume_names) (list) and C(in_use) (bool).
-      - V(controller_expanded) needs C(pv_name) and C(capacity) (a quantity such as C(10Gi)).
+      - V(attach_intent) needs C(node), C(pv_name), C(driver), C(volume_handle); it creates the VolumeAttachment
+        with C(status.attached=false) before the node attaches.
+      - V(controller_expanded) needs C(pv_name) and C(capacity) (a quantity such as C(10Gi)). With C(pvc)
+        (C(namespace/name)) it also sets the claim's C(status.allocatedResources) and
+        C(allocatedResourceStatuses) to V(NodeResizePending), as the external-resizer does.
+      - V(resize_intent) needs C(pvc), C(stage) (V(controller) or V(node)) and C(capacity). Before an expansion it
+        sets the claim's C(allocatedResourceStatuses) to V(ControllerResizeInProgress) (and C(allocatedResources)
+        to C(capacity)) or V(NodeResizeInProgress), so a run killed mid-expansion leaves the claim saying so.
       - V(node_expanded) needs C(pvc) (C(namespace/name)) and C(capacity).
       - V(detach_requested) needs C(node), C(requested_at) (RFC 3339) and either C(driver) and C(volume_handle),
         or C(name), the VolumeAttachment name (the shape of the planner's C(detach_requests)).

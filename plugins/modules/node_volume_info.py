@@ -120,7 +120,7 @@ node_facts:
       description:
         - One per pod volume directory (Filesystem) or volumeDevices entry (Block), of every driver.
         - Keys C(pod_uid), C(pv_name), C(mode), C(path), C(mounted), C(read_only), C(device), C(unique_volume_name),
-          C(driver), C(foreign), C(uncertain).
+          C(driver), C(foreign), C(uncertain), C(root_gid), C(root_mode), C(size_bytes).
       type: list
       elements: dict
       contains:
@@ -141,6 +141,17 @@ node_facts:
         read_only:
           description: Nothing can be written through the mount (its own flag or its filesystem's superblock is ro).
           type: bool
+        root_gid:
+          description:
+            - The group of the mounted volume's root directory (Filesystem, mounted), else null. The planner compares
+              it with a pod's C(securityContext.fsGroup).
+          type: int
+        root_mode:
+          description: The mode of the mounted volume's root directory as four octal digits (C(2775)), else null.
+          type: str
+        size_bytes:
+          description: The size of a mapped Block volume's device, as the pod sees it (mounted Block entries), else null.
+          type: int
   sample:
     node_name: node1
     reachable: true

@@ -89,7 +89,9 @@ volumes:
       C(pv_name), C(unique_volume_name), C(changed=false) and C(skipped) (the reason).
     - C(actions) lists what was done (or would be, in check mode), for example C(format), C(mount device),
       C(remount read-write <global mount>), C(publish <pod path>), C(remount read-only <pod path>),
-      C(remount read-write <pod path>), C(write <vol_data.json>).
+      C(remount read-write <pod path>), C(write <vol_data.json>), C(set group <gid> on <pod path> ...).
+    - C(fs_group), when a pod has O(volumes[].pods[].fs_group), lists per pod its C(pod_uid), C(fs_group) and
+      C(changed_entries) (how many files and directories were re-grouped; 0 when all were right).
   returned: always
   type: list
   elements: dict

@@ -50,7 +50,7 @@ def device_for_number(majmin):
     return None
 
 
-def _sysfs_attribute(device, name):
+def sysfs_attribute(device, name):
     """A block device's sysfs attribute (/sys/dev/block/<major:minor>/<name>) as an int, or None when unreadable.
 
     The kernel's own numbers, read without a process: a node's facts read two per device."""
@@ -64,7 +64,7 @@ def _sysfs_attribute(device, name):
 def device_size(runner, device, step="read device size"):
     """Size in bytes as the kernel sees it: sysfs ``size`` (always 512-byte sectors), the number
     ``blockdev --getsize64`` reads through BLKGETSIZE64; the command when sysfs cannot be read."""
-    sectors = _sysfs_attribute(device, "size")
+    sectors = sysfs_attribute(device, "size")
     if sectors is not None:
         return sectors * 512
     argv = ["blockdev", "--getsize64", device]
@@ -77,7 +77,7 @@ def device_size(runner, device, step="read device size"):
 
 def device_read_only(runner, device):
     """The device's read-only flag: sysfs ``ro`` (what ``blockdev --getro`` reads), else the command."""
-    flag = _sysfs_attribute(device, "ro")
+    flag = sysfs_attribute(device, "ro")
     if flag is not None:
         return flag == 1
     argv = ["blockdev", "--getro", device]

@@ -14,6 +14,7 @@ __metaclass__ = type
 
 import glob
 import os
+import stat
 
 from ansible_collections.kubevol.volumes.plugins.module_utils import names
 from ansible_collections.kubevol.volumes.plugins.module_utils.drivers import DRIVERS
@@ -163,6 +164,13 @@ def _pod_entry(vol_path, mode, path, current, device, loaded, by_device):
     it is mounted from (else null, and ``uncertain`` says why)."""
     data, problem = loaded
     parts = vol_path.split(os.sep)
+    root = None
+    if current is not None and mode == "Filesystem":
+        try:
+            st = os.lstat(path)
+            root = (st.st_gid, "%04o" % stat.S_IMODE(st.st_mode))
+        except OSError:
+            root = None
     unique, driver = (_unique_from(data), _driver_of(data)) if problem is None else (None, _driver_of(data))
     dev = by_device.get(device) if current is not None else None
     if unique is None and dev is not None and driver in (None, dev["driver"]):
@@ -180,7 +188,17 @@ def _pod_entry(vol_path, mode, path, current, device, loaded, by_device):
         "foreign": is_foreign(driver),
         "uncertain": problem,
         "unsafe": False,
+        # the volume root's group and mode, for fsGroup (the kubelet's OnRootMismatch check)
+        "root_gid": root[0] if root else None,
+        "root_mode": root[1] if root else None,
+        # a Block volume's mapped device size, so an expansion is seen on the pod's side too
+        "size_bytes": _block_size(device) if mode == "Block" and current is not None and device else None,
     }
+
+
+def _block_size(device):
+    sectors = blockdev.sysfs_attribute(device, "size")
+    return sectors * 512 if sectors is not None else None
 
 
 def check_kubelet_dir(ctx):

@@ -22,6 +22,9 @@ class PodMount:
     uid: str
     name: str = ""
     read_only: bool = False
+    # the pod's securityContext.fsGroup, when its CSIDriver's fsGroupPolicy lets the kubelet apply it
+    fs_group: Optional[int] = None
+    fs_group_change_policy: Optional[str] = None
 
 
 @dataclass(frozen=True)
@@ -91,7 +94,17 @@ def volume_item(raw):
         if not isinstance(pod, dict):
             raise InvalidInput(field="pods item", value=pod, reason="must be a dict")
         names.check_component("pod uid", pod.get("uid"))
-        pods.append(PodMount(uid=pod["uid"], name=pod.get("name") or "", read_only=bool(pod.get("read_only"))))
+        fs_group = pod.get("fs_group")
+        if fs_group is not None and (isinstance(fs_group, bool) or not isinstance(fs_group, int)
+                                     or not 0 <= fs_group <= 2 ** 31 - 1):
+            raise InvalidInput(field="pods[].fs_group", value=fs_group,
+                               reason="must be a group ID, an integer from 0 to 2147483647")
+        change_policy = pod.get("fs_group_change_policy")
+        if change_policy not in (None, "Always", "OnRootMismatch"):
+            raise InvalidInput(field="pods[].fs_group_change_policy", value=change_policy,
+                               reason="must be Always or OnRootMismatch")
+        pods.append(PodMount(uid=pod["uid"], name=pod.get("name") or "", read_only=bool(pod.get("read_only")),
+                             fs_group=fs_group, fs_group_change_policy=change_policy))
     detach = True if raw.get("detach") is None else bool(raw.get("detach"))
     return VolumeItem(
         pv_name=raw["pv_name"], driver=raw["driver"], volume_handle=raw["volume_handle"],

@@ -58,6 +58,9 @@ def test_malformed_raises_quantity_error_naming_field(bad):
 
 def test_format_bytes():
     assert format_bytes(2 ** 30) == "1Gi" and format_bytes(1536 * 2 ** 20) == "1536Mi" and format_bytes(1000) == "1k"
+    # as users write them: 10G is not 9765625Ki
+    assert format_bytes(10 * 10 ** 9) == "10G" and format_bytes(500 * 10 ** 6) == "500M"
+    assert format_bytes(0) == "0" and format_bytes(1023) == "1023" and format_bytes(3 * 2 ** 40) == "3Ti"
 
 
 _suffix = st.sampled_from(["", "Ki", "Mi", "Gi", "Ti", "Pi", "m", "k", "M", "G", "T", "P", "n", "u",
