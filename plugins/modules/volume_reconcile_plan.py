@@ -56,7 +56,8 @@ options:
     type: dict
   node_facts:
     description:
-      - Facts per node, as returned by C(kubevol.volumes.node_volume_facts), keyed by node name.
+      - Facts per node, keyed by node name, each the RV(kubevol.volumes.node_volume_info#module:node_facts) that
+        M(kubevol.volumes.node_volume_info) returned for that node.
       - A node without facts has an unknown mount level; mounts are planned for it but no unmounts.
     type: dict
   force_detach:
@@ -108,6 +109,16 @@ options:
 requirements:
   - PyYAML (to read YAML files)
   - jmespath (only for O(scope))
+seealso:
+  - module: kubevol.volumes.cluster_volume_info
+    description: Reads the cluster from a file or the Kubernetes API, for O(cluster).
+  - module: kubevol.volumes.node_volume_info
+    description: Gathers a node's actual state, for O(node_facts).
+  - module: kubevol.volumes.node_phases
+    description: Runs a node's share of this plan.
+  - name: The kubevol.volumes.reconcile role
+    description: Gathers, plans, prints and carries out the plan on every node.
+    link: https://github.com/kubevol/kubevol.volumes/blob/main/roles/reconcile/README.md
 """
 
 EXAMPLES = r"""
@@ -130,7 +141,13 @@ EXAMPLES = r"""
 
 RETURN = r"""
 plan:
-  description: The steps in execution order (see docs/contracts.md section 3).
+  description:
+    - The steps in execution order. Each has C(action) (C(unmount), C(detach), C(attach), C(mount) or C(expand)),
+      C(target) (C(pod) or C(device); C(controller) or C(node) for C(expand)), C(node), C(volume) (the PV name),
+      C(pod) and C(pod_uid) (null unless a pod-level step), C(reason) and C(unique_volume_name)
+      (C(kubernetes.io/csi/<driver>^<handle>)).
+    - Pod steps add C(pod_read_only); expand steps add C(size_from), C(size_to) (bytes) and C(pvc); detach steps
+      add C(forced) (the mounted guard was overridden by the out-of-service taint or the timeout).
   returned: always
   type: list
   elements: dict
@@ -146,7 +163,8 @@ plan:
 volume_items:
   description:
     - "The volume item of each node and volume in the plan, once: C({node: {unique volume name: item}})
-      (see docs/contracts.md section 1). The node modules take these items, with the pods of the node's steps."
+      with the keys of the node modules' O(kubevol.volumes.node_volume_mount#module:volumes) items except C(pods).
+      The node modules take these items, with the pods of the node's steps."
   returned: always
   type: dict
   sample:

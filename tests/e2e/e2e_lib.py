@@ -391,11 +391,11 @@ class Cluster:
         return sorted(found)
 
     def node_facts(self, python=None, fs_sizes=False):
-        """node_volume_facts of every node, gathered with an ad-hoc ansible run: {node: facts}. fs_sizes=False
+        """node_volume_info of every node, gathered with an ad-hoc ansible run: {node: facts}. fs_sizes=False
         as the reconcile role gathers them."""
         python = python or sys.executable
         argv = [os.path.join(os.path.dirname(python), "ansible"), "nodes", "-i", self.inventory, "-o",
-                "-m", "kubevol.volumes.node_volume_facts",
+                "-m", "kubevol.volumes.node_volume_info",
                 "-a", "node_name={{ inventory_hostname }} fs_sizes=%s" % ("true" if fs_sizes else "false")]
         env = self.env()
         env.pop("ANSIBLE_CALLBACKS_ENABLED")

@@ -8,7 +8,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 DOCUMENTATION = r"""
-module: cluster_volume_facts
+module: cluster_volume_info
 short_description: Read the cluster's nodes, pods and volume objects from a cluster store
 version_added: 0.1.0
 author: kubevol contributors (@kubevol)
@@ -33,23 +33,34 @@ attributes:
   check_mode:
     support: full
   diff_mode:
-    support: full
+    support: none
+    details: It only reads; there is nothing to show a difference of.
   platform:
     platforms: posix
 requirements:
   - jmespath (only when O(query) is given)
+  - kubernetes >= 24.2.0 (only with O(cluster_source=kubernetes))
+seealso:
+  - module: kubevol.volumes.volume_reconcile_plan
+    description: Plans the volume steps from this module's RV(cluster) and the nodes' facts.
+  - module: kubevol.volumes.node_volume_info
+    description: The other half of the planner's input, each node's actual state.
+  - module: kubevol.volumes.cluster_volume_record
+    description: Writes what the nodes did back to the same cluster store.
+  - module: kubernetes.core.k8s_info
+    description: The general Kubernetes object reader whose authentication options this module shares.
 """
 
 EXAMPLES = r"""
 - name: Read the cluster state
-  kubevol.volumes.cluster_volume_facts:
+  kubevol.volumes.cluster_volume_info:
     cluster_state: /srv/kubevol/cluster.yaml
   delegate_to: localhost
   run_once: true
   register: cluster
 
 - name: Read the cluster from the Kubernetes API (token from the environment, K8S_AUTH_API_KEY)
-  kubevol.volumes.cluster_volume_facts:
+  kubevol.volumes.cluster_volume_info:
     cluster_source: kubernetes
     host: https://10.0.0.1:6443
     ca_cert: /etc/kubevol/ca.crt
@@ -58,7 +69,7 @@ EXAMPLES = r"""
   register: cluster
 
 - name: Names of the PVs only
-  kubevol.volumes.cluster_volume_facts:
+  kubevol.volumes.cluster_volume_info:
     cluster_state: /srv/kubevol/cluster.yaml
     query: "items[?kind=='PersistentVolume'].metadata.name"
   delegate_to: localhost
