@@ -166,7 +166,8 @@ def test_in_cluster_configuration(api, tmp_path, monkeypatch):
                                                               "KUBERNETES_SERVICE_PORT": port})
     assert source == "in-cluster configuration"
     assert configuration.host == "https://%s:%s" % (host, port)
-    assert configuration.api_key["BearerToken"] == "bearer " + TOKEN
+    # the key differs between client generations (BearerToken from 37 on, authorization before)
+    assert configuration.auth_settings()["BearerToken"]["value"] == "bearer " + TOKEN
 
 
 def test_missing_kubeconfig_is_clear(tmp_path):
