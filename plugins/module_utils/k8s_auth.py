@@ -387,7 +387,6 @@ def _load_kubeconfig(auth, configuration, environ):
     return described + in_context
 
 
-
 def _first_current_context(paths):
     """The current-context of the first file that sets one (kubectl's merge rule), or None."""
     import yaml  # a dependency of the kubernetes client

@@ -14,8 +14,9 @@ It speaks what kubevol's kubernetes store uses, the way kube-apiserver answers:
   patch whose body carries a different resourceVersion gets 409 Conflict;
 - authentication: bearer tokens, basic users, or a verified TLS client certificate; 401 otherwise;
 - a configurable RBAC deny list of ``(verb, resource)`` -> 403 (resource like ``nodes/status``);
-- a request log (with the impersonation headers and user agents each request carried), hooks run before a write (to inject a concurrent writer, or raise Die to make the
-  server drop the request and stop), stop() and restart() on the same port.
+- a request log (with the impersonation headers and user agents each request carried), hooks run
+  before a write (to inject a concurrent writer, or raise Die to make the server drop the request and
+  stop), stop() and restart() on the same port.
 """
 import base64
 import copy

@@ -20,8 +20,14 @@ TOKEN = "kubevol-test-token"  # as in conftest.py
 NO_ENV = {}
 
 
-def load(auth, environ=NO_ENV):
-    store = KubernetesStore(auth, environ=environ)
+@pytest.fixture(scope="module")
+def certs(tmp_path_factory):
+    """A CA with a server certificate for 127.0.0.1 (openssl keygen is slow: once per module)."""
+    return make_certs(str(tmp_path_factory.mktemp("pki")))
+
+
+def load(auth, environ=None):
+    store = KubernetesStore(auth, environ=NO_ENV if environ is None else environ)
     try:
         return store.load()
     finally:
@@ -59,16 +65,18 @@ def test_kubeconfig_list_with_the_context_in_the_second_file(api, split_kubeconf
     out, _raw = run_module(tmp_path, "cluster_volume_facts", args, env={"KUBECONFIG": joined})
     assert not out.get("failed"), out
     assert out["query_result"] == ["pv-a"]
-    # K8S_AUTH_KUBECONFIG=a:b, the option as a list, the option as a:b (a missing file is skipped, as kubectl does)
-    for extra, env in (({}, {"K8S_AUTH_KUBECONFIG": joined}),
-                       ({"kubeconfig": [a, str(tmp_path / "missing.yaml"), b]}, {}),
-                       ({"kubeconfig": joined}, {})):
-        out, _raw = run_module(tmp_path, "cluster_volume_facts", dict(args, **extra), env=env)
-        assert not out.get("failed"), (extra, env, out)
-        assert out["query_result"] == ["pv-a"]
+    # the option as a list, through the module's argspec (a missing file is skipped, as kubectl does)
+    out, _raw = run_module(tmp_path, "cluster_volume_facts", dict(args, kubeconfig=[a, str(tmp_path / "missing"), b]))
+    assert not out.get("failed"), out
+    assert out["query_result"] == ["pv-a"]
+    # K8S_AUTH_KUBECONFIG=a:b and the option as a:b
+    for auth, environ in (({"context": "kind-kubevol"}, {"K8S_AUTH_KUBECONFIG": joined}),
+                          ({"context": "kind-kubevol", "kubeconfig": joined}, NO_ENV)):
+        assert len(load(auth, environ)["items"]) == 3
+        assert api.log[-1]["status"] == 200 and api.log[-1]["user"] == "token"
     # without a context, the first file's current-context wins (kubectl's rule): its token is refused
-    out, _raw = run_module(tmp_path, "cluster_volume_facts", {"cluster_source": "kubernetes", "kubeconfig": [a, b]})
-    assert out["failed"] and "HTTP 401" in out["msg"], out
+    with pytest.raises(KubernetesApiError, match="HTTP 401"):
+        load({"kubeconfig": [a, b]})
     # the files are not changed (persist_config is off by default)
     assert yaml.safe_load(open(b))["users"] == []
 
@@ -142,15 +150,12 @@ def test_http_proxy_with_proxy_headers_and_no_proxy(api, tmp_path):
         assert all(e["headers"]["proxy-authorization"] == [env_basic] for e in proxy.log[seen:])
         assert "envpass" not in _raw
         seen = len(proxy.log)
-        out, _raw = run_module(tmp_path, "cluster_volume_facts", {"cluster_source": "kubernetes"}, env={
-            "K8S_AUTH_HOST": api.url, "K8S_AUTH_API_KEY": TOKEN, "K8S_AUTH_PROXY": proxy.url,
-            "K8S_AUTH_NO_PROXY": "127.0.0.1"})
-        assert not out.get("failed"), out
+        load({}, {"K8S_AUTH_HOST": api.url, "K8S_AUTH_API_KEY": TOKEN, "K8S_AUTH_PROXY": proxy.url,
+                  "K8S_AUTH_NO_PROXY": "127.0.0.1"})
         assert len(proxy.log) == seen
 
 
-def test_https_api_through_a_connect_proxy(tmp_path):
-    certs = make_certs(str(tmp_path / "pki"))
+def test_https_api_through_a_connect_proxy(certs):
     tls = {"cert": certs["server.crt"], "key": certs["server.key"]}
     with FakeApiServer(tokens=[TOKEN], tls=tls) as api, ForwardProxy() as proxy:
         api.load(OBJECTS)
@@ -172,8 +177,7 @@ def test_unreachable_proxy_is_named(api):
 
 # -- persist_config: a refreshed OIDC token written back to the kubeconfig it came from -------------
 @pytest.fixture
-def oidc(tmp_path):
-    certs = make_certs(str(tmp_path / "pki"))
+def oidc(tmp_path, certs):
     api = FakeApiServer(tokens=[TOKEN]).start()
     issuer = OidcIssuer(certs["server.crt"], certs["server.key"], "kubevol", "client-secret", "refresh-0",
                         on_issue=api.tokens.add).start()
