@@ -31,6 +31,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import os
+import re
 import traceback
 
 from ansible_collections.kubevol.volumes.plugins.module_utils.errors import InvalidInput, KubevolError
@@ -49,6 +50,7 @@ except ImportError:
     KUBERNETES_IMPORT_ERROR = traceback.format_exc()
 
 DEFAULT_KUBECONFIG = "~/.kube/config"  # when neither kubeconfig nor KUBECONFIG is set
+MIN_KUBERNETES_VERSION = (24, 2, 0)     # kubernetes.core's minimum; tested (scripts/test.d/10-k8s-oldest.sh)
 
 # proxy_headers suboptions: the keyword arguments of urllib3.util.make_headers, as kubernetes.core has them.
 PROXY_HEADERS_ARGSPEC = dict(
@@ -121,6 +123,20 @@ def proxy_headers_env_names():
 
 class KubernetesAuthError(KubevolError):
     message = "Kubernetes API authentication: {reason}"
+
+
+class KubernetesClientTooOld(KubevolError):
+    message = ("the kubernetes Python client {version} is too old: kubevol needs {minimum} or newer "
+               "(pip install 'kubernetes>={minimum}' on the controller)")
+
+
+def check_client_version(version=None):
+    """Raise KubernetesClientTooOld when the installed client is older than MIN_KUBERNETES_VERSION.
+    A version string that does not parse (a development build) is let through."""
+    version = kubernetes.__version__ if version is None else version
+    match = re.match(r"(\d+)\.(\d+)\.(\d+)", str(version))
+    if match and tuple(int(part) for part in match.groups()) < MIN_KUBERNETES_VERSION:
+        raise KubernetesClientTooOld(version=version, minimum=".".join(str(p) for p in MIN_KUBERNETES_VERSION))
 
 
 def missing_kubernetes():
@@ -256,6 +272,7 @@ def build_configuration(auth, environ=None):
     """
     if not HAS_KUBERNETES:
         raise missing_kubernetes()
+    check_client_version()
     environ = os.environ if environ is None else environ
     configuration = Configuration()
     source = "options"

@@ -98,6 +98,16 @@ def test_describe_auth_hides_secrets():
     assert "impersonate_groups=g1,g2" in text and "proxy_headers=<proxy_basic_auth,user_agent>" in text
 
 
+def test_clients_older_than_24_2_are_refused_clearly():
+    for ok in ("24.2.0", "24.2.0b1", "37.0.2", "100.0.0", "unknown"):
+        k8s_auth.check_client_version(ok)
+    for old in ("24.1.9", "23.6.0", "12.0.1"):
+        with pytest.raises(k8s_auth.KubernetesClientTooOld) as err:
+            k8s_auth.check_client_version(old)
+        assert old in err.value.msg and "24.2.0 or newer" in err.value.msg
+    k8s_auth.check_client_version()  # the installed one
+
+
 # -- merged kubeconfig lists --------------------------------------------------------------------------
 def test_merged_kubeconfig_with_the_context_in_the_second_file(tmp_path):
     a = kubeconfig(tmp_path / "a.yaml", {"a": "https://a.example:6443"}, current="a")
