@@ -146,6 +146,11 @@ def test_persist_config_reaches_the_client_loader(tmp_path, monkeypatch):
     k8s_auth.build_configuration({"kubeconfig": a}, NO_ENV)
     k8s_auth.build_configuration({"kubeconfig": a, "persist_config": True}, NO_ENV)
     assert seen == [False, True]
+    # a dict has no file to write to: accepted, nothing written (as with kubernetes.core)
+    with open(a) as fh:
+        as_dict = yaml.safe_load(fh)
+    configuration, source = k8s_auth.build_configuration({"kubeconfig": as_dict, "persist_config": True}, NO_ENV)
+    assert configuration.host == "https://a.example:6443" and source == "kubeconfig <dict>"
 
 
 # -- what the options set -----------------------------------------------------------------------------
