@@ -24,8 +24,8 @@ description:
   - Anything that cannot be acted on (unbound claim, missing PV, Multi-Attach, still mounted, node unreachable,
     a node the snapshot has no Node object for) is returned in RV(blocked) with a reason, once each, with the action
     it holds back.
-  - With O(node_facts), a step on a node that has no entry there (a host that is not in the play) is warned about:
-    no node task of this run runs it.
+  - With O(node_facts), a step on a node that has no entry there (a host that is not in the play) is warned about,
+    since no node task of this run runs it.
   - A scheduled pod that is not terminated keeps every volume it has mounted and attached, whatever is wrong
     with its claim or PV; only its deletion or termination releases them.
   - Fails, changing nothing, when the plan would tear down more of the mounted volumes than the teardown guard

@@ -47,8 +47,8 @@ def test_check_mode_with_an_unreachable_node(kv):
     # each blocked line once, with the action it holds back
     table = run.plan_lines()
     rows = [line.split(None, 4) for line in table if line.startswith("!")]
-    assert sorted((r[1], r[2], r[3]) for r in rows) == [("attach", "node1", "pv-shared-logs"),
-                                                         ("detach", "node3", "pv-shared-logs")], table
+    expected = [("attach", "node1", "pv-shared-logs"), ("detach", "node3", "pv-shared-logs")]
+    assert sorted((r[1], r[2], r[3]) for r in rows) == expected, table
     assert len(set(tuple(r) for r in rows)) == len(rows)
     assert table[table.index("Blocked:") + 1].split()[:2] == ["ACTION", "NODE"]
     # the summary says nothing was changed, per node, and does not print the plan's blocked lines again

@@ -53,8 +53,9 @@ def test_table_lists_each_blocked_line_once_with_its_action():
     blocked = lines[lines.index("Blocked:") + 1:]
     assert blocked[0].split()[:4] == ["ACTION", "NODE", "VOLUME", "POD"]
     rows = [line for line in blocked if line.startswith("!")]
-    assert [r.split()[1:4] for r in rows] == [["attach", "node1", "pv-logs"], ["detach", "node3", "pv-logs"],
-                                             ["attach", "node3", "pv-new"], ["mount", "node4", "-"]]
+    expected = [["attach", "node1", "pv-logs"], ["detach", "node3", "pv-logs"], ["attach", "node3", "pv-new"],
+                ["mount", "node4", "-"]]
+    assert [r.split()[1:4] for r in rows] == expected
     assert lines[-2].startswith("Teardown guard: 1 of 3")
     assert lines[-1] == "Plan: 2 to unmount, 1 to detach, 1 to attach, 2 to mount, 0 to expand; 4 blocked"
     with pytest.raises(AnsibleFilterError):
