@@ -23,7 +23,7 @@ options:
   query:
     description:
       - A JMESPath expression evaluated over the List (the whole C({apiVersion, kind, items}) dict).
-      - Its result is returned as RV(query_result).
+      - Its result is returned as RV(query_result), and the List itself is not (RV(cluster) is left out).
     type: str
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
@@ -80,7 +80,7 @@ EXAMPLES = r"""
 RETURN = r"""
 cluster:
   description: The cluster as a Kubernetes List (C(apiVersion), C(kind), C(items)).
-  returned: success
+  returned: when O(query) is not given
   type: dict
   sample: {"apiVersion": "v1", "kind": "List", "items": [{"kind": "Node", "metadata": {"name": "node1"}}]}
 query_result:
@@ -119,9 +119,11 @@ def run(params):
         close = getattr(store, "close", None)
         if close:
             close()
-    result = dict(changed=False, cluster=cluster, source=store.describe())
+    result = dict(changed=False, source=store.describe())
     if params.get("query"):
-        result["query_result"] = search(params["query"], cluster, "query")
+        result["query_result"] = search(params["query"], cluster, "query")  # only the answer, not the whole List
+    else:
+        result["cluster"] = cluster
     return result
 
 

@@ -156,9 +156,20 @@ class Run:
     def plan(self):
         return (self.result("Plan the operations") or {}).get("plan") or []
 
+    def summary(self):
+        """The role's end-of-run summary (the run_summary filter): {lines, nodes, blocked, errors}, or {}."""
+        result = self.result("Summarize the run") or {}
+        return (result.get("ansible_facts") or {}).get("kubevol_run_summary") or {}
+
     def report(self):
-        """The role's closing report {blocked, errors}, or {} when it had nothing to report."""
-        return (self.result("Report what is blocked and what failed") or {}).get("msg") or {}
+        """The run's {blocked, errors} (every blocked item once, with its action), or {} when it had neither."""
+        summary = self.summary()
+        if not summary.get("blocked") and not summary.get("errors"):
+            return {}
+        return {"blocked": summary.get("blocked") or [], "errors": summary.get("errors") or []}
+
+    def summary_lines(self):
+        return (self.result("Report the run") or {}).get("msg") or []
 
 
 # -- the nodes and the cluster file -----------------------------------------------------------------

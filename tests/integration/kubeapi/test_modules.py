@@ -39,6 +39,9 @@ def test_facts_with_kubeconfig_context_and_query(api, kubeconfig, tmp_path):
     assert not out.get("failed"), out
     assert out["changed"] is False and out["query_result"] == ["pv-a"]
     assert out["source"] == "kubernetes " + api.url
+    assert "cluster" not in out  # only the query's answer
+    out, _raw = run_module(tmp_path, "cluster_volume_facts", {
+        "cluster_source": "kubernetes", "kubeconfig": kubeconfig, "context": "kind-kubevol"})
     assert sorted(o["kind"] for o in out["cluster"]["items"]) == ["Node", "PersistentVolume", "Pod"]
 
 
