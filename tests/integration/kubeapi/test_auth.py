@@ -62,11 +62,11 @@ def test_kubeconfig_list_with_the_context_in_the_second_file(api, split_kubeconf
     args = {"cluster_source": "kubernetes", "context": "kind-kubevol",
             "query": "items[?kind=='PersistentVolume'].metadata.name"}
     # KUBECONFIG=a:b, as kubectl reads it
-    out, _raw = run_module(tmp_path, "cluster_volume_facts", args, env={"KUBECONFIG": joined})
+    out, _raw = run_module(tmp_path, "cluster_volume_info", args, env={"KUBECONFIG": joined})
     assert not out.get("failed"), out
     assert out["query_result"] == ["pv-a"]
     # the option as a list, through the module's argspec (a missing file is skipped, as kubectl does)
-    out, _raw = run_module(tmp_path, "cluster_volume_facts", dict(args, kubeconfig=[a, str(tmp_path / "missing"), b]))
+    out, _raw = run_module(tmp_path, "cluster_volume_info", dict(args, kubeconfig=[a, str(tmp_path / "missing"), b]))
     assert not out.get("failed"), out
     assert out["query_result"] == ["pv-a"]
     # K8S_AUTH_KUBECONFIG=a:b and the option as a:b
@@ -96,7 +96,7 @@ def test_kubeconfig_list_errors_name_the_files(split_kubeconfig, tmp_path):
 # -- impersonation -----------------------------------------------------------------------------------
 def test_impersonation_headers_reach_the_server(api, kubeconfig, tmp_path):
     api.load(OBJECTS)
-    out, _raw = run_module(tmp_path, "cluster_volume_facts", {
+    out, _raw = run_module(tmp_path, "cluster_volume_info", {
         "cluster_source": "kubernetes", "kubeconfig": kubeconfig, "context": "kind-kubevol",
         "impersonate_user": "system:serviceaccount:kube-system:kubevol",
         "impersonate_groups": ["system:serviceaccounts", "kubevol-operators"]})
@@ -141,7 +141,7 @@ def test_http_proxy_with_proxy_headers_and_no_proxy(api, tmp_path):
         load({"host": api.url, "api_key": TOKEN, "proxy": proxy.url, "no_proxy": "localhost,127.0.0.0/8"})
         assert len(proxy.log) == seen and len(api.requests("GET")) == 2 * seen
         # the module, with everything from the environment
-        out, _raw = run_module(tmp_path, "cluster_volume_facts", {"cluster_source": "kubernetes"}, env={
+        out, _raw = run_module(tmp_path, "cluster_volume_info", {"cluster_source": "kubernetes"}, env={
             "K8S_AUTH_HOST": api.url, "K8S_AUTH_API_KEY": TOKEN, "K8S_AUTH_PROXY": proxy.url,
             "K8S_AUTH_PROXY_HEADERS_PROXY_BASIC_AUTH": "envuser:envpass"})
         assert not out.get("failed"), out
@@ -215,7 +215,7 @@ def test_persist_config_writes_the_refreshed_token_back(oidc, tmp_path):
     assert _oidc_config(b)["id-token"] == oidc["expired"]
     # With it (the module, from the environment), the new id-token and refresh-token land in b.yaml,
     # the file the user came from; a.yaml is untouched.
-    out, _raw = run_module(tmp_path, "cluster_volume_facts", {"cluster_source": "kubernetes", "context": "oidc"},
+    out, _raw = run_module(tmp_path, "cluster_volume_info", {"cluster_source": "kubernetes", "context": "oidc"},
                            env={"KUBECONFIG": joined, "K8S_AUTH_PERSIST_CONFIG": "true"})
     assert not out.get("failed"), out
     assert len(issuer.issued) == 2

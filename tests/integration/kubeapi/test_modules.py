@@ -40,7 +40,7 @@ def test_facts_with_kubeconfig_context_and_query(api, kubeconfig, tmp_path):
     assert out["changed"] is False and out["query_result"] == ["pv-a"]
     assert out["source"] == "kubernetes " + api.url
     assert "cluster" not in out  # only the query's answer
-    out, _raw = run_module(tmp_path, "cluster_volume_facts", {
+    out, _raw = run_module(tmp_path, "cluster_volume_info", {
         "cluster_source": "kubernetes", "kubeconfig": kubeconfig, "context": "kind-kubevol"})
     assert sorted(o["kind"] for o in out["cluster"]["items"]) == ["Node", "PersistentVolume", "Pod"]
 

@@ -7,7 +7,7 @@ cluster source and the options set in kubevol_k8s_auth, and the play's defaults 
 One host, the controller itself over the local connection, with an empty kubelet directory; the
 cluster in the fake API has a Node and no pods, so the plan is empty and no node is touched. The run
 still takes and releases the cluster's run lock (cluster_run_lock) and reads the cluster
-(cluster_volume_facts) through the store options under test.
+(cluster_volume_info) through the store options under test.
 """
 import os
 import subprocess
