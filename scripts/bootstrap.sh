@@ -26,6 +26,7 @@ KV_APT_NEEDS=(
     losetup:util-linux findmnt:util-linux lsblk:util-linux blkid:util-linux unshare:util-linux
     nsenter:util-linux mount:mount sfdisk:fdisk git:git openssl:openssl wipefs:util-linux
     shellcheck:shellcheck   # else ansible-test sanity skips its shellcheck test
+    dot:graphviz            # tests/unit/test_pictures.py renders docs/pictures/*.dot
 )
 
 kv_bootstrap_apt() {

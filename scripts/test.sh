@@ -32,9 +32,23 @@ stage_build() {
     local tarball
     tarball=$(ls "$dist"/"$KV_NAMESPACE"-"$KV_NAME"-*.tar.gz)
     # The artifact must hold the collection and nothing of the work tree's machinery.
-    if tar -tzf "$tarball" | grep -E '^(\.build|\.venv|\.git/|tests/output|\.ci)(/|$)|__pycache__'; then
+    local listing
+    listing=$(tar -tzf "$tarball")
+    if grep -E '^(\.build|\.venv|\.git/|tests/output|\.ci)(/|$)|__pycache__' <<<"$listing"; then
         echo "the tarball holds the files above: add them to build_ignore in galaxy.yml"; return 1
     fi
+    # Only what runs from the installed collection: scripts/ is left out, so are the tests that need it.
+    if grep -E '^(scripts|bench|requirements|tests/e2e|tests/integration|extensions)(/|$)' <<<"$listing"; then
+        echo "the tarball holds the files above, which need the work tree's scripts/: add them to build_ignore"
+        return 1
+    fi
+    # What a user installs from and what an execution environment is built from (ansible-builder).
+    local f lacks=0
+    for f in LICENSE README.md requirements.txt bindep.txt meta/runtime.yml meta/execution-environment.yml \
+        playbooks/reconcile.yml playbooks/plan.yml roles/reconcile/meta/argument_specs.yml examples/cluster.yaml; do
+        grep -qx "$f" <<<"$listing" || { echo "the tarball lacks $f"; lacks=1; }
+    done
+    [ $lacks -eq 0 ] || return 1
     echo "$(tar -tzf "$tarball" | wc -l) entries, $(du -h "$tarball" | cut -f1): ${tarball#"$KV_ROOT"/}"
 }
 

@@ -14,9 +14,13 @@ class ModuleDocFragment(object):
 options:
   kubeconfig:
     description:
-      - Path of a kubeconfig file, or the kubeconfig as a dict. Used with O(cluster_source=kubernetes).
+      - Path of a kubeconfig file, a list of paths, or the kubeconfig as a dict. Used with
+        O(cluster_source=kubernetes).
+      - Several files (a list, or one string of paths separated by V(:) as in E(KUBECONFIG)) are merged as
+        kubectl merges them; the first file that names a context, cluster or user wins, the first
+        C(current-context) wins, and files that do not exist are skipped. The context may be in any of them.
       - When neither this, O(context) nor O(host) is given, the in-cluster configuration is used if
-        E(KUBERNETES_SERVICE_HOST) is set, else E(KUBECONFIG) or C(~/.kube/config).
+        E(KUBERNETES_SERVICE_HOST) is set, else E(KUBECONFIG) (also a V(:)-separated list) or C(~/.kube/config).
       - Can also be given with E(K8S_AUTH_KUBECONFIG).
     type: raw
   context:
@@ -74,9 +78,57 @@ options:
       - An HTTP proxy URL for the API server connection.
       - Can also be given with E(K8S_AUTH_PROXY).
     type: str
+  no_proxy:
+    description:
+      - Comma-separated hosts, domains, IP addresses or CIDR ranges reached without O(proxy), for example
+        V(localhost,.local,127.0.0.1,10.0.0.0/8).
+      - Can also be given with E(K8S_AUTH_NO_PROXY).
+    type: str
+  proxy_headers:
+    description:
+      - Headers sent to O(proxy), built with urllib3's C(make_headers).
+    type: dict
+    suboptions:
+      proxy_basic_auth:
+        description:
+          - V(username:password) for the proxy's basic authentication (a C(Proxy-Authorization) header).
+          - Can also be given with E(K8S_AUTH_PROXY_HEADERS_PROXY_BASIC_AUTH).
+        type: str
+      basic_auth:
+        description:
+          - V(username:password) for a basic C(Authorization) header.
+          - Can also be given with E(K8S_AUTH_PROXY_HEADERS_BASIC_AUTH).
+        type: str
+      user_agent:
+        description:
+          - The C(User-Agent) sent to the proxy, for example V(kubevol/1.0).
+          - Can also be given with E(K8S_AUTH_PROXY_HEADERS_USER_AGENT).
+        type: str
+  persist_config:
+    description:
+      - Whether to save refreshed credentials back to the kubeconfig file they came from.
+      - With a user whose token the client refreshes (an C(oidc) auth-provider with a refresh token, or
+        C(gcp)), the client uses the new token for this run; with V(true) it also writes it (and the new
+        refresh token) into that kubeconfig file, so the next run does not use the old, possibly expired, one.
+      - Has no effect when O(kubeconfig) is a dict, or for credentials from an C(exec) plugin.
+      - Defaults to V(false). Can also be given with E(K8S_AUTH_PERSIST_CONFIG).
+    type: bool
+  impersonate_user:
+    description:
+      - The user to act as (a C(Impersonate-User) header); the authenticated user needs the RBAC verb
+        C(impersonate) on it.
+      - Can also be given with E(K8S_AUTH_IMPERSONATE_USER).
+    type: str
+  impersonate_groups:
+    description:
+      - Groups to act as, with O(impersonate_user) (one C(Impersonate-Group) header each).
+      - Can also be given with E(K8S_AUTH_IMPERSONATE_GROUPS), comma-separated, for example V(group1,group2).
+    type: list
+    elements: str
 notes:
   - The authentication options follow kubernetes.core's names, aliases and C(K8S_AUTH_*) environment
     variables. They apply to O(cluster_source=kubernetes) only and must not be set for the file store.
+  - Works with the kubernetes Python client 24.2.0 and newer.
 requirements:
-  - kubernetes (the Python client)
+  - kubernetes >= 24.2.0 (the Python client)
 """

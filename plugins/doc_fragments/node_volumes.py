@@ -9,7 +9,7 @@ __metaclass__ = type
 
 class ModuleDocFragment(object):
 
-    # kubelet_dir and node_name only (node_volume_facts)
+    # kubelet_dir and node_name only (node_volume_info)
     NODE = r'''
 options:
   kubelet_dir:

@@ -3,20 +3,27 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Kubernetes API authentication, resolved the way kubernetes.core resolves it.
 
-Same option names and aliases as kubernetes.core's ``k8s_auth_options`` (kept to kubeconfig, context,
-host, api_key, username, password, validate_certs, ca_cert, client_cert, client_key, proxy), the same
-``K8S_AUTH_*`` environment fallbacks, and the same order:
+Same option names, aliases and ``K8S_AUTH_*`` environment fallbacks as kubernetes.core's
+``k8s_auth_options`` (kubeconfig, context, host, api_key, username, password, validate_certs, ca_cert,
+client_cert, client_key, proxy, no_proxy, proxy_headers, persist_config, impersonate_user,
+impersonate_groups), and the same order:
 
 1. ``host`` with ``api_key``, or ``username`` + ``password``, or ``client_cert`` + ``client_key``:
    enough to authenticate, no kubeconfig is read;
-2. otherwise ``kubeconfig`` or ``context`` given: that kubeconfig (default ``~/.kube/config``, or
-   ``$KUBECONFIG``) and context;
+2. otherwise ``kubeconfig`` or ``context`` given: that kubeconfig (default ``$KUBECONFIG`` or
+   ``~/.kube/config``) and context;
 3. otherwise in-cluster configuration when ``KUBERNETES_SERVICE_HOST`` is set, else the default
    kubeconfig.
 
+A kubeconfig is a dict, one path, or a list of paths (a list, or one string joined with ``:`` as in
+``KUBECONFIG=a:b``): the files are merged as kubectl merges them (the first file naming a context,
+cluster or user wins; the first ``current-context`` wins; missing files are skipped), by the client's
+own ``KubeConfigMerger``, which is also what writes refreshed tokens back with ``persist_config``.
+
 Explicit options then override what the kubeconfig said. Nothing here touches the kubernetes
 client's global default configuration. This file imports ``kubernetes`` lazily (guarded), so node-side
-code never needs it.
+code never needs it. It works with every client generation from 24.2 on (api_key is stored under
+``authorization``, the key both the old and the new generated Configuration read).
 """
 
 from __future__ import absolute_import, division, print_function
@@ -24,6 +31,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import os
+import re
 import traceback
 
 from ansible_collections.kubevol.volumes.plugins.module_utils.errors import InvalidInput, KubevolError
@@ -31,14 +39,25 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.errors import Inva
 KUBERNETES_IMPORT_ERROR = None
 try:
     import kubernetes  # noqa: F401  pylint: disable=unused-import
-    from kubernetes.client import Configuration
+    import urllib3
+    from kubernetes.client import ApiClient, Configuration
     from kubernetes.config import ConfigException
     from kubernetes.config.incluster_config import SERVICE_CERT_FILENAME, SERVICE_TOKEN_FILENAME, InClusterConfigLoader
-    from kubernetes.config.kube_config import KUBE_CONFIG_DEFAULT_LOCATION, load_kube_config, load_kube_config_from_dict
+    from kubernetes.config.kube_config import load_kube_config, load_kube_config_from_dict
     HAS_KUBERNETES = True
 except ImportError:
     HAS_KUBERNETES = False
     KUBERNETES_IMPORT_ERROR = traceback.format_exc()
+
+DEFAULT_KUBECONFIG = "~/.kube/config"  # when neither kubeconfig nor KUBECONFIG is set
+MIN_KUBERNETES_VERSION = (24, 2, 0)     # kubernetes.core's minimum; tested (scripts/test.d/10-k8s-oldest.sh)
+
+# proxy_headers suboptions: the keyword arguments of urllib3.util.make_headers, as kubernetes.core has them.
+PROXY_HEADERS_ARGSPEC = dict(
+    proxy_basic_auth=dict(type="str", no_log=True),
+    basic_auth=dict(type="str", no_log=True),
+    user_agent=dict(type="str"),
+)
 
 # The module options (doc fragment kubevol.volumes.k8s_auth). No argspec defaults and no argspec
 # env fallbacks: the environment is read at run time (resolve_auth), as kubernetes.core does, so the
@@ -55,9 +74,15 @@ K8S_AUTH_ARGSPEC = dict(
     client_cert=dict(type="path", aliases=["cert_file"]),
     client_key=dict(type="path", aliases=["key_file"], no_log=False),
     proxy=dict(type="str"),
+    no_proxy=dict(type="str"),
+    proxy_headers=dict(type="dict", options=PROXY_HEADERS_ARGSPEC),
+    persist_config=dict(type="bool"),
+    impersonate_user=dict(type="str"),
+    impersonate_groups=dict(type="list", elements="str"),
 )
 
-# option -> the client Configuration attribute (kubernetes.core's AUTH_ARG_MAP, reversed).
+# option -> the client Configuration attribute (kubernetes.core's AUTH_ARG_MAP, reversed); the
+# impersonation options are request headers, not Configuration attributes.
 CONFIG_ATTRIBUTE = {
     "kubeconfig": "kubeconfig",
     "context": "context",
@@ -70,12 +95,20 @@ CONFIG_ATTRIBUTE = {
     "client_cert": "cert_file",
     "client_key": "key_file",
     "proxy": "proxy",
+    "no_proxy": "no_proxy",
+    "proxy_headers": "proxy_headers",
+    "persist_config": "persist_config",
+    "impersonate_user": "impersonate_user",
+    "impersonate_groups": "impersonate_groups",
 }
 SECRET_OPTIONS = ("api_key", "password")
+IMPERSONATION_HEADERS = (("impersonate_user", "Impersonate-User"), ("impersonate_groups", "Impersonate-Group"))
 
 
 def env_names(option):
-    """The environment variables read for an option, in order: K8S_AUTH_<OPTION>, K8S_AUTH_<ATTRIBUTE>."""
+    """The environment variables read for an option, in order: K8S_AUTH_<OPTION>, K8S_AUTH_<ATTRIBUTE>.
+
+    proxy_headers is read per suboption instead (proxy_headers_env_names)."""
     names = ["K8S_AUTH_%s" % option.upper()]
     attribute = "K8S_AUTH_%s" % CONFIG_ATTRIBUTE[option].upper()
     if attribute not in names:
@@ -83,8 +116,27 @@ def env_names(option):
     return names
 
 
+def proxy_headers_env_names():
+    """{suboption: K8S_AUTH_PROXY_HEADERS_<SUBOPTION>}, the variables kubernetes.core reads for proxy_headers."""
+    return dict((key, "K8S_AUTH_PROXY_HEADERS_%s" % key.upper()) for key in PROXY_HEADERS_ARGSPEC)
+
+
 class KubernetesAuthError(KubevolError):
     message = "Kubernetes API authentication: {reason}"
+
+
+class KubernetesClientTooOld(KubevolError):
+    message = ("the kubernetes Python client {version} is too old: kubevol needs {minimum} or newer "
+               "(pip install 'kubernetes>={minimum}' on the controller)")
+
+
+def check_client_version(version=None):
+    """Raise KubernetesClientTooOld when the installed client is older than MIN_KUBERNETES_VERSION.
+    A version string that does not parse (a development build) is let through."""
+    version = kubernetes.__version__ if version is None else version
+    match = re.match(r"(\d+)\.(\d+)\.(\d+)", str(version))
+    if match and tuple(int(part) for part in match.groups()) < MIN_KUBERNETES_VERSION:
+        raise KubernetesClientTooOld(version=version, minimum=".".join(str(p) for p in MIN_KUBERNETES_VERSION))
 
 
 def missing_kubernetes():
@@ -102,49 +154,110 @@ def _env_bool(name, value):
     raise InvalidInput(field=name, value=value, reason="must be a boolean (true/false)")
 
 
+def kubeconfig_paths(kubeconfig):
+    """The kubeconfig files a path option names: a list, or one string of paths joined with ':'
+    (``os.pathsep``) as in KUBECONFIG; each expanded (``~``), empty entries dropped."""
+    if isinstance(kubeconfig, str):
+        kubeconfig = kubeconfig.split(os.pathsep)
+    return [os.path.expanduser(str(path)) for path in kubeconfig if str(path)]
+
+
+def _from_environ(option, environ):
+    for name in env_names(option):
+        value = environ.get(name)
+        if value in (None, ""):
+            continue
+        kind = K8S_AUTH_ARGSPEC[option].get("type")
+        if kind == "bool":
+            return _env_bool(name, value)
+        if kind == "path":
+            return os.path.expanduser(value)
+        return value  # impersonate_groups stays a string here: split on commas in resolve_auth
+    return None
+
+
+def _proxy_headers(value, environ):
+    """proxy_headers without unset suboptions: the option, else the K8S_AUTH_PROXY_HEADERS_* variables."""
+    if value is None:
+        value = dict((key, environ[name]) for key, name in proxy_headers_env_names().items()
+                     if environ.get(name) not in (None, ""))
+    if not isinstance(value, dict):
+        raise InvalidInput(field="proxy_headers", value=value,
+                           reason="must be a dict with proxy_basic_auth, basic_auth or user_agent")
+    unknown = sorted(set(value) - set(PROXY_HEADERS_ARGSPEC))
+    if unknown:
+        raise InvalidInput(field="proxy_headers", value=sorted(value),
+                           reason="unknown key %s; known: %s" % (unknown[0], ", ".join(sorted(PROXY_HEADERS_ARGSPEC))))
+    return dict((key, str(v)) for key, v in value.items() if v is not None) or None
+
+
+def _groups(value):
+    if isinstance(value, str):
+        value = value.split(",")
+    if not isinstance(value, (list, tuple)):
+        raise InvalidInput(field="impersonate_groups", value=value, reason="must be a list of group names")
+    return [str(group).strip() for group in value if str(group).strip()] or None
+
+
 def resolve_auth(options, environ=None):
     """The effective auth settings: module options, else the K8S_AUTH_* environment variables.
 
-    Returns {option: value} for the options that are set (values None are left out).
+    Returns {option: value} for the options that are set (values None are left out). A kubeconfig path
+    or list of paths becomes one string joined with ``os.pathsep`` (what the client's merger reads);
+    impersonate_groups becomes a list (the environment variable is comma-separated).
     """
     environ = os.environ if environ is None else environ
+    unknown = sorted(k for k in options if k not in K8S_AUTH_ARGSPEC and options[k] is not None)
+    if unknown:
+        raise InvalidInput(field=unknown[0], value=options[unknown[0]], reason="is not a Kubernetes auth option")
     auth = {}
     for option in K8S_AUTH_ARGSPEC:
         value = options.get(option)
-        if value is None:
-            for name in env_names(option):
-                if environ.get(name) not in (None, ""):
-                    value = environ[name]
-                    if K8S_AUTH_ARGSPEC[option].get("type") == "bool":
-                        value = _env_bool(name, value)
-                    elif K8S_AUTH_ARGSPEC[option].get("type") == "path":
-                        value = os.path.expanduser(value)
-                    break
+        if option == "proxy_headers":
+            value = _proxy_headers(value, environ)
+        elif value is None:
+            value = _from_environ(option, environ)
         if value is not None:
             auth[option] = value
     kubeconfig = auth.get("kubeconfig")
-    if kubeconfig is not None and not isinstance(kubeconfig, (str, dict)):
-        raise InvalidInput(field="kubeconfig", value=kubeconfig, reason="must be a path or a kubeconfig dict")
-    if isinstance(kubeconfig, str):
-        auth["kubeconfig"] = os.path.expanduser(kubeconfig)
+    if kubeconfig is not None:
+        if isinstance(kubeconfig, (list, tuple)) and all(isinstance(p, str) for p in kubeconfig):
+            kubeconfig = os.pathsep.join(kubeconfig)
+        if isinstance(kubeconfig, str):
+            paths = kubeconfig_paths(kubeconfig)
+            if not paths:
+                raise InvalidInput(field="kubeconfig", value=kubeconfig, reason="names no file")
+            auth["kubeconfig"] = os.pathsep.join(paths)
+        elif not isinstance(kubeconfig, dict):
+            raise InvalidInput(field="kubeconfig", value=kubeconfig,
+                               reason="must be a path, a list of paths, or a kubeconfig dict")
     if auth.get("host"):
         auth["host"] = auth["host"].rstrip("/")
+    if "impersonate_groups" in auth:
+        groups = _groups(auth.pop("impersonate_groups"))
+        if groups:
+            auth["impersonate_groups"] = groups
     return auth
 
 
 def describe_auth(auth):
     """What the auth settings say, without secrets, for messages."""
     parts = []
-    for option in ("host", "kubeconfig", "context", "username", "ca_cert", "client_cert", "validate_certs", "proxy"):
+    for option in ("host", "kubeconfig", "context", "username", "ca_cert", "client_cert", "validate_certs", "proxy",
+                   "no_proxy", "impersonate_user", "impersonate_groups"):
         value = auth.get(option)
         if value is None:
             continue
         if option == "kubeconfig" and isinstance(value, dict):
             value = "<dict>"
+        elif option == "impersonate_groups":
+            value = ",".join(value)
         parts.append("%s=%s" % (option, value))
     for option in SECRET_OPTIONS:
         if auth.get(option):
             parts.append("%s=<set>" % option)
+    if auth.get("proxy_headers"):
+        parts.append("proxy_headers=<%s>" % ",".join(sorted(auth["proxy_headers"])))
     return ", ".join(parts) or "defaults (in-cluster or ~/.kube/config)"
 
 
@@ -153,9 +266,13 @@ def _has(auth, *names):
 
 
 def build_configuration(auth, environ=None):
-    """A kubernetes.client.Configuration for the resolved auth settings; never the global default."""
+    """A kubernetes.client.Configuration for the resolved auth settings; never the global default.
+
+    Returns (configuration, source): source says where the settings came from, for messages.
+    """
     if not HAS_KUBERNETES:
         raise missing_kubernetes()
+    check_client_version()
     environ = os.environ if environ is None else environ
     configuration = Configuration()
     source = "options"
@@ -175,22 +292,26 @@ def build_configuration(auth, environ=None):
     elif not auth.get("host"):
         source = _load_kubeconfig(auth, configuration, environ)
 
-    # Explicit options override what the kubeconfig said.
+    # Explicit options override what the kubeconfig said. The token goes under "authorization": the
+    # key every client generation reads (kubernetes >= 37 also reads "BearerToken", older ones only this).
     if auth.get("host"):
         configuration.host = auth["host"]
     if auth.get("api_key"):
-        configuration.api_key = {"BearerToken": "Bearer %s" % auth["api_key"]}
+        configuration.api_key = {"authorization": "Bearer %s" % auth["api_key"]}
         configuration.refresh_api_key_hook = None  # a kubeconfig token must not come back
     elif auth.get("username") and auth.get("password"):
         configuration.username = auth["username"]
         configuration.password = auth["password"]
-        configuration.api_key = {"BearerToken": configuration.get_basic_auth_token()}
+        configuration.api_key = {"authorization": configuration.get_basic_auth_token()}
         configuration.refresh_api_key_hook = None
     if auth.get("validate_certs") is not None:
         configuration.verify_ssl = bool(auth["validate_certs"])
-    for option in ("ca_cert", "client_cert", "client_key", "proxy"):
+    for option in ("ca_cert", "client_cert", "client_key", "proxy", "no_proxy"):
         if auth.get(option):
             setattr(configuration, CONFIG_ATTRIBUTE[option], auth[option])
+    if auth.get("proxy_headers"):
+        # As kubernetes.core: urllib3.util.make_headers(proxy_basic_auth=..., basic_auth=..., user_agent=...)
+        configuration.proxy_headers = urllib3.util.make_headers(**auth["proxy_headers"])
     for option in ("ca_cert", "client_cert", "client_key"):
         path = auth.get(option)
         if path and not os.path.isfile(path):
@@ -201,27 +322,97 @@ def build_configuration(auth, environ=None):
     return configuration, source
 
 
+class _HeaderName(str):
+    """A header name that is a distinct dict key even when spelled the same: the client keeps default
+    headers in a dict, and impersonating several groups takes one Impersonate-Group header per group
+    (kube-apiserver reads every value; one comma-joined value would name a single group). kubernetes.core
+    sends them the same way."""
+
+    def __hash__(self):
+        return id(self)
+
+    def __eq__(self, other):
+        return self is other
+
+
+def impersonation_headers(auth):
+    """[(header, value)] for impersonate_user and impersonate_groups (one Impersonate-Group per group)."""
+    headers = []
+    if auth.get("impersonate_user"):
+        headers.append(("Impersonate-User", auth["impersonate_user"]))
+    for group in auth.get("impersonate_groups") or ():
+        headers.append(("Impersonate-Group", group))
+    return headers
+
+
+def new_api_client(configuration, auth):
+    """A kubernetes.client.ApiClient for ``configuration`` that also sends the impersonation headers."""
+    if auth.get("impersonate_groups") and not auth.get("impersonate_user"):
+        raise KubernetesAuthError(reason="impersonate_groups needs impersonate_user (the API server refuses "
+                                         "to impersonate groups without a user)")
+    client = ApiClient(configuration)
+    for name, value in impersonation_headers(auth):
+        client.set_default_header(_HeaderName(name), value)
+    return client
+
+
 def _load_kubeconfig(auth, configuration, environ):
+    """Load the kubeconfig (dict, or the merged files) into ``configuration``; returns its description."""
     kubeconfig = auth.get("kubeconfig")
     context = auth.get("context")
-    try:
-        if isinstance(kubeconfig, dict):
+    persist = bool(auth.get("persist_config"))
+    in_context = " context %s" % context if context else ""
+    if isinstance(kubeconfig, dict):
+        described = "kubeconfig <dict>"
+        try:
+            # persist_config has no file to write to here (kubernetes.core passes it on all the same).
             load_kube_config_from_dict(kubeconfig, context=context, client_configuration=configuration,
-                                       persist_config=False)
-            return "kubeconfig <dict>%s" % (" context %s" % context if context else "")
-        path = kubeconfig or environ.get("KUBECONFIG") or os.path.expanduser(KUBE_CONFIG_DEFAULT_LOCATION)
-        path = path.split(os.pathsep)[0] if not kubeconfig else path
-        if not os.path.exists(os.path.expanduser(path)):
-            raise KubernetesAuthError(reason="kubeconfig %s does not exist; give kubeconfig (or K8S_AUTH_KUBECONFIG), "
-                                             "or host with api_key or username/password" % path)
-        load_kube_config(config_file=os.path.expanduser(path), context=context, client_configuration=configuration,
-                         persist_config=False)
-        return "kubeconfig %s%s" % (path, " context %s" % context if context else "")
-    except KubernetesAuthError:
-        raise
+                                       persist_config=persist)
+        except ConfigException as err:
+            raise KubernetesAuthError(reason="cannot use %s%s: %s; check the dict and the context name"
+                                             % (described, in_context, err))
+        except Exception as err:  # pylint: disable=broad-except  # malformed dicts
+            raise KubernetesAuthError(reason="cannot read %s: %s" % (described, err))
+        return described + in_context
+    if kubeconfig is not None:
+        given, origin = kubeconfig, "kubeconfig"
+    elif environ.get("KUBECONFIG"):
+        given, origin = environ["KUBECONFIG"], "KUBECONFIG"
+    else:
+        given, origin = DEFAULT_KUBECONFIG, "the default kubeconfig"
+    paths = kubeconfig_paths(given)
+    existing = [path for path in paths if os.path.exists(path)]
+    described = "kubeconfig %s" % os.pathsep.join(paths)
+    if not existing:
+        raise KubernetesAuthError(reason="%s (%s) does not exist; give kubeconfig (or K8S_AUTH_KUBECONFIG), or host "
+                                         "with api_key or username/password" % (described, origin))
+    if not context and len(existing) > 1:
+        # kubectl's rule: the first file that sets current-context wins. Clients before 37 do the same,
+        # 37's merger lets the last one win: decide it here so every client version agrees with kubectl.
+        context = _first_current_context(existing)
+    try:
+        # The client's KubeConfigMerger merges the files (the first one naming an entry wins, as kubectl)
+        # and, with persist_config, writes a refreshed token back into the file the user came from.
+        load_kube_config(config_file=os.pathsep.join(existing), context=context, client_configuration=configuration,
+                         persist_config=persist)
     except ConfigException as err:
-        raise KubernetesAuthError(reason="cannot use kubeconfig %s%s: %s; check the file and the context name"
-                                         % (kubeconfig if isinstance(kubeconfig, str) else "<dict>",
-                                            " (context %s)" % context if context else "", err))
+        raise KubernetesAuthError(reason="cannot use %s%s: %s; check the file%s and the context name"
+                                         % (described, " (context %s)" % context if context else "", err,
+                                            "s" if len(paths) > 1 else ""))
     except Exception as err:  # pylint: disable=broad-except  # yaml errors, IO errors
-        raise KubernetesAuthError(reason="cannot read kubeconfig %s: %s" % (kubeconfig or "(default)", err))
+        raise KubernetesAuthError(reason="cannot read %s: %s" % (described, err))
+    return described + in_context
+
+
+def _first_current_context(paths):
+    """The current-context of the first file that sets one (kubectl's merge rule), or None."""
+    import yaml  # a dependency of the kubernetes client
+    for path in paths:
+        try:
+            with open(path) as handle:
+                config = yaml.safe_load(handle)
+        except (OSError, yaml.YAMLError):
+            continue  # the client's own read reports it
+        if isinstance(config, dict) and config.get("current-context"):
+            return str(config["current-context"])
+    return None

@@ -54,7 +54,7 @@ LOCK_SPEC = dict(
 
 
 def node_argspec(**extra):
-    """kubelet_dir and node_name (node_volume_facts)."""
+    """kubelet_dir and node_name (node_volume_info)."""
     spec = copy.deepcopy(NODE_SPEC)
     spec.update(extra)
     return spec

@@ -14,12 +14,14 @@ __metaclass__ = type
 from ansible_collections.kubevol.volumes.plugins.module_utils.cluster import (
     ClusterIndex, cluster_from_data, load_cluster_file)
 from ansible_collections.kubevol.volumes.plugins.module_utils.desired_state import DEFAULT_KNOWN_DRIVERS
+from ansible_collections.kubevol.volumes.plugins.module_utils.plan_text import OUTPUTS, blocked_once, nodes_outside, shape
 from ansible_collections.kubevol.volumes.plugins.module_utils.planner import (
     DEFAULT_MAX_TEARDOWN_COUNT, DEFAULT_MAX_TEARDOWN_FRACTION, PlanOptions, TeardownRefused, plan_cluster)
 from ansible_collections.kubevol.volumes.plugins.module_utils.scope import select_pods
 
 MUTUALLY_EXCLUSIVE = [("cluster_state", "cluster")]
 REQUIRED_ONE_OF = [("cluster_state", "cluster")]
+DEFAULT_TABLE_ROWS = 100
 
 
 def argspec():
@@ -34,11 +36,14 @@ def argspec():
         max_teardown_fraction=dict(type="float", default=DEFAULT_MAX_TEARDOWN_FRACTION),
         max_teardown_count=dict(type="int", default=DEFAULT_MAX_TEARDOWN_COUNT),
         allow_mass_teardown=dict(type="bool", default=False),
+        output=dict(type="str", default="full", choices=list(OUTPUTS)),
+        table_rows=dict(type="int", default=DEFAULT_TABLE_ROWS),
     )
 
 
 def run(params, now):
-    """Load, plan, and return the module result (changed is always false: this only reads)."""
+    """Load, plan, and return the module result (changed is always false: this only reads), shaped for
+    ``output`` (plan_text.shape). With node facts, steps on nodes that have none (not in the play) are warned about."""
     if params["cluster_state"]:
         cluster, data = load_cluster_file(params["cluster_state"])
     else:
@@ -51,6 +56,17 @@ def run(params, now):
                           params["max_teardown_fraction"], params["max_teardown_count"], params["allow_mass_teardown"])
     result = plan_cluster(ClusterIndex(cluster), params["node_facts"], options, scope)
     result["changed"] = False
+    result["blocked"] = blocked_once(result)  # each once, with the action it holds back
+    if params["node_facts"] is not None:
+        warnings = nodes_outside(result, params["node_facts"])
+        if warnings:
+            result["warnings"] = warnings
+    output = params.get("output") or "full"
+    rows = params.get("table_rows")
+    shaped = shape(result, output, None if rows is None or rows <= 0 else rows)
     if result["teardown_guard"]["tripped"]:
-        raise TeardownRefused(result)
-    return result
+        err = TeardownRefused(dict(shaped, teardown_guard=result["teardown_guard"]))
+        if "table" in shaped:
+            err.kwargs["table"] = shaped["table"]
+        raise err
+    return shaped

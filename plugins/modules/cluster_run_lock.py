@@ -77,6 +77,12 @@ attributes:
     support: none
   platform:
     platforms: posix
+seealso:
+  - module: kubevol.volumes.cluster_volume_record
+    description: Renews and checks this lock with every record it writes (its O(kubevol.volumes.cluster_volume_record#module:run_lock) option).
+  - name: The kubevol.volumes.reconcile role
+    description: Takes this lock first and releases it at the end of a run.
+    link: https://github.com/kubevol/kubevol.volumes/blob/main/roles/reconcile/README.md
 """
 
 EXAMPLES = r"""

@@ -82,6 +82,13 @@ attributes:
     support: full
   platform:
     platforms: posix
+seealso:
+  - module: kubevol.volumes.cluster_volume_info
+    description: Reads the same cluster store.
+  - module: kubevol.volumes.cluster_run_lock
+    description: The run lock every write renews and checks.
+  - module: kubevol.volumes.node_phases
+    description: Runs the node work whose outcome is recorded here.
 """
 
 EXAMPLES = r"""

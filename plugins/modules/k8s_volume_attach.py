@@ -29,6 +29,13 @@ attributes:
     support: full
   platform:
     platforms: posix
+seealso:
+  - module: kubevol.volumes.node_volume_mount
+    description: The next step, format if blank and mount.
+  - module: kubevol.volumes.volume_detach
+    description: The reverse, unmount and detach.
+  - module: kubevol.volumes.node_volume_info
+    description: Reports the devices attached now.
 options:
   provision:
     description:

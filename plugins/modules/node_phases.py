@@ -40,6 +40,16 @@ attributes:
     support: none
   platform:
     platforms: posix
+seealso:
+  - module: kubevol.volumes.volume_reconcile_plan
+    description: Computes the plan this runs a share of.
+  - module: kubevol.volumes.node_volume_setup
+    description: The node module of the setup phases.
+  - module: kubevol.volumes.volume_detach
+    description: The node module of the teardown phase.
+  - name: The kubevol.volumes.reconcile role
+    description: Runs this on every node, teardown first.
+    link: https://github.com/kubevol/kubevol.volumes/blob/main/roles/reconcile/README.md
 options:
   plan:
     description:

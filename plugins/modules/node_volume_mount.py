@@ -43,6 +43,15 @@ attributes:
     support: full
   platform:
     platforms: posix
+seealso:
+  - module: kubevol.volumes.k8s_volume_attach
+    description: The step before, attach the device.
+  - module: kubevol.volumes.fs_expand
+    description: Grows a mounted filesystem.
+  - module: kubevol.volumes.volume_detach
+    description: The reverse, unmount and detach.
+  - module: ansible.posix.mount
+    description: A general mount module with fstab entries; this one mounts as the kubelet does.
 options:
   force:
     description:

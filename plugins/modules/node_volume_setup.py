@@ -30,10 +30,17 @@ attributes:
     support: none
   platform:
     platforms: posix
+seealso:
+  - module: kubevol.volumes.k8s_volume_attach
+    description: The attach phase on its own.
+  - module: kubevol.volumes.node_volume_mount
+    description: The mount phase on its own.
+  - module: kubevol.volumes.fs_expand
+    description: The expansion phases on their own.
 options:
   attach:
     description:
-      - "The attach phase: C(volumes) (volume items, docs/contracts.md section 1) and C(provision), as
+      - "The attach phase: C(volumes) (the volume items of O(kubevol.volumes.k8s_volume_attach#module:volumes)) and C(provision), as
         M(kubevol.volumes.k8s_volume_attach) takes them."
     type: dict
   mount:

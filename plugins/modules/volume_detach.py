@@ -36,6 +36,13 @@ attributes:
     support: full
   platform:
     platforms: posix
+seealso:
+  - module: kubevol.volumes.node_volume_mount
+    description: The reverse, format if blank and mount.
+  - module: kubevol.volumes.k8s_volume_attach
+    description: The reverse, attach.
+  - module: kubevol.volumes.node_volume_info
+    description: Reports what is still mounted.
 options:
   volumes:
     description:

@@ -22,7 +22,10 @@ description:
     expand controller, expand node. Each step names its node and volume; the volume item the node module needs
     is in RV(volume_items) once per node and volume, and RV(by_node) indexes each node's steps.
   - Anything that cannot be acted on (unbound claim, missing PV, Multi-Attach, still mounted, node unreachable,
-    a node the snapshot has no Node object for) is returned in RV(blocked) with a reason.
+    a node the snapshot has no Node object for) is returned in RV(blocked) with a reason, once each, with the action
+    it holds back.
+  - With O(node_facts), a step on a node that has no entry there (a host that is not in the play) is warned about,
+    since no node task of this run runs it.
   - A scheduled pod that is not terminated keeps every volume it has mounted and attached, whatever is wrong
     with its claim or PV; only its deletion or termination releases them.
   - Fails, changing nothing, when the plan would tear down more of the mounted volumes than the teardown guard
@@ -56,7 +59,8 @@ options:
     type: dict
   node_facts:
     description:
-      - Facts per node, as returned by C(kubevol.volumes.node_volume_facts), keyed by node name.
+      - Facts per node, keyed by node name, each the RV(kubevol.volumes.node_volume_info#module:node_facts) that
+        M(kubevol.volumes.node_volume_info) returned for that node.
       - A node without facts has an unknown mount level; mounts are planned for it but no unmounts.
     type: dict
   force_detach:
@@ -99,6 +103,23 @@ options:
         (draining nodes, deleting an application).
     type: bool
     default: false
+  output:
+    description:
+      - What the result holds. V(full) is the whole plan, for the node modules (what the reconcile role uses).
+      - V(table) returns RV(table), the plan as lines to read (one per step, the blocked items once each with the
+        action they hold back, the teardown guard's count, the C(Plan:) line), plus RV(summary). For an ad-hoc run
+        (C(ansible localhost -m kubevol.volumes.volume_reconcile_plan -a 'cluster_state=cluster.yaml output=table')).
+      - V(summary) returns one line per node in RV(table) (steps per action, blocked), plus RV(summary).
+    type: str
+    choices: [full, table, summary]
+    default: full
+  table_rows:
+    description:
+      - With O(output=table) or O(output=summary), at most this many step rows and blocked rows (or node rows),
+        then a line saying how many more there are, so that a big plan prints pages, not megabytes.
+      - V(0) shows them all.
+    type: int
+    default: 100
   scope:
     description:
       - A JMESPath expression over the List's items that selects the pods to consider.
@@ -108,6 +129,16 @@ options:
 requirements:
   - PyYAML (to read YAML files)
   - jmespath (only for O(scope))
+seealso:
+  - module: kubevol.volumes.cluster_volume_info
+    description: Reads the cluster from a file or the Kubernetes API, for O(cluster).
+  - module: kubevol.volumes.node_volume_info
+    description: Gathers a node's actual state, for O(node_facts).
+  - module: kubevol.volumes.node_phases
+    description: Runs a node's share of this plan.
+  - name: The kubevol.volumes.reconcile role
+    description: Gathers, plans, prints and carries out the plan on every node.
+    link: https://github.com/kubevol/kubevol.volumes/blob/main/roles/reconcile/README.md
 """
 
 EXAMPLES = r"""
@@ -126,12 +157,25 @@ EXAMPLES = r"""
 - name: Show it as a table
   ansible.builtin.debug:
     msg: "{{ (volume_plan | kubevol.volumes.plan_table).splitlines() }}"
+
+- name: Only the table (ad hoc, the same - ansible localhost -m kubevol.volumes.volume_reconcile_plan -a 'cluster_state=cluster.yaml output=table')
+  kubevol.volumes.volume_reconcile_plan:
+    cluster_state: cluster.yaml
+    output: table
+  register: volume_plan_table
 """
 
 RETURN = r"""
 plan:
-  description: The steps in execution order (see docs/contracts.md section 3).
-  returned: always
+  description:
+    - The steps in execution order. Each has C(action) (C(unmount), C(detach), C(attach), C(mount) or C(expand)),
+      C(target) (C(pod) or C(device); C(controller) or C(node) for C(expand)), C(node), C(volume) (the PV name),
+      C(pod) and C(pod_uid) (null unless a pod-level step), C(reason) and C(unique_volume_name)
+      (C(kubernetes.io/csi/<driver>^<handle>)).
+    - Pod steps add C(pod_read_only), and C(pod_fs_group) and C(pod_fs_group_change_policy) when the pod's fsGroup
+      applies; expand steps add C(size_from), C(size_to) (bytes) and C(pvc); detach steps add C(forced) (the
+      mounted guard was overridden by the out-of-service taint or the timeout).
+  returned: when O(output=full)
   type: list
   elements: dict
   sample:
@@ -146,8 +190,9 @@ plan:
 volume_items:
   description:
     - "The volume item of each node and volume in the plan, once: C({node: {unique volume name: item}})
-      (see docs/contracts.md section 1). The node modules take these items, with the pods of the node's steps."
-  returned: always
+      with the keys of the node modules' O(kubevol.volumes.node_volume_mount#module:volumes) items except C(pods).
+      The node modules take these items, with the pods of the node's steps."
+  returned: when O(output=full)
   type: dict
   sample:
     node1:
@@ -157,17 +202,29 @@ volume_items:
          fs_type: xfs, mount_options: [], read_only: false}
 by_node:
   description: "C({node: [positions of the node's steps in RV(plan)]}): each node's slice without a scan of the plan."
-  returned: always
+  returned: when O(output=full)
   type: dict
   sample: {node1: [0, 1, 2]}
+table:
+  description: The plan (O(output=table)) or the per-node counts (O(output=summary)) as lines to read.
+  returned: when O(output) is V(table) or V(summary)
+  type: list
+  elements: str
+  sample:
+    - "   ACTION         NODE   VOLUME      POD  REASON"
+    - "+  attach/device  node1  pv-db-data  -    pod(s) shop/db-0 on node node1 use it"
+    - ""
+    - "Plan: 0 to unmount, 0 to detach, 1 to attach, 0 to mount, 0 to expand; 0 blocked"
 blocked:
-  description: What cannot be acted on, each with node, volume, pod and reason.
-  returned: always
+  description:
+    - What cannot be acted on, each once, with node, volume, pod, reason and C(action), the step it holds back
+      (C(attach), C(mount), C(unmount), C(detach); C(any) for a node nothing can run on).
+  returned: when O(output=full)
   type: list
   elements: dict
 detach_requests:
   description: VolumeAttachments whose kubevol.io/detach-requested-at annotation the caller should record.
-  returned: always
+  returned: when O(output=full)
   type: list
   elements: dict
 in_use_repairs:
@@ -176,33 +233,33 @@ in_use_repairs:
       own facts: C(in_use=true) for mounted volumes the list lacks (a record lost with a killed run, or an API that
       went away after the mount), C(in_use=false) for listed volumes of a kubevol driver that are not mounted there.
       Volumes this plan mounts or tears down, and other drivers' entries, are left alone."
-  returned: always
+  returned: when O(output=full)
   type: list
   elements: dict
 nodes_out_of_service:
   description: Nodes with the C(node.kubernetes.io/out-of-service) taint; their attachments are released at once.
-  returned: always
+  returned: when O(output=full)
   type: list
   elements: str
 teardown_guard:
   description:
     - What the teardown guard counted. C(tripped) is true when the plan was refused (the module then fails).
-  returned: always
+  returned: when O(output=full), and when the teardown guard refused the plan
   type: dict
   sample: {mounted: 6, teardown: 4, max_teardown_fraction: 0.5, max_teardown_count: 20, allow_mass_teardown: false,
            tripped: true, volumes: [{node: node1, volume: pv-db-data, steps: [unmount/pod, unmount/device, detach/device]}]}
 detach_requests_to_clear:
   description: VolumeAttachments whose stale detach-requested-at annotation should be removed.
-  returned: always
+  returned: when O(output=full)
   type: list
   elements: dict
 desired:
   description: Counts of the desired state and the PV names wanted per node.
-  returned: always
+  returned: when O(output=full)
   type: dict
 actual:
   description: Counts of the actual state and the PV names attached per node.
-  returned: always
+  returned: when O(output=full)
   type: dict
 summary:
   description: Number of steps per action, plus blocked and skipped volumes.

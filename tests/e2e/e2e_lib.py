@@ -156,9 +156,20 @@ class Run:
     def plan(self):
         return (self.result("Plan the operations") or {}).get("plan") or []
 
+    def summary(self):
+        """The role's end-of-run summary (the run_summary filter): {lines, nodes, blocked, errors}, or {}."""
+        result = self.result("Summarize the run") or {}
+        return (result.get("ansible_facts") or {}).get("kubevol_run_summary") or {}
+
     def report(self):
-        """The role's closing report {blocked, errors}, or {} when it had nothing to report."""
-        return (self.result("Report what is blocked and what failed") or {}).get("msg") or {}
+        """The run's {blocked, errors} (every blocked item once, with its action), or {} when it had neither."""
+        summary = self.summary()
+        if not summary.get("blocked") and not summary.get("errors"):
+            return {}
+        return {"blocked": summary.get("blocked") or [], "errors": summary.get("errors") or []}
+
+    def summary_lines(self):
+        return (self.result("Report the run") or {}).get("msg") or []
 
 
 # -- the nodes and the cluster file -----------------------------------------------------------------
@@ -391,11 +402,11 @@ class Cluster:
         return sorted(found)
 
     def node_facts(self, python=None, fs_sizes=False):
-        """node_volume_facts of every node, gathered with an ad-hoc ansible run: {node: facts}. fs_sizes=False
+        """node_volume_info of every node, gathered with an ad-hoc ansible run: {node: facts}. fs_sizes=False
         as the reconcile role gathers them."""
         python = python or sys.executable
         argv = [os.path.join(os.path.dirname(python), "ansible"), "nodes", "-i", self.inventory, "-o",
-                "-m", "kubevol.volumes.node_volume_facts",
+                "-m", "kubevol.volumes.node_volume_info",
                 "-a", "node_name={{ inventory_hostname }} fs_sizes=%s" % ("true" if fs_sizes else "false")]
         env = self.env()
         env.pop("ANSIBLE_CALLBACKS_ENABLED")

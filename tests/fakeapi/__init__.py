@@ -14,8 +14,9 @@ It speaks what kubevol's kubernetes store uses, the way kube-apiserver answers:
   patch whose body carries a different resourceVersion gets 409 Conflict;
 - authentication: bearer tokens, basic users, or a verified TLS client certificate; 401 otherwise;
 - a configurable RBAC deny list of ``(verb, resource)`` -> 403 (resource like ``nodes/status``);
-- a request log, hooks run before a write (to inject a concurrent writer, or raise Die to make the
-  server drop the request and stop), stop() and restart() on the same port.
+- a request log (with the impersonation headers and user agents each request carried), hooks run
+  before a write (to inject a concurrent writer, or raise Die to make the server drop the request and
+  stop), stop() and restart() on the same port.
 """
 import base64
 import copy
@@ -211,7 +212,10 @@ class FakeApiServer:
     def handle(self, method, raw_path, headers, body, peer_cert):
         parts = urlsplit(raw_path)
         query = dict((k, v[0]) for k, v in parse_qs(parts.query, keep_blank_values=True).items())
-        entry = {"method": method, "path": parts.path, "query": query, "status": None, "user": None}
+        entry = {"method": method, "path": parts.path, "query": query, "status": None, "user": None,
+                 "impersonate_user": headers.get("Impersonate-User"),
+                 "impersonate_groups": headers.get_all("Impersonate-Group") or [],
+                 "user_agent": headers.get_all("User-Agent") or []}
         self.log.append(entry)
         if self.dead:
             raise Die()

@@ -203,9 +203,21 @@ def _block_size(device):
     return sectors * 512 if sectors is not None else None
 
 
+def check_kubelet_dir(ctx):
+    """Raise unless the kubelet directory is a directory (it may be a symlink to one). Facts of a missing,
+    mistyped one would read as a node with nothing mounted, and every mount would be planned again."""
+    if not os.path.isdir(ctx.kubelet_dir):
+        reason = "is not a directory" if os.path.lexists(ctx.kubelet_dir) else "does not exist"
+        raise KubevolError("kubelet_dir %s %s on node %s: give the kubelet's root directory (its --root-dir, "
+                           "/var/lib/kubelet by default; kubevol_kubelet_dir in the reconcile role)"
+                           % (ctx.kubelet_dir, reason, ctx.node_name), kubelet_dir=ctx.kubelet_dir,
+                           node=ctx.node_name)
+
+
 def node_facts(ctx, fs_sizes=True):
     """The node's actual state (docs/contracts.md section 2). Device sizes and flags come from sysfs and the
     mounts from /proc/self/mountinfo; fs_sizes=False leaves out the one filesystem tool run per mounted volume."""
+    check_kubelet_dir(ctx)
     mounts = mount.list_mounts(ctx.runner)
     devs = devices(ctx)
     pods = pod_mounts(ctx, mounts, devs)

@@ -5,9 +5,10 @@
 
 Reads list Nodes, scheduled Pods (``fieldSelector=spec.nodeName!=``), PersistentVolumes,
 PersistentVolumeClaims, VolumeAttachments and CSIDrivers in pages (``limit``/``continue``) and return
-the same raw List the file store returns. Requests go through ``ApiClient.param_serialize`` and
-``ApiClient.call_api``, and the JSON bodies are parsed here, so objects stay plain dicts whatever the
-client's model classes look like.
+the same raw List the file store returns. Requests go through the client's own ``ApiClient.call_api``
+(so its auth, TLS, proxy and default headers apply) in the form each client generation has (``send``:
+kubernetes >= 37 and the 24.2-36 generation), and the JSON bodies are parsed here, so objects stay plain
+dicts whatever the client's model classes look like.
 
 Writes: ``apply`` reads the objects the records name, applies the records to a small List holding
 those objects with record.py's RecordApplier (the file store's semantics exactly), and sends what
@@ -42,11 +43,10 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.stores.base import
     DELETE, ClusterStore, StoreError, empty_list)
 
 if k8s_auth.HAS_KUBERNETES:
-    from kubernetes.client import ApiClient
     from kubernetes.client.exceptions import ApiException
     import urllib3
 else:  # pragma: no cover - exercised by the missing-library test through HAS_KUBERNETES
-    ApiClient = ApiException = urllib3 = None
+    ApiException = urllib3 = None
 
 DEFAULT_PAGE_SIZE = 500
 DEFAULT_TIMEOUT = (10, 60)   # connect, read seconds per request
@@ -184,6 +184,35 @@ def merge_patch(before, after):
 _MISSING = object()
 
 
+def send(api_client, method, path, query, headers, body, timeout):
+    """One request through ``api_client.call_api``; returns (HTTP status, raw body) for any status.
+
+    The generated client changed shape in kubernetes 37: ``param_serialize`` builds the request and
+    ``call_api(method, url, headers, body, post_params, _request_timeout)`` sends it and returns the
+    response whatever its status. Before (24.2 to 36.x), ``call_api(resource_path, method, ...)`` did
+    both and raised ApiException for a non-2xx answer. Both apply the configuration's auth settings
+    (``BearerToken``) and the client's default headers. Connection and TLS failures raise (ApiException
+    with status 0, urllib3 errors, OSError).
+    """
+    if hasattr(api_client, "param_serialize"):  # kubernetes >= 37
+        request = api_client.param_serialize(method, path, query_params=query, header_params=headers, body=body,
+                                             auth_settings=["BearerToken"])
+        response = api_client.call_api(*request, _request_timeout=timeout)
+        return response.status, response.read()
+    try:  # kubernetes 24.2 - 36: the raw urllib3 response (not preloaded, not deserialized)
+        response = api_client.call_api(path, method, query_params=query, header_params=headers, body=body,
+                                       auth_settings=["BearerToken"], _preload_content=False,
+                                       _return_http_data_only=True, _request_timeout=timeout)
+    except ApiException as err:
+        if not err.status:
+            raise
+        return err.status, err.body
+    try:
+        return response.status, response.data
+    finally:
+        response.release_conn()
+
+
 class KubernetesStore(ClusterStore):
     source = "kubernetes"
 
@@ -197,7 +226,7 @@ class KubernetesStore(ClusterStore):
         self.page_size = page_size
         self.timeout = request_timeout or DEFAULT_TIMEOUT
         self.configuration, self.config_source = k8s_auth.build_configuration(self.auth, environ)
-        self.api_client = ApiClient(self.configuration)
+        self.api_client = k8s_auth.new_api_client(self.configuration, self.auth)
         self.api_client.user_agent = "kubevol/kubernetes-store"
         self._sleep = sleep
         self.requests = 0
@@ -261,23 +290,22 @@ class KubernetesStore(ClusterStore):
         headers = {"Accept": "application/json"}
         if body is not None:
             headers["Content-Type"] = content_type or "application/json"
-        request = self.api_client.param_serialize(method, path, query_params=list(query or []), header_params=headers,
-                                                  body=body, auth_settings=["BearerToken"])
         self.requests += 1
         try:
-            response = self.api_client.call_api(*request, _request_timeout=self.timeout)
-            raw = response.read()
+            status, raw = send(self.api_client, method, path, list(query or []), headers, body, self.timeout)
         except ApiException as err:  # the client turns TLS errors into ApiException(status=0)
             raise self._unreachable(method, path, err.reason or err)
         except urllib3.exceptions.HTTPError as err:
             raise self._unreachable(method, path, err)
         except (OSError, ValueError) as err:
             raise self._unreachable(method, path, err)
+        if isinstance(raw, str):
+            raw = raw.encode("utf-8")
         try:
             data = json.loads(raw.decode("utf-8")) if raw else None
         except ValueError:
             data = {"message": raw[:300].decode("utf-8", "replace")}
-        return response.status, data
+        return status, data
 
     def _unreachable(self, method, path, err):
         reason = getattr(err, "reason", None) or err

@@ -1,4 +1,4 @@
-"""cluster_volume_facts and cluster_volume_record with cluster_source=kubernetes, run as Ansible runs them
+"""cluster_volume_info and cluster_volume_record with cluster_source=kubernetes, run as Ansible runs them
 (python -m <module> args.json) against the fake API server, through the real kubernetes client."""
 import json
 import os
@@ -33,27 +33,30 @@ def run_module(tmp_path, name, args, env=None, check=False, diff=False):
 
 def test_facts_with_kubeconfig_context_and_query(api, kubeconfig, tmp_path):
     api.load(OBJECTS)
-    out, _raw = run_module(tmp_path, "cluster_volume_facts", {
+    out, _raw = run_module(tmp_path, "cluster_volume_info", {
         "cluster_source": "kubernetes", "kubeconfig": kubeconfig, "context": "kind-kubevol",
         "query": "items[?kind=='PersistentVolume'].metadata.name"})
     assert not out.get("failed"), out
     assert out["changed"] is False and out["query_result"] == ["pv-a"]
     assert out["source"] == "kubernetes " + api.url
+    assert "cluster" not in out  # only the query's answer
+    out, _raw = run_module(tmp_path, "cluster_volume_info", {
+        "cluster_source": "kubernetes", "kubeconfig": kubeconfig, "context": "kind-kubevol"})
     assert sorted(o["kind"] for o in out["cluster"]["items"]) == ["Node", "PersistentVolume", "Pod"]
 
 
 def test_facts_env_fallbacks_and_no_log(api, tmp_path):
     api.load(OBJECTS)
-    out, raw = run_module(tmp_path, "cluster_volume_facts", {"cluster_source": "kubernetes", "page_size": 1},
+    out, raw = run_module(tmp_path, "cluster_volume_info", {"cluster_source": "kubernetes", "page_size": 1},
                           env={"K8S_AUTH_HOST": api.url, "K8S_AUTH_API_KEY": TOKEN})
     assert not out.get("failed"), out
     assert len(api.requests("GET", "/api/v1/nodes")) == 1 and len(api.requests("GET", "/api/v1/pods")) == 1
-    out, raw = run_module(tmp_path, "cluster_volume_facts", {"cluster_source": "kubernetes", "host": api.url,
-                                                             "username": "admin", "password": "s3cret"})
+    out, raw = run_module(tmp_path, "cluster_volume_info", {"cluster_source": "kubernetes", "host": api.url,
+                                                            "username": "admin", "password": "s3cret"})
     assert not out.get("failed"), out
     assert "s3cret" not in raw  # no_log
-    out, raw = run_module(tmp_path, "cluster_volume_facts", {"cluster_source": "kubernetes", "host": api.url,
-                                                             "api_key": "wrong-secret-token"})
+    out, raw = run_module(tmp_path, "cluster_volume_info", {"cluster_source": "kubernetes", "host": api.url,
+                                                            "api_key": "wrong-secret-token"})
     assert out["failed"] and "HTTP 401" in out["msg"] and "wrong-secret-token" not in raw
 
 
@@ -87,6 +90,6 @@ def test_record_errors(api, kubeconfig, tmp_path):
     # options of the other store are refused
     out, _stdout = run_module(tmp_path, "cluster_volume_record", dict(base, cluster_state="/tmp/x", records=[]))
     assert out["failed"] and "cluster_state" in out["msg"]
-    out, _stdout = run_module(tmp_path, "cluster_volume_facts", {"cluster_source": "file",
-                                                                 "cluster_state": "/tmp/x.yaml", "host": api.url})
+    out, _stdout = run_module(tmp_path, "cluster_volume_info", {"cluster_source": "file",
+                                                                "cluster_state": "/tmp/x.yaml", "host": api.url})
     assert out["failed"] and "host" in out["msg"]

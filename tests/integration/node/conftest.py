@@ -85,7 +85,7 @@ class Node:
         args = dict(args)
         args.setdefault("kubelet_dir", self.kubelet_dir)
         args.setdefault("node_name", self.name)
-        if name != "node_volume_facts":
+        if name != "node_volume_info":
             args.setdefault("run_dir", self.run_dir)
             args.setdefault("loop_pools", [self.pool])  # this test node's pool, as an operator configures it
         args["_ansible_check_mode"] = check_mode

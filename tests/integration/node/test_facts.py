@@ -1,4 +1,4 @@
-"""node_volume_facts reports exactly what was done, in the shape of docs/contracts.md section 2."""
+"""node_volume_info reports exactly what was done, in the shape of docs/contracts.md section 2."""
 import json
 import os
 import subprocess
@@ -35,7 +35,8 @@ def uvn(handle):
 
 
 def test_facts_report_exactly_what_was_done(node, node2):
-    empty = node.module("node_volume_facts")
+    os.makedirs(node.kubelet_dir)  # a node has its kubelet directory; node_volume_info fails without one
+    empty = node.module("node_volume_info")
     assert empty["_rc"] == 0 and empty["changed"] is False, empty
     assert empty["node_facts"] == {"node_name": "node1", "reachable": True, "error": None,
                                    "kubelet_dir": node.kubelet_dir, "devices": [], "global_mounts": [],
@@ -49,7 +50,7 @@ def test_facts_report_exactly_what_was_done(node, node2):
     other = dict(node2.vol("pv-z"), volume_attributes={"pool": node.pool})
     assert node2.module("k8s_volume_attach", volumes=[other], provision=True, loop_pools=[node.pool])["_rc"] == 0
 
-    facts = node.module("node_volume_facts")["node_facts"]
+    facts = node.module("node_volume_info")["node_facts"]
     check_schema(facts)
     gpath = names.device_mount_path(node.kubelet_dir, DRIVER, "pv-a.img")
     assert facts["devices"] == [
@@ -76,20 +77,20 @@ def test_facts_report_exactly_what_was_done(node, node2):
          "unique_volume_name": uvn("pv-b.img"), "root_gid": None, "root_mode": None, "size_bytes": 64 * MiB,
          **HEALTHY},
     ], key=lambda m: m["path"])
-    assert node.module("node_volume_facts")["node_facts"] == facts  # stable across runs
-    facts2 = node2.module("node_volume_facts")["node_facts"]
+    assert node.module("node_volume_info")["node_facts"] == facts  # stable across runs
+    facts2 = node2.module("node_volume_info")["node_facts"]
     assert [d["volume_handle"] for d in facts2["devices"]] == ["pv-z.img"]
 
     # an orphaned pod dir (nothing mounted) is reported as not mounted
     node.run("umount", names.pod_mount_path(node.kubelet_dir, POD2, "pv-a"))
-    facts = node.module("node_volume_facts")["node_facts"]
+    facts = node.module("node_volume_info")["node_facts"]
     orphan = [m for m in facts["pod_mounts"] if m["pod_uid"] == POD2][0]
     assert orphan["mounted"] is False and orphan["device"] is None and orphan["read_only"] is False
     assert orphan["unique_volume_name"] == uvn("pv-a.img")
 
     # a device detached behind kubevol's back is no longer reported
     node2.module("volume_detach", volumes=[other], loop_pools=[node.pool])
-    assert node2.module("node_volume_facts")["node_facts"]["devices"] == []
+    assert node2.module("node_volume_info")["node_facts"]["devices"] == []
 
 
 def ansible(node, *args, check=True):
@@ -119,7 +120,7 @@ def test_through_ansible_adhoc(node):
                       json.dumps({"volumes": [vol], "node_name": "node1", "kubelet_dir": node.kubelet_dir,
                                   "run_dir": node.run_dir, "loop_pools": [node.pool]}))
     assert rc == 0 and res["changed"] and node.mounts_under() == [], res
-    rc, res = ansible(node, "-m", "kubevol.volumes.node_volume_facts", "-a",
+    rc, res = ansible(node, "-m", "kubevol.volumes.node_volume_info", "-a",
                       "kubelet_dir=%s node_name=node1" % node.kubelet_dir)
     assert rc == 0 and res["changed"] is False, res
     assert [d["volume_handle"] for d in res["node_facts"]["devices"]] == ["pv-ans.img"]
@@ -190,3 +191,16 @@ def test_mount_table_from_mountinfo_matches_findmnt(node):
         node.run("umount", spaced, check=False)
         node.run("umount", base, check=False)
         node.run("losetup", "-d", dev, check=False)
+
+
+def test_missing_kubelet_dir_fails(node):
+    """A mistyped kubelet_dir is an error, not a node with nothing mounted (which would plan every mount again)."""
+    missing = os.path.join(node.tmp, "kubelet-typo")
+    res = node.module("node_volume_info", kubelet_dir=missing)
+    assert res["_rc"] != 0 and res["failed"], res
+    assert "kubelet_dir %s does not exist on node node1" % missing in res["msg"], res
+    assert "node_facts" not in res
+    afile = os.path.join(node.tmp, "afile")
+    open(afile, "w").close()
+    res = node.module("node_volume_info", kubelet_dir=afile)
+    assert res["_rc"] != 0 and "is not a directory" in res["msg"], res

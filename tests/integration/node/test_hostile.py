@@ -78,7 +78,7 @@ def test_node_facts_report_a_symlinked_pod_volume_dir_and_never_follow_it(node):
     etc = outside(node)
     victim = node.vol("pv-victim", pods=[{"uid": VICTIM}])
     plant(node, victim, "volume dir", etc)
-    facts = node.module("node_volume_facts")
+    facts = node.module("node_volume_info")
     assert facts["_rc"] == 0, facts
     assert listing(etc) == ["passwd"]
     (entry,) = [m for m in facts["node_facts"]["pod_mounts"] if m["pod_uid"] == VICTIM]

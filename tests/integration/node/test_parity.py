@@ -45,7 +45,7 @@ def test_fs_group_lets_a_non_root_writer_write(node):
     done = write_as_non_root(node, os.path.join(group_root, "f"))
     assert done.returncode == 0, done.stderr
     assert stat_of(node, os.path.join(group_root, "f"))[0] == 2000  # setgid: new files inherit the group
-    facts = node.module("node_volume_facts")["node_facts"]
+    facts = node.module("node_volume_info")["node_facts"]
     entry = [m for m in facts["pod_mounts"] if m["pv_name"] == "pv-group"][0]
     assert entry["root_gid"] == 2000 and int(entry["root_mode"], 8) & 0o2070 == 0o2070
     again = node.module("node_volume_mount", volumes=[plain, grouped])
@@ -84,7 +84,7 @@ def test_block_volume_grows_where_the_pod_sees_it(node):
     assert res["volumes"][0]["device_size_bytes"] == {"old": 64 * MiB, "new": 96 * MiB}
     assert int(node.run("blockdev", "--getsize64", pod_dev).stdout) == 96 * MiB
     assert node.run("sh", "-c", 'head -c 8388608 "$1" | sha256sum', "sh", pod_dev).stdout.split()[0] == head
-    facts = node.module("node_volume_facts")["node_facts"]
+    facts = node.module("node_volume_info")["node_facts"]
     entry = [m for m in facts["pod_mounts"] if m["pv_name"] == "pv-blk"][0]
     assert entry["size_bytes"] == 96 * MiB
     assert node.module("fs_expand", volumes=[grown])["changed"] is False
@@ -115,7 +115,8 @@ def _rwop_cluster(node):
 def test_read_write_once_pod_is_published_to_one_pod_only(node):
     index = ClusterIndex(cluster_from_data(_rwop_cluster(node)))
     opts = PlanOptions(now=datetime.datetime.now(datetime.timezone.utc))
-    facts = node.module("node_volume_facts")["node_facts"]
+    os.makedirs(node.kubelet_dir, exist_ok=True)  # a node has its kubelet directory; node_volume_info fails without
+    facts = node.module("node_volume_info")["node_facts"]
     result = plan_cluster(index, {node.name: facts}, opts)
     assert any("ReadWriteOncePod" in b["reason"] and b["pod"] == "ns/second" for b in result["blocked"]), result
     items = executor.phase_items(result, "mount", node.name)
@@ -125,7 +126,7 @@ def test_read_write_once_pod_is_published_to_one_pod_only(node):
     mounted = node.mounts_under(os.path.join(node.kubelet_dir, "pods"))
     assert mounted == [names.pod_mount_path(node.kubelet_dir, POD1, "pv-rwop")]
     # the next plan, from the node's real facts, still refuses the second pod and changes nothing
-    again = plan_cluster(index, {node.name: node.module("node_volume_facts")["node_facts"]}, opts)
+    again = plan_cluster(index, {node.name: node.module("node_volume_info")["node_facts"]}, opts)
     assert [s for s in again["plan"] if s["action"] == "mount"] == []
     assert any(b["pod"] == "ns/second" for b in again["blocked"])
     assert node.module("volume_detach", volumes=[dict(items[0], pods=[{"uid": POD1}])])["_rc"] == 0

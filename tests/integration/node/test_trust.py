@@ -82,7 +82,7 @@ def test_foreign_volumes_reported_and_left_alone(node):
     exp = node.module("fs_expand", volumes=[foreign])
     assert exp["_rc"] == 0 and exp["changed"] is False and exp["volumes"][0]["skipped"], exp
 
-    facts = node.module("node_volume_facts")
+    facts = node.module("node_volume_info")
     assert facts["_rc"] == 0, facts
     gms, pms = by_path(facts["node_facts"]["global_mounts"]), by_path(facts["node_facts"]["pod_mounts"])
     assert gms[fgpath] == {
@@ -92,7 +92,8 @@ def test_foreign_volumes_reported_and_left_alone(node):
     assert pms[fppath] == {
         "pod_uid": WRITER, "pv_name": "pv-ebs", "mode": "Filesystem", "path": fppath, "mounted": True,
         "read_only": False, "device": "tmpfs", "unique_volume_name": uvn(EBS, "vol-0abc"), "driver": EBS,
-        "foreign": True, "uncertain": None, "unsafe": False}
+        "foreign": True, "uncertain": None, "unsafe": False,
+        "root_gid": 0, "root_mode": "1777", "size_bytes": None}  # a stat of its root; nothing runs on it
     own_g = names.device_mount_path(node.kubelet_dir, DRIVER, "pv-own.img")
     own_p = names.pod_mount_path(node.kubelet_dir, WRITER, "pv-own")
     assert gms[own_g]["foreign"] is False and pms[own_p]["foreign"] is False and pms[own_p]["driver"] == DRIVER
@@ -136,7 +137,7 @@ def test_reader_first_then_writer_global_mount_is_read_write(node):
     both = dict(vol, pods=[{"uid": READER, "read_only": True}, {"uid": WRITER}])
     again = node.module("node_volume_mount", volumes=[both])
     assert again["_rc"] == 0 and again["changed"] is False, again
-    facts = by_path(node.module("node_volume_facts")["node_facts"]["pod_mounts"])
+    facts = by_path(node.module("node_volume_info")["node_facts"]["pod_mounts"])
     assert facts[reader]["read_only"] is True and facts[writer]["read_only"] is False
     assert node.module("volume_detach", volumes=[both])["_rc"] == 0
     assert node.mounts_under() == [] and node.loops() == []
@@ -178,7 +179,7 @@ def test_old_read_only_global_mount_remounted_read_write_for_a_writer(node):
     assert "rw" in opts[paths[WRITER2]][0] and "ro" in opts[paths[WRITER2]][1]
     assert not any(writable(node, p) for p in paths.values())
     # what the facts say: effectively read-only, whatever the bind's own flag
-    facts = node.module("node_volume_facts")["node_facts"]
+    facts = node.module("node_volume_info")["node_facts"]
     assert all(m["read_only"] for m in facts["pod_mounts"]) and facts["global_mounts"][0]["read_only"]
 
     want = ["remount read-write %s" % gpath, "remount read-write %s" % paths[WRITER],
@@ -198,7 +199,7 @@ def test_old_read_only_global_mount_remounted_read_write_for_a_writer(node):
     assert node.sha256(os.path.join(paths[READER], "data")) == before
     again = node.module("node_volume_mount", volumes=[item])
     assert again["_rc"] == 0 and again["changed"] is False, again
-    facts = by_path(node.module("node_volume_facts")["node_facts"]["pod_mounts"])
+    facts = by_path(node.module("node_volume_info")["node_facts"]["pod_mounts"])
     assert [facts[paths[uid]]["read_only"] for uid in (READER, WRITER, WRITER2, READER2)] == [True, False, False, True]
     assert node.module("volume_detach", volumes=[item])["_rc"] == 0
     assert node.mounts_under() == [] and node.loops() == []
@@ -247,7 +248,7 @@ def test_uncertain_directories_reported_and_stale_ones_removed(node):
     with open(os.path.join(full_g, "keep"), "w") as handle:
         handle.write("x")
 
-    facts = node.module("node_volume_facts")
+    facts = node.module("node_volume_info")
     assert facts["_rc"] == 0, facts
     gms, pms = by_path(facts["node_facts"]["global_mounts"]), by_path(facts["node_facts"]["pod_mounts"])
     assert gms[gpath]["mounted"] is True and gms[gpath]["device"].startswith("/dev/loop")
@@ -296,7 +297,7 @@ def test_uncertain_directories_reported_and_stale_ones_removed(node):
     assert node.sha256(os.path.join(ppath, "data")) == data_sum
     res = node.module("node_volume_mount", volumes=[vol])
     assert res["_rc"] == 0 and res["volumes"][0]["actions"] == ["write %s" % gdata], res
-    facts = by_path(node.module("node_volume_facts")["node_facts"]["global_mounts"])
+    facts = by_path(node.module("node_volume_info")["node_facts"]["global_mounts"])
     assert facts[gpath]["uncertain"] is None and node.module("node_volume_mount", volumes=[vol])["changed"] is False
     assert node.module("volume_detach", volumes=[vol])["_rc"] == 0
     assert node.loops() == [] and node.mounts_under() == [busy_g]

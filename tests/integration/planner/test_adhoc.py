@@ -42,3 +42,50 @@ def test_bad_input_fails_cleanly(tmp_path):
     assert "missing.yaml" in result["msg"] and "Traceback" not in json.dumps(result)
     rc, result = adhoc(tmp_path, {"cluster_state": "a.yaml", "cluster": {"kind": "List", "items": []}})
     assert rc != 0 and "mutually exclusive" in result["msg"]
+
+
+def adhoc_raw(cwd, args):
+    env = dict(os.environ, ANSIBLE_LOCALHOST_WARNING="False", ANSIBLE_INVENTORY_UNPARSED_WARNING="False",
+               ANSIBLE_NOCOLOR="1")
+    return subprocess.run([ANSIBLE, "localhost", "-m", "kubevol.volumes.volume_reconcile_plan", "-a", args],
+                          cwd=str(cwd), env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          universal_newlines=True, timeout=300, check=False)
+
+
+def test_output_table_prints_readable_lines(tmp_path):
+    shutil.copy(os.path.join(REPO, "examples", "cluster.yaml"), str(tmp_path / "cluster.yaml"))
+    res = adhoc_raw(tmp_path, "cluster_state=cluster.yaml output=table")
+    assert res.returncode == 0, res.stdout + res.stderr
+    result = json.JSONDecoder().raw_decode(res.stdout[res.stdout.index(" => ") + 4:])[0]
+    assert sorted(result) == ["changed", "summary", "table"]
+    assert result["table"][0].split() == ["ACTION", "NODE", "VOLUME", "POD", "REASON"]
+    assert result["table"][-1] == "Plan: 0 to unmount, 0 to detach, 4 to attach, 8 to mount, 0 to expand; 0 blocked"
+    assert len(res.stdout.splitlines()) < 40
+
+
+def test_a_big_plan_ad_hoc_prints_pages_not_megabytes(tmp_path):
+    """2000 nodes with 2 pods of one claim each: 12000 steps. The full result is megabytes of JSON; the table
+    and the summary stay small, and the table says how many more steps there are."""
+    sys.path.insert(0, os.path.join(REPO, "tests", "unit"))
+    from simulate import bound, cluster, node, pod
+    objects = []
+    for n in range(2000):
+        name = "node%04d" % n
+        objects.append(node(name))
+        for p in range(2):
+            claim = "c%04d-%d" % (n, p)
+            objects.extend(bound("pv-" + claim, "ns/" + claim))
+            objects.append(pod("ns/pod-" + claim, name, [claim]))
+    with open(str(tmp_path / "big.json"), "w") as handle:
+        json.dump(cluster(*objects), handle)
+    full = adhoc_raw(tmp_path, "cluster_state=big.json")
+    table = adhoc_raw(tmp_path, "cluster_state=big.json output=table")
+    summary = adhoc_raw(tmp_path, "cluster_state=big.json output=summary table_rows=20")
+    for res in (full, table, summary):
+        assert res.returncode == 0, (res.stdout + res.stderr)[-3000:]
+    assert len(full.stdout) > 4 * 10 ** 6, len(full.stdout)  # what an ad-hoc run printed before
+    print("ad-hoc output bytes: full %d, table %d, summary %d" % (len(full.stdout), len(table.stdout), len(summary.stdout)))
+    assert len(table.stdout) < 40 * 1000 and len(summary.stdout) < 10 * 1000, (len(table.stdout), len(summary.stdout))
+    assert "... and 11900 more steps not shown" in table.stdout
+    assert "... and 1980 more nodes not shown" in summary.stdout
+    assert "Plan: 0 to unmount, 0 to detach, 4000 to attach, 8000 to mount, 0 to expand; 0 blocked" in table.stdout

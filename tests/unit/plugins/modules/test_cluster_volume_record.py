@@ -101,15 +101,17 @@ def test_missing_state_file(tmp_path):
 
 
 def test_facts_and_query(tmp_path, state):
-    result = run_module(tmp_path, "cluster_volume_facts",
+    result = run_module(tmp_path, "cluster_volume_info",
                         {"cluster_state": str(state), "query": "items[?kind=='PersistentVolume'].metadata.name"})
     assert result["changed"] is False
-    assert result["cluster"] == CLUSTER
     assert result["query_result"] == ["pv-a"]
-    bad = run_module(tmp_path, "cluster_volume_facts", {"cluster_state": str(state), "query": "items[?"})
+    assert "cluster" not in result  # only the query's answer, not the whole cluster
+    whole = run_module(tmp_path, "cluster_volume_info", {"cluster_state": str(state)})
+    assert whole["cluster"] == CLUSTER and "query_result" not in whole
+    bad = run_module(tmp_path, "cluster_volume_info", {"cluster_state": str(state), "query": "items[?"})
     assert bad["failed"] is True and "query" in bad["msg"]
 
 
 def test_facts_requires_cluster_state(tmp_path):
-    result = run_module(tmp_path, "cluster_volume_facts", {})
+    result = run_module(tmp_path, "cluster_volume_info", {})
     assert result["failed"] is True and "cluster_state" in result["msg"]

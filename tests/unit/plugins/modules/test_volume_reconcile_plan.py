@@ -20,7 +20,7 @@ MODULE = os.path.join(REPO, "plugins", "modules", "volume_reconcile_plan.py")
 def params(**kw):
     base = dict(cluster_state=None, cluster=None, node_facts=None, force_detach=True, max_wait_for_unmount=360,
                 known_drivers=["loop.kubevol.io"], scope=None, max_teardown_fraction=0.5, max_teardown_count=20,
-                allow_mass_teardown=False)
+                allow_mass_teardown=False, output="full", table_rows=100)
     base.update(kw)
     return base
 
@@ -72,3 +72,41 @@ def test_known_drivers_unset_means_the_driver_registry():
     assert unset["summary"] == plan_task.run(params(cluster_state=EXAMPLE), utc_now())["summary"]
     none_known = plan_task.run(params(cluster_state=EXAMPLE, known_drivers=[]), utc_now())
     assert none_known["plan"] == [] and none_known["desired"]["foreign_volumes"] > 0
+
+
+def test_output_table_and_summary_return_only_lines_and_counts():
+    full = plan_task.run(params(cluster_state=EXAMPLE), utc_now())
+    table = plan_task.run(params(cluster_state=EXAMPLE, output="table"), utc_now())
+    assert sorted(table) == ["changed", "summary", "table"]
+    assert table["table"] == plan_table(full).splitlines() and table["summary"] == full["summary"]
+    capped = plan_task.run(params(cluster_state=EXAMPLE, output="table", table_rows=3), utc_now())["table"]
+    assert len([line for line in capped if line.startswith("+")]) == 3 and "9 more steps not shown" in "\n".join(capped)
+    summary = plan_task.run(params(cluster_state=EXAMPLE, output="summary"), utc_now())
+    assert [line.split()[0] for line in summary["table"][1:4]] == ["node1", "node2", "node3"]
+    assert summary["table"][-1] == table["table"][-1]
+
+
+def test_blocked_items_carry_their_action_and_steps_outside_the_play_warn():
+    facts = {"node1": {"reachable": False, "error": "ssh: connect refused"}}
+    result = plan_task.run(params(cluster_state=EXAMPLE, node_facts=facts), utc_now())
+    assert result["blocked"] and all(b["action"] == "attach" and b["node"] == "node1" for b in result["blocked"])
+    assert len(result["blocked"]) == len(set((b["volume"], b["pod"], b["reason"]) for b in result["blocked"]))
+    assert [w.split(" (")[0] for w in result["warnings"]] == ["the plan has 3 step(s) on node node2",
+                                                              "the plan has 4 step(s) on node node3"]
+    assert "warnings" not in plan_task.run(params(cluster_state=EXAMPLE), utc_now())  # no node facts: ad hoc
+
+
+def test_teardown_refused_with_output_table_carries_the_table_not_the_plan():
+    from ansible_collections.kubevol.volumes.plugins.module_utils.planner import TeardownRefused
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+    from simulate import bound, cluster, facts, node, uvn
+    names = ["pv-" + c for c in "abcd"]
+    objects = [node("node1", attached=[uvn(n) for n in names], in_use=[uvn(n) for n in names])]
+    for name in names:
+        objects.extend(bound(name, "ns/" + name))  # no pods: a snapshot that lost them
+    with pytest.raises(TeardownRefused) as err:
+        mounted = facts("node1", devices=names, global_mounts=names, pod_mounts=[("uid-ns/" + n, n) for n in names])
+        plan_task.run(params(cluster=cluster(*objects), node_facts={"node1": mounted}, output="table"), utc_now())
+    fields = err.value.to_result()
+    assert fields["table"][-1].startswith("Plan: ") and "Teardown guard: 4 of 4" in fields["table"][-2]
+    assert fields["teardown_guard"]["tripped"] and "plan" not in fields

@@ -28,9 +28,11 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.stores import get_
 from ansible_collections.kubevol.volumes.plugins.module_utils.stores import CLUSTER_STORE_ARGSPEC  # noqa: E402
 from ansible_collections.kubevol.volumes.plugins.module_utils.stores.base import MissingLibrary, StoreError  # noqa: E402
 from ansible_collections.kubevol.volumes.plugins.module_utils.stores.kubernetes import (  # noqa: E402
+    ApiException,
     KubernetesApiError,
     KubernetesStore,
     merge_patch,
+    send,
 )
 
 DRIVER = "loop.kubevol.io"
@@ -166,13 +168,61 @@ def test_in_cluster_configuration(api, tmp_path, monkeypatch):
                                                               "KUBERNETES_SERVICE_PORT": port})
     assert source == "in-cluster configuration"
     assert configuration.host == "https://%s:%s" % (host, port)
-    assert configuration.api_key["BearerToken"] == "bearer " + TOKEN
+    # the key differs between client generations (BearerToken from 37 on, authorization before)
+    assert configuration.auth_settings()["BearerToken"]["value"] == "bearer " + TOKEN
 
 
 def test_missing_kubeconfig_is_clear(tmp_path):
     with pytest.raises(k8s_auth.KubernetesAuthError) as err:
         KubernetesStore({"kubeconfig": str(tmp_path / "none")}, environ=NO_ENV)
     assert "does not exist" in err.value.msg
+
+
+class _OldGenerationClient:
+    """The call_api shape of kubernetes 24.2-36 (no param_serialize): raises ApiException on non-2xx."""
+
+    def __init__(self, status, body):
+        self.status, self.body, self.calls = status, body, []
+
+    def call_api(self, resource_path, method, **kwargs):
+        self.calls.append((resource_path, method, kwargs))
+        if self.status is None:
+            raise ApiException(status=0, reason="SSLError: certificate verify failed")
+        if not 200 <= self.status <= 299:
+            err = ApiException(status=self.status, reason="x")
+            err.body = self.body
+            raise err
+        client = self
+
+        class Response:
+            status = client.status
+            data = client.body
+            released = False
+
+            def release_conn(self):
+                Response.released = True
+
+        self.response = Response
+        return Response()
+
+
+def test_send_with_the_old_client_generation():
+    """send() in the shape of clients before 37, whatever client runs this test (the oldest one is also
+    exercised for real by scripts/test.d/10-k8s-oldest.sh)."""
+    client = _OldGenerationClient(200, b'{"items": []}')
+    assert send(client, "GET", "/api/v1/nodes", [("limit", 5)], {"Accept": "application/json"}, None, (1, 2)) == \
+        (200, b'{"items": []}')
+    path, method, kwargs = client.calls[0]
+    assert (path, method) == ("/api/v1/nodes", "GET") and kwargs["query_params"] == [("limit", 5)]
+    assert kwargs["auth_settings"] == ["BearerToken"] and kwargs["_preload_content"] is False
+    assert kwargs["_return_http_data_only"] is True and kwargs["_request_timeout"] == (1, 2)
+    assert client.response.released
+    # a non-2xx answer is a status, not an exception
+    assert send(_OldGenerationClient(409, b'{"reason": "Conflict"}'), "PATCH", "/x", [], {}, {}, 1) == \
+        (409, b'{"reason": "Conflict"}')
+    # a connection-level failure (status 0) still raises
+    with pytest.raises(ApiException):
+        send(_OldGenerationClient(None, None), "GET", "/x", [], {}, None, 1)
 
 
 def test_missing_library(monkeypatch):

@@ -8,7 +8,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 DOCUMENTATION = r"""
-module: cluster_volume_facts
+module: cluster_volume_info
 short_description: Read the cluster's nodes, pods and volume objects from a cluster store
 version_added: 0.1.0
 author: kubevol contributors (@kubevol)
@@ -23,7 +23,7 @@ options:
   query:
     description:
       - A JMESPath expression evaluated over the List (the whole C({apiVersion, kind, items}) dict).
-      - Its result is returned as RV(query_result).
+      - Its result is returned as RV(query_result), and the List itself is not (RV(cluster) is left out).
     type: str
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
@@ -33,23 +33,34 @@ attributes:
   check_mode:
     support: full
   diff_mode:
-    support: full
+    support: none
+    details: It only reads; there is nothing to show a difference of.
   platform:
     platforms: posix
 requirements:
   - jmespath (only when O(query) is given)
+  - kubernetes >= 24.2.0 (only with O(cluster_source=kubernetes))
+seealso:
+  - module: kubevol.volumes.volume_reconcile_plan
+    description: Plans the volume steps from this module's RV(cluster) and the nodes' facts.
+  - module: kubevol.volumes.node_volume_info
+    description: The other half of the planner's input, each node's actual state.
+  - module: kubevol.volumes.cluster_volume_record
+    description: Writes what the nodes did back to the same cluster store.
+  - module: kubernetes.core.k8s_info
+    description: The general Kubernetes object reader whose authentication options this module shares.
 """
 
 EXAMPLES = r"""
 - name: Read the cluster state
-  kubevol.volumes.cluster_volume_facts:
+  kubevol.volumes.cluster_volume_info:
     cluster_state: /srv/kubevol/cluster.yaml
   delegate_to: localhost
   run_once: true
   register: cluster
 
 - name: Read the cluster from the Kubernetes API (token from the environment, K8S_AUTH_API_KEY)
-  kubevol.volumes.cluster_volume_facts:
+  kubevol.volumes.cluster_volume_info:
     cluster_source: kubernetes
     host: https://10.0.0.1:6443
     ca_cert: /etc/kubevol/ca.crt
@@ -58,7 +69,7 @@ EXAMPLES = r"""
   register: cluster
 
 - name: Names of the PVs only
-  kubevol.volumes.cluster_volume_facts:
+  kubevol.volumes.cluster_volume_info:
     cluster_state: /srv/kubevol/cluster.yaml
     query: "items[?kind=='PersistentVolume'].metadata.name"
   delegate_to: localhost
@@ -69,7 +80,7 @@ EXAMPLES = r"""
 RETURN = r"""
 cluster:
   description: The cluster as a Kubernetes List (C(apiVersion), C(kind), C(items)).
-  returned: success
+  returned: when O(query) is not given
   type: dict
   sample: {"apiVersion": "v1", "kind": "List", "items": [{"kind": "Node", "metadata": {"name": "node1"}}]}
 query_result:
@@ -108,9 +119,11 @@ def run(params):
         close = getattr(store, "close", None)
         if close:
             close()
-    result = dict(changed=False, cluster=cluster, source=store.describe())
+    result = dict(changed=False, source=store.describe())
     if params.get("query"):
-        result["query_result"] = search(params["query"], cluster, "query")
+        result["query_result"] = search(params["query"], cluster, "query")  # only the answer, not the whole List
+    else:
+        result["cluster"] = cluster
     return result
 
 

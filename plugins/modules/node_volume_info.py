@@ -8,7 +8,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 DOCUMENTATION = r'''
-module: node_volume_facts
+module: node_volume_info
 short_description: Report the node's actual volume state, rebuilt from the node itself
 version_added: 0.1.0
 author: kubevol contributors (@kubevol)
@@ -17,7 +17,12 @@ description:
     driver's attachment records checked against the kernel; for C(loop.kubevol.io) a device counts only while it is
     still backed by the recorded image inode), global mounts and pod mounts from the kubelet directory layout,
     C(vol_data.json), C(findmnt -J), C(blockdev) and the filesystem tools.
-  - Returns C(node_facts) exactly as docs/contracts.md section 2 defines it. Never changes anything.
+  - Returns RV(node_facts), the value M(kubevol.volumes.volume_reconcile_plan) takes for this node in its
+    O(kubevol.volumes.volume_reconcile_plan#module:node_facts) option (keyed by node name). Never changes anything.
+  - Returns no C(ansible_facts); register the result. It was called C(kubevol.volumes.node_volume_facts) before
+    0.2.0, a name that still works (deprecated, removed in 2.0.0).
+  - Fails when O(kubelet_dir) does not exist or is not a directory, because a mistyped directory would otherwise look
+    like a node with nothing mounted, and every mount would be planned again.
   - Reconstruction is per entry, as the kubelet's. A directory of another CSI driver (C(foreign)) or one whose
     C(vol_data.json) is missing or unreadable (C(uncertain)) is reported, never a failure.
 options:
@@ -39,11 +44,18 @@ attributes:
     support: none
   platform:
     platforms: posix
+seealso:
+  - module: kubevol.volumes.volume_reconcile_plan
+    description: Plans the volume steps from these facts and the cluster.
+  - module: kubevol.volumes.cluster_volume_info
+    description: The other half of the planner's input, the cluster's objects.
+  - module: kubevol.volumes.node_phases
+    description: Runs a node's share of the plan with the node modules.
 '''
 
 EXAMPLES = r'''
 - name: Gather the node's volume state
-  kubevol.volumes.node_volume_facts:
+  kubevol.volumes.node_volume_info:
     node_name: node1
   register: facts
 
@@ -54,7 +66,7 @@ EXAMPLES = r'''
 
 RETURN = r'''
 node_facts:
-  description: The node's volume state (docs/contracts.md section 2). Lists are sorted.
+  description: The node's volume state, as the planner takes it. Lists are sorted.
   returned: success
   type: dict
   contains:

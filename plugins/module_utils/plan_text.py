@@ -1,0 +1,272 @@
+# -*- coding: utf-8 -*-
+# Copyright: kubevol contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""What people read of a plan and of a run: the plan table, the per-node summary, the end-of-run summary.
+
+Pure functions over a volume_reconcile_plan result (and, for the run summary, the role's errors and
+not-attempted steps). Used by volume_reconcile_plan's ``output`` option (plan_task.py) and by the
+plan_table and run_summary filters the reconcile role prints with.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.kubevol.volumes.plugins.module_utils.executor import KIND_PHASE
+
+SYMBOLS = {"unmount": "-", "cleanup": "-", "detach": "-", "attach": "+", "mount": "+", "expand": "~"}
+ACTIONS = ("unmount", "detach", "attach", "mount", "expand")
+STEP_COLUMNS = ("", "ACTION", "NODE", "VOLUME", "POD", "REASON")
+BLOCKED_COLUMNS = ("", "ACTION", "NODE", "VOLUME", "POD", "REASON")
+OUTPUTS = ("full", "table", "summary")
+
+
+def _cell(value):
+    return "-" if value is None or value == "" else str(value)
+
+
+def _table(rows):
+    """Fixed-width columns; the last column is not padded."""
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
+    return ["  ".join([c.ljust(w) for c, w in zip(row, widths)] + [row[-1]]).rstrip() for row in rows]
+
+
+def _more(hidden, what):
+    return "... and %d more %s not shown (output=full returns them all, or raise table_rows)" % (hidden, what)
+
+
+def blocked_action(entry, desired_per_node, attached_per_node):
+    """The step a blocked entry holds back: the planner's own ``action`` when it gives one, else derived from
+    the states the result reports (wanted on the node or not, attached there or not)."""
+    if entry.get("action"):
+        return entry["action"]
+    node, volume = entry.get("node"), entry.get("volume")
+    if volume is None:
+        return "mount" if entry.get("pod") else "any"  # a pod that cannot start; a node nothing can run on
+    wanted = volume in desired_per_node.get(node, ())
+    attached = volume in attached_per_node.get(node, ())
+    if wanted:
+        return "mount" if attached else "attach"
+    if attached:
+        return "unmount" if entry.get("pod") else "detach"
+    return "mount" if entry.get("pod") else "unmount"
+
+
+def blocked_once(result, extra=()):
+    """Every blocked entry of the plan result (then ``extra``) once, in order, each with its ``action``.
+
+    Two rules can hold back the same (node, volume, pod) for the same reason (an unreachable node's attach and
+    its mount): one line is enough."""
+    desired = (result.get("desired") or {}).get("per_node") or {}
+    attached = (result.get("actual") or {}).get("per_node") or {}
+    seen = set()
+    out = []
+    for entry in list(result.get("blocked") or ()) + list(extra or ()):
+        entry = dict(entry, action=blocked_action(entry, desired, attached))
+        key = (entry.get("node"), entry.get("volume"), entry.get("pod"), entry["action"], entry.get("reason"))
+        if key in seen:
+            continue
+        seen.add(key)
+        out.append(entry)
+    return out
+
+
+def _step_action(step):
+    action = "%s/%s" % (step.get("action"), step.get("target"))
+    if step.get("forced"):
+        action += " (forced)"
+    if step.get("record_only"):
+        action += " (record only)"
+    return action
+
+
+def blocked_lines(blocked, max_rows=None):
+    rows = [BLOCKED_COLUMNS]
+    shown = blocked if max_rows is None else blocked[:max_rows]
+    rows.extend(("!", _cell(b.get("action")), _cell(b.get("node")), _cell(b.get("volume")), _cell(b.get("pod")),
+                 _cell(b.get("reason"))) for b in shown)
+    lines = _table(rows)
+    if len(shown) < len(blocked):
+        lines.append(_more(len(blocked) - len(shown), "blocked"))
+    return lines
+
+
+def plan_line(result):
+    """``Plan: N to unmount, N to detach, N to attach, N to mount, N to expand; N blocked``."""
+    steps = result.get("plan") or []
+    counts = dict((a, 0) for a in ACTIONS)
+    cleanup = 0
+    for s in steps:
+        if s.get("action") in counts:
+            counts[s["action"]] += 1
+        cleanup += s.get("action") == "cleanup"
+    return "Plan: %s%s; %d blocked" % (", ".join("%d to %s" % (counts[a], a) for a in ACTIONS),
+                                       ", %d stale directories to remove" % cleanup if cleanup else "",
+                                       len(blocked_once(result)))
+
+
+def guard_line(result):
+    guard = result.get("teardown_guard") or {}
+    if not guard.get("teardown"):
+        return None
+    return ("Teardown guard: %d of %d mounted volumes would be unmounted or detached (limit: %g%% from two on, "
+            "%d in all)%s" % (guard["teardown"], guard.get("mounted", 0), guard.get("max_teardown_fraction", 0) * 100,
+                              guard.get("max_teardown_count", 0),
+                              "; allowed for this run" if guard.get("allow_mass_teardown") else ""))
+
+
+def table_lines(result, max_rows=None):
+    """The plan as a table, like ``terraform plan``: one line per step, the blocked items once each with the
+    action they hold back, the teardown guard, and the ``Plan:`` line. ``max_rows`` caps the step and the
+    blocked rows (None: all of them)."""
+    steps = result.get("plan") or []
+    blocked = blocked_once(result)
+    lines = []
+    if steps:
+        shown = steps if max_rows is None else steps[:max_rows]
+        rows = [STEP_COLUMNS]
+        rows.extend((SYMBOLS.get(s.get("action"), "?"), _step_action(s), _cell(s.get("node")), _cell(s.get("volume")),
+                     _cell(s.get("pod")), _cell(s.get("reason"))) for s in shown)
+        lines.extend(_table(rows))
+        if len(shown) < len(steps):
+            lines.append(_more(len(steps) - len(shown), "steps"))
+    else:
+        lines.append("No changes. Volumes match the desired state.")
+    if blocked:
+        lines.extend(["", "Blocked:"])
+        lines.extend(blocked_lines(blocked, max_rows))
+    lines.append("")
+    guard = guard_line(result)
+    if guard:
+        lines.append(guard)
+    lines.append(plan_line(result))
+    return lines
+
+
+def node_counts(result):
+    """{node: {unmount, detach, attach, mount, expand, cleanup, blocked}} of the plan's steps and blocked items."""
+    nodes = {}
+
+    def counts(node):
+        return nodes.setdefault(node, dict((a, 0) for a in ACTIONS + ("cleanup", "blocked")))
+
+    for step in result.get("plan") or ():
+        row = counts(step.get("node"))
+        if step.get("action") in row:
+            row[step["action"]] += 1
+    for entry in blocked_once(result):
+        counts(entry.get("node"))["blocked"] += 1
+    return nodes
+
+
+def summary_lines(result, max_rows=None):
+    """One line per node (steps per action, blocked), then the ``Plan:`` line: small whatever the plan's size."""
+    nodes = node_counts(result)
+    columns = ("NODE",) + tuple(a.upper() for a in ACTIONS) + ("BLOCKED", "")
+    names = sorted(nodes, key=lambda n: (n is None, n or ""))
+    shown = names if max_rows is None else names[:max_rows]
+    rows = [columns] + [(_cell(n),) + tuple(str(nodes[n][a]) for a in ACTIONS + ("blocked",)) + ("",) for n in shown]
+    lines = _table(rows) if names else ["No changes. Volumes match the desired state."]
+    if len(shown) < len(names):
+        lines.append(_more(len(names) - len(shown), "nodes"))
+    guard = guard_line(result)
+    return lines + [""] + ([guard] if guard else []) + [plan_line(result)]
+
+
+def shape(result, output="full", max_rows=None):
+    """The volume_reconcile_plan result for ``output``: ``full`` as planned (what the reconcile role needs);
+    ``table`` and ``summary`` only what a person reads (``table`` lines and the ``summary`` counts), so that an
+    ad-hoc run of a big plan prints pages, not megabytes."""
+    if output == "full":
+        return result
+    lines = table_lines(result, max_rows) if output == "table" else summary_lines(result, max_rows)
+    shaped = {"changed": False, "table": lines, "summary": result.get("summary")}
+    if result.get("warnings"):
+        shaped["warnings"] = result["warnings"]
+    return shaped
+
+
+def nodes_outside(result, nodes):
+    """Warnings for plan steps on nodes not in ``nodes`` (the nodes with node facts: this run's play), which
+    no node task of this run will run. Record-only releases are the controller's and need no node."""
+    known = frozenset(nodes)
+    outside = {}
+    for step in result.get("plan") or ():
+        if step.get("node") not in known and not step.get("record_only"):
+            outside.setdefault(step.get("node"), []).append(step)
+    warnings = []
+    for node in sorted(outside, key=lambda n: n or ""):
+        steps = outside[node]
+        kinds = sorted(set("%s/%s" % (s.get("action"), s.get("target")) for s in steps))
+        warnings.append("the plan has %d step(s) on node %s (%s), which is not in this run's hosts (no node facts "
+                        "for it): they are not run. Add the node to the inventory (kubevol_node_name maps a host "
+                        "to its Kubernetes node name), or drop --limit" % (len(steps), node, ", ".join(kinds)))
+    return warnings
+
+
+# ---- the end of a reconcile run ---------------------------------------------------------------------
+
+def _phase_of(step):
+    return KIND_PHASE.get((step.get("action"), step.get("target")))
+
+
+def _failed(step, errors):
+    for error in errors:
+        if error.get("node") != step.get("node") or error.get("phase") != _phase_of(step):
+            continue
+        volumes = error.get("volumes")
+        if not volumes or step.get("volume") in volumes:
+            return True
+    return False
+
+
+def run_summary(result, errors=(), blocked_after_plan=(), check_mode=False, plan_shown=True):
+    """What a reconcile run did, per node: {lines, nodes, blocked, errors}.
+
+    Each plan step is applied, failed (a node error of its phase names its volume, or no volume at all) or
+    not attempted (in ``blocked_after_plan``: an earlier failure stopped it); in check mode nothing ran, so
+    steps are counted as planned. ``blocked`` is every blocked item of the run once, with its action; the
+    lines repeat only those the plan table did not show (``plan_shown``)."""
+    errors = list(errors or ())
+    after = blocked_once({}, blocked_after_plan)
+    not_attempted = set((b.get("node"), b.get("volume"), b.get("pod"), b.get("action")) for b in after)
+    blocked = blocked_once(result, after)
+    nodes = {}
+
+    def row(node):
+        return nodes.setdefault(node, {"applied": 0, "planned": 0, "failed": 0, "blocked": 0, "volumes": {}})
+
+    for step in result.get("plan") or ():
+        node = row(step.get("node"))
+        key = (step.get("node"), step.get("volume"), step.get("pod"), step.get("action"))
+        if check_mode:
+            outcome = "planned"
+        elif key in not_attempted:
+            continue  # counted with the blocked items
+        else:
+            outcome = "failed" if _failed(step, errors) else "applied"
+        node[outcome] += 1
+        label = "%s/%s" % (step.get("action"), step.get("target")) + (" %s" % step["pod"] if step.get("pod") else "")
+        node["volumes"].setdefault(_cell(step.get("volume")), []).append(
+            label if outcome in ("applied", "planned") else "%s %s" % (label, outcome.upper()))
+    for entry in blocked:
+        node = row(entry.get("node"))
+        node["blocked"] += 1
+        node["volumes"].setdefault(_cell(entry.get("volume")), []).append("%s BLOCKED" % entry.get("action"))
+    lines = ["Check mode, nothing was changed. Per node: steps that would run, blocked:" if check_mode
+             else "Per node: steps applied, failed, blocked:"]
+    for name in sorted(nodes, key=lambda n: n or ""):
+        counts = nodes[name]
+        lines.append("%s: %s" % (_cell(name), ", ".join(
+            ["%d would run" % counts["planned"]] if check_mode else
+            ["%d applied" % counts["applied"], "%d failed" % counts["failed"]]) + ", %d blocked" % counts["blocked"]))
+        for volume in sorted(counts["volumes"]):
+            lines.append("  %s: %s" % (volume, ", ".join(counts["volumes"][volume])))
+    unseen = after if plan_shown else blocked
+    if unseen:
+        lines.extend(["", "Blocked during the run:" if plan_shown else "Blocked:"])
+        lines.extend(blocked_lines(unseen))
+    if errors:
+        lines.extend(["", "Failed:"])
+        lines.extend("  %s (%s): %s" % (e.get("node"), e.get("phase"), e.get("msg")) for e in errors)
+    return {"lines": lines, "nodes": nodes, "blocked": blocked, "errors": errors}

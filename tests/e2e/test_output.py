@@ -1,0 +1,87 @@
+"""What a person reads from the reconcile role, on 3 real SSH nodes: the plan table, the end-of-run summary,
+warnings, the exit status.
+
+Chained: converge (summary per node lists each volume) -> the cluster moves web-0 and the logs volume to
+node1 and node3 dies -> --check exits non-zero, each blocked line once with its action, a summary that
+changes nothing -> --check --limit node2,node3: a warning for node1's steps -> a real run with node3 still
+dead: applied / blocked per node.
+"""
+import pytest
+
+TEARDOWN_OR_SETUP = ("Teardown", "Set up")
+
+
+@pytest.fixture(scope="module")
+def kv(make_cluster):
+    cluster = make_cluster("output", 3)
+    cluster.load_example()
+    cluster.shared = {}
+    return cluster
+
+
+def summary_of(run, node):
+    return run.summary()["nodes"][node]
+
+
+def test_converge_reports_each_node_and_its_volumes(kv):
+    run = kv.reconcile()
+    lines = run.summary_lines()
+    assert lines[0] == "Per node: steps applied, failed, blocked:", run.describe()
+    assert "node1: 5 applied, 0 failed, 0 blocked" in lines, lines
+    assert "  pv-db-data: attach/device, mount/device, mount/pod shop/db-0" in lines, lines
+    assert summary_of(run, "node3")["applied"] == 4 and run.report() == {}
+    kv.shared["converged"] = True
+
+
+def test_check_mode_with_an_unreachable_node(kv):
+    assert kv.shared.get("converged")
+    assert kv.edit("move-pod", "shop/web-0", "node1") == "changed"
+    assert kv.edit("delete-pod", "tools/log-reader") == "changed"
+    assert kv.edit("move-pod", "tools/log-writer", "node1") == "changed"
+    kv.kill_node("node3")
+    before = kv.state_bytes()
+
+    run = kv.reconcile(check=True, expect_rc="nonzero")
+
+    assert kv.state_bytes() == before and run.node_module_runs() == {}
+    # each blocked line once, with the action it holds back
+    table = run.plan_lines()
+    rows = [line.split(None, 4) for line in table if line.startswith("!")]
+    expected = [("attach", "node1", "pv-shared-logs"), ("detach", "node3", "pv-shared-logs")]
+    assert sorted((r[1], r[2], r[3]) for r in rows) == expected, table
+    assert len(set(tuple(r) for r in rows)) == len(rows)
+    assert table[table.index("Blocked:") + 1].split()[:2] == ["ACTION", "NODE"]
+    # the summary says nothing was changed, per node, and does not print the plan's blocked lines again
+    lines = run.summary_lines()
+    assert lines[0].startswith("Check mode, nothing was changed"), lines
+    assert "node2: 3 would run, 0 blocked" in lines and "node3: 0 would run, 1 blocked" in lines, lines
+    assert not [line for line in lines if line.startswith("!")], lines
+    # the exit status: the closing check fails, naming the node it could not reach
+    failed = [result for _task, _host, status, result in run.executions(name="Fail when a node failed")
+              if status == "failed"]
+    assert len(failed) == 1 and "could not be checked" in failed[0]["msg"] and "node3" in failed[0]["msg"], failed
+    assert "[WARNING]: the plan has" not in run.stdout  # every node with steps is in the play
+    kv.shared["checked"] = True
+
+
+def test_check_mode_warns_about_steps_on_hosts_outside_the_play(kv):
+    assert kv.shared.get("checked")
+    run = kv.reconcile(check=True, extra=["--limit", "node2,node3"], expect_rc="nonzero")
+    text = " ".join(run.stdout.split())  # the warning is wrapped to the terminal width
+    # node1 has no node facts in this run: its mounts are planned again, none of it runs
+    assert "[WARNING]: the plan has 6 step(s) on node node1 (attach/device, mount/device, mount/pod)" in text, \
+        run.describe()
+    assert text.count("step(s) on node") == 1
+
+
+def test_a_run_with_the_node_down_reports_applied_and_blocked(kv):
+    assert kv.shared.get("checked")
+    run = kv.reconcile(expect_rc="nonzero")
+    node1, node2 = summary_of(run, "node1"), summary_of(run, "node2")
+    assert (node2["applied"], node2["failed"], node2["blocked"]) == (3, 0, 0), run.summary()
+    assert (node1["applied"], node1["blocked"]) == (3, 1), run.summary()
+    blocked = run.report()["blocked"]
+    assert sorted((b["action"], b["node"]) for b in blocked) == [("attach", "node1"), ("detach", "node3")]
+    assert [e["node"] for e in run.report()["errors"]] == ["node3"]
+    lines = run.summary_lines()
+    assert "  node3 (facts): " in "\n".join(lines) and not [line for line in lines if line.startswith("!")], lines

@@ -1,0 +1,36 @@
+"""node_volume_info refuses a kubelet_dir that is not a directory before it reads anything: a mistyped one
+would read as a node with nothing mounted, and the planner would plan every mount again."""
+import os
+
+import pytest
+
+from ansible_collections.kubevol.volumes.plugins.module_utils.errors import KubevolError
+from ansible_collections.kubevol.volumes.plugins.module_utils.node import facts
+from ansible_collections.kubevol.volumes.plugins.module_utils.node.context import NodeContext
+
+
+def no_commands(argv, data=None):
+    raise AssertionError("no command may run: %r" % (argv,))
+
+
+def test_missing_kubelet_dir_is_an_error(tmp_path):
+    missing = str(tmp_path / "kubelet-typo")
+    with pytest.raises(KubevolError) as exc:
+        facts.node_facts(NodeContext(no_commands, node_name="n1", kubelet_dir=missing))
+    assert exc.value.msg.startswith("kubelet_dir %s does not exist on node n1: " % missing)
+    assert exc.value.to_result() == {"kubelet_dir": missing, "node": "n1"}
+
+
+def test_a_file_as_kubelet_dir_is_an_error(tmp_path):
+    path = tmp_path / "kubelet"
+    path.write_text("")
+    with pytest.raises(KubevolError) as exc:
+        facts.check_kubelet_dir(NodeContext(no_commands, node_name="n1", kubelet_dir=str(path)))
+    assert "%s is not a directory on node n1" % path in exc.value.msg
+
+
+def test_a_symlinked_kubelet_dir_is_fine(tmp_path):
+    real = tmp_path / "real"
+    real.mkdir()
+    os.symlink(str(real), str(tmp_path / "kubelet"))
+    facts.check_kubelet_dir(NodeContext(no_commands, node_name="n1", kubelet_dir=str(tmp_path / "kubelet")))
