@@ -42,11 +42,12 @@ def plan(node, facts, pods=True):
 
 
 def test_created_written_read_back_and_removed_with_the_pod(node):
+    os.makedirs(node.kubelet_dir)  # a node has its kubelet directory; node_volume_info fails without one
     target = names.pod_mount_path(node.kubelet_dir, POD1, "scratch")
     image = os.path.join(node.pool, HANDLE)
 
     # --check: the plan from the node's facts, and the publish it reports, change nothing
-    facts = node.module("node_volume_facts")["node_facts"]
+    facts = node.module("node_volume_info")["node_facts"]
     assert facts["ephemeral_volumes"] == []
     result = plan(node, facts)
     assert [(s["action"], s["target"], s["ephemeral"]) for s in result["plan"]] == [("mount", "pod", True)]
@@ -79,7 +80,7 @@ def test_created_written_read_back_and_removed_with_the_pod(node):
     assert node.run("cat", os.path.join(target, "hello")).stdout == "kept-by-the-pod\n"
 
     # facts: an ephemeral volume, no attached device (the kubelet reports no attachment for it)
-    facts = node.module("node_volume_facts")["node_facts"]
+    facts = node.module("node_volume_info")["node_facts"]
     assert facts["devices"] == [] and facts["global_mounts"] == []
     [eph] = facts["ephemeral_volumes"]
     assert eph["pod_uid"] == POD1 and eph["volume_name"] == "scratch" and eph["mounted"] is True
@@ -110,7 +111,7 @@ def test_created_written_read_back_and_removed_with_the_pod(node):
     assert not os.path.exists(os.path.dirname(target))  # vol_data.json and the pod volume dir removed
     assert [f for f in os.listdir(os.path.join(node.pool, ".kubevol-holders")) if f != ".lock"] == []
 
-    facts = node.module("node_volume_facts")["node_facts"]
+    facts = node.module("node_volume_info")["node_facts"]
     assert facts["ephemeral_volumes"] == [] and facts["pod_mounts"] == []
     assert plan(node, facts, pods=False)["plan"] == []
     again = node.module("volume_detach", volumes=[teardown])
@@ -122,7 +123,7 @@ def test_read_only_inline_volume_is_formatted_then_mounted_read_only(node):
     pub = node.module("node_volume_mount", volumes=[inline(node, read_only=True)])
     assert pub["_rc"] == 0 and pub["volumes"][0]["formatted"], pub
     assert node.run("sh", "-c", "echo x > %s/f" % target, check=False).returncode != 0
-    facts = node.module("node_volume_facts")["node_facts"]
+    facts = node.module("node_volume_info")["node_facts"]
     assert facts["ephemeral_volumes"][0]["read_only"] is True
     gone = node.module("volume_detach", volumes=[inline(node, read_only=True)])
     assert gone["_rc"] == 0 and gone["volumes"][0]["deleted"], gone
@@ -170,7 +171,7 @@ def test_a_killed_teardown_is_finished_from_vol_data_alone(node):
     for name in os.listdir(records):
         os.unlink(os.path.join(records, name))
 
-    facts = node.module("node_volume_facts")["node_facts"]
+    facts = node.module("node_volume_info")["node_facts"]
     [eph] = facts["ephemeral_volumes"]
     assert eph["mounted"] is False and eph["image"] == image and eph["device"] is None
     result = plan(node, facts, pods=False)
@@ -181,7 +182,7 @@ def test_a_killed_teardown_is_finished_from_vol_data_alone(node):
     assert gone["_rc"] == 0, gone
     assert gone["volumes"][0]["deleted"] == image and gone["volumes"][0]["detached"] is None
     assert not os.path.exists(image) and not os.path.exists(os.path.dirname(target)) and node.loops() == []
-    assert plan(node, node.module("node_volume_facts")["node_facts"], pods=False)["plan"] == []
+    assert plan(node, node.module("node_volume_info")["node_facts"], pods=False)["plan"] == []
 
 
 def test_never_adopts_an_image_nothing_names_as_the_pods(node):
@@ -212,7 +213,7 @@ def test_fs_group_lets_a_non_root_writer_write_to_an_inline_volume(node):
     assert int(gid) == 2000 and int(mode, 8) & 0o2070 == 0o2070, mode
     done = node.run(*(WRITER + ["sh", "-c", 'echo data > "$1"', "sh", os.path.join(target, "f")]), check=False)
     assert done.returncode == 0, done.stderr
-    facts = node.module("node_volume_facts")["node_facts"]
+    facts = node.module("node_volume_info")["node_facts"]
     [eph] = facts["ephemeral_volumes"]
     assert eph["root_gid"] == 2000 and int(eph["root_mode"], 8) & 0o2070 == 0o2070
     again = node.module("node_volume_mount", volumes=[vol])

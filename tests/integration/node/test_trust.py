@@ -93,7 +93,8 @@ def test_foreign_volumes_reported_and_left_alone(node):
         "pod_uid": WRITER, "pv_name": "pv-ebs", "mode": "Filesystem", "path": fppath, "mounted": True,
         "read_only": False, "device": "tmpfs", "unique_volume_name": uvn(EBS, "vol-0abc"), "driver": EBS,
         "foreign": True, "uncertain": None, "unsafe": False,
-        "root_gid": 0, "root_mode": "1777", "size_bytes": None}  # a stat of its root; nothing runs on it
+        "root_gid": 0, "root_mode": "1777", "size_bytes": None,  # a stat of its root; nothing runs on it
+        "ephemeral": False}
     own_g = names.device_mount_path(node.kubelet_dir, DRIVER, "pv-own.img")
     own_p = names.pod_mount_path(node.kubelet_dir, WRITER, "pv-own")
     assert gms[own_g]["foreign"] is False and pms[own_p]["foreign"] is False and pms[own_p]["driver"] == DRIVER
