@@ -5,12 +5,16 @@ Run through scripts/demo.sh (which installs what is needed first). Steps:
   1. start 3 local SSH nodes (scripts/testnodes.py) sharing one pool directory;
   2. reconcile examples/cluster.yaml (images provisioned in the pool, attach, format, mount);
   3. write data into the db volume on node1, as postgres' uid 999 (the pod's fsGroup gave it the volume);
+     and into log-writer's inline ephemeral volume on node3 (an image created for that pod alone);
   4. move pod shop/db-0 to node2 and grow its claim shop/db-data (the scheduler and a user);
   5. reconcile again: detach from node1, attach on node2, mount, grow the backing image and the xfs;
-  6. read the data back on node2 and print each node's mounts and sizes;
-  7. stop the nodes unless --keep.
+  6. read the data back on node2;
+  7. delete the pod tools/log-writer and reconcile: its volumes are unpublished and its inline volume's
+     image deleted; print each node's mounts and sizes;
+  8. stop the nodes unless --keep.
 """
 import argparse
+import hashlib
 import os
 import shutil
 import subprocess
@@ -22,6 +26,7 @@ TESTNODES = os.path.join(ROOT, "scripts", "testnodes.py")
 CLUSTER_EDIT = os.path.join(ROOT, "scripts", "cluster_edit.py")
 KUBELET = "/var/lib/kubelet"
 DB_POD, DB_CLAIM, DB_PV = "shop/db-0", "shop/db-data", "pv-db-data"
+INLINE_POD, INLINE_VOLUME = "tools/log-writer", "spool"
 
 
 def banner(text):
@@ -69,6 +74,16 @@ def pod_mount(cluster, pod):
     return "%s/pods/%s/volumes/kubernetes.io~csi/%s/mount" % (KUBELET, uid, DB_PV)
 
 
+def inline_volume(state_dir, cluster):
+    """(mount path on the node, image path in the shared pool) of log-writer's inline volume: the handle is
+    csi_mounter.go makeVolumeHandle, csi-<sha256(pod uid + volume name)>."""
+    uid = subprocess.run([sys.executable, CLUSTER_EDIT, cluster, "get-pod-uid", INLINE_POD], check=True,
+                         stdout=subprocess.PIPE, universal_newlines=True).stdout.strip()
+    handle = "csi-" + hashlib.sha256((uid + INLINE_VOLUME).encode()).hexdigest()
+    return ("%s/pods/%s/volumes/kubernetes.io~csi/%s/mount" % (KUBELET, uid, INLINE_VOLUME),
+            os.path.join(state_dir, "pool", handle))
+
+
 def show_nodes(state_dir, nodes):
     for node in nodes:
         print("\n--- %s: mounts under %s" % (node, KUBELET))
@@ -107,6 +122,11 @@ def main():
                           % (path, path, path))
         print(written.splitlines()[0])
         checksum = written.splitlines()[-1].split()[0]
+        spool, image = inline_volume(state_dir, cluster)
+        print("\n%s's inline volume %s: %s" % (INLINE_POD, INLINE_VOLUME, spool))
+        print(node_sh(state_dir, "node3", "echo queued > %s/job.txt && findmnt -n -o SOURCE,FSTYPE,SIZE %s && "
+                                          "ls -l %s/job.txt" % (spool, spool, spool)).rstrip())
+        print("its image in the pool, created for that pod alone: %s (%d bytes)" % (image, os.path.getsize(image)))
         print("sha256 on node1: " + checksum)
 
         banner("4. Move %s to node2 and grow %s to 768Mi" % (DB_POD, DB_CLAIM))
@@ -123,6 +143,13 @@ def main():
         if read != checksum:
             raise SystemExit("DATA MISMATCH: %s != %s" % (read, checksum))
         print("data intact after the move")
+
+        banner("7. Delete the pod %s and reconcile (its inline volume goes with it)" % INLINE_POD)
+        run([sys.executable, CLUSTER_EDIT, cluster, "delete-pod", INLINE_POD])
+        reconcile(state_dir, cluster)
+        if os.path.exists(image) or spool in node_sh(state_dir, "node3", "findmnt -rn -o TARGET"):
+            raise SystemExit("the inline volume of the deleted pod %s is still there: %s" % (INLINE_POD, image))
+        print("%s deleted: its inline volume was unpublished and its image deleted" % INLINE_POD)
         show_nodes(state_dir, nodes)
         with open(cluster) as f:
             text = f.read()
@@ -134,7 +161,7 @@ def main():
             print("\nnodes kept running; stop them with: %s %s down --state-dir %s"
                   % (sys.executable, TESTNODES, state_dir))
         else:
-            banner("7. Stop the nodes")
+            banner("8. Stop the nodes")
             subprocess.run([sys.executable, TESTNODES, "down", "--state-dir", state_dir], check=False)
     print("\ndemo %s" % ("succeeded" if ok else "FAILED"))
     return 0 if ok else 1

@@ -69,7 +69,10 @@ def test_terminating_pod_keeps_its_volume_until_its_containers_stop(kv):
     rewrite(kv, terminating("terminated"))
     run = kv.reconcile()
     assert run.rc == 0, run.describe()
-    assert [(s["action"], s["target"], s["pod"]) for s in run.plan()] == [("unmount", "pod", "tools/log-writer")]
+    # its claim's pod mount, and its inline spool volume (unpublished: the image is deleted)
+    assert [(s["action"], s["target"], s["pod"], s["volume"]) for s in run.plan()] == [
+        ("unmount", "pod", "tools/log-writer", "pv-shared-logs"),
+        ("unmount", "pod", "tools/log-writer", "tools/log-writer/spool")]
     assert writer_mount not in kv.mounts("node3")
 
 

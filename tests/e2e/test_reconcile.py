@@ -36,6 +36,11 @@ def expected_layout(cluster_data):
         ns = pod["metadata"]["namespace"]
         for vol in pod["spec"].get("volumes") or []:
             claim = (vol.get("persistentVolumeClaim") or {}).get("claimName")
+            if vol.get("csi"):
+                # an inline ephemeral volume: published straight into the pod, no global mount
+                layout.setdefault(node, {})[pod_mount_path(uid, vol["name"])] = (
+                    "pod", vol["name"], vol["csi"].get("fsType", "ext4"), bool(vol["csi"].get("readOnly")))
+                continue
             if not claim:
                 continue
             pvc = get(cluster_data, "PersistentVolumeClaim", claim, ns)
