@@ -404,24 +404,15 @@ class RecordApplier:
             return self._resize_status(record["pvc"], "ControllerResizeInProgress", capacity)
         return self._resize_status(record["pvc"], "NodeResizeInProgress", None)
 
-    def _resize_status(self, pvc_key, state, allocated):
-        """Set allocatedResourceStatuses.storage (and allocatedResources.storage when given) on a PVC's status."""
+    def _change_claim_status(self, pvc_key, reason, change):
+        """Apply ``change(status)`` to a PVC's status dict; the labels of what changed (none when nothing did)."""
         namespace, name = pvc_key.split("/")
         pvc = self.pvcs.get((namespace, name))
         if pvc is None:
-            raise ObjectNotFound(kind="PersistentVolumeClaim", name=pvc_key, reason="cannot record its resize status")
+            raise ObjectNotFound(kind="PersistentVolumeClaim", name=pvc_key, reason=reason)
         before = copy.deepcopy(pvc)
         status = pvc.get("status") if isinstance(pvc.get("status"), dict) else {}
-        statuses = status.get("allocatedResourceStatuses")
-        if not isinstance(statuses, dict):
-            statuses = status["allocatedResourceStatuses"] = {}
-        statuses["storage"] = state
-        if allocated is not None:
-            resources = status.get("allocatedResources")
-            if not isinstance(resources, dict):
-                resources = status["allocatedResources"] = {}
-            if not _same_quantity(resources.get("storage"), allocated):
-                resources["storage"] = allocated
+        change(status)
         pvc["status"] = status
         if pvc == before:
             return []
@@ -430,38 +421,44 @@ class RecordApplier:
         self._touched[label] = pvc
         return [label]
 
+    def _resize_status(self, pvc_key, state, allocated):
+        """Set allocatedResourceStatuses.storage (and allocatedResources.storage when given) on a PVC's status."""
+        def change(status):
+            statuses = status.get("allocatedResourceStatuses")
+            if not isinstance(statuses, dict):
+                statuses = status["allocatedResourceStatuses"] = {}
+            statuses["storage"] = state
+            if allocated is not None:
+                resources = status.get("allocatedResources")
+                if not isinstance(resources, dict):
+                    resources = status["allocatedResources"] = {}
+                if not _same_quantity(resources.get("storage"), allocated):
+                    resources["storage"] = allocated
+        return self._change_claim_status(pvc_key, "cannot record its resize status", change)
+
     def _node_expanded(self, record):
-        namespace, name = record["pvc"].split("/")
-        pvc = self.pvcs.get((namespace, name))
-        if pvc is None:
-            raise ObjectNotFound(kind="PersistentVolumeClaim", name=record["pvc"],
-                                 reason="cannot record that its file system was expanded")
-        before = copy.deepcopy(pvc)
-        status = pvc.get("status") if isinstance(pvc.get("status"), dict) else {}
-        if not isinstance(status.get("capacity"), dict):
-            status["capacity"] = {}
+        """resize_util.go MarkFSResizeFinished: the new capacity; the expansion state and the resize conditions
+        removed; allocatedResources left alone (the kubelet never writes it)."""
         capacity = _quantity(record["capacity"])
-        if not _same_quantity(status["capacity"].get("storage"), capacity):
-            status["capacity"]["storage"] = capacity
-        allocated = status.get("allocatedResourceStatuses")
-        if isinstance(allocated, dict):
-            allocated.pop("storage", None)
-            if not allocated:
-                del status["allocatedResourceStatuses"]
-        conditions = status.get("conditions")
-        if isinstance(conditions, list):
-            kept = [c for c in conditions if not (isinstance(c, dict) and is_resize_condition(c.get("type")))]
-            if kept:
-                status["conditions"] = kept
-            else:
-                del status["conditions"]
-        pvc["status"] = status
-        if pvc == before:
-            return []
-        label = _label(pvc)
-        self._before.setdefault(label, before)
-        self._touched[label] = pvc
-        return [label]
+
+        def change(status):
+            if not isinstance(status.get("capacity"), dict):
+                status["capacity"] = {}
+            if not _same_quantity(status["capacity"].get("storage"), capacity):
+                status["capacity"]["storage"] = capacity
+            allocated = status.get("allocatedResourceStatuses")
+            if isinstance(allocated, dict):
+                allocated.pop("storage", None)
+                if not allocated:
+                    del status["allocatedResourceStatuses"]
+            conditions = status.get("conditions")
+            if isinstance(conditions, list):
+                kept = [c for c in conditions if not (isinstance(c, dict) and is_resize_condition(c.get("type")))]
+                if kept:
+                    status["conditions"] = kept
+                else:
+                    del status["conditions"]
+        return self._change_claim_status(record["pvc"], "cannot record that its file system was expanded", change)
 
     def _detach_requested(self, record):
         va = self.vas.get(self._va_name(record))

@@ -18,6 +18,17 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.node.runner import
 from ansible_collections.kubevol.volumes.plugins.module_utils.node.volume import volume_item
 
 
+def act(ctx, res, action, func=None, *args):
+    """Record ``action`` in a volume's result; run ``func(*args)`` unless in check mode, so check mode reports
+    exactly the actions a real run takes."""
+    res["actions"].append(action)
+    res["changed"] = True
+    ctx.step = action
+    if not ctx.check_mode and func is not None:
+        return func(*args)
+    return None
+
+
 def default_node_name():
     """The kubelet's default: the host name, lower-cased."""
     return socket.gethostname().strip().lower()

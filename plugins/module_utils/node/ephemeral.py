@@ -27,6 +27,7 @@ from ansible_collections.kubevol.volumes.plugins.module_utils import names
 from ansible_collections.kubevol.volumes.plugins.module_utils.drivers.loop import EPHEMERAL_IMAGE_KEY
 from ansible_collections.kubevol.volumes.plugins.module_utils.errors import KubevolError, UnsafeToFormat
 from ansible_collections.kubevol.volumes.plugins.module_utils.node import blockdev, layout, mount
+from ansible_collections.kubevol.volumes.plugins.module_utils.node.context import act as _act
 from ansible_collections.kubevol.volumes.plugins.module_utils.node.filesystems import FILESYSTEMS, get_filesystem
 
 EPHEMERAL = "Ephemeral"
@@ -54,16 +55,6 @@ def _result(item, **extra):
            "changed": False, "actions": [], "diff": {"before": {}, "after": {}}}
     res.update(extra)
     return res
-
-
-def _act(ctx, res, action, func=None, *args):
-    """Record ``action``; run ``func(*args)`` unless in check mode (operations._act, kept here standalone)."""
-    res["actions"].append(action)
-    res["changed"] = True
-    ctx.step = action
-    if not ctx.check_mode and func is not None:
-        return func(*args)
-    return None
 
 
 def _image(ctx, item):

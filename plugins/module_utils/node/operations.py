@@ -18,6 +18,7 @@ from ansible_collections.kubevol.volumes.plugins.module_utils import names
 from ansible_collections.kubevol.volumes.plugins.module_utils.errors import (
     CommandFailed, DeviceNotFound, KubevolError, StillMounted, UnsafeToFormat)
 from ansible_collections.kubevol.volumes.plugins.module_utils.node import blockdev, ephemeral, layout, mount, ownership
+from ansible_collections.kubevol.volumes.plugins.module_utils.node.context import act as _act
 from ansible_collections.kubevol.volumes.plugins.module_utils.node.filesystems import FILESYSTEMS, get_filesystem
 from ansible_collections.kubevol.volumes.plugins.module_utils.volume_attachment import attached_volume_attachment
 
@@ -54,16 +55,6 @@ def _result(item, **extra):
            "actions": [], "diff": {"before": {}, "after": {}}}
     res.update(extra)
     return res
-
-
-def _act(ctx, res, action, func=None, *args):
-    """Record ``action``; run ``func(*args)`` unless in check mode."""
-    res["actions"].append(action)
-    res["changed"] = True
-    ctx.step = action
-    if not ctx.check_mode and func is not None:
-        return func(*args)
-    return None
 
 
 def mount_volume(ctx, item, force=False, device_timeout=30):

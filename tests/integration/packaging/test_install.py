@@ -18,7 +18,7 @@ import yaml
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 BIN = os.path.dirname(sys.executable)
-PLAN_SUMMARY = "Plan: 0 to unmount, 0 to detach, 4 to attach, 8 to mount, 0 to expand; 0 blocked"
+PLAN_SUMMARY = "Plan: 0 to unmount, 0 to detach, 4 to attach, 9 to mount, 0 to expand; 0 blocked"
 
 
 def version():

@@ -29,7 +29,7 @@ def test_relative_cluster_state_is_read_from_the_working_directory(tmp_path):
     rc, result = adhoc(tmp_path, {"cluster_state": "snapshot.yaml"})
     assert rc == 0 and not result.get("failed"), result
     assert result["changed"] is False
-    assert result["summary"]["attach"] == 4 and result["summary"]["mount"] == 8
+    assert result["summary"]["attach"] == 4 and result["summary"]["mount"] == 9
     # the lean plan: every step's volume item is in items, once per node and volume
     for step in result["plan"]:
         assert step["unique_volume_name"] in result["volume_items"][step["node"]]
@@ -59,7 +59,7 @@ def test_output_table_prints_readable_lines(tmp_path):
     result = json.JSONDecoder().raw_decode(res.stdout[res.stdout.index(" => ") + 4:])[0]
     assert sorted(result) == ["changed", "summary", "table"]
     assert result["table"][0].split() == ["ACTION", "NODE", "VOLUME", "POD", "REASON"]
-    assert result["table"][-1] == "Plan: 0 to unmount, 0 to detach, 4 to attach, 8 to mount, 0 to expand; 0 blocked"
+    assert result["table"][-1] == "Plan: 0 to unmount, 0 to detach, 4 to attach, 9 to mount, 0 to expand; 0 blocked"
     assert len(res.stdout.splitlines()) < 40
 
 

@@ -28,14 +28,14 @@ def params(**kw):
 def test_run_on_example():
     result = plan_task.run(params(cluster_state=EXAMPLE), utc_now())
     assert result["changed"] is False
-    assert result["summary"]["attach"] == 4 and result["summary"]["mount"] == 8 and result["blocked"] == []
+    assert result["summary"]["attach"] == 4 and result["summary"]["mount"] == 9 and result["blocked"] == []  # 9: with the inline spool
     table = plan_table(result)
-    assert table.splitlines()[-1] == "Plan: 0 to unmount, 0 to detach, 4 to attach, 8 to mount, 0 to expand; 0 blocked"
+    assert table.splitlines()[-1] == "Plan: 0 to unmount, 0 to detach, 4 to attach, 9 to mount, 0 to expand; 0 blocked"
 
 
 def test_run_with_scope():
     result = plan_task.run(params(cluster_state=EXAMPLE, scope="[?metadata.namespace=='tools']"), utc_now())
-    assert set(s["volume"] for s in result["plan"]) == {"pv-shared-logs"}
+    assert set(s["volume"] for s in result["plan"]) == {"pv-shared-logs", "tools/log-writer/spool"}
 
 
 def _invoke(args):
@@ -80,7 +80,7 @@ def test_output_table_and_summary_return_only_lines_and_counts():
     assert sorted(table) == ["changed", "summary", "table"]
     assert table["table"] == plan_table(full).splitlines() and table["summary"] == full["summary"]
     capped = plan_task.run(params(cluster_state=EXAMPLE, output="table", table_rows=3), utc_now())["table"]
-    assert len([line for line in capped if line.startswith("+")]) == 3 and "9 more steps not shown" in "\n".join(capped)
+    assert len([line for line in capped if line.startswith("+")]) == 3 and "10 more steps not shown" in "\n".join(capped)
     summary = plan_task.run(params(cluster_state=EXAMPLE, output="summary"), utc_now())
     assert [line.split()[0] for line in summary["table"][1:4]] == ["node1", "node2", "node3"]
     assert summary["table"][-1] == table["table"][-1]
@@ -92,7 +92,7 @@ def test_blocked_items_carry_their_action_and_steps_outside_the_play_warn():
     assert result["blocked"] and all(b["action"] == "attach" and b["node"] == "node1" for b in result["blocked"])
     assert len(result["blocked"]) == len(set((b["volume"], b["pod"], b["reason"]) for b in result["blocked"]))
     assert [w.split(" (")[0] for w in result["warnings"]] == ["the plan has 3 step(s) on node node2",
-                                                              "the plan has 4 step(s) on node node3"]
+                                                              "the plan has 5 step(s) on node node3"]
     assert "warnings" not in plan_task.run(params(cluster_state=EXAMPLE), utc_now())  # no node facts: ad hoc
 
 
