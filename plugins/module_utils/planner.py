@@ -645,13 +645,29 @@ def publish_inline(p):
     no attach, no VolumeAttachment and no staging: csi_mounter.go SetUpAt publishes it straight into
     pods/<uid>/volumes/kubernetes.io~csi/<volume>/mount with the handle makeVolumeHandle gives, once per pod
     (util.go GetUniqueVolumeNameFromSpecWithPod: kubernetes.io/csi/<pod uid>-<volume>). The step is a mount/pod
-    step marked ``ephemeral``: the driver creates the volume for the pod there."""
+    step marked ``ephemeral``: the driver creates the volume for the pod there. A pod runs on one node: while
+    another node still reports the pod's inline volume (its nodeName was rewritten in a snapshot) and this plan
+    does not unpublish it there, that volume is the pod's data and nothing new is created for it."""
+    unpublishing = set((s["node"], s["pod_uid"], s["item"]["pv_name"]) for s in p.phases[("unmount", "pod")]
+                       if s.get("ephemeral"))
+    published_on = {}
+    for node, facts in p.actual.node_facts.items():
+        if facts.reachable:
+            for uid, volume in facts.ephemeral:
+                if (node, uid, volume) not in unpublishing:
+                    published_on.setdefault((uid, volume), []).append(node)
     for key in sorted(p.desired.inline_volumes):
         iv = p.desired.inline_volumes[key]
         label = "%s/%s" % (iv.pod, iv.volume_name)
         error = p.unreachable(iv.node)
         if error is not None:
             p.block(iv.node, label, iv.pod, "node unreachable: %s" % error)
+            continue
+        elsewhere = sorted(n for n in published_on.get((iv.pod_uid, iv.volume_name), ()) if n != iv.node)
+        if elsewhere:
+            p.block(iv.node, label, iv.pod, "pod %s's inline volume %s is still on node %s, where the snapshot does "
+                    "not place the pod; a pod runs on one node: remove it there first (delete the pod and let "
+                    "the volume go with it)" % (iv.pod, iv.volume_name, ", ".join(elsewhere)))
             continue
         facts = p.facts(iv.node)
         current = facts.ephemeral.get((iv.pod_uid, iv.volume_name)) if facts is not None else None

@@ -29,7 +29,8 @@ def test_converge_reports_each_node_and_its_volumes(kv):
     assert lines[0] == "Per node: steps applied, failed, blocked:", run.describe()
     assert "node1: 5 applied, 0 failed, 0 blocked" in lines, lines
     assert "  pv-db-data: attach/device, mount/device, mount/pod shop/db-0" in lines, lines
-    assert summary_of(run, "node3")["applied"] == 4 and run.report() == {}
+    # node3: attach, global mount, the two logs pod mounts, log-writer's inline spool volume
+    assert summary_of(run, "node3")["applied"] == 5 and run.report() == {}
     kv.shared["converged"] = True
 
 
@@ -69,7 +70,8 @@ def test_check_mode_warns_about_steps_on_hosts_outside_the_play(kv):
     run = kv.reconcile(check=True, extra=["--limit", "node2,node3"], expect_rc="nonzero")
     text = " ".join(run.stdout.split())  # the warning is wrapped to the terminal width
     # node1 has no node facts in this run: its mounts are planned again, none of it runs
-    assert "[WARNING]: the plan has 6 step(s) on node node1 (attach/device, mount/device, mount/pod)" in text, \
+    # (the 7th: log-writer's inline spool volume, published on node1 with the pod)
+    assert "[WARNING]: the plan has 7 step(s) on node node1 (attach/device, mount/device, mount/pod)" in text, \
         run.describe()
     assert text.count("step(s) on node") == 1
 
@@ -79,7 +81,7 @@ def test_a_run_with_the_node_down_reports_applied_and_blocked(kv):
     run = kv.reconcile(expect_rc="nonzero")
     node1, node2 = summary_of(run, "node1"), summary_of(run, "node2")
     assert (node2["applied"], node2["failed"], node2["blocked"]) == (3, 0, 0), run.summary()
-    assert (node1["applied"], node1["blocked"]) == (3, 1), run.summary()
+    assert (node1["applied"], node1["blocked"]) == (4, 1), run.summary()  # web-0's three, log-writer's spool
     blocked = run.report()["blocked"]
     assert sorted((b["action"], b["node"]) for b in blocked) == [("attach", "node1"), ("detach", "node3")]
     assert [e["node"] for e in run.report()["errors"]] == ["node3"]

@@ -221,7 +221,8 @@ def test_scope_touches_only_tools_pods(kv):
 
     data = kv.cluster()
     planned = set(s["volume"] for s in run.plan())
-    assert planned == {"pv-shared-logs"}, run.plan()
+    # log-writer's inline spool volume goes with it: a new one for the new pod, the old pod's one deleted
+    assert planned == {"pv-shared-logs", "tools/log-writer/spool", tools[0] + "/spool"}, run.plan()
     # tools moved from node3 to node1 ...
     after = dict((n, kv.mounts(n)) for n in kv.nodes)
     assert not [p for p in after["node3"] if "pv-shared-logs" in p], after["node3"]
@@ -229,6 +230,7 @@ def test_scope_touches_only_tools_pods(kv):
     assert set(tools).isdisjoint(new_tools)
     assert "rw" in after["node1"][pod_mount_path(new_tools[0], "pv-shared-logs")]["options"]
     assert "ro" in after["node1"][pod_mount_path(new_tools[1], "pv-shared-logs")]["options"]
+    assert pod_mount_path(new_tools[0], "spool") in after["node1"] and not [p for p in after["node3"] if "spool" in p]
     records = vas(data)
     assert records[va_name("pv-shared-logs.img", "node1")] == ("pv-shared-logs", "node1", True)
     assert va_name("pv-shared-logs.img", "node3") not in records

@@ -317,6 +317,15 @@ def test_pod_moved_to_another_node_is_unpublished_on_the_old():
                              ("mount", "pod", "node2", "ns/p/scratch", "ns/p")]
 
 
+def test_pod_on_a_node_the_snapshot_does_not_picture_keeps_its_volume_there():
+    # node1's Node object is missing from the snapshot: its inline volume is not torn down there, so none is
+    # created on node2 for the same pod (a second copy, and the image name is the same)
+    data = cluster(node("node2"), ephemeral_driver(), inline_pod(node_name="node2"))
+    result = run(data, {"node1": with_ephemeral("node1"), "node2": facts("node2")})
+    assert steps(result) == []
+    assert any("inline volume scratch is still on node node1" in r for r in reasons(result)), reasons(result)
+
+
 def test_foreign_ephemeral_facts_are_hands_off():
     f = with_ephemeral("node1", driver="other.csi.io")
     result = run(cluster(node("node1")), {"node1": f})
