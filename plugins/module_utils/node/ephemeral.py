@@ -26,7 +26,7 @@ import os
 from ansible_collections.kubevol.volumes.plugins.module_utils import names
 from ansible_collections.kubevol.volumes.plugins.module_utils.drivers.loop import EPHEMERAL_IMAGE_KEY
 from ansible_collections.kubevol.volumes.plugins.module_utils.errors import KubevolError, UnsafeToFormat
-from ansible_collections.kubevol.volumes.plugins.module_utils.node import blockdev, layout, mount
+from ansible_collections.kubevol.volumes.plugins.module_utils.node import blockdev, layout, mount, ownership
 from ansible_collections.kubevol.volumes.plugins.module_utils.node.context import act as _act
 from ansible_collections.kubevol.volumes.plugins.module_utils.node.filesystems import FILESYSTEMS, get_filesystem
 
@@ -149,11 +149,10 @@ def publish(ctx, item):
 
 
 def _fs_group(ctx, res, item, target, mounted):
-    """The pod's fsGroup after NodePublish, as for a PV (csi_mounter.go SetUpAt, SetVolumeOwnership); the planner
-    sets it only where supportsFSGroup says the kubelet applies it."""
-    from ansible_collections.kubevol.volumes.plugins.module_utils.node import operations  # imports this module
+    """The pod's fsGroup after NodePublish, as for a PV (csi_mounter.go SetUpAt); the planner sets it only where
+    supportsFSGroup says the kubelet applies it."""
     pod = item.pods[0]
-    operations._apply_fs_group(ctx, res, item, pod, target, pod.read_only or item.read_only, mounted)
+    ownership.apply_fs_group(ctx, res, item, pod, target, pod.read_only or item.read_only, mounted)
 
 
 def _refuse_unless_ours(ctx, driver, item, device, image, vol_dir):
@@ -235,23 +234,9 @@ def unpublish(ctx, item):
         _act(ctx, res, "delete %s" % deleted, driver.delete_ephemeral, item, plan["evidence"])
         res["deleted"] = deleted
     if not ctx.check_mode:
-        res["removed"] = _cleanup(ctx, runner, item, target)
+        res["removed"] = layout.remove_pod_volume_dir(target, item, mount.list_mounts(runner))
         res["changed"] = res["changed"] or bool(res["removed"])
     return res
-
-
-def _cleanup(ctx, runner, item, target):
-    """rmdir mount/, unlink vol_data.json (it names this volume), rmdir the volume dir and an empty
-    kubernetes.io~csi: never recursive, never through a mountpoint."""
-    mounts = mount.list_mounts(runner)
-    removed = []
-    vol_dir = os.path.dirname(target)
-    for path in (layout.rmdir_safe(target, mounts),
-                 None if os.path.exists(target) else layout.remove_vol_data(vol_dir, item, mounts),
-                 layout.rmdir_safe(vol_dir, mounts), layout.rmdir_safe(os.path.dirname(vol_dir), mounts)):
-        if path:
-            removed.append(path)
-    return removed
 
 
 # -- facts -----------------------------------------------------------------------------------------

@@ -234,6 +234,18 @@ def rmdir_safe(path, mounts):
     return path
 
 
+def remove_pod_volume_dir(target, item, mounts):
+    """After a pod's unmount: rmdir its ``mount`` dir, unlink the vol_data.json beside it (only one naming
+    ``item``), rmdir the volume dir and an empty kubernetes.io~csi. Never recursive, never through a mountpoint.
+    Returns the paths removed."""
+    vol_dir = os.path.dirname(target)
+    removed = [rmdir_safe(target, mounts)]
+    if not os.path.exists(target):
+        removed += [remove_vol_data(vol_dir, item, mounts), rmdir_safe(vol_dir, mounts),
+                    rmdir_safe(os.path.dirname(vol_dir), mounts)]
+    return [path for path in removed if path]
+
+
 def unlink_publish_file(path, mounts):
     """Remove the empty regular file a Block volume was bind-mounted on, once nothing is mounted there."""
     if mounts.mounted(path) or os.path.ismount(path) or os.path.islink(path):

@@ -237,7 +237,7 @@ def _publish_filesystem(ctx, runner, item, device, source, mounts, res):
                 _note_mount(res, target, "%s (read-only)" % current.source, "%s (read-write)" % current.source)
             else:
                 _note_mount(res, target, current.source, current.source)
-            _apply_fs_group(ctx, res, item, pod, target, read_only, mounted=True)
+            ownership.apply_fs_group(ctx, res, item, pod, target, read_only, mounted=True)
             continue
         if ctx.check_mode:
             layout.check_dir(ctx.kubelet_dir, target, ctx.node_name)  # refused in check mode too
@@ -248,32 +248,7 @@ def _publish_filesystem(ctx, runner, item, device, source, mounts, res):
         _act(ctx, res, "publish %s" % target, mount.bind, runner, source, target, read_only)
         res["published"].append(pod.uid)
         _note_mount(res, target, None, device)
-        _apply_fs_group(ctx, res, item, pod, target, read_only, mounted=not ctx.check_mode)
-
-
-def _apply_fs_group(ctx, res, item, pod, target, read_only, mounted):
-    """csi_mounter.go SetUpAt: after NodePublish the kubelet applies the pod's fsGroup (SetVolumeOwnership).
-    A read-only bind cannot be re-grouped through; the planner leaves fs_group out where the CSIDriver's
-    fsGroupPolicy says the kubelet must not touch it."""
-    if pod.fs_group is None or read_only:
-        return
-    policy = pod.fs_group_change_policy or "Always"
-    action = "set group %d on %s (fsGroupChangePolicy %s)" % (pod.fs_group, target, policy)
-    if not mounted:  # check mode, not mounted yet: a fresh mount is re-grouped whatever it holds
-        _act(ctx, res, action)
-        return
-    ctx.step = action
-    try:
-        due = ownership.set_volume_ownership(target, pod.fs_group, pod.fs_group_change_policy, check_mode=True)
-        if due:
-            _act(ctx, res, "%s: %d entries" % (action, due), ownership.set_volume_ownership, target, pod.fs_group,
-                 pod.fs_group_change_policy)
-    except OSError as err:
-        raise KubevolError("cannot apply fsGroup %d of pod %s to volume %s at %s on node %s: %s; fix the ownership "
-                           "by hand or remove the pod's fsGroup" % (pod.fs_group, pod.name or pod.uid, item.pv_name,
-                                                                    target, ctx.node_name, err),
-                           node=ctx.node_name, volume=item.pv_name, step="fsGroup")
-    res.setdefault("fs_group", []).append({"pod_uid": pod.uid, "fs_group": pod.fs_group, "changed_entries": due})
+        ownership.apply_fs_group(ctx, res, item, pod, target, read_only, mounted=not ctx.check_mode)
 
 
 def _publish_block(ctx, runner, item, device, mounts, res):
@@ -471,12 +446,7 @@ def _cleanup(ctx, runner, item, plan):
             keep(layout.unlink_publish_file(path, mounts))
             keep(layout.rmdir_safe(os.path.dirname(path), mounts))
             continue
-        vol_dir = os.path.dirname(path)
-        keep(layout.rmdir_safe(path, mounts))
-        if not os.path.exists(path):
-            keep(layout.remove_vol_data(vol_dir, item, mounts))
-            keep(layout.rmdir_safe(vol_dir, mounts))
-            keep(layout.rmdir_safe(os.path.dirname(vol_dir), mounts))
+        removed.extend(layout.remove_pod_volume_dir(path, item, mounts))
     if plan["global"] and not mounts.mounted(plan["global"]):
         gpath = plan["global"]
         keep(layout.rmdir_safe(gpath, mounts))

@@ -16,6 +16,9 @@ __metaclass__ = type
 import os
 import stat
 
+from ansible_collections.kubevol.volumes.plugins.module_utils.errors import KubevolError
+from ansible_collections.kubevol.volumes.plugins.module_utils.node.context import act
+
 RW_MASK = 0o660
 RO_MASK = 0o440
 EXEC_MASK = 0o110
@@ -61,3 +64,28 @@ def set_volume_ownership(root, fs_group, change_policy=None, read_only=False, ch
             with os.scandir(path) as entries:
                 pending.extend(entry.path for entry in entries)
     return changed
+
+
+def apply_fs_group(ctx, res, item, pod, target, read_only, mounted):
+    """csi_mounter.go SetUpAt: after NodePublish the kubelet applies the pod's fsGroup (SetVolumeOwnership).
+    A read-only bind cannot be re-grouped through; the planner leaves fs_group out where the CSIDriver's
+    fsGroupPolicy says the kubelet must not touch it."""
+    if pod.fs_group is None or read_only:
+        return
+    policy = pod.fs_group_change_policy or "Always"
+    action = "set group %d on %s (fsGroupChangePolicy %s)" % (pod.fs_group, target, policy)
+    if not mounted:  # check mode, not mounted yet: a fresh mount is re-grouped whatever it holds
+        act(ctx, res, action)
+        return
+    ctx.step = action
+    try:
+        due = set_volume_ownership(target, pod.fs_group, pod.fs_group_change_policy, check_mode=True)
+        if due:
+            act(ctx, res, "%s: %d entries" % (action, due), set_volume_ownership, target, pod.fs_group,
+                pod.fs_group_change_policy)
+    except OSError as err:
+        raise KubevolError("cannot apply fsGroup %d of pod %s to volume %s at %s on node %s: %s; fix the ownership "
+                           "by hand or remove the pod's fsGroup" % (pod.fs_group, pod.name or pod.uid, item.pv_name,
+                                                                    target, ctx.node_name, err),
+                           node=ctx.node_name, volume=item.pv_name, step="fsGroup")
+    res.setdefault("fs_group", []).append({"pod_uid": pod.uid, "fs_group": pod.fs_group, "changed_entries": due})
