@@ -71,6 +71,8 @@ def publish(ctx, item):
     pod = item.pods[0]
     target = names.pod_mount_path(ctx.kubelet_dir, pod.uid, item.pv_name)
     vol_dir = os.path.dirname(target)
+    # a symlink or a file on the way is refused before anything is read or created through it
+    layout.check_dir(ctx.kubelet_dir, target, ctx.node_name)
     image = _image(ctx, item)
     res = _result(item, device=None, image=image, created=False, formatted=False, fs_type=None,
                   fs_type_mismatch=None, published=[], mount_path=target)
@@ -89,8 +91,6 @@ def publish(ctx, item):
         res["diff"]["before"][target] = res["diff"]["after"][target] = current.source
         _fs_group(ctx, res, item, target, mounted=True)
         return res
-    # a symlink or a file on the way is refused before anything is created
-    layout.check_dir(ctx.kubelet_dir, target, ctx.node_name)
     if not item.capacity_bytes:
         raise KubevolError("inline volume %s of pod %s has no size: set csi.volumeAttributes.size (e.g. 64Mi)"
                            % (item.pv_name, pod.name or pod.uid), node=ctx.node_name, volume=item.pv_name,
@@ -189,6 +189,8 @@ def plan_unpublish(ctx, item):
     driver = ctx.driver(item)
     pod = item.pods[0]
     target = names.pod_mount_path(ctx.kubelet_dir, pod.uid, item.pv_name)
+    # its vol_data.json decides what is deleted: never read (or removed) through a symlink
+    layout.check_dir(ctx.kubelet_dir, os.path.dirname(target), ctx.node_name)
     mounts = mount.list_mounts(runner)
     data, _problem = layout.load_vol_data(os.path.dirname(target))
     record = driver.ephemeral_record(item)

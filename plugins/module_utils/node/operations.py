@@ -375,6 +375,13 @@ def _named_path(ctx, item, uid):
     return names.pod_mount_path(ctx.kubelet_dir, uid, item.pv_name)
 
 
+def _refuse_unsafe(ctx, paths):
+    """Teardown reads vol_data.json and removes directories beside each pod path: every directory on the way
+    must be a real one inside the kubelet directory (UnsafePath for a symlink or a file), as for setup."""
+    for path in paths:
+        layout.check_dir(ctx.kubelet_dir, os.path.dirname(path), ctx.node_name)
+
+
 def plan_detach(ctx, item, force=False):
     """Decide everything for one volume before acting; raise StillMounted when blocked."""
     if item.ephemeral:
@@ -383,6 +390,7 @@ def plan_detach(ctx, item, force=False):
     mounts = mount.list_mounts(runner)
     device = ctx.driver(item).find_device(item)
     named = [_named_path(ctx, item, pod.uid) for pod in item.pods]
+    _refuse_unsafe(ctx, named)
     plan = {"mounts": mounts, "device": device, "named": named,
             "unmount": [p for p in named if mounts.mounted(p)], "global": None, "detach": False}
     if not item.unmount_device:
@@ -390,6 +398,7 @@ def plan_detach(ctx, item, force=False):
     others = [p for p in _pod_paths(ctx, item) if p not in named and mounts.mounted(p)]
     if others and not force:
         raise StillMounted(step="detach", volume=item.pv_name, node=ctx.node_name, paths=", ".join(others))
+    _refuse_unsafe(ctx, others)
     plan["unmount"] += others
     plan["named"] += others
     gpath = names.device_mount_path(ctx.kubelet_dir, item.driver, item.volume_handle)

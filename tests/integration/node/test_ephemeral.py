@@ -221,3 +221,29 @@ def test_fs_group_lets_a_non_root_writer_write_to_an_inline_volume(node):
     gone = node.module("volume_detach", volumes=[inline(node)])
     assert gone["_rc"] == 0 and gone["volumes"][0]["deleted"], gone
     assert node.loops() == [] and node.mounts_under() == []
+
+
+def test_a_symlinked_pod_directory_is_refused_both_ways(node, tmp_path):
+    # pods/<uid>/volumes/kubernetes.io~csi planted as a symlink to a directory outside the kubelet dir
+    outside = tmp_path / "outside"
+    (outside / "scratch" / "mount").mkdir(parents=True)
+    with open(str(outside / "scratch" / "vol_data.json"), "w") as handle:
+        json.dump({"specVolID": "scratch", "volumeHandle": HANDLE, "driverName": DRIVER,
+                   "volumeLifecycleMode": "Ephemeral", "kubevol.io/image": os.path.join(node.pool, HANDLE)}, handle)
+    csi_dir = os.path.dirname(os.path.dirname(names.pod_mount_path(node.kubelet_dir, POD1, "scratch")))
+    os.makedirs(os.path.dirname(csi_dir))
+    os.symlink(str(outside), csi_dir)
+    before = sorted(os.listdir(str(outside / "scratch")))
+
+    pub = node.module("node_volume_mount", volumes=[inline(node)])
+    assert pub["_rc"] != 0 and "Traceback" not in pub["msg"], pub
+    assert not os.path.exists(os.path.join(node.pool, HANDLE)) and node.loops() == [] and node.mounts_under() == []
+
+    image = os.path.join(node.pool, HANDLE)
+    with open(image, "w") as handle:
+        handle.write("precious")  # what the planted vol_data.json names
+    det = node.module("volume_detach", volumes=[inline(node)])
+    assert det["_rc"] != 0 and "Traceback" not in det["msg"], det
+    with open(image) as handle:
+        assert handle.read() == "precious"
+    assert sorted(os.listdir(str(outside / "scratch"))) == before and os.path.islink(csi_dir)

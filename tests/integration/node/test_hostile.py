@@ -1,9 +1,12 @@
 """Hostile node states: a symlink or a file planted inside the kubelet directory never sends a mount or a
 write outside it, and one volume's refusal never hides the others' results (they converge in the same call).
 Every test checks the real state: findmnt, the directory outside, the files."""
+import json
 import os
 
 import pytest
+
+from conftest import DRIVER
 
 from ansible_collections.kubevol.volumes.plugins.module_utils import names
 
@@ -138,3 +141,21 @@ def test_a_lost_local_record_is_adopted_only_by_the_holder(node):
     assert again["_rc"] == 0 and again["volumes"][0]["device"] == device, again
     assert node.loops() == [device]
     assert node.module("volume_detach", volumes=[vol])["_rc"] == 0
+
+
+def test_teardown_never_reads_or_removes_through_a_symlinked_pod_directory(node, tmp_path):
+    """volume_detach on a pod whose volumes directory is a symlink out of the kubelet dir: refused, and the
+    vol_data.json and directories over there stay."""
+    pod = "77777777-7777-4777-8777-777777777777"
+    outside = tmp_path / "elsewhere"
+    vol_dir = outside / names.CSI_PLUGIN_DIR / "pv-sym"
+    (vol_dir / "mount").mkdir(parents=True)
+    with open(str(vol_dir / "vol_data.json"), "w") as handle:
+        json.dump({"specVolID": "pv-sym", "volumeHandle": "pv-sym.img", "driverName": DRIVER}, handle)
+    volumes = os.path.join(node.kubelet_dir, "pods", pod, "volumes")
+    os.makedirs(os.path.dirname(volumes))
+    os.symlink(str(outside), volumes)
+    vol = node.vol("pv-sym", pods=[{"uid": pod}], detach=False, unmount_device=False)
+    res = node.module("volume_detach", volumes=[vol])
+    assert res["_rc"] != 0 and "refusing" in res["msg"] and "symlink" in res["msg"], res
+    assert sorted(os.listdir(str(vol_dir))) == ["mount", "vol_data.json"] and os.path.islink(volumes)
