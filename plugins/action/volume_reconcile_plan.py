@@ -13,6 +13,11 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.planner import utc
 from ansible_collections.kubevol.volumes.plugins.plugin_utils.in_process import InProcessAction
 
 
+# The parsed cluster and the full plan of each run, never freed: the worker process running this action exits right
+# after the task (Ansible forks one per task), and freeing millions of objects one by one only delays that.
+_KEEP_ALIVE = []
+
+
 class ActionModule(InProcessAction):
     NAME = "kubevol.volumes.volume_reconcile_plan"
 
@@ -20,4 +25,4 @@ class ActionModule(InProcessAction):
         return dict(argument_spec=argspec(), mutually_exclusive=MUTUALLY_EXCLUSIVE, required_one_of=REQUIRED_ONE_OF)
 
     def run_task(self, params, check_mode, diff):
-        return run(params, utc_now())  # it only reads: the same in check mode
+        return run(params, utc_now(), keep_alive=_KEEP_ALIVE)  # it only reads: the same in check mode

@@ -289,7 +289,9 @@ def advance(plan_result, phase, node, result, failures):
 
 
 def run_tasks(plan):
-    """The role's node tasks for this plan (its steps): {teardown: bool, setup: [phases], expand_node_after: bool}.
+    """The role's node tasks for this plan (its steps): {teardown: bool, setup: [phases], expand_node_after: bool,
+    sequence: [{name, phases}]}, ``sequence`` being the node tasks to run, in order (the role loops over it, so a
+    task without work costs nothing, not a skipped task per host).
 
     Teardown is its own task so that every detach is done and recorded before any node attaches (an
     RWO volume follows its pod: reconciler.go detaches before it attaches). Attach, mount and expansion
@@ -302,7 +304,11 @@ def run_tasks(plan):
                 != step["node"] for step in plan or ())
     setup = [name for name, phase_kinds in PHASES[1:] if kinds & set(phase_kinds)
              and not (after and name == "expand_node")]
-    return {"teardown": bool(kinds & set(PHASE_KINDS["teardown"])), "setup": setup, "expand_node_after": after}
+    teardown = bool(kinds & set(PHASE_KINDS["teardown"]))
+    sequence = ([{"name": "teardown", "phases": ["teardown"]}] if teardown else []) + \
+        ([{"name": "setup", "phases": setup}] if setup else []) + \
+        ([{"name": "expand_node", "phases": ["expand_node"]}] if after else [])
+    return {"teardown": teardown, "setup": setup, "expand_node_after": after, "sequence": sequence}
 
 
 def task_outcome(plan_result, phases, results, failures=None):

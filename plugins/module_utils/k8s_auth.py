@@ -21,8 +21,9 @@ cluster or user wins; the first ``current-context`` wins; missing files are skip
 own ``KubeConfigMerger``, which is also what writes refreshed tokens back with ``persist_config``.
 
 Explicit options then override what the kubeconfig said. Nothing here touches the kubernetes
-client's global default configuration. This file imports ``kubernetes`` lazily (guarded), so node-side
-code never needs it. It works with every client generation from 24.2 on (api_key is stored under
+client's global default configuration. The ``kubernetes`` client is imported on first use
+(``require_client``): importing it takes about 0.3 s, which node-side code and a run against a cluster
+file never need. It works with every client generation from 24.2 on (api_key is stored under
 ``authorization``, the key both the old and the new generated Configuration read).
 """
 
@@ -36,18 +37,8 @@ import traceback
 
 from ansible_collections.kubevol.volumes.plugins.module_utils.errors import InvalidInput, KubevolError
 
+HAS_KUBERNETES = None  # not known until require_client() first runs
 KUBERNETES_IMPORT_ERROR = None
-try:
-    import kubernetes  # noqa: F401  pylint: disable=unused-import
-    import urllib3
-    from kubernetes.client import ApiClient, Configuration
-    from kubernetes.config import ConfigException
-    from kubernetes.config.incluster_config import SERVICE_CERT_FILENAME, SERVICE_TOKEN_FILENAME, InClusterConfigLoader
-    from kubernetes.config.kube_config import load_kube_config, load_kube_config_from_dict
-    HAS_KUBERNETES = True
-except ImportError:
-    HAS_KUBERNETES = False
-    KUBERNETES_IMPORT_ERROR = traceback.format_exc()
 
 DEFAULT_KUBECONFIG = "~/.kube/config"  # when neither kubeconfig nor KUBECONFIG is set
 MIN_KUBERNETES_VERSION = (24, 2, 0)     # kubernetes.core's minimum; tested (scripts/test.d/10-k8s-oldest.sh)
@@ -130,10 +121,28 @@ class KubernetesClientTooOld(KubevolError):
                "(pip install 'kubernetes>={minimum}' on the controller)")
 
 
+def require_client():
+    """Import the kubernetes client (once); raise MissingLibrary when it is not installed."""
+    global HAS_KUBERNETES, KUBERNETES_IMPORT_ERROR  # pylint: disable=global-statement
+    if HAS_KUBERNETES is None:
+        try:
+            import kubernetes.client  # noqa: F401  pylint: disable=unused-import
+            import kubernetes.config  # noqa: F401  pylint: disable=unused-import
+            HAS_KUBERNETES = True
+        except ImportError:
+            HAS_KUBERNETES = False
+            KUBERNETES_IMPORT_ERROR = traceback.format_exc()
+    if not HAS_KUBERNETES:
+        raise missing_kubernetes()
+
+
 def check_client_version(version=None):
     """Raise KubernetesClientTooOld when the installed client is older than MIN_KUBERNETES_VERSION.
     A version string that does not parse (a development build) is let through."""
-    version = kubernetes.__version__ if version is None else version
+    if version is None:
+        require_client()
+        import kubernetes
+        version = kubernetes.__version__
     match = re.match(r"(\d+)\.(\d+)\.(\d+)", str(version))
     if match and tuple(int(part) for part in match.groups()) < MIN_KUBERNETES_VERSION:
         raise KubernetesClientTooOld(version=version, minimum=".".join(str(p) for p in MIN_KUBERNETES_VERSION))
@@ -270,8 +279,11 @@ def build_configuration(auth, environ=None):
 
     Returns (configuration, source): source says where the settings came from, for messages.
     """
-    if not HAS_KUBERNETES:
-        raise missing_kubernetes()
+    require_client()
+    from kubernetes.client import Configuration
+    from kubernetes.config import ConfigException
+    from kubernetes.config.incluster_config import SERVICE_CERT_FILENAME, SERVICE_TOKEN_FILENAME, InClusterConfigLoader
+    import urllib3
     check_client_version()
     environ = os.environ if environ is None else environ
     configuration = Configuration()
@@ -350,6 +362,8 @@ def new_api_client(configuration, auth):
     if auth.get("impersonate_groups") and not auth.get("impersonate_user"):
         raise KubernetesAuthError(reason="impersonate_groups needs impersonate_user (the API server refuses "
                                          "to impersonate groups without a user)")
+    require_client()
+    from kubernetes.client import ApiClient
     client = ApiClient(configuration)
     for name, value in impersonation_headers(auth):
         client.set_default_header(_HeaderName(name), value)
@@ -358,6 +372,8 @@ def new_api_client(configuration, auth):
 
 def _load_kubeconfig(auth, configuration, environ):
     """Load the kubeconfig (dict, or the merged files) into ``configuration``; returns its description."""
+    from kubernetes.config import ConfigException
+    from kubernetes.config.kube_config import load_kube_config, load_kube_config_from_dict
     kubeconfig = auth.get("kubeconfig")
     context = auth.get("context")
     persist = bool(auth.get("persist_config"))

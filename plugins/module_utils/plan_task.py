@@ -12,8 +12,9 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.kubevol.volumes.plugins.module_utils.cluster import (
-    ClusterIndex, cluster_from_data, load_cluster_file)
+    ClusterIndex, cluster_from_data, gc_paused, load_cluster_file)
 from ansible_collections.kubevol.volumes.plugins.module_utils.desired_state import DEFAULT_KNOWN_DRIVERS
+from ansible_collections.kubevol.volumes.plugins.module_utils.executor import facts_errors
 from ansible_collections.kubevol.volumes.plugins.module_utils.plan_text import OUTPUTS, blocked_once, nodes_outside, shape
 from ansible_collections.kubevol.volumes.plugins.module_utils.planner import (
     DEFAULT_MAX_TEARDOWN_COUNT, DEFAULT_MAX_TEARDOWN_FRACTION, PlanOptions, TeardownRefused, plan_cluster)
@@ -41,9 +42,19 @@ def argspec():
     )
 
 
-def run(params, now):
+def run(params, now, keep_alive=None):
     """Load, plan, and return the module result (changed is always false: this only reads), shaped for
-    ``output`` (plan_text.shape). With node facts, steps on nodes that have none (not in the play) are warned about."""
+    ``output`` (plan_text.shape). With node facts, steps on nodes that have none (not in the play) are warned about.
+
+    The cyclic GC stays paused throughout: everything built is acyclic, and with a big cluster in memory each
+    collection walks all of it (indexing 150,000 pods took 2 s with it on). ``keep_alive``: a list that keeps the
+    parsed cluster and the full plan, for a caller in a process that exits right after (the action plugin's
+    worker), where freeing them one object at a time is wasted work (over a second at 5,000 nodes)."""
+    with gc_paused():
+        return _run(params, now, keep_alive)
+
+
+def _run(params, now, keep_alive):
     if params["cluster_state"]:
         cluster, data = load_cluster_file(params["cluster_state"])
     else:
@@ -54,10 +65,15 @@ def run(params, now):
     known_drivers = DEFAULT_KNOWN_DRIVERS if params["known_drivers"] is None else tuple(params["known_drivers"])
     options = PlanOptions(params["force_detach"], params["max_wait_for_unmount"], known_drivers, now,
                           params["max_teardown_fraction"], params["max_teardown_count"], params["allow_mass_teardown"])
-    result = plan_cluster(ClusterIndex(cluster), params["node_facts"], options, scope)
+    index = ClusterIndex(cluster)
+    result = plan_cluster(index, params["node_facts"], options, scope)
+    if keep_alive is not None:
+        keep_alive.append((data, index, result))
     result["changed"] = False
     result["blocked"] = blocked_once(result)  # each once, with the action it holds back
     if params["node_facts"] is not None:
+        # nodes whose state could not be gathered: the plan blocks what needs them; the role fails the run with these
+        result["node_errors"] = facts_errors(params["node_facts"], result["nodes_out_of_service"])
         warnings = nodes_outside(result, params["node_facts"])
         if warnings:
             result["warnings"] = warnings

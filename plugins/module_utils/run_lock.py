@@ -28,6 +28,8 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.errors import Kube
 
 DEFAULT_DURATION = 600      # seconds a lock lives without a renewal
 DEFAULT_TIMEOUT = 60        # seconds a second run waits for the lock before it fails
+DEFAULT_LEASE_NAMESPACE = "kube-system"     # where the kubernetes store keeps the lock's Lease
+DEFAULT_LEASE_NAME = "kubevol-reconcile"
 POLL_INTERVAL = 1.0
 
 

@@ -19,16 +19,14 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.stores import (
     get_store,
     store_options,
 )
-from ansible_collections.kubevol.volumes.plugins.module_utils.stores.kubernetes import (
-    DEFAULT_LEASE_NAME, DEFAULT_LEASE_NAMESPACE)
 
 REQUIRED_IF = CLUSTER_STORE_REQUIRED_IF + [("state", "released", ["holder"])]
 
 LOCK_OPTIONS = dict(
     holder=dict(type="str"),
     duration=dict(type="int", default=run_lock.DEFAULT_DURATION),
-    lease_namespace=dict(type="str", default=DEFAULT_LEASE_NAMESPACE),
-    lease_name=dict(type="str", default=DEFAULT_LEASE_NAME),
+    lease_namespace=dict(type="str", default=run_lock.DEFAULT_LEASE_NAMESPACE),
+    lease_name=dict(type="str", default=run_lock.DEFAULT_LEASE_NAME),
 )
 
 

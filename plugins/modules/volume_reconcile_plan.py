@@ -241,6 +241,14 @@ nodes_out_of_service:
   returned: when O(output=full)
   type: list
   elements: str
+node_errors:
+  description:
+    - "C({node, phase: facts, msg}) for each node of O(node_facts) whose state could not be gathered (C(reachable=false)),
+      unless it is out of service. The plan blocks what needs such a node; the reconcile role fails the run with these."
+  returned: when O(output=full) and O(node_facts) is given
+  type: list
+  elements: dict
+  sample: [{node: node3, phase: facts, msg: "Failed to connect to the host via ssh"}]
 teardown_guard:
   description:
     - What the teardown guard counted. C(tripped) is true when the plan was refused (the module then fails).

@@ -111,6 +111,15 @@ def parse_losetup(out):
                          output=out)
 
 
+def _same_file(st, name, dir_fd):
+    """Whether ``name`` in ``dir_fd`` is still the file ``st`` describes (not removed, not replaced)."""
+    try:
+        current = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+    except OSError:
+        return False
+    return (current.st_dev, current.st_ino) == (st.st_dev, st.st_ino)
+
+
 def _now():
     return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
@@ -176,23 +185,42 @@ class LoopDriver(Driver):
     def _holders_dir(self, item):
         return os.path.join(self.pool(item), HOLDERS_DIR)
 
-    def _holder_path(self, item):
+    def _holder_path(self, item, suffix=".json"):
         return os.path.join(self._holders_dir(item), hashlib.sha256(item.volume_handle.encode("utf-8")).hexdigest()
-                            + ".json")
+                            + suffix)
 
     @contextlib.contextmanager
     def _holders_locked(self, item):
-        """An exclusive flock on the pool's holder records: attach and detach on every node take it in turn."""
-        dir_fd = layout.open_dir(self.pool(item), self._holders_dir(item), True, self.node_name)
-        try:
-            fd = os.open(".lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600, dir_fd=dir_fd)
-        finally:
+        """An exclusive flock on the image's holder record, ``<sha256(handle)>.lock``: attach and detach of one image
+        on every node take it in turn, while other images attach in parallel (a pool-wide lock made ten nodes wait
+        on each other's losetup). Yields a function that removes the lock file; detach calls it with the last
+        holder gone, so a waiter checks once it has the lock that the name still points to the file it locked."""
+        name = os.path.basename(self._holder_path(item, ".lock"))
+        while True:
+            dir_fd = layout.open_dir(self.pool(item), self._holders_dir(item), True, self.node_name)
+            try:
+                fd = os.open(name, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600, dir_fd=dir_fd)
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX)
+                    if _same_file(os.fstat(fd), name, dir_fd):
+                        break
+                except BaseException:
+                    os.close(fd)
+                    raise
+                os.close(fd)  # removed (and maybe created anew) while this node waited: lock the current one
+            except BaseException:
+                os.close(dir_fd)
+                raise
             os.close(dir_fd)
+
+        def remove():
+            os.unlink(name, dir_fd=dir_fd)
+
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            yield
+            yield remove
         finally:
             os.close(fd)  # closing the descriptor releases the flock
+            os.close(dir_fd)
 
     def read_holders(self, item):
         """{node: since} of the nodes the pool records as holding the image ({} when none)."""
@@ -340,10 +368,12 @@ class LoopDriver(Driver):
                               hint="the device may still be open (mounted or used); unmount it first")
         self.remove_record(item.volume_handle)
         # the storage side lets go of this node only once its device is gone
-        with self._holders_locked(item):
+        with self._holders_locked(item) as remove_lock:
             holders = self.read_holders(item)
             if holders.pop(self.node_name, None) is not None:
                 self._write_holders(item, holders)
+            if not holders:
+                remove_lock()  # nobody holds the image: the holder directory keeps nothing of it
         return device
 
     def expand(self, item, check_mode=False):

@@ -19,6 +19,7 @@ from ansible_collections.kubevol.volumes.plugins.module_utils import run_lock
 from ansible_collections.kubevol.volumes.plugins.module_utils.errors import KubevolError, LockTimeout
 
 DELETE = object()  # what a run-lock change returns to remove the lock
+DEFAULT_PAGE_SIZE = 500  # the kubernetes store's list page size (the page_size option)
 
 
 def empty_list():

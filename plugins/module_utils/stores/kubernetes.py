@@ -35,20 +35,19 @@ import json
 import random
 import time
 
-from ansible_collections.kubevol.volumes.plugins.module_utils import k8s_auth
+from ansible_collections.kubevol.volumes.plugins.module_utils import k8s_auth, run_lock
 from ansible_collections.kubevol.volumes.plugins.module_utils.errors import InvalidInput
 from ansible_collections.kubevol.volumes.plugins.module_utils.names import volume_attachment_name
 from ansible_collections.kubevol.volumes.plugins.module_utils.record import RecordApplier, validate_record
 from ansible_collections.kubevol.volumes.plugins.module_utils.stores.base import (
-    DELETE, ClusterStore, StoreError, empty_list)
+    DEFAULT_PAGE_SIZE, DELETE, ClusterStore, StoreError, empty_list)
 
-if k8s_auth.HAS_KUBERNETES:
+try:  # this module is imported only when the kubernetes store is used (stores.get_store)
     from kubernetes.client.exceptions import ApiException
     import urllib3
-else:  # pragma: no cover - exercised by the missing-library test through HAS_KUBERNETES
+except ImportError:  # KubernetesStore() raises MissingLibrary (k8s_auth.require_client)
     ApiException = urllib3 = None
 
-DEFAULT_PAGE_SIZE = 500
 DEFAULT_TIMEOUT = (10, 60)   # connect, read seconds per request
 MAX_ATTEMPTS = 6             # reads + writes per apply, on conflicts
 BACKOFF_BASE = 0.1
@@ -98,8 +97,8 @@ RESOURCES = (
 )
 BY_KIND = dict((r.kind, r) for r in RESOURCES)
 LEASE = Resource("Lease", "coordination.k8s.io/v1", "leases", True)
-DEFAULT_LEASE_NAMESPACE = "kube-system"
-DEFAULT_LEASE_NAME = "kubevol-reconcile"
+DEFAULT_LEASE_NAMESPACE = run_lock.DEFAULT_LEASE_NAMESPACE
+DEFAULT_LEASE_NAME = run_lock.DEFAULT_LEASE_NAME
 RUN_ANNOTATIONS = {"host": "kubevol.io/run-host", "pid": "kubevol.io/run-pid", "pid_start": "kubevol.io/run-pid-start"}
 
 
@@ -217,8 +216,7 @@ class KubernetesStore(ClusterStore):
     source = "kubernetes"
 
     def __init__(self, auth=None, page_size=None, request_timeout=None, environ=None, sleep=time.sleep):
-        if not k8s_auth.HAS_KUBERNETES:
-            raise k8s_auth.missing_kubernetes()
+        k8s_auth.require_client()
         self.auth = k8s_auth.resolve_auth(auth or {}, environ)
         page_size = DEFAULT_PAGE_SIZE if page_size is None else page_size
         if isinstance(page_size, bool) or not isinstance(page_size, int) or page_size < 1:

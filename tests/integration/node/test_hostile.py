@@ -159,3 +159,39 @@ def test_teardown_never_reads_or_removes_through_a_symlinked_pod_directory(node,
     res = node.module("volume_detach", volumes=[vol])
     assert res["_rc"] != 0 and "refusing" in res["msg"] and "symlink" in res["msg"], res
     assert sorted(os.listdir(str(vol_dir))) == ["mount", "vol_data.json"] and os.path.islink(volumes)
+
+
+def _holder_file(node, vol, suffix):
+    import hashlib
+    return os.path.join(node.pool, ".kubevol-holders", hashlib.sha256(vol["volume_handle"].encode()).hexdigest() + suffix)
+
+
+def test_the_pool_locks_each_image_alone_and_removes_the_lock_with_the_last_holder(node):
+    """One image's holder lock does not hold back another image's attach (ten nodes used to wait on each other's
+    losetup under one pool-wide lock); the image's own attach waits for it; the last detach leaves no lock file."""
+    import fcntl
+    import subprocess
+    import sys
+    busy, free = node.vol("pv-busy"), node.vol("pv-free")
+    os.makedirs(os.path.dirname(_holder_file(node, busy, ".lock")), exist_ok=True)
+    # another node in the middle of attaching pv-busy: it holds that image's lock
+    holder = subprocess.Popen([sys.executable, "-c", "import fcntl, os, sys, time\n"
+                               "fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT)\n"
+                               "fcntl.flock(fd, fcntl.LOCK_EX)\nprint('held', flush=True)\ntime.sleep(60)",
+                               _holder_file(node, busy, ".lock")], stdout=subprocess.PIPE, universal_newlines=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        res = node.module("k8s_volume_attach", volumes=[free], provision=True, lock_timeout=20)
+        assert res["_rc"] == 0, res  # not held back by pv-busy's lock
+        with open(_holder_file(node, busy, ".lock")) as fh:
+            with pytest.raises(BlockingIOError):
+                fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)  # still held: nothing took it from the holder
+    finally:
+        holder.kill()
+        holder.wait()
+    assert node.module("k8s_volume_attach", volumes=[busy], provision=True)["_rc"] == 0
+    assert os.path.exists(_holder_file(node, free, ".json")) and os.path.exists(_holder_file(node, free, ".lock"))
+    assert node.module("volume_detach", volumes=[busy, free])["_rc"] == 0
+    # nobody holds either image: neither a holder record nor a lock file is left
+    assert listing(os.path.join(node.pool, ".kubevol-holders")) == []
+    assert node.loops() == []

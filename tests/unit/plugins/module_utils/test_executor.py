@@ -171,16 +171,21 @@ def ran(*phases, **overrides):
 
 
 def test_run_tasks_teardown_then_one_setup_task():
-    assert executor.run_tasks(PLAN["plan"]) == {"teardown": True, "setup": SETUP, "expand_node_after": False}
-    assert executor.run_tasks(PLAN["plan"][4:6]) == {"teardown": False, "setup": ["attach"], "expand_node_after": False}
-    assert executor.run_tasks([]) == {"teardown": False, "setup": [], "expand_node_after": False}
+    assert executor.run_tasks(PLAN["plan"]) == {
+        "teardown": True, "setup": SETUP, "expand_node_after": False,
+        "sequence": [{"name": "teardown", "phases": ["teardown"]}, {"name": "setup", "phases": SETUP}]}
+    assert executor.run_tasks(PLAN["plan"][4:6]) == {"teardown": False, "setup": ["attach"], "expand_node_after": False,
+                                                     "sequence": [{"name": "setup", "phases": ["attach"]}]}
+    assert executor.run_tasks([]) == {"teardown": False, "setup": [], "expand_node_after": False, "sequence": []}
 
 
 def test_run_tasks_waits_for_a_controller_expansion_on_another_node():
     plan = [step("expand", "controller", "n1", "pv-c", size_to=2 << 30, capacity="2Gi"),
             step("expand", "node", "n1", "pv-c", size_to=2 << 30, capacity="2Gi", pvc="ns/c"),
             step("expand", "node", "n2", "pv-c", size_to=2 << 30, capacity="2Gi", pvc="ns/c")]
-    assert executor.run_tasks(plan) == {"teardown": False, "setup": ["expand_controller"], "expand_node_after": True}
+    assert executor.run_tasks(plan) == {
+        "teardown": False, "setup": ["expand_controller"], "expand_node_after": True,
+        "sequence": [{"name": "setup", "phases": ["expand_controller"]}, {"name": "expand_node", "phases": ["expand_node"]}]}
 
 
 def test_a_nodes_phases_follow_each_other_and_stop_for_what_failed_there():

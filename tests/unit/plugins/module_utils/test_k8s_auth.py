@@ -136,13 +136,14 @@ def test_merged_kubeconfig_with_the_context_in_the_second_file(tmp_path):
 def test_persist_config_reaches_the_client_loader(tmp_path, monkeypatch):
     a = kubeconfig(tmp_path / "a.yaml", {"a": "https://a.example:6443"}, current="a")
     seen = []
-    real = k8s_auth.load_kube_config
+    from kubernetes.config import kube_config  # k8s_auth imports load_kube_config from here when it needs it
+    real = kube_config.load_kube_config
 
     def spy(**kwargs):
         seen.append(kwargs["persist_config"])
         return real(**kwargs)
 
-    monkeypatch.setattr(k8s_auth, "load_kube_config", spy)
+    monkeypatch.setattr(kube_config, "load_kube_config", spy)
     k8s_auth.build_configuration({"kubeconfig": a}, NO_ENV)
     k8s_auth.build_configuration({"kubeconfig": a, "persist_config": True}, NO_ENV)
     assert seen == [False, True]
@@ -194,3 +195,21 @@ def test_doc_fragment_matches_the_argspec():
                 assert "E(%s)" % env in " ".join(doc["description"]), (name, env)
     for key, env in k8s_auth.proxy_headers_env_names().items():
         assert "E(%s)" % env in " ".join(options["proxy_headers"]["suboptions"][key]["description"])
+
+
+def test_a_run_against_a_cluster_file_never_imports_the_client():
+    """Importing the kubernetes client takes about 0.3 s: the controller-side code of a file-store run (the plan,
+    the lock, the records, the role's filters) must not pay it; only the kubernetes store imports it."""
+    import subprocess
+    import sys
+    code = ("import sys\n"
+            "import ansible_collections.kubevol.volumes.plugins.module_utils.%s\n"
+            "import ansible_collections.kubevol.volumes.plugins.filter.reconcile\n"
+            "from ansible_collections.kubevol.volumes.plugins.module_utils.stores import get_store\n"
+            "assert 'kubernetes' not in sys.modules, 'imported'\n"
+            "get_store('kubernetes', host='http://127.0.0.1:1', api_key='t')\n"
+            "assert 'kubernetes' in sys.modules\n")
+    for module in ("plan_task", "record_task", "run_lock_task", "executor"):
+        res = subprocess.run([sys.executable, "-c", code % module], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             universal_newlines=True, check=False)
+        assert res.returncode == 0, (module, res.stderr[-2000:])

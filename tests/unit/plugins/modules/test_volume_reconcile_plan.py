@@ -110,3 +110,14 @@ def test_teardown_refused_with_output_table_carries_the_table_not_the_plan():
     fields = err.value.to_result()
     assert fields["table"][-1].startswith("Plan: ") and "Teardown guard: 4 of 4" in fields["table"][-2]
     assert fields["teardown_guard"]["tripped"] and "plan" not in fields
+
+
+def test_node_errors_name_the_nodes_whose_state_was_not_gathered():
+    """The role fails the run with node_errors (it has no set_fact of its own for them any more)."""
+    down = {"node_name": "node2", "reachable": False, "error": "Failed to connect to the host via ssh"}
+    facts = {"node1": {"node_name": "node1", "reachable": True, "attached_devices": [], "mounts": [], "pods": []},
+             "node2": down}
+    result = plan_task.run(params(cluster_state=EXAMPLE, node_facts=facts), utc_now())
+    assert result["node_errors"] == [{"node": "node2", "phase": "facts", "msg": "Failed to connect to the host via ssh"}]
+    assert any(b["node"] == "node2" and "unreachable" in b["reason"] for b in result["blocked"])
+    assert "node_errors" not in plan_task.run(params(cluster_state=EXAMPLE), utc_now())  # no node facts, no errors

@@ -103,3 +103,36 @@ def test_loop_ephemeral_record_is_not_an_attachment(tmp_path):
     assert (vol.pod_uid, vol.volume_name, vol.image, vol.device) == ("u1", "scratch", str(image), None)
     assert driver.ephemeral_record(item)["ephemeral"] is True
     assert driver.ephemeral_record(_ephemeral_item(pool, uid="u2")) is None
+
+
+def test_a_node_waiting_on_an_image_lock_that_is_removed_locks_the_current_file(tmp_path):
+    """The last detach removes the image's holder lock under it; a node that was waiting must not go on under the
+    removed file while a third node locks the new one: it checks after locking and locks the current file."""
+    import fcntl
+    import threading
+
+    pool = tmp_path / "pool"
+    pool.mkdir()
+    driver = LoopDriver(fake_runner({}), str(tmp_path / "k"), "n1", {"loop_pools": [str(pool)]})
+    item = volume_item(dict(ITEM, volume_attributes={"pool": str(pool)}))
+    lock_path = driver._holder_path(item, ".lock")
+    entered = threading.Event()
+    locked_inode = []
+
+    def waiter():
+        with driver._holders_locked(item):
+            locked_inode.append(os.stat(lock_path).st_ino)  # the file the name points to is the one held
+            entered.set()
+
+    with driver._holders_locked(item) as remove:
+        thread = threading.Thread(target=waiter)
+        thread.start()
+        assert not entered.wait(0.3)  # waits for this holder
+        remove()  # the last holder is gone: the lock file with it
+        # a third node creates and takes the new lock file before the waiter gets the old one
+        third = os.open(lock_path, os.O_RDWR | os.O_CREAT)
+        fcntl.flock(third, fcntl.LOCK_EX)
+    assert not entered.wait(0.3)  # the waiter got the removed file's lock, saw it gone, and waits on the new one
+    os.close(third)
+    thread.join(5)
+    assert entered.is_set() and locked_inode == [os.stat(lock_path).st_ino]

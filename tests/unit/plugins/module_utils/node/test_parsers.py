@@ -153,3 +153,24 @@ def test_first_data_offset_reads_the_sampled_regions(tmp_path):
     small = tmp_path / "small"
     small.write_bytes(b"\0" * 1000 + b"log line\n")
     assert blockdev.first_data_offset(str(small)) == 1000
+
+
+def test_first_data_offset_finds_data_in_the_sampled_regions_only(tmp_path):
+    MiB = 1 << 20
+    image = tmp_path / "img"
+    with open(str(image), "wb") as fh:
+        fh.truncate(8 * MiB)  # samples at 0, 2, 4, 6 MiB and the last MiB (7 MiB)
+    assert blockdev.first_data_offset(str(image)) is None
+    with open(str(image), "r+b") as fh:
+        fh.seek(3 * MiB + 5)  # between samples: not seen (the probes look there)
+        fh.write(b"x")
+    assert blockdev.first_data_offset(str(image)) is None
+    with open(str(image), "r+b") as fh:
+        fh.seek(4 * MiB + 100)
+        fh.write(b"\x01")
+        fh.seek(8 * MiB - 1)
+        fh.write(b"\x02")
+    assert blockdev.first_data_offset(str(image)) == 4 * MiB + 100
+    small = tmp_path / "small"
+    small.write_bytes(bytes(1000) + b"\x03")  # smaller than one sample
+    assert blockdev.first_data_offset(str(small)) == 1000

@@ -161,8 +161,10 @@ def test_in_cluster_configuration(api, tmp_path, monkeypatch):
     token, ca = tmp_path / "token", tmp_path / "ca.crt"
     token.write_text(TOKEN)
     ca.write_text("not used over http\n")
-    monkeypatch.setattr(k8s_auth, "SERVICE_TOKEN_FILENAME", str(token))
-    monkeypatch.setattr(k8s_auth, "SERVICE_CERT_FILENAME", str(ca))
+    # where the client's in-cluster loader looks (k8s_auth imports the names when it builds a configuration)
+    from kubernetes.config import incluster_config
+    monkeypatch.setattr(incluster_config, "SERVICE_TOKEN_FILENAME", str(token))
+    monkeypatch.setattr(incluster_config, "SERVICE_CERT_FILENAME", str(ca))
     host, port = api.url.split("//")[1].split(":")
     configuration, source = k8s_auth.build_configuration({}, {"KUBERNETES_SERVICE_HOST": host,
                                                               "KUBERNETES_SERVICE_PORT": port})
