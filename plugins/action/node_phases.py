@@ -20,6 +20,7 @@ from ansible.plugins.action import ActionBase
 
 from ansible_collections.kubevol.volumes.plugins.module_utils import executor
 from ansible_collections.kubevol.volumes.plugins.module_utils.node_args import node_phases_argspec
+from ansible_collections.kubevol.volumes.plugins.module_utils.run_lock_task import kept_renewed
 
 # The phases one node_volume_setup execution runs in order (attach, mount, expand).
 SETUP_PHASES = ("attach", "mount", "expand_controller", "expand_node")
@@ -66,32 +67,36 @@ class ActionModule(ActionBase):
         # a whole plan result is cut here; the role passes the host's slice (filter node_plan) already
         plan = executor.PlanView(executor.node_slice(params["plan"], node))
         failures = params["failures"]
-        phase_results = {}
-        executed = []
-        setup = dict((phase, executor.phase_work(plan, phase, node, failures)[0]) for phase in phases
-                     if phase in SETUP_PHASES)
-        setup = dict((phase, items) for phase, items in setup.items() if items)
-        if len(setup) > 1:
-            # one execution for the node's attach, mount and expansion: fewer round trips
-            phase_results = self._setup(setup, node, params, task_vars)
-            executed.append("kubevol.volumes.node_volume_setup")
-            phases = [phase for phase in phases if phase not in SETUP_PHASES]
-        for phase in phases:
-            items, stale, forced = executor.phase_work(plan, phase, node, failures)
-            if not items and not stale:
-                continue
-            module, _extra = PHASE_MODULES[phase]
-            try:
-                outcome = self._execute_module(module_name=module, task_vars=task_vars,
-                                               module_args=module_args(phase, node, items, stale, forced, params))
-            except AnsibleConnectionFailure as err:
-                # keep what the earlier phases did: it is recorded; this phase and the rest are not
-                outcome = {"unreachable": True, "failed": True, "msg": "%s: %s" % (module, err)}
-            phase_results[phase] = outcome
-            executed.append(module)
-            failures = executor.advance(plan, phase, node, outcome, failures)
-            if node in failures["nodes"]:
-                break  # unreachable: nothing more can run there
+        # A long node task renews the run's lock as it goes (run_lock_task.kept_renewed): no second run takes it
+        # over as expired while this one still works on the nodes.
+        renewal_warnings = []
+        with kept_renewed(params["cluster_store"], params["run_lock"], renewal_warnings):
+            phase_results = {}
+            executed = []
+            setup = dict((phase, executor.phase_work(plan, phase, node, failures)[0]) for phase in phases
+                         if phase in SETUP_PHASES)
+            setup = dict((phase, items) for phase, items in setup.items() if items)
+            if len(setup) > 1:
+                # one execution for the node's attach, mount and expansion: fewer round trips
+                phase_results = self._setup(setup, node, params, task_vars)
+                executed.append("kubevol.volumes.node_volume_setup")
+                phases = [phase for phase in phases if phase not in SETUP_PHASES]
+            for phase in phases:
+                items, stale, forced = executor.phase_work(plan, phase, node, failures)
+                if not items and not stale:
+                    continue
+                module, _extra = PHASE_MODULES[phase]
+                try:
+                    outcome = self._execute_module(module_name=module, task_vars=task_vars,
+                                                   module_args=module_args(phase, node, items, stale, forced, params))
+                except AnsibleConnectionFailure as err:
+                    # keep what the earlier phases did: it is recorded; this phase and the rest are not
+                    outcome = {"unreachable": True, "failed": True, "msg": "%s: %s" % (module, err)}
+                phase_results[phase] = outcome
+                executed.append(module)
+                failures = executor.advance(plan, phase, node, outcome, failures)
+                if node in failures["nodes"]:
+                    break  # unreachable: nothing more can run there
         result.update(
             changed=any(r.get("changed") for r in phase_results.values()),
             phase_results=phase_results,
@@ -100,6 +105,8 @@ class ActionModule(ActionBase):
             errors=[{"phase": phase, "msg": r.get("msg")} for phase, r in phase_results.items()
                     if r.get("failed") or r.get("unreachable")],
         )
+        if renewal_warnings:
+            result["warnings"] = renewal_warnings
         # A node's failure is reported by the role once every node has run (executor.task_outcome);
         # this host stays in the play so the others' results are recorded.
         return result

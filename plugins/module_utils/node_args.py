@@ -87,4 +87,6 @@ def node_phases_argspec():
         provision=dict(type="bool", default=False),
         lock_timeout=copy.deepcopy(LOCK_SPEC["lock_timeout"]),
         loop_pools=copy.deepcopy(LOCK_SPEC["loop_pools"]),
+        run_lock=dict(type="dict"),
+        cluster_store=dict(type="dict", no_log=True),
     )

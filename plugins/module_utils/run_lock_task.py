@@ -11,6 +11,11 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import contextlib
+import threading
+
+from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
+
 from ansible_collections.kubevol.volumes.plugins.module_utils import run_lock
 from ansible_collections.kubevol.volumes.plugins.module_utils.errors import InvalidInput
 from ansible_collections.kubevol.volumes.plugins.module_utils.stores import (
@@ -21,6 +26,7 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.stores import (
 )
 
 REQUIRED_IF = CLUSTER_STORE_REQUIRED_IF + [("state", "released", ["holder"])]
+RENEW_EVERY = 3.0  # renewals per lock duration while a node task runs (kept_renewed)
 
 LOCK_OPTIONS = dict(
     holder=dict(type="str"),
@@ -35,6 +41,56 @@ def argspec():
                 timeout=dict(type="int", default=run_lock.DEFAULT_TIMEOUT), lock_timeout=dict(type="int", default=30))
     spec.update(LOCK_OPTIONS)
     return spec
+
+
+@contextlib.contextmanager
+def kept_renewed(cluster_store, lock, warnings):
+    """Renew the run lock every third of its duration while the body runs: a node task that outlasts the lock
+    (a long format or resize, a wait on a busy volume) must not let a second run take it over as expired.
+
+    cluster_store: the store's module options (cluster_source, cluster_state, the k8s auth options), as the
+    store modules take them; lock: a cluster_run_lock result. Nothing is renewed without both. A failed renewal
+    never stops the node work: it is added to ``warnings``, and a lost lock ends the renewals (the run's next
+    record write then fails, naming the run that took it)."""
+    if not cluster_store or not (lock or {}).get("holder"):
+        yield
+        return
+    # the store modules' own validation: aliases, path expansion, defaults left out (store_options)
+    validated = ArgumentSpecValidator(CLUSTER_STORE_ARGSPEC, required_if=CLUSTER_STORE_REQUIRED_IF).validate(
+        cluster_store)
+    if validated.error_messages:
+        warnings.append("the run lock is not renewed during the node task: %s" % "; ".join(validated.error_messages))
+        yield
+        return
+    params = validated.validated_parameters
+    duration = int(lock.get("duration") or run_lock.DEFAULT_DURATION)
+    stop = threading.Event()
+
+    def renew():
+        while not stop.wait(duration / RENEW_EVERY):
+            store = None
+            try:
+                store = get_store(params["cluster_source"], **store_options(params))
+                store.use_run_lock(lock)
+                store.renew_run_lock(lock["holder"], duration)
+            except run_lock.RunLockLost as err:
+                warnings.append("the run lock could not be renewed during the node task: %s" % err.msg)
+                return
+            except Exception as err:  # pylint: disable=broad-except  # reported; the node work goes on
+                warnings.append("the run lock could not be renewed during the node task (tried again in %ds): %s"
+                                % (duration / RENEW_EVERY, getattr(err, "msg", None) or err))
+            finally:
+                close = getattr(store, "close", None)
+                if close:
+                    close()
+
+    thread = threading.Thread(target=renew, name="kubevol-run-lock-renewal", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join(30)
 
 
 def run(params, check_mode=False, owner=None):

@@ -94,6 +94,17 @@ options:
     type: list
     elements: str
     default: [/var/lib/kubevol/pool]
+  run_lock:
+    description:
+      - The M(kubevol.volumes.cluster_run_lock) result of this run. With O(cluster_store), the lock is renewed every
+        third of its duration while the node modules run, so that a node task longer than the lock's duration does
+        not let a second run take the lock over as expired. A failed renewal is a warning; the node work goes on.
+    type: dict
+  cluster_store:
+    description:
+      - The cluster store's options, as M(kubevol.volumes.cluster_volume_record) takes them (C(cluster_source),
+        C(cluster_state), the Kubernetes auth options), for the renewals of O(run_lock).
+    type: dict
 """
 
 EXAMPLES = r"""

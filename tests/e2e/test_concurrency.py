@@ -5,6 +5,7 @@ from the start; every case checks it afterwards, and that the volume never had t
 the loop devices backing its image (polled every few milliseconds while runs are in flight), its
 VolumeAttachments and the nodes' volumesAttached.
 """
+import hashlib
 import os
 import signal
 import threading
@@ -129,6 +130,28 @@ def test_a_second_run_that_may_not_wait_fails_naming_the_first(kv):
     assert "another kubevol run holds the lock on cluster store file %s" % kv.state in text, run_b.describe()
     assert "pid %d" % run_a.pid in text and "host " in text and "since " in text
     assert finish(run_a) == 0, open(log_a).read()[-4000:]
+    assert not os.path.exists(kv.state + ".run-lock")
+
+
+def test_a_node_task_longer_than_the_run_lock_keeps_it(kv):
+    """A setup task outlasting kubevol_run_lock_duration (the target node's volume lock is held for 35 s, so the
+    node module waits for it): the run renews its lock while the node modules run, so a second run started after
+    the lock's own 10 s is refused, never let in to plan beside it."""
+    source = db_node(kv)
+    target = [n for n in kv.nodes if n != source][0]
+    assert kv.edit("move-pod", DB_POD, target) == "changed"
+    busy = "/run/kubevol/locks/%s.lock" % hashlib.sha256(DB_UNIQUE.encode("utf-8")).hexdigest()
+    kv.ssh(target, "mkdir -p /run/kubevol/locks && (setsid flock %s sleep 35 </dev/null >/dev/null 2>&1 &)" % busy)
+    run_a, log_a = kv.start_reconcile(["-e", "kubevol_run_lock_duration=10", "-e", "kubevol_lock_timeout=120"])
+    wait_for(lambda: os.path.exists(kv.state + ".run-lock"), what="the first run's lock")
+    time.sleep(20)  # the first run's last store write was seconds after it took the lock: only renewals keep it now
+    assert run_a.poll() is None, open(log_a).read()[-4000:]
+    run_b = kv.reconcile(["-e", "kubevol_run_lock_timeout=0"], expect_rc="nonzero")
+    assert "another kubevol run holds the lock on cluster store file %s" % kv.state in run_b.stdout, run_b.describe()
+    assert finish(run_a) == 0, open(log_a).read()[-4000:]
+    assert "could not be renewed" not in open(log_a).read()
+    assert db_node(kv) == target and len(db_loops(kv)) == 1
+    assert kv.read_sum(target, db_path(kv), "table.dat") == kv.shared["sum"]
     assert not os.path.exists(kv.state + ".run-lock")
 
 

@@ -292,3 +292,42 @@ def test_run_lock_waits_names_the_holder_and_takes_over_stale_locks(tmp_path):
         return datetime.datetime(2026, 1, 1, tzinfo=datetime.timezone.utc)
     store.acquire_run_lock("elsewhere", 60, 0, who={"host": "other-host", "pid": 1, "pid_start": 1}, now=past)
     assert "expired" in store.acquire_run_lock("next", 60, 0, who=me)["took_over"]["reason"]
+
+
+def test_the_run_lock_is_kept_renewed_while_a_node_task_runs(tmp_path):
+    """node_phases wraps its node work in kept_renewed: a task longer than the lock's duration keeps it, a second
+    run is still refused at the end; renewals stop with the task; a lost lock is a warning, not a failure."""
+    import json as _json
+    from ansible_collections.kubevol.volumes.plugins.module_utils import run_lock
+    from ansible_collections.kubevol.volumes.plugins.module_utils.run_lock_task import kept_renewed
+    path = tmp_path / "cluster.json"
+    path.write_text('{"kind": "List", "items": []}')
+    store = FileStore(str(path))
+    me = run_lock.owner(os.getpid())
+    store.acquire_run_lock("run-a", 2, 0, who=me)
+    lock = {"holder": "run-a", "duration": 2}
+    warnings = []
+
+    def renewed():
+        with open(str(path) + ".run-lock") as handle:
+            return _json.load(handle)["renewed"]
+
+    with kept_renewed({"cluster_source": "file", "cluster_state": str(path)}, lock, warnings):
+        time.sleep(3.2)  # longer than the lock's 2 s
+        with pytest.raises(run_lock.RunLocked):  # not expired: renewed every 2/3 s
+            store.acquire_run_lock("run-b", 2, 0, who=me)
+    assert warnings == []
+    last = renewed()
+    time.sleep(1.2)
+    assert renewed() == last  # the renewals ended with the task
+    # a lock lost while the task runs: a warning, the task goes on, no more renewals
+    store.release_run_lock("run-a")
+    with kept_renewed({"cluster_source": "file", "cluster_state": str(path)}, lock, warnings):
+        time.sleep(1.0)
+    assert len(warnings) == 1 and "could not be renewed" in warnings[0] and "gone" in warnings[0], warnings
+    # nothing to renew without a lock or a store; bad store options are a warning
+    with kept_renewed({}, lock, warnings), kept_renewed({"cluster_source": "file"}, None, warnings):
+        pass
+    with kept_renewed({"cluster_source": "nfs", "cluster_state": str(path)}, lock, warnings):
+        pass
+    assert len(warnings) == 2 and "not renewed" in warnings[1] and "cluster_source" in warnings[1], warnings
