@@ -88,10 +88,12 @@ options:
         default: Filesystem
         choices: [Filesystem, Block]
       fs_type:
-        description: Filesystem to create on a blank device (Filesystem mode).
+        description:
+          - Filesystem to create on a blank device (Filesystem mode) - C(ext4), C(ext3), C(xfs) or C(btrfs).
+          - Another type fails this volume alone, and only when its device would be formatted; the other volumes
+            of the call go on.
         type: str
         default: ext4
-        choices: [ext4, ext3, xfs, btrfs]
       mount_options:
         description: PV C(spec.mountOptions), one option per element.
         type: list

@@ -164,6 +164,10 @@ class _Resolver:
         if driver_object is not None and driver_object.fs_group_policy not in FS_GROUP_POLICIES:
             return ("CSIDriver %s has an unknown spec.fsGroupPolicy %r (valid: %s); fix the CSIDriver object"
                     % (csi.driver, driver_object.fs_group_policy, ", ".join(FS_GROUP_POLICIES)))
+        if pv.volume_mode != "Block" and (csi.fs_type or DEFAULT_FS_TYPE) not in FILESYSTEMS:
+            # the kubelet would fail the mount (unknown filesystem type); kubevol never formats it either
+            return ("PV %s: csi.fsType %r is not one kubevol formats or mounts (%s); fix the PV's csi.fsType"
+                    % (pv.name, csi.fs_type, ", ".join(sorted(FILESYSTEMS))))
         # csi_plugin.go skipAttach: no CSIDriver object means attach is required
         return volume_spec(pv, pvc, driver_object is None or driver_object.attach_required,
                            driver_object.fs_group_policy if driver_object is not None else FS_GROUP_POLICIES[0])

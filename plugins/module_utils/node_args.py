@@ -27,7 +27,8 @@ VOLUME_SPEC = dict(
     volume_attributes=dict(type="dict", default={}),
     capacity_bytes=dict(type="int"),
     mode=dict(type="str", default="Filesystem", choices=["Filesystem", "Block"]),
-    fs_type=dict(type="str", default="ext4", choices=["ext4", "ext3", "xfs", "btrfs"]),
+    # no choices: another type fails its volume alone, when it would be formatted (filesystem_to_create)
+    fs_type=dict(type="str", default="ext4"),
     mount_options=dict(type="list", elements="str", default=[]),
     read_only=dict(type="bool", default=False),
     multi_attach=dict(type="bool", default=False),

@@ -28,7 +28,8 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.drivers.loop impor
 from ansible_collections.kubevol.volumes.plugins.module_utils.errors import KubevolError, UnsafeToFormat
 from ansible_collections.kubevol.volumes.plugins.module_utils.node import blockdev, layout, mount, ownership
 from ansible_collections.kubevol.volumes.plugins.module_utils.node.context import act as _act
-from ansible_collections.kubevol.volumes.plugins.module_utils.node.filesystems import FILESYSTEMS, get_filesystem
+from ansible_collections.kubevol.volumes.plugins.module_utils.node.filesystems import (
+    FILESYSTEMS, filesystem_to_create, get_filesystem)
 
 EPHEMERAL = "Ephemeral"
 
@@ -123,7 +124,7 @@ def publish(ctx, item):
     ctx.step = "probe"
     found = blockdev.probe(runner, device)  # raises UnsafeToFormat when inconclusive
     if found.blank:
-        fs = get_filesystem(item.fs_type)
+        fs = filesystem_to_create(item.fs_type, item.pv_name, ctx.node_name)
         _act(ctx, res, "format", runner.check, fs.mkfs_argv(device), "format",
              "the image may be too small for %s; raise csi.volumeAttributes.size" % item.fs_type)
         res["formatted"] = True

@@ -14,7 +14,7 @@ __metaclass__ = type
 
 import re
 
-from ansible_collections.kubevol.volumes.plugins.module_utils.errors import ParseError
+from ansible_collections.kubevol.volumes.plugins.module_utils.errors import InvalidInput, ParseError
 
 
 class Filesystem:
@@ -118,3 +118,16 @@ def get_filesystem(name):
     """An instance for ``name``, or None for a type kubevol does not handle."""
     cls = FILESYSTEMS.get(name)
     return cls() if cls else None
+
+
+def filesystem_to_create(name, volume, node):
+    """The filesystem to create for fs_type ``name``. A type kubevol does not create fails this volume alone, before
+    its device is touched: the node modules take any fs_type, so that one PV's unusual csi.fsType does not fail
+    the call for every other volume on the node."""
+    fs = get_filesystem(name)
+    if fs is None:
+        raise InvalidInput(field="fs_type", value=name,
+                           reason="volume %s on node %s: kubevol creates only %s filesystems; its device was left as "
+                                  "it is (set the PV's csi.fsType to one of them)"
+                                  % (volume, node, ", ".join(sorted(FILESYSTEMS))))
+    return fs

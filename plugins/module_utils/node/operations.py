@@ -19,7 +19,8 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.errors import (
     CommandFailed, DeviceNotFound, KubevolError, StillMounted, UnsafeToFormat)
 from ansible_collections.kubevol.volumes.plugins.module_utils.node import blockdev, ephemeral, layout, mount, ownership
 from ansible_collections.kubevol.volumes.plugins.module_utils.node.context import act as _act
-from ansible_collections.kubevol.volumes.plugins.module_utils.node.filesystems import FILESYSTEMS, get_filesystem
+from ansible_collections.kubevol.volumes.plugins.module_utils.node.filesystems import (
+    FILESYSTEMS, filesystem_to_create, get_filesystem)
 from ansible_collections.kubevol.volumes.plugins.module_utils.volume_attachment import attached_volume_attachment
 
 FSCK_CORRECTED = 1
@@ -127,7 +128,7 @@ def _stage(ctx, runner, item, device, mounts, force, res):
             raise UnsafeToFormat(device=device, volume=item.pv_name, node=ctx.node_name,
                                  reason="the volume is read-only and %s (UnformattedReadOnly: cannot format in "
                                         "read-only mode)" % found.describe())
-        fs = get_filesystem(item.fs_type)
+        fs = filesystem_to_create(item.fs_type, item.pv_name, ctx.node_name)
         if not found.blank:
             ctx.warn("force=true: erasing %s on %s (%s) for volume %s" % (found.describe(), device, existing or "no fs",
                                                                           item.pv_name))

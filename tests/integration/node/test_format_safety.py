@@ -142,3 +142,25 @@ def test_data_without_any_signature_is_never_formatted(node, where):
     assert node.sha256(image) == before
     res = node.module("node_volume_mount", volumes=[vol], force=True)
     assert res["_rc"] == 0 and res["volumes"][0]["formatted"], res
+
+
+def test_an_fs_type_kubevol_does_not_create_fails_its_volume_alone_and_touches_nothing(node):
+    """The node modules take any fs_type (one PV's unusual csi.fsType must not fail the call for the node's other
+    volumes); a volume whose blank device would get such a type fails alone, its device untouched, even with
+    force=true over an old signature."""
+    fat = node.vol("pv-fat", fs_type="vfat", pods=[{"uid": POD}])
+    ok = node.vol("pv-ok", pods=[{"uid": POD}])
+    old = node.vol("pv-old", fs_type="vfat")
+    for vol in (fat, ok, old):
+        node.run("truncate", "-s", "64M", node.image(vol))
+    make_swap(node.image(old))
+    before = dict((v["pv_name"], head_digest(node.image(v))) for v in (fat, old))
+    assert node.module("k8s_volume_attach", volumes=[fat, ok, old])["_rc"] == 0
+    res = node.module("node_volume_mount", volumes=[fat, ok])
+    assert res["_rc"] != 0 and res["failed"], res
+    assert "pv-fat on node node1: kubevol creates only btrfs, ext3, ext4, xfs filesystems" in res["msg"], res["msg"]
+    assert [v["pv_name"] for v in res["volumes"]] == ["pv-ok"] and res["volumes"][0]["formatted"], res
+    forced = node.module("node_volume_mount", volumes=[old], force=True)
+    assert forced["_rc"] != 0 and "pv-old" in forced["msg"] and "wipe" not in json.dumps(forced.get("volumes")), forced
+    assert dict((v["pv_name"], head_digest(node.image(v))) for v in (fat, old)) == before
+    assert node.module("volume_detach", volumes=[fat, ok, old], force=True)["_rc"] == 0

@@ -267,3 +267,17 @@ def test_reason_prints_decimal_quantities():
     data = cluster(node("node1"), bound("pv-a", "ns/a", size="5G", request="10G"), pod("ns/p", "node1", ["a"]))
     reason = [s for s in run(data)["plan"] if s["target"] == "controller"][0]["reason"]
     assert "requests 10G, PV has 5G" in reason and "Ki" not in reason
+
+
+# ---- a PV fsType kubevol does not handle --------------------------------------------------------------
+
+def test_a_pv_whose_fs_type_kubevol_does_not_handle_is_blocked_alone():
+    """The kubelet would fail such a mount (unknown filesystem type); kubevol blocks it in the plan with the field
+    to fix, and the node's other volumes go on. A Block volume's fsType is not used."""
+    data = cluster(node("node1"), bound("pv-fat", "ns/fat", fs_type="vfat"), bound("pv-ok", "ns/ok"),
+                   bound("pv-raw", "ns/raw", fs_type="vfat", mode="Block"),
+                   pod("ns/app", "node1", ["fat", "ok"]), pod("ns/raw", "node1", ["raw"], devices=["raw"]))
+    result = run(data)
+    assert sorted(set(s[3] for s in steps(result))) == ["pv-ok", "pv-raw"]
+    assert any("PV pv-fat: csi.fsType 'vfat' is not one kubevol formats or mounts (btrfs, ext3, ext4, xfs); fix the "
+               "PV's csi.fsType" in r for r in reasons(result)), reasons(result)
