@@ -214,7 +214,10 @@ class LoopDriver(Driver):
             os.close(dir_fd)
 
         def remove():
-            os.unlink(name, dir_fd=dir_fd)
+            try:
+                os.unlink(name, dir_fd=dir_fd)
+            except OSError:
+                pass  # an empty lock file left behind is harmless: the next attach locks it again
 
         try:
             yield remove
