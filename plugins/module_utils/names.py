@@ -28,6 +28,15 @@ MANAGED_ATTACH_DETACH_ANNOTATION = "volumes.kubernetes.io/controller-managed-att
 OUT_OF_SERVICE_TAINT = "node.kubernetes.io/out-of-service"
 DETACH_REQUESTED_AT_ANNOTATION = "kubevol.io/detach-requested-at"
 
+# a pod's securityContext as the API server validates it (the planner and the node modules check both alike)
+FS_GROUP_CHANGE_POLICIES = ("Always", "OnRootMismatch")
+MAX_GROUP_ID = 2 ** 31 - 1
+
+
+def is_group_id(value):
+    """Whether ``value`` is a securityContext.fsGroup the API server accepts: an integer from 0 to 2**31-1."""
+    return not isinstance(value, bool) and isinstance(value, int) and 0 <= value <= MAX_GROUP_ID
+
 
 def check_component(field, value):
     """Refuse anything that is not one safe path component; return value."""

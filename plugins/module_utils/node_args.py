@@ -12,12 +12,14 @@ __metaclass__ = type
 
 import copy
 
+from ansible_collections.kubevol.volumes.plugins.module_utils import names
+
 POD_SPEC = dict(
     uid=dict(type="str", required=True),
     name=dict(type="str", default=""),
     read_only=dict(type="bool", default=False),
     fs_group=dict(type="int"),
-    fs_group_change_policy=dict(type="str", choices=["Always", "OnRootMismatch"]),
+    fs_group_change_policy=dict(type="str", choices=list(names.FS_GROUP_CHANGE_POLICIES)),
 )
 
 VOLUME_SPEC = dict(

@@ -98,14 +98,13 @@ def volume_item(raw):
             raise InvalidInput(field="pods item", value=pod, reason="must be a dict")
         names.check_component("pod uid", pod.get("uid"))
         fs_group = pod.get("fs_group")
-        if fs_group is not None and (isinstance(fs_group, bool) or not isinstance(fs_group, int)
-                                     or not 0 <= fs_group <= 2 ** 31 - 1):
+        if fs_group is not None and not names.is_group_id(fs_group):
             raise InvalidInput(field="pods[].fs_group", value=fs_group,
-                               reason="must be a group ID, an integer from 0 to 2147483647")
+                               reason="must be a group ID, an integer from 0 to %d" % names.MAX_GROUP_ID)
         change_policy = pod.get("fs_group_change_policy")
-        if change_policy not in (None, "Always", "OnRootMismatch"):
+        if change_policy is not None and change_policy not in names.FS_GROUP_CHANGE_POLICIES:
             raise InvalidInput(field="pods[].fs_group_change_policy", value=change_policy,
-                               reason="must be Always or OnRootMismatch")
+                               reason="must be %s" % " or ".join(names.FS_GROUP_CHANGE_POLICIES))
         pods.append(PodMount(uid=pod["uid"], name=pod.get("name") or "", read_only=bool(pod.get("read_only")),
                              fs_group=fs_group, fs_group_change_policy=change_policy))
     detach = True if raw.get("detach") is None else bool(raw.get("detach"))
