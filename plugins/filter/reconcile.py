@@ -69,10 +69,6 @@ def detach_request_records(plan_result):
     return executor.detach_request_records(plan_result)
 
 
-def facts_errors(node_facts, out_of_service=None):
-    return executor.facts_errors(node_facts, out_of_service)
-
-
 class FilterModule(object):
     def filters(self):
         return {
@@ -83,5 +79,4 @@ class FilterModule(object):
             "run_tasks": run_tasks,
             "detach_request_records": detach_request_records,
             "attach_intents": attach_intents,
-            "facts_errors": facts_errors,
         }

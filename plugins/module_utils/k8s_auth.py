@@ -93,7 +93,6 @@ CONFIG_ATTRIBUTE = {
     "impersonate_groups": "impersonate_groups",
 }
 SECRET_OPTIONS = ("api_key", "password")
-IMPERSONATION_HEADERS = (("impersonate_user", "Impersonate-User"), ("impersonate_groups", "Impersonate-Group"))
 
 
 def env_names(option):
@@ -218,7 +217,9 @@ def resolve_auth(options, environ=None):
     environ = os.environ if environ is None else environ
     unknown = sorted(k for k in options if k not in K8S_AUTH_ARGSPEC and options[k] is not None)
     if unknown:
-        raise InvalidInput(field=unknown[0], value=options[unknown[0]], reason="is not a Kubernetes auth option")
+        raise InvalidInput(field=unknown[0], value=options[unknown[0]],
+                           reason="is not a Kubernetes auth option; the options are %s"
+                           % ", ".join(sorted(K8S_AUTH_ARGSPEC)))
     auth = {}
     for option in K8S_AUTH_ARGSPEC:
         value = options.get(option)
@@ -235,7 +236,8 @@ def resolve_auth(options, environ=None):
         if isinstance(kubeconfig, str):
             paths = kubeconfig_paths(kubeconfig)
             if not paths:
-                raise InvalidInput(field="kubeconfig", value=kubeconfig, reason="names no file")
+                raise InvalidInput(field="kubeconfig", value=kubeconfig,
+                                   reason="names no file; give a path, a list of paths or a kubeconfig dict")
             auth["kubeconfig"] = os.pathsep.join(paths)
         elif not isinstance(kubeconfig, dict):
             raise InvalidInput(field="kubeconfig", value=kubeconfig,
@@ -388,7 +390,8 @@ def _load_kubeconfig(auth, configuration, environ):
             raise KubernetesAuthError(reason="cannot use %s%s: %s; check the dict and the context name"
                                              % (described, in_context, err))
         except Exception as err:  # pylint: disable=broad-except  # malformed dicts
-            raise KubernetesAuthError(reason="cannot read %s: %s" % (described, err))
+            raise KubernetesAuthError(reason="cannot read %s: %s; check that it is a whole kubeconfig (clusters, "
+                                             "contexts, users)" % (described, err))
         return described + in_context
     if kubeconfig is not None:
         given, origin = kubeconfig, "kubeconfig"

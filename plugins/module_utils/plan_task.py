@@ -81,8 +81,5 @@ def _run(params, now, keep_alive):
     rows = params.get("table_rows")
     shaped = shape(result, output, None if rows is None or rows <= 0 else rows)
     if result["teardown_guard"]["tripped"]:
-        err = TeardownRefused(dict(shaped, teardown_guard=result["teardown_guard"]))
-        if "table" in shaped:
-            err.kwargs["table"] = shaped["table"]
-        raise err
+        raise TeardownRefused(dict(shaped, teardown_guard=result["teardown_guard"]))
     return shaped

@@ -16,8 +16,7 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.executor import KI
 
 SYMBOLS = {"unmount": "-", "cleanup": "-", "detach": "-", "attach": "+", "mount": "+", "expand": "~"}
 ACTIONS = ("unmount", "detach", "attach", "mount", "expand")
-STEP_COLUMNS = ("", "ACTION", "NODE", "VOLUME", "POD", "REASON")
-BLOCKED_COLUMNS = ("", "ACTION", "NODE", "VOLUME", "POD", "REASON")
+COLUMNS = ("", "ACTION", "NODE", "VOLUME", "POD", "REASON")  # the plan's steps and blocked items alike
 OUTPUTS = ("full", "table", "summary")
 
 
@@ -81,7 +80,7 @@ def _step_action(step):
 
 
 def blocked_lines(blocked, max_rows=None):
-    rows = [BLOCKED_COLUMNS]
+    rows = [COLUMNS]
     shown = blocked if max_rows is None else blocked[:max_rows]
     rows.extend(("!", _cell(b.get("action")), _cell(b.get("node")), _cell(b.get("volume")), _cell(b.get("pod")),
                  _cell(b.get("reason"))) for b in shown)
@@ -124,7 +123,7 @@ def table_lines(result, max_rows=None):
     lines = []
     if steps:
         shown = steps if max_rows is None else steps[:max_rows]
-        rows = [STEP_COLUMNS]
+        rows = [COLUMNS]
         rows.extend((SYMBOLS.get(s.get("action"), "?"), _step_action(s), _cell(s.get("node")), _cell(s.get("volume")),
                      _cell(s.get("pod")), _cell(s.get("reason"))) for s in shown)
         lines.extend(_table(rows))

@@ -63,8 +63,8 @@ class TeardownRefused(KubevolError):
                "max_teardown_count (kubevol_max_teardown_fraction / kubevol_max_teardown_count)"
                % (guard["teardown"], guard["mounted"], guard["max_teardown_count"],
                   guard["max_teardown_fraction"] * 100, listing))
-        fields = dict((k, result[k]) for k in ("plan", "blocked", "teardown_guard", "summary", "desired", "actual")
-                      if k in result)
+        fields = dict((k, result[k]) for k in ("plan", "blocked", "teardown_guard", "summary", "desired", "actual",
+                                               "table") if k in result)
         super(TeardownRefused, self).__init__(msg, step="plan", **fields)
 
 

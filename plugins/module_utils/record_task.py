@@ -42,9 +42,7 @@ def run(params, check_mode=False, diff=False):
         with gc_paused():  # the parsed List and the diff are acyclic; see cluster.gc_paused
             outcome = store.apply(params["records"], check_mode=check_mode)
     finally:
-        close = getattr(store, "close", None)
-        if close:
-            close()
+        store.close()
     result = dict(changed=outcome["changed"], changes=outcome["changes"], count=len(outcome["changes"]),
                   source=store.describe())
     if diff:

@@ -63,15 +63,19 @@ def kept_renewed(cluster_store, lock, warnings):
         yield
         return
     params = validated.validated_parameters
+    try:
+        store = get_store(params["cluster_source"], **store_options(params))  # one store for every renewal
+    except Exception as err:  # pylint: disable=broad-except  # reported; the node work goes on
+        warnings.append("the run lock is not renewed during the node task: %s" % (getattr(err, "msg", None) or err))
+        yield
+        return
+    store.use_run_lock(lock)
     duration = int(lock.get("duration") or run_lock.DEFAULT_DURATION)
     stop = threading.Event()
 
     def renew():
         while not stop.wait(duration / RENEW_EVERY):
-            store = None
             try:
-                store = get_store(params["cluster_source"], **store_options(params))
-                store.use_run_lock(lock)
                 store.renew_run_lock(lock["holder"], duration)
             except run_lock.RunLockLost as err:
                 warnings.append("the run lock could not be renewed during the node task: %s" % err.msg)
@@ -79,10 +83,6 @@ def kept_renewed(cluster_store, lock, warnings):
             except Exception as err:  # pylint: disable=broad-except  # reported; the node work goes on
                 warnings.append("the run lock could not be renewed during the node task (tried again in %ds): %s"
                                 % (duration / RENEW_EVERY, getattr(err, "msg", None) or err))
-            finally:
-                close = getattr(store, "close", None)
-                if close:
-                    close()
 
     thread = threading.Thread(target=renew, name="kubevol-run-lock-renewal", daemon=True)
     thread.start()
@@ -91,6 +91,7 @@ def kept_renewed(cluster_store, lock, warnings):
     finally:
         stop.set()
         thread.join(30)
+        store.close()
 
 
 def run(params, check_mode=False, owner=None):
@@ -118,6 +119,4 @@ def run(params, check_mode=False, owner=None):
         result.update(changed=False, acquired=True, holder=holder, since=taken["since"], took_over=taken["took_over"])
         return result
     finally:
-        close = getattr(store, "close", None)
-        if close:
-            close()
+        store.close()

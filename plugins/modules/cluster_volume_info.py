@@ -116,9 +116,7 @@ def run(params):
     try:
         cluster = store.load()
     finally:
-        close = getattr(store, "close", None)
-        if close:
-            close()
+        store.close()
     result = dict(changed=False, source=store.describe())
     if params.get("query"):
         result["query_result"] = search(params["query"], cluster, "query")  # only the answer, not the whole List

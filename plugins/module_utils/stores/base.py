@@ -55,6 +55,9 @@ class ClusterStore:
 
     source = None
 
+    def close(self):
+        """Release what the store holds open (the kubernetes store's connections); nothing by default."""
+
     def load(self):
         """Return the cluster as a raw List dict: {"apiVersion": "v1", "kind": "List", "items": [...]}.
 

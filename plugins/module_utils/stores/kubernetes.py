@@ -97,8 +97,6 @@ RESOURCES = (
 )
 BY_KIND = dict((r.kind, r) for r in RESOURCES)
 LEASE = Resource("Lease", "coordination.k8s.io/v1", "leases", True)
-DEFAULT_LEASE_NAMESPACE = run_lock.DEFAULT_LEASE_NAMESPACE
-DEFAULT_LEASE_NAME = run_lock.DEFAULT_LEASE_NAME
 RUN_ANNOTATIONS = {"host": "kubevol.io/run-host", "pid": "kubevol.io/run-pid", "pid_start": "kubevol.io/run-pid-start"}
 
 
@@ -228,8 +226,8 @@ class KubernetesStore(ClusterStore):
         self.api_client.user_agent = "kubevol/kubernetes-store"
         self._sleep = sleep
         self.requests = 0
-        self.lease_namespace = DEFAULT_LEASE_NAMESPACE
-        self.lease_name = DEFAULT_LEASE_NAME
+        self.lease_namespace = run_lock.DEFAULT_LEASE_NAMESPACE
+        self.lease_name = run_lock.DEFAULT_LEASE_NAME
 
     @classmethod
     def from_options(cls, page_size=None, lock_timeout=None, **options):
@@ -245,8 +243,8 @@ class KubernetesStore(ClusterStore):
 
     # -- the run lock: a coordination.k8s.io/v1 Lease, written with the resourceVersion it read ----------
     def use_run_lock(self, lock):
-        self.lease_namespace = lock.get("lease_namespace") or DEFAULT_LEASE_NAMESPACE
-        self.lease_name = lock.get("lease_name") or DEFAULT_LEASE_NAME
+        self.lease_namespace = lock.get("lease_namespace") or run_lock.DEFAULT_LEASE_NAMESPACE
+        self.lease_name = lock.get("lease_name") or run_lock.DEFAULT_LEASE_NAME
 
     def run_lock_location(self):
         return "Lease %s/%s" % (self.lease_namespace, self.lease_name)
