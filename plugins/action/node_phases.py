@@ -71,32 +71,7 @@ class ActionModule(ActionBase):
         # over as expired while this one still works on the nodes.
         renewal_warnings = []
         with kept_renewed(params["cluster_store"], params["run_lock"], renewal_warnings):
-            phase_results = {}
-            executed = []
-            setup = dict((phase, executor.phase_work(plan, phase, node, failures)[0]) for phase in phases
-                         if phase in SETUP_PHASES)
-            setup = dict((phase, items) for phase, items in setup.items() if items)
-            if len(setup) > 1:
-                # one execution for the node's attach, mount and expansion: fewer round trips
-                phase_results = self._setup(setup, node, params, task_vars)
-                executed.append("kubevol.volumes.node_volume_setup")
-                phases = [phase for phase in phases if phase not in SETUP_PHASES]
-            for phase in phases:
-                items, stale, forced = executor.phase_work(plan, phase, node, failures)
-                if not items and not stale:
-                    continue
-                module, _extra = PHASE_MODULES[phase]
-                try:
-                    outcome = self._execute_module(module_name=module, task_vars=task_vars,
-                                                   module_args=module_args(phase, node, items, stale, forced, params))
-                except AnsibleConnectionFailure as err:
-                    # keep what the earlier phases did: it is recorded; this phase and the rest are not
-                    outcome = {"unreachable": True, "failed": True, "msg": "%s: %s" % (module, err)}
-                phase_results[phase] = outcome
-                executed.append(module)
-                failures = executor.advance(plan, phase, node, outcome, failures)
-                if node in failures["nodes"]:
-                    break  # unreachable: nothing more can run there
+            phase_results, executed = self._run_phases(plan, phases, node, failures, params, task_vars)
         result.update(
             changed=any(r.get("changed") for r in phase_results.values()),
             phase_results=phase_results,
@@ -110,6 +85,36 @@ class ActionModule(ActionBase):
         # A node's failure is reported by the role once every node has run (executor.task_outcome);
         # this host stays in the play so the others' results are recorded.
         return result
+
+    def _run_phases(self, plan, phases, node, failures, params, task_vars):
+        """Run the node's share of ``phases`` over the host's connection: ({phase: module result}, modules run)."""
+        phase_results = {}
+        executed = []
+        setup = dict((phase, executor.phase_work(plan, phase, node, failures)[0]) for phase in phases
+                     if phase in SETUP_PHASES)
+        setup = dict((phase, items) for phase, items in setup.items() if items)
+        if len(setup) > 1:
+            # one execution for the node's attach, mount and expansion: fewer round trips
+            phase_results = self._setup(setup, node, params, task_vars)
+            executed.append("kubevol.volumes.node_volume_setup")
+            phases = [phase for phase in phases if phase not in SETUP_PHASES]
+        for phase in phases:
+            items, stale, forced = executor.phase_work(plan, phase, node, failures)
+            if not items and not stale:
+                continue
+            module, _extra = PHASE_MODULES[phase]
+            try:
+                outcome = self._execute_module(module_name=module, task_vars=task_vars,
+                                               module_args=module_args(phase, node, items, stale, forced, params))
+            except AnsibleConnectionFailure as err:
+                # keep what the earlier phases did: it is recorded; this phase and the rest are not
+                outcome = {"unreachable": True, "failed": True, "msg": "%s: %s" % (module, err)}
+            phase_results[phase] = outcome
+            executed.append(module)
+            failures = executor.advance(plan, phase, node, outcome, failures)
+            if node in failures["nodes"]:
+                break  # unreachable: nothing more can run there
+        return phase_results, executed
 
     def _setup(self, setup, node, params, task_vars):
         """The setup phases ({phase: items}) in one node_volume_setup execution: {phase: result}."""
