@@ -81,7 +81,7 @@ class ActionModule(ActionBase):
                     if r.get("failed") or r.get("unreachable")],
         )
         if renewal_warnings:
-            result["warnings"] = renewal_warnings
+            result["warnings"] = ["node %s: %s" % (node, warning) for warning in renewal_warnings]
         # A node's failure is reported by the role once every node has run (executor.task_outcome);
         # this host stays in the play so the others' results are recorded.
         return result

@@ -78,11 +78,13 @@ def kept_renewed(cluster_store, lock, warnings):
             try:
                 store.renew_run_lock(lock["holder"], duration)
             except run_lock.RunLockLost as err:
-                warnings.append("the run lock could not be renewed during the node task: %s" % err.msg)
+                warnings.append("the run lock could not be renewed during the node task: %s; this run's next record "
+                                "write will be refused: let the other run end, then run again (it converges)" % err.msg)
                 return
             except Exception as err:  # pylint: disable=broad-except  # reported; the node work goes on
-                warnings.append("the run lock could not be renewed during the node task (tried again in %ds): %s"
-                                % (duration / RENEW_EVERY, getattr(err, "msg", None) or err))
+                reason = getattr(err, "msg", None) or err
+                warnings.append("the run lock could not be renewed during the node task (tried again in %ds): %s; "
+                                "check that the cluster store is reachable" % (duration / RENEW_EVERY, reason))
 
     thread = threading.Thread(target=renew, name="kubevol-run-lock-renewal", daemon=True)
     thread.start()

@@ -30,7 +30,7 @@ from typing import Tuple
 
 from ansible_collections.kubevol.volumes.plugins.module_utils import names
 from ansible_collections.kubevol.volumes.plugins.module_utils.errors import (
-    DeviceNotFound, InvalidInput, ParseError, UnsafeName, VolumeInUse)
+    DeviceNotFound, InvalidInput, ParseError, UnsafeName, UnsafePath, VolumeInUse)
 from ansible_collections.kubevol.volumes.plugins.module_utils.drivers.base import (
     ATTACHABLE, BLOCK, CONTROLLER_EXPAND, EPHEMERAL, NODE_EXPAND, AttachedDevice, Attachment, Driver,
     EphemeralVolume, Expansion)
@@ -199,7 +199,14 @@ class LoopDriver(Driver):
         while True:
             dir_fd = layout.open_dir(self.pool(item), self._holders_dir(item), True, self.node_name)
             try:
-                fd = os.open(name, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600, dir_fd=dir_fd)
+                try:
+                    fd = os.open(name, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600, dir_fd=dir_fd)
+                except OSError as err:
+                    if err.errno != errno.ELOOP:
+                        raise
+                    raise UnsafePath(path=os.path.join(self._holders_dir(item), name), node=self.node_name,
+                                     kubelet_dir=self.pool(item), reason="a symlink where volume %s's holder lock "
+                                                                         "belongs" % item.pv_name)
                 try:
                     fcntl.flock(fd, fcntl.LOCK_EX)
                     if _same_file(os.fstat(fd), name, dir_fd):

@@ -195,3 +195,19 @@ def test_the_pool_locks_each_image_alone_and_removes_the_lock_with_the_last_hold
     # nobody holds either image: neither a holder record nor a lock file is left
     assert listing(os.path.join(node.pool, ".kubevol-holders")) == []
     assert node.loops() == []
+
+
+def test_a_planted_holder_lock_symlink_is_never_followed(node, tmp_path):
+    """A symlink planted where an image's holder lock belongs: attach refuses, the file it points to is untouched,
+    nothing is attached."""
+    vol = node.vol("pv-planted")
+    victim = tmp_path / "victim"
+    victim.write_text("keep me\n")
+    lock = _holder_file(node, vol, ".lock")
+    os.makedirs(os.path.dirname(lock), exist_ok=True)
+    os.symlink(str(victim), lock)
+    res = node.module("k8s_volume_attach", volumes=[vol], provision=True)
+    assert res["_rc"] != 0 and "refusing %s on node node1: a symlink where volume pv-planted's holder lock" % lock \
+        in res["msg"] and "remove it by hand" in res["msg"], res
+    assert victim.read_text() == "keep me\n" and os.path.islink(lock)
+    assert node.loops() == []
