@@ -4,10 +4,11 @@ kubernetes client's ``oidc`` auth-provider uses to refresh an expired id-token
 import base64
 import json
 import ssl
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from urllib.parse import parse_qs
+
+from fakeapi.server import LocalServer
 
 
 def _b64(data):
@@ -24,7 +25,7 @@ def make_jwt(claims):
     raise AssertionError("unreachable")
 
 
-class OidcIssuer:
+class OidcIssuer(LocalServer):
     def __init__(self, cert, key, client_id, client_secret, refresh_token, on_issue=None):
         """on_issue(id_token): called with each id-token issued (give it to the fake API's tokens)."""
         self.cert, self.key = cert, key
@@ -33,35 +34,18 @@ class OidcIssuer:
         self.on_issue = on_issue
         self.issued = []     # [(id_token, refresh_token)]
         self.requests = []   # [(method, path)]
-        self.httpd = self.thread = None
 
     @property
     def url(self):
         return "https://127.0.0.1:%d" % self.httpd.server_address[1]
 
-    def start(self):
-        handler = type("OidcHandler", (_OidcHandler,), {"issuer": self})
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-        self.httpd.daemon_threads = True
+    def handler_class(self):
+        return type("OidcHandler", (_OidcHandler,), {"issuer": self})
+
+    def tls_context(self):
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         context.load_cert_chain(self.cert, self.key)
-        self.httpd.socket = context.wrap_socket(self.httpd.socket, server_side=True)
-        self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-        self.thread.start()
-        return self
-
-    def stop(self):
-        if self.httpd is not None:
-            self.httpd.shutdown()
-            self.httpd.server_close()
-            self.thread.join(5)
-            self.httpd = None
-
-    def __enter__(self):
-        return self.start()
-
-    def __exit__(self, *exc):
-        self.stop()
+        return context
 
     def refresh(self, form, authorization):
         expected = "Basic " + base64.b64encode(("%s:%s" % (self.client_id, self.client_secret)).encode()).decode()

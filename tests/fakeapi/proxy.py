@@ -4,44 +4,25 @@ was asked, with the headers the proxy itself received (Proxy-Authorization, User
 import http.client
 import select
 import socket
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from urllib.parse import urlsplit
+
+from fakeapi.server import LocalServer
 
 HOP_BY_HOP = ("connection", "keep-alive", "proxy-authorization", "proxy-connection", "te", "trailer",
               "transfer-encoding", "upgrade")
 
 
-class ForwardProxy:
+class ForwardProxy(LocalServer):
     def __init__(self):
         self.log = []   # [{"method", "target", "headers": {lower-case name: [values]}}]
-        self.httpd = None
-        self.thread = None
 
     @property
     def url(self):
         return "http://127.0.0.1:%d" % self.httpd.server_address[1]
 
-    def start(self):
-        handler = type("ProxyHandler", (_ProxyHandler,), {"proxy": self})
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-        self.httpd.daemon_threads = True
-        self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-        self.thread.start()
-        return self
-
-    def stop(self):
-        if self.httpd is not None:
-            self.httpd.shutdown()
-            self.httpd.server_close()
-            self.thread.join(5)
-            self.httpd = None
-
-    def __enter__(self):
-        return self.start()
-
-    def __exit__(self, *exc):
-        self.stop()
+    def handler_class(self):
+        return type("ProxyHandler", (_ProxyHandler,), {"proxy": self})
 
 
 class _ProxyHandler(BaseHTTPRequestHandler):
