@@ -12,6 +12,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from collections import Counter
+
 from ansible_collections.kubevol.volumes.plugins.module_utils.executor import KIND_PHASE
 
 SYMBOLS = {"unmount": "-", "cleanup": "-", "detach": "-", "attach": "+", "mount": "+", "expand": "~"}
@@ -145,16 +147,14 @@ def table_lines(result, max_rows=None):
 def node_counts(result):
     """{node: {unmount, detach, attach, mount, expand, cleanup, blocked}} of the plan's steps and blocked items."""
     nodes = {}
-
-    def counts(node):
-        return nodes.setdefault(node, dict((a, 0) for a in ACTIONS + ("cleanup", "blocked")))
-
-    for step in result.get("plan") or ():
-        row = counts(step.get("node"))
-        if step.get("action") in row:
-            row[step["action"]] += 1
-    for entry in blocked_once(result):
-        counts(entry.get("node"))["blocked"] += 1
+    counted = Counter((step.get("node"), step.get("action")) for step in result.get("plan") or ())
+    counted.update((entry.get("node"), "blocked") for entry in blocked_once(result))
+    for (node, action), count in counted.items():
+        row = nodes.get(node)
+        if row is None:
+            row = nodes[node] = dict((a, 0) for a in ACTIONS + ("cleanup", "blocked"))
+        if action in row:
+            row[action] += count
     return nodes
 
 

@@ -880,8 +880,9 @@ def lean_plan(steps, in_place=False):
         if item is not None:
             node_items = items.setdefault(step["node"], {})
             if step["unique_volume_name"] not in node_items:
-                node_items[step["unique_volume_name"]] = dict(
-                    (k, v) for k, v in item.items() if k not in ("pods", "detach"))
+                kept = node_items[step["unique_volume_name"]] = dict(item)
+                kept.pop("pods", None)
+                kept.pop("detach", None)
             if step.get("pod_uid") is not None and "pod_read_only" not in step and item.get("pods"):
                 step["pod_read_only"] = bool(item["pods"][0].get("read_only"))
         by_node.setdefault(step["node"], []).append(len(plan))

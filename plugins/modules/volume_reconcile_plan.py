@@ -288,7 +288,8 @@ def main():
     module = AnsibleModule(argument_spec=argspec(), mutually_exclusive=MUTUALLY_EXCLUSIVE,
                            required_one_of=REQUIRED_ONE_OF, supports_check_mode=True)
     try:
-        module.exit_json(**run(module.params, utc_now()))
+        # the module's process exits right after: what it parsed and planned is left to the exit, not freed
+        module.exit_json(**run(module.params, utc_now(), keep_alive=[]))
     except KubevolError as err:
         module.fail_json(msg=err.msg, **err.to_result())
 

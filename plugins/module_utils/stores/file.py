@@ -157,7 +157,7 @@ class FileStore(ClusterStore):
     def parse(self, text):
         """Parse YAML or JSON text (decided by content) into (List dict, format)."""
         stripped = text.lstrip()
-        if stripped.lower().startswith(KUBECTL_ERROR_PREFIXES):
+        if stripped[:64].lower().startswith(KUBECTL_ERROR_PREFIXES):  # not the whole text: 0.1 s at 120 MB
             raise StoreError(store=self.describe(), reason=_kubectl_error_reason(stripped))
         if stripped[:1] in ("{", "["):
             try:
