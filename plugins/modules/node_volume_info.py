@@ -231,14 +231,14 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.errors import Kube
 from ansible_collections.kubevol.volumes.plugins.module_utils.node_args import node_argspec
 from ansible_collections.kubevol.volumes.plugins.module_utils.node.context import NodeContext
 from ansible_collections.kubevol.volumes.plugins.module_utils.node.facts import node_facts
-from ansible_collections.kubevol.volumes.plugins.module_utils.node.runner import module_runner
+from ansible_collections.kubevol.volumes.plugins.module_utils.node.runner import process_runner
 
 
 def main():
     module = AnsibleModule(argument_spec=node_argspec(fs_sizes=dict(type="bool", default=True)),
                            supports_check_mode=True)
     try:
-        ctx = NodeContext(module_runner(module), node_name=module.params["node_name"],
+        ctx = NodeContext(process_runner(), node_name=module.params["node_name"],
                           kubelet_dir=module.params["kubelet_dir"])
         facts = node_facts(ctx, fs_sizes=module.params["fs_sizes"])
     except KubevolError as err:

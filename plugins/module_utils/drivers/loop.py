@@ -68,15 +68,15 @@ def kernel_loop_devices():
     ``losetup --list``'s BACK-INO, BACK-MAJ:MIN and RO. None when sysfs or a device cannot be read: the
     caller then runs losetup."""
     try:
-        names = sorted(n for n in os.listdir("/sys/block") if n.startswith("loop")
-                       and os.path.isdir(os.path.join("/sys/block", n, "loop")))
+        names = sorted(n for n in os.listdir("/sys/block") if n.startswith("loop"))
     except OSError:
         return None
     devices = []
     for name in names:
         path = "/dev/" + name
         try:
-            with open(os.path.join("/sys/block", name, "loop", "backing_file")) as handle:
+            # no stat per device first: a node can have hundreds of unbound loop devices, and attach reads this twice
+            with open("/sys/block/%s/loop/backing_file" % name) as handle:
                 back_file = handle.read().rstrip("\n")
             fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
             try:
@@ -85,7 +85,7 @@ def kernel_loop_devices():
                 os.close(fd)
         except (IOError, OSError) as err:
             if err.errno in (errno.ENXIO, errno.ENOENT):
-                continue  # unbound between the listing and the ioctl
+                continue  # unbound (no loop/ directory), or unbound between the listing and the ioctl
             return None
         devices.append(LoopDevice(name=path, back_file=back_file, back_ino=info[1],
                                   back_dev=(os.major(info[0]), os.minor(info[0])),

@@ -3,7 +3,7 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """How node operations run commands: an injected ``runner(argv, data=None) -> (rc, out, err)``.
 
-Production wraps ``module.run_command`` (:func:`module_runner`); tests inject their own raw runners
+Production runs them through :mod:`subprocess` (:func:`process_runner`); tests inject their own raw runners
 (``tests/integration/node/conftest.py`` has a subprocess one). Commands are always
 argument lists in the C locale, never shell strings. :class:`Runner` adds the node and volume an
 error must name, and :meth:`Runner.check` turns a non-zero exit into :class:`CommandFailed`.
@@ -13,13 +13,16 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import errno
 import os
+import subprocess
 
 from ansible_collections.kubevol.volumes.plugins.module_utils.errors import CommandFailed
 
 LANG_C = {"LANG": "C", "LC_ALL": "C", "LC_MESSAGES": "C"}
 SBIN_DIRS = ("/usr/local/sbin", "/usr/sbin", "/sbin", "/usr/local/bin", "/usr/bin", "/bin")
 NOT_FOUND_RC = 127
+CANNOT_RUN_RC = 126
 
 
 def find_executable(name):
@@ -34,15 +37,33 @@ def find_executable(name):
     return None
 
 
-def module_runner(module):
-    """A raw runner over ``AnsibleModule.run_command`` (list argv, C locale, no shell)."""
+def _text(output):
+    return output.decode("utf-8", "surrogateescape")  # as run_command decodes: odd bytes in a label never raise
+
+
+def process_runner():
+    """A raw runner over :mod:`subprocess`: list argv, C locale, no shell, stdin /dev/null unless ``data``.
+
+    Not ``AnsibleModule.run_command``: it always passes a preexec_fn, which makes every command a full fork of the
+    module's Python process (about 3 ms of CPU per command here, against 0.6 ms for the vfork subprocess uses
+    without one), and a node module runs seven commands per volume. A command that cannot be started returns
+    its error with exit 126 or 127, which callers report like any failed command."""
+    env = dict(os.environ, **LANG_C)
+
     def run(argv, data=None):
         exe = find_executable(argv[0])
         if exe is None:
             return NOT_FOUND_RC, "", "%s: command not found" % argv[0]
-        rc, out, err = module.run_command([exe] + list(argv[1:]), data=data, environ_update=LANG_C,
-                                          binary_data=data is not None)
-        return rc, out, err
+        if data is None:
+            feed = {"stdin": subprocess.DEVNULL}
+        else:
+            feed = {"input": data.encode("utf-8") if isinstance(data, str) else data}
+        try:
+            proc = subprocess.run([exe] + list(argv[1:]), stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+                                  close_fds=True, check=False, **feed)
+        except OSError as err:
+            return NOT_FOUND_RC if err.errno == errno.ENOENT else CANNOT_RUN_RC, "", "%s: %s" % (exe, err)
+        return proc.returncode, _text(proc.stdout), _text(proc.stderr)
     return run
 
 

@@ -1,0 +1,57 @@
+"""The production runner (node/runner.py process_runner): real processes, no shell, the C locale."""
+import os
+import stat
+
+import pytest
+
+from ansible_collections.kubevol.volumes.plugins.module_utils.errors import CommandFailed
+from ansible_collections.kubevol.volumes.plugins.module_utils.node.runner import (
+    CANNOT_RUN_RC, NOT_FOUND_RC, Runner, process_runner)
+
+
+def test_exit_status_and_output_are_returned_not_checked():
+    run = process_runner()
+    assert run(["sh", "-c", "printf out; printf err >&2; exit 3"]) == (3, "out", "err")
+
+
+def test_commands_run_in_the_c_locale_with_stdin_closed():
+    rc, out, _err = process_runner()(["sh", "-c", "echo $LANG $LC_ALL; cat"])
+    assert (rc, out) == (0, "C C\n")  # cat reads /dev/null: an EOF, never the module's own stdin
+
+
+def test_data_goes_to_stdin():
+    assert process_runner()(["cat"], data="a\nb") == (0, "a\nb", "")
+
+
+def test_argv_is_never_a_shell_string():
+    rc, out, _err = process_runner()(["echo", "$(id -u); rm -rf /"])
+    assert (rc, out) == (0, "$(id -u); rm -rf /\n")
+
+
+def test_bytes_that_are_not_utf8_do_not_raise():
+    rc, out, _err = process_runner()(["printf", "label-\\377"])
+    assert rc == 0 and out.encode("utf-8", "surrogateescape") == b"label-\xff"
+
+
+def test_a_missing_command_is_exit_127_with_its_name():
+    assert process_runner()(["kubevol-no-such-command", "x"]) == (
+        NOT_FOUND_RC, "", "kubevol-no-such-command: command not found")
+
+
+def test_a_command_that_cannot_start_is_reported_and_fails_check(tmp_path):
+    script = tmp_path / "tool"
+    script.write_text("#!/nonexistent/interpreter\n")
+    script.chmod(stat.S_IRWXU)
+    rc, out, err = process_runner()([str(script)])
+    assert rc in (NOT_FOUND_RC, CANNOT_RUN_RC) and out == "" and str(script) in err
+    with pytest.raises(CommandFailed) as failed:
+        Runner(process_runner(), node="n1", volume="pv-a").check([str(script)], "probe")
+    assert "n1" in failed.value.msg and "pv-a" in failed.value.msg and str(script) in failed.value.msg
+
+
+def test_the_environment_is_the_modules_own_plus_the_locale(monkeypatch):
+    monkeypatch.setenv("KUBEVOL_RUNNER_TEST", "kept")
+    monkeypatch.setenv("LANG", "de_DE.UTF-8")
+    rc, out, _err = process_runner()(["sh", "-c", "echo $KUBEVOL_RUNNER_TEST $LANG"])
+    assert (rc, out) == (0, "kept C\n")
+    assert os.environ["LANG"] == "de_DE.UTF-8"  # the module's own environment is not changed
