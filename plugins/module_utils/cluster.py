@@ -171,7 +171,7 @@ def _pod(obj):
     deleted = meta.get("deletionTimestamp")
     states = _container_states(status) if deleted else ()
     where = "spec.volumes"
-    volumes = tuple(_pod_volume(name, v) for v in spec.get("volumes") or ())
+    volumes = tuple([_pod_volume(name, v) for v in spec.get("volumes") or ()])
     where = "spec.containers"
     mounts = []
     devices = []

@@ -536,7 +536,7 @@ def mount_devices(p):
             continue  # Block volumes are mapped per pod
         facts = p.facts(node)
         current = (facts.global_mounts.get(unique) or {}) if facts is not None else {}
-        why = "pod(s) %s on node %s mount it" % (", ".join(m.name for m in nv.mount_pods), node)
+        why = "pod(s) %s on node %s mount it" % (", ".join([m.name for m in nv.mount_pods]), node)
         if current.get("mounted"):
             writers = [m.name for m in nv.mount_pods if not m.read_only]
             if not current.get("read_only") or nv.read_only or not writers:
@@ -801,20 +801,24 @@ def in_use_repairs(p, steps):
     API gone after the mount) and ``in_use: false`` for listed volumes of a kubevol driver the node no longer
     has mounted. Pairs this plan mounts or tears down are left to their own records; other drivers' entries
     belong to their own node plugins and are never touched."""
+    pictured = [(node, facts) for node, facts in p.teardown_facts() if node in p.index.node_by_name]
+    if not pictured:
+        return []  # no node facts (a plan from the cluster alone): nothing mounted is known to repair from
     planned = set((s["unique_volume_name"], s["node"]) for s in steps
                   if (s["action"], s["target"]) in (("unmount", "device"), ("detach", "device"), ("mount", "device"),
                                                     ("mount", "pod")))
     listed = {}
     for unique, node in p.actual.in_use:
         listed.setdefault(node, set()).add(unique)
+    still_mounted = {}
+    for unique, node in p.still_mounted:  # grouped once: a scan per node would be nodes x mounts
+        still_mounted.setdefault(node, []).append(unique)
     known = frozenset(p.options.known_drivers or ())
     missing, stale = {}, {}
-    for node, facts in p.teardown_facts():
-        if node not in p.index.node_by_name:
-            continue
+    for node, facts in pictured:
         mounted = set(u for u, gm in facts.global_mounts.items() if gm.get("mounted"))
         mounted.update(pm.unique_name for pm in facts.pod_mounts.values() if pm.mounted and pm.mode == "Block")
-        mounted.update(u for u, n in p.still_mounted if n == node)
+        mounted.update(still_mounted.get(node, ()))
         for unique in mounted - listed.get(node, set()):
             if (unique, node) not in planned:
                 missing.setdefault(node, []).append(unique)
