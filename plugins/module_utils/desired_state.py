@@ -393,8 +393,16 @@ def inline_volume(index, known_drivers, pod, node, volume, use):
     if fs_type not in FILESYSTEMS:
         return "%s: csi.fsType %r is not one kubevol formats (%s)" % (where, fs_type, ", ".join(sorted(FILESYSTEMS)))
     handle = ephemeral_volume_handle(pod.uid, volume.name)
+    unique = unique_volume_name(driver, handle)
+    clash = index.pv_by_unique_name.get(unique)
+    if clash is not None:
+        # one handle names one image and one record on the node: the image created for the pod would be the PV's,
+        # and unpublishing the pod's volume deletes it
+        return ("%s: its volume handle %s is also PV %s's csi.volumeHandle, so it would share that PV's image; nothing "
+                "is created or published for it. Rename the pod's inline volume (the handle is derived from the pod "
+                "UID and the volume name)" % (where, handle, clash.name))
     return InlineVolume(node, pod.namespace + "/" + pod.name, pod.uid, volume.name, driver, handle,
-                        unique_volume_name(driver, handle), inline_volume_name(pod.uid, volume.name),
+                        unique, inline_volume_name(pod.uid, volume.name),
                         tuple(sorted(attributes.items())), capacity, fs_type, bool(csi.read_only),
                         inline_fs_group(pod, csi, driver_object), pod.fs_group_change_policy)
 

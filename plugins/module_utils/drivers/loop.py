@@ -111,6 +111,20 @@ def parse_losetup(out):
                          output=out)
 
 
+def _other_owner(record, item, node):
+    """Why an attach is refused whose handle's record belongs to the other kind of volume (an inline ephemeral volume
+    against a PV): one handle names one image and one record, and unpublishing an inline volume deletes its image."""
+    if record.get("ephemeral"):
+        owner = "the inline ephemeral volume %s of pod %s" % (record.get("volume_name"), record.get("pod_uid"))
+        fix = "give the PV its own csi.volumeHandle"
+    else:
+        owner = "a PV attached at %s" % record.get("device")
+        fix = "rename the pod's inline volume"
+    wanted = ("inline volume %s" % item.pv_name) if item.ephemeral else ("PV %s" % item.pv_name)
+    return ("on node %s its image and record belong to %s; refusing to attach it for %s. Nothing was changed; %s"
+            % (node, owner, wanted, fix))
+
+
 def _same_file(st, name, dir_fd):
     """Whether ``name`` in ``dir_fd`` is still the file ``st`` describes (not removed, not replaced)."""
     try:
@@ -340,6 +354,9 @@ class LoopDriver(Driver):
             self._refuse_if_held_elsewhere(item, holders)
             devices = self.loop_devices()
             record = self.read_record(item.volume_handle)
+            if record and bool(record.get("ephemeral")) != bool(item.ephemeral):
+                raise InvalidInput(field="volume handle", value=item.volume_handle, reason=_other_owner(
+                    record, item, self.node_name))
             if record and (record.get("backing_dev"), record.get("backing_ino")) == (st.st_dev, st.st_ino):
                 device = self._recorded_device(record, devices)
                 if device:

@@ -459,3 +459,35 @@ def test_plan_never_crashes_and_converges(world):
     assert executor.attach_intents(first) == []
     second = run(data, _apply(first, node_facts), allow_mass_teardown=True)
     assert second["plan"] == [], second["plan"]
+
+
+# ---- a handle that is also a PV's ------------------------------------------------------------------------------
+
+def pv_with_handle(name, handle):
+    return {"kind": "PersistentVolume", "metadata": {"name": name},
+            "spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"], "volumeMode": "Filesystem",
+                     "csi": {"driver": LOOP, "volumeHandle": handle, "volumeAttributes": {"pool": POOL}}}}
+
+
+def test_inline_volume_whose_handle_a_pv_names_is_never_published():
+    result = run(cluster(node("node1"), ephemeral_driver(), inline_pod(), pv_with_handle("pv-adopted", HANDLE)))
+    assert steps(result) == []
+    [entry] = result["blocked"]
+    assert entry["node"] == "node1" and entry["volume"] == "scratch" and entry["pod"] == "ns/p"
+    assert "PV pv-adopted" in entry["reason"] and HANDLE in entry["reason"] and "Rename" in entry["reason"]
+
+
+def test_gone_pods_inline_volume_whose_handle_a_pv_names_is_not_unpublished():
+    """Unpublishing deletes the image created for the pod: with a PV naming the same handle, that image is the PV's."""
+    result = run(cluster(node("node1"), ephemeral_driver(), pv_with_handle("pv-adopted", HANDLE)),
+                 {"node1": with_ephemeral("node1")})
+    assert steps(result) == []
+    [entry] = result["blocked"]
+    assert entry["node"] == "node1" and entry["volume"] == "scratch"
+    assert "PV pv-adopted" in entry["reason"] and "never deleted" in entry["reason"]
+
+
+def test_an_unrelated_pv_does_not_stop_the_unpublish():
+    result = run(cluster(node("node1"), ephemeral_driver(), pv_with_handle("pv-other", "other.img")),
+                 {"node1": with_ephemeral("node1")})
+    assert steps(result) == [("unmount", "pod", "node1", "uid-p/scratch", None)]

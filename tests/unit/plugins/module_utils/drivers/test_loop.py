@@ -136,3 +136,37 @@ def test_a_node_waiting_on_an_image_lock_that_is_removed_locks_the_current_file(
     os.close(third)
     thread.join(5)
     assert entered.is_set() and locked_inode == [os.stat(lock_path).st_ino]
+
+
+def test_a_handle_of_the_other_kind_of_volume_is_refused_before_anything_is_written(tmp_path):
+    """One handle names one image and one record: an inline volume's image (deleted on unpublish) never backs a PV,
+    and a PV's image is never published as an inline volume."""
+    pool = tmp_path / "pool"
+    pool.mkdir()
+    calls = []
+    runner = Runner(lambda argv, data=None: calls.append(argv) or (0, "/dev/loop9\n", ""), node="n1", volume="pv-a")
+    driver = LoopDriver(runner, str(tmp_path / "k"), "n1", {"loop_pools": [str(pool)]})
+    driver.loop_devices = lambda: []
+    inline = _ephemeral_item(pool)
+    image = pool / inline.volume_handle
+    image.write_text("the pod's data")
+    driver.write_record(inline, str(image), "/dev/loop42", os.stat(str(image)))
+    as_pv = volume_item({"pv_name": "pv-a", "driver": "loop.kubevol.io", "volume_handle": inline.volume_handle,
+                         "volume_attributes": {"pool": str(pool)}})
+    with pytest.raises(InvalidInput) as refused:
+        driver.attach(as_pv)
+    assert "inline ephemeral volume scratch of pod u1" in refused.value.msg and "PV pv-a" in refused.value.msg
+    assert "on node n1" in refused.value.msg and "Nothing was changed" in refused.value.msg
+    assert calls == [] and driver.read_holders(as_pv) == {}
+    assert driver.ephemeral_record(inline)["ephemeral"] is True  # the inline volume's record is untouched
+
+    as_inline = _ephemeral_item(pool, uid="u2")  # a PV was given the handle this pod's inline volume derives
+    pv_item = volume_item({"pv_name": "pv-b", "driver": "loop.kubevol.io", "volume_handle": as_inline.volume_handle,
+                           "volume_attributes": {"pool": str(pool)}})
+    pv_image = pool / pv_item.volume_handle
+    pv_image.write_text("the PV's data")
+    driver.write_record(pv_item, str(pv_image), "/dev/loop43", os.stat(str(pv_image)))
+    with pytest.raises(InvalidInput) as refused:
+        driver.attach(as_inline, provision=True)
+    assert "a PV attached at /dev/loop43" in refused.value.msg and "inline volume scratch" in refused.value.msg
+    assert calls == [] and pv_image.read_text() == "the PV's data"
