@@ -8,7 +8,9 @@ nothing attached), written as a JSON file. Timed, in one process, as the role ru
 - slices: every host's node_plan slice and the setup work node_phases cuts from it (executor.node_slice,
   executor.phase_work for attach, mount), as each host's worker does;
 - outcome: executor.task_outcome over every host's (simulated, successful) node results, once;
-- record: cluster_volume_record's call (module_utils/record_task.run) writing those records to the file.
+- record: cluster_volume_record's call (module_utils/record_task.run) writing those records to the file;
+- converged: the next run's plan over that file, with node facts that report every volume attached and
+  mounted (the no-op every later run pays: nothing to do, but every mount checked, in_use_repairs included).
 
 The node work itself is not simulated: it runs on the nodes, in parallel. Reported: seconds per stage and
 microseconds per host; linear growth means the per-host figure stays flat as H grows.
@@ -67,9 +69,25 @@ def cluster(hosts, per_host):
     return {"apiVersion": "v1", "kind": "List", "items": items}
 
 
-def node_facts(hosts):
-    return dict(("node-%d" % h, {"node_name": "node-%d" % h, "reachable": True, "devices": [], "global_mounts": [],
-                                 "pod_mounts": []}) for h in range(hosts))
+def node_facts(hosts, per_host=0):
+    """Every host reachable; with per_host, each of its volumes attached, staged and mounted into its pod."""
+    facts = {}
+    for h in range(hosts):
+        devices, global_mounts, pod_mounts = [], [], []
+        for v in range(per_host):
+            pv = "pv-%d-%d" % (h, v)
+            unique = "kubernetes.io/csi/%s^%s.img" % (DRIVER, pv)
+            devices.append({"unique_volume_name": unique, "driver": DRIVER, "volume_handle": pv + ".img",
+                            "device": "/dev/loop%d" % v, "size_bytes": 1 << 30, "read_only": False})
+            global_mounts.append({"unique_volume_name": unique, "driver": DRIVER, "volume_handle": pv + ".img",
+                                  "pv_name": pv, "path": "/g/" + pv, "mounted": True, "device": "/dev/loop%d" % v,
+                                  "fs_type": "ext4", "fs_size_bytes": None, "read_only": False})
+            pod_mounts.append({"pod_uid": "pod-%d-%d" % (h, v), "pv_name": pv, "mode": "Filesystem",
+                               "path": "/p/%d/%s" % (v, pv), "mounted": True, "read_only": False,
+                               "device": "/dev/loop%d" % v, "unique_volume_name": unique})
+        facts["node-%d" % h] = {"node_name": "node-%d" % h, "reachable": True, "devices": devices,
+                                "global_mounts": global_mounts, "pod_mounts": pod_mounts}
+    return facts
 
 
 def validated(spec, **args):
@@ -111,7 +129,14 @@ def measure(hosts, per_host, workdir):
     start = time.perf_counter()
     written = record_task.run(validated(record_task.argspec(), cluster_state=path, records=outcome["records"]))
     times["record"] = time.perf_counter() - start
+
+    converged_facts = node_facts(hosts, per_host)
+    start = time.perf_counter()
+    again = plan_task.run(validated(plan_task.argspec(), cluster_state=path, node_facts=converged_facts), utc_now())
+    times["converged"] = time.perf_counter() - start
     os.unlink(path)
+    assert not again["plan"] and not again["blocked"] and not again["in_use_repairs"], (
+        again["plan"][:3], again["blocked"][:3], again["in_use_repairs"][:3])
     assert not outcome["errors"] and len(outcome["records"]) == 2 * hosts * per_host, outcome["errors"][:3]
     assert written["count"] > 0
     row = {"hosts": hosts, "volumes": hosts * per_host, "steps": len(result["plan"]),
@@ -134,12 +159,12 @@ def main():
             rows.append(measure(hosts, args.per_host, workdir))
             print(json.dumps(rows[-1]))
             sys.stdout.flush()
-    print("| hosts | volumes | plan | slices (all hosts) | outcome | record | total | total per host |")
-    print("|---|---|---|---|---|---|---|---|")
+    print("| hosts | volumes | plan | slices (all hosts) | outcome | record | converged plan | total | total per host |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for r in rows:
-        print("| %d | %d | %.3f s | %.3f s | %.3f s | %.3f s | %.3f s | %d us |" % (
-            r["hosts"], r["volumes"], r["plan_s"], r["slices_s"], r["outcome_s"], r["record_s"], r["total_s"],
-            r["total_s"] / r["hosts"] * 1e6))
+        print("| %d | %d | %.3f s | %.3f s | %.3f s | %.3f s | %.3f s | %.3f s | %d us |" % (
+            r["hosts"], r["volumes"], r["plan_s"], r["slices_s"], r["outcome_s"], r["record_s"], r["converged_s"],
+            r["total_s"], r["total_s"] / r["hosts"] * 1e6))
     if len(rows) > 1:
         print("total x%d hosts / x%d hosts: %.1f (linear: %.0f)" % (
             rows[-1]["hosts"], rows[0]["hosts"], rows[-1]["total_s"] / rows[0]["total_s"],
