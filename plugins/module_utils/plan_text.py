@@ -209,14 +209,28 @@ def _phase_of(step):
     return KIND_PHASE.get((step.get("action"), step.get("target")))
 
 
-def _failed(step, errors):
+def _failures(errors):
+    """{(node, phase): the volumes its errors name, or None when one names none (the whole phase failed)}, built
+    once: a scan of every error per step would be steps x errors on a run where many nodes failed."""
+    failures = {}
     for error in errors:
-        if error.get("node") != step.get("node") or error.get("phase") != _phase_of(step):
-            continue
+        key = (error.get("node"), error.get("phase"))
         volumes = error.get("volumes")
-        if not volumes or step.get("volume") in volumes:
-            return True
-    return False
+        if not volumes:
+            failures[key] = None
+        elif key not in failures:
+            failures[key] = set(volumes)
+        elif failures[key] is not None:
+            failures[key].update(volumes)
+    return failures
+
+
+def _failed(step, failures):
+    key = (step.get("node"), _phase_of(step))
+    if key not in failures:
+        return False
+    volumes = failures[key]
+    return volumes is None or step.get("volume") in volumes
 
 
 def run_summary(result, errors=(), blocked_after_plan=(), check_mode=False, plan_shown=True):
@@ -230,6 +244,7 @@ def run_summary(result, errors=(), blocked_after_plan=(), check_mode=False, plan
     after = blocked_once({}, blocked_after_plan)
     not_attempted = set((b.get("node"), b.get("volume"), b.get("pod"), b.get("action")) for b in after)
     blocked = blocked_once(result, after)
+    failures = _failures(errors)
     nodes = {}
 
     def row(node):
@@ -243,7 +258,7 @@ def run_summary(result, errors=(), blocked_after_plan=(), check_mode=False, plan
         elif key in not_attempted:
             continue  # counted with the blocked items
         else:
-            outcome = "failed" if _failed(step, errors) else "applied"
+            outcome = "failed" if _failed(step, failures) else "applied"
         node[outcome] += 1
         label = "%s/%s" % (step.get("action"), step.get("target")) + (" %s" % step["pod"] if step.get("pod") else "")
         node["volumes"].setdefault(_cell(step.get("volume")), []).append(

@@ -112,6 +112,23 @@ def test_run_summary_applied_failed_blocked_per_node():
     assert "  node1 (mount): mount: boom" in out["lines"]
 
 
+def test_run_summary_failed_steps_by_node_and_phase():
+    """A step failed when an error of its node and phase names its volume, or names no volume (the whole phase
+    failed there); errors of another phase or node leave it applied."""
+    plan = {"plan": [step("attach", "device", "n1", "pv-a"), step("attach", "device", "n1", "pv-b"),
+                     step("mount", "device", "n1", "pv-a"), step("attach", "device", "n2", "pv-a"),
+                     step("mount", "device", "n2", "pv-c"), step("mount", "device", "n3", "pv-d")]}
+    errors = [{"node": "n1", "phase": "attach", "msg": "x", "volumes": ["pv-b"]},
+              {"node": "n1", "phase": "attach", "msg": "y", "volumes": ["pv-z"]},
+              {"node": "n2", "phase": "mount", "msg": "died", "volumes": []},
+              {"node": "n2", "phase": "mount", "msg": "z", "volumes": ["pv-q"]},
+              {"node": "n3", "phase": "attach", "msg": "other phase", "volumes": ["pv-d"]}]
+    volumes = dict((n, row["volumes"]) for n, row in plan_text.run_summary(plan, errors)["nodes"].items())
+    assert volumes["n1"] == {"pv-a": ["attach/device", "mount/device"], "pv-b": ["attach/device FAILED"]}
+    assert volumes["n2"] == {"pv-a": ["attach/device"], "pv-c": ["mount/device FAILED"]}
+    assert volumes["n3"] == {"pv-d": ["mount/device"]}
+
+
 def test_run_summary_in_check_mode_and_without_the_plan_table():
     out = run_summary_filter(RESULT, [{"node": "node3", "phase": "facts", "msg": "unreachable"}], [], True, False)
     assert out["lines"][0].startswith("Check mode, nothing was changed")
