@@ -27,10 +27,12 @@ import subprocess
 import threading
 import time
 import uuid
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from urllib.parse import parse_qs, unquote, urlsplit
 
 import yaml
+
+from fakeapi.server import LocalServer
 
 # plural -> (kind, apiVersion, namespaced)
 RESOURCES = {
@@ -69,7 +71,7 @@ class ApiError(Exception):
         self.code, self.reason, self.message = code, reason, message
 
 
-class FakeApiServer:
+class FakeApiServer(LocalServer):
     def __init__(self, tokens=("test-token",), users=None, tls=None, port=0):
         """tls: None, or {"cert": path, "key": path, "client_ca": path (optional, enables client certs)}."""
         self.tokens = set(tokens or ())
@@ -97,30 +99,22 @@ class FakeApiServer:
     def url(self):
         return "%s://127.0.0.1:%d" % (self.scheme, self.port)
 
+    def handler_class(self):
+        return type("Handler", (_Handler,), {"api": self})
+
+    def tls_context(self):
+        if not self.tls:
+            return None
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(self.tls["cert"], self.tls["key"])
+        if self.tls.get("client_ca"):
+            context.load_verify_locations(self.tls["client_ca"])
+            context.verify_mode = ssl.CERT_OPTIONAL
+        return context
+
     def start(self):
         self.dead = False
-        handler = type("Handler", (_Handler,), {"api": self})
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", self.port), handler)
-        self.httpd.daemon_threads = True
-        if self.tls:
-            context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-            context.load_cert_chain(self.tls["cert"], self.tls["key"])
-            if self.tls.get("client_ca"):
-                context.load_verify_locations(self.tls["client_ca"])
-                context.verify_mode = ssl.CERT_OPTIONAL
-            self.httpd.socket = context.wrap_socket(self.httpd.socket, server_side=True)
-        self.port = self.httpd.server_address[1]
-        self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-        self.thread.start()
-        return self
-
-    def stop(self):
-        with self._stop_lock:
-            if self.httpd is not None:
-                self.httpd.shutdown()
-                self.httpd.server_close()
-                self.thread.join(5)
-                self.httpd = None
+        return super().start()
 
     def restart(self):
         self.stop()
@@ -130,12 +124,6 @@ class FakeApiServer:
             except OSError:
                 time.sleep(0.1)
         return self.start()
-
-    def __enter__(self):
-        return self.start()
-
-    def __exit__(self, *exc):
-        self.stop()
 
     # -- state, for tests ----------------------------------------------------------------------
     def _next_rv(self):

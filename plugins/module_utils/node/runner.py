@@ -3,8 +3,8 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """How node operations run commands: an injected ``runner(argv, data=None) -> (rc, out, err)``.
 
-Production runs them through :mod:`subprocess` (:func:`process_runner`); tests inject their own raw runners
-(``tests/integration/node/conftest.py`` has a subprocess one). Commands are always
+Production runs them through :mod:`subprocess` (:func:`process_runner`), which the node integration tests
+exercise through the real modules; unit tests inject fake raw runners. Commands are always
 argument lists in the C locale, never shell strings. :class:`Runner` adds the node and volume an
 error must name, and :meth:`Runner.check` turns a non-zero exit into :class:`CommandFailed`.
 """

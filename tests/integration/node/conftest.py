@@ -15,8 +15,6 @@ import time
 import ansible
 import pytest
 
-from ansible_collections.kubevol.volumes.plugins.module_utils.node.runner import LANG_C, NOT_FOUND_RC, find_executable
-
 COLLECTIONS = os.environ["ANSIBLE_COLLECTIONS_PATH"]  # set by tests/conftest.py
 ANSIBLE_SITE = os.path.dirname(os.path.dirname(ansible.__file__))
 NODE_PYTHON = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
@@ -25,21 +23,6 @@ MiB = 1024 * 1024
 
 if os.geteuid() != 0:
     pytest.skip("node integration tests need root (loop devices, mount)", allow_module_level=True)
-
-
-def subprocess_runner(prefix=()):
-    """A raw runner (see module_utils/node/runner.py) for tests: ``prefix`` (e.g. nsenter ...) + argv
-    through subprocess; the exit status is returned, not checked."""
-    def run(argv, data=None):
-        exe = find_executable(argv[0]) or argv[0]
-        env = dict(os.environ, **LANG_C)
-        try:
-            proc = subprocess.run(list(prefix) + [exe] + list(argv[1:]), input=data, env=env, check=False,
-                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True)
-        except OSError as exc:
-            return NOT_FOUND_RC, "", str(exc)
-        return proc.returncode, proc.stdout, proc.stderr
-    return run
 
 
 def loop_devices():
