@@ -38,7 +38,7 @@ def run(params, check_mode=False, diff=False):
         if lock.get("holder") and not check_mode:
             # a run writes only while it holds the cluster's run lock; each write renews it (run_lock.py)
             store.use_run_lock(lock)
-            store.renew_run_lock(lock["holder"], int(lock.get("duration") or run_lock.DEFAULT_DURATION))
+            store.renew_run_lock(lock["holder"], run_lock.held_duration(lock))
         with gc_paused():  # the parsed List and the diff are acyclic; see cluster.gc_paused
             outcome = store.apply(params["records"], check_mode=check_mode)
     finally:

@@ -33,6 +33,11 @@ DEFAULT_LEASE_NAME = "kubevol-reconcile"
 POLL_INTERVAL = 1.0
 
 
+def held_duration(lock):
+    """The duration a held lock (cluster_run_lock's result) is renewed for: its own, else the default."""
+    return int(lock.get("duration") or DEFAULT_DURATION)
+
+
 class RunLocked(KubevolError):
     message = ("another kubevol run holds the lock on cluster store {store} since {since} (holder {held_by}, pid {pid}, "
                "host {host}; renewed {renewed}, expires {expires} unless renewed); waited {waited}s. Runs never "

@@ -27,6 +27,8 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.stores import (
 
 REQUIRED_IF = CLUSTER_STORE_REQUIRED_IF + [("state", "released", ["holder"])]
 RENEW_EVERY = 3.0  # renewals per lock duration while a node task runs (kept_renewed)
+NOT_RENEWED_HINT = ("the node work goes on; check the cluster store options node_phases gets in cluster_store (the "
+                    "reconcile role's kubevol_store_args)")
 
 LOCK_OPTIONS = dict(
     holder=dict(type="str"),
@@ -59,24 +61,27 @@ def kept_renewed(cluster_store, lock, warnings):
     validated = ArgumentSpecValidator(CLUSTER_STORE_ARGSPEC, required_if=CLUSTER_STORE_REQUIRED_IF).validate(
         cluster_store)
     if validated.error_messages:
-        warnings.append("the run lock is not renewed during the node task: %s" % "; ".join(validated.error_messages))
+        warnings.append("the run lock is not renewed during the node task: %s; %s" % (
+            "; ".join(validated.error_messages), NOT_RENEWED_HINT))
         yield
         return
     params = validated.validated_parameters
-    try:
-        store = get_store(params["cluster_source"], **store_options(params))  # one store for every renewal
-    except Exception as err:  # pylint: disable=broad-except  # reported; the node work goes on
-        warnings.append("the run lock is not renewed during the node task: %s" % (getattr(err, "msg", None) or err))
-        yield
-        return
-    store.use_run_lock(lock)
-    duration = int(lock.get("duration") or run_lock.DEFAULT_DURATION)
+    duration = run_lock.held_duration(lock)
     stop = threading.Event()
+    stores = []  # built at the first renewal: a node task shorter than that (most) never builds one
 
     def renew():
         while not stop.wait(duration / RENEW_EVERY):
+            if not stores:
+                try:
+                    stores.append(get_store(params["cluster_source"], **store_options(params)))
+                except Exception as err:  # pylint: disable=broad-except  # reported; the node work goes on
+                    warnings.append("the run lock is not renewed during the node task: %s; %s" % (
+                        getattr(err, "msg", None) or err, NOT_RENEWED_HINT))
+                    return
+                stores[0].use_run_lock(lock)
             try:
-                store.renew_run_lock(lock["holder"], duration)
+                stores[0].renew_run_lock(lock["holder"], duration)
             except run_lock.RunLockLost as err:
                 warnings.append("the run lock could not be renewed during the node task: %s; this run's next record "
                                 "write will be refused: let the other run end, then run again (it converges)" % err.msg)
@@ -93,7 +98,8 @@ def kept_renewed(cluster_store, lock, warnings):
     finally:
         stop.set()
         thread.join(30)
-        store.close()
+        for store in stores:
+            store.close()
 
 
 def run(params, check_mode=False, owner=None):
