@@ -284,12 +284,16 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.plan_task import (
 from ansible_collections.kubevol.volumes.plugins.module_utils.planner import utc_now
 
 
+# The module's process exits right after exit_json: what it parsed and planned is left to the exit, not freed one
+# object at a time (a list that outlives run(), as in the action plugin).
+_KEEP_ALIVE = []
+
+
 def main():
     module = AnsibleModule(argument_spec=argspec(), mutually_exclusive=MUTUALLY_EXCLUSIVE,
                            required_one_of=REQUIRED_ONE_OF, supports_check_mode=True)
     try:
-        # the module's process exits right after: what it parsed and planned is left to the exit, not freed
-        module.exit_json(**run(module.params, utc_now(), keep_alive=[]))
+        module.exit_json(**run(module.params, utc_now(), keep_alive=_KEEP_ALIVE))
     except KubevolError as err:
         module.fail_json(msg=err.msg, **err.to_result())
 
