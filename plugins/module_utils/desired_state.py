@@ -31,9 +31,9 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.cluster import nod
 from ansible_collections.kubevol.volumes.plugins.module_utils.drivers import DRIVERS
 from ansible_collections.kubevol.volumes.plugins.module_utils.drivers.base import EPHEMERAL as EPHEMERAL_CAPABILITY
 from ansible_collections.kubevol.volumes.plugins.module_utils.errors import KubevolError
-from ansible_collections.kubevol.volumes.plugins.module_utils import names
 from ansible_collections.kubevol.volumes.plugins.module_utils.names import (
-    ephemeral_volume_handle, inline_volume_name, unique_volume_name)
+    FS_GROUP_CHANGE_POLICIES, MAX_GROUP_ID, ephemeral_volume_handle, inline_volume_name, is_group_id,
+    unique_volume_name)
 from ansible_collections.kubevol.volumes.plugins.module_utils.node.filesystems import FILESYSTEMS
 from ansible_collections.kubevol.volumes.plugins.module_utils.quantity import to_bytes
 
@@ -56,7 +56,6 @@ access_modes: the PV's. fs_group_policy: its CSIDriver's. allocated_bytes, resiz
 status.allocatedResources / allocatedResourceStatuses for storage (expansion recovery)."""
 
 FS_GROUP_POLICIES = ("ReadWriteOnceWithFSType", "File", "None")
-FS_GROUP_CHANGE_POLICIES = names.FS_GROUP_CHANGE_POLICIES
 
 PodToMount = namedtuple("PodToMount", "uid name read_only fs_group fs_group_change_policy created")
 PodToMount.__new__.__defaults__ = (None, None, None)
@@ -189,9 +188,9 @@ def pod_security_problem(pod):
     """Why the pod's securityContext cannot be applied, or None. The API server rejects these; a state file
     may still carry them, and the kubelet would never see such a pod."""
     fs_group = pod.fs_group
-    if fs_group is not None and not names.is_group_id(fs_group):
+    if fs_group is not None and not is_group_id(fs_group):
         return ("securityContext.fsGroup %r is not a group ID (an integer from 0 to %d); fix the pod"
-                % (fs_group, names.MAX_GROUP_ID))
+                % (fs_group, MAX_GROUP_ID))
     policy = pod.fs_group_change_policy
     if policy is not None and policy not in FS_GROUP_CHANGE_POLICIES:
         return ("securityContext.fsGroupChangePolicy %r is not one of %s; fix the pod"

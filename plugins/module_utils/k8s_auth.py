@@ -237,7 +237,8 @@ def resolve_auth(options, environ=None):
             paths = kubeconfig_paths(kubeconfig)
             if not paths:
                 raise InvalidInput(field="kubeconfig", value=kubeconfig,
-                                   reason="names no file; give a path, a list of paths or a kubeconfig dict")
+                                   reason="names no existing file; create it, point kubeconfig (or KUBECONFIG) at an "
+                                          "existing file, or give a kubeconfig dict")
             auth["kubeconfig"] = os.pathsep.join(paths)
         elif not isinstance(kubeconfig, dict):
             raise InvalidInput(field="kubeconfig", value=kubeconfig,

@@ -700,13 +700,13 @@ def unpublish_inline(p):
                     or (uid, node) in p.desired.live_pods):
                 continue
             name = p.desired.pod_by_uid.get(uid)
-            pv = p.index.pv_by_unique_name.get(em.unique_name)
-            if pv is not None:
+            pv_name = p.pv_name_for(em.unique_name)
+            if pv_name is not None:
                 # unpublishing deletes the image created for the pod, which now backs a PV (the same handle)
                 p.block(node, volume_name, name or uid, "inline volume %s of pod %s has the volume handle %s, which PV "
                         "%s also names: it is not unpublished, so that the PV's image is never deleted. Unmount it "
                         "on the node by hand, or give the PV its own image" % (
-                            volume_name, name or uid, em.volume_handle, pv.name))
+                            volume_name, name or uid, em.volume_handle, pv_name))
                 continue
             why = ("pod %s no longer runs on node %s" % (name, node) if name
                    else "pod %s is gone from the cluster" % uid)
