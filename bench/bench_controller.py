@@ -36,6 +36,7 @@ importlib.import_module("conftest")  # creates the ansible_collections link
 
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator  # noqa: E402
 from ansible_collections.kubevol.volumes.plugins.module_utils import executor, plan_task, record_task  # noqa: E402
+from ansible_collections.kubevol.volumes.plugins.module_utils.names import unique_volume_name  # noqa: E402
 from ansible_collections.kubevol.volumes.plugins.module_utils.planner import utc_now  # noqa: E402
 
 DRIVER = "loop.kubevol.io"
@@ -76,7 +77,7 @@ def node_facts(hosts, per_host=0):
         devices, global_mounts, pod_mounts = [], [], []
         for v in range(per_host):
             pv = "pv-%d-%d" % (h, v)
-            unique = "kubernetes.io/csi/%s^%s.img" % (DRIVER, pv)
+            unique = unique_volume_name(DRIVER, pv + ".img")
             devices.append({"unique_volume_name": unique, "driver": DRIVER, "volume_handle": pv + ".img",
                             "device": "/dev/loop%d" % v, "size_bytes": 1 << 30, "read_only": False})
             global_mounts.append({"unique_volume_name": unique, "driver": DRIVER, "volume_handle": pv + ".img",
@@ -117,7 +118,7 @@ def measure(hosts, per_host, workdir):
         for phase in SETUP:
             items = executor.phase_work(view, phase, node)[0]
             phase_results[phase] = {"changed": True, "volumes": [
-                dict(unique_volume_name="kubernetes.io/csi/%s^%s" % (i["driver"], i["volume_handle"]),
+                dict(unique_volume_name=unique_volume_name(i["driver"], i["volume_handle"]),
                      device_path="/dev/loop%d" % n) for n, i in enumerate(items)]}
         host_results[node] = {"changed": True, "phase_results": phase_results}
     times["slices"] = time.perf_counter() - start

@@ -375,15 +375,11 @@ def main():
         cluster, placement = generate_cluster(args.nodes, args.volumes, args.size)
         with open(bench.cluster, "w") as fh:
             json.dump(cluster, fh, indent=1)
-        naive = os.path.join(bench.state, "naive.yml")
-        with open(naive, "w") as fh:
-            fh.write(NAIVE_PLAYBOOK)
-        shell_playbook = os.path.join(bench.state, "shell.yml")
-        with open(shell_playbook, "w") as fh:
-            fh.write(SHELL_PLAYBOOK)
-        script_playbook = os.path.join(bench.state, "script.yml")
-        with open(script_playbook, "w") as fh:
-            fh.write(SCRIPT_PLAYBOOK)
+        naive, shell_playbook, script_playbook = (
+            os.path.join(bench.state, name) for name in ("naive.yml", "shell.yml", "script.yml"))
+        for path, text in ((naive, NAIVE_PLAYBOOK), (shell_playbook, SHELL_PLAYBOOK), (script_playbook, SCRIPT_PLAYBOOK)):
+            with open(path, "w") as fh:
+                fh.write(text)
         naive_vars = os.path.join(bench.state, "naive-vars.json")
         by_node = {}
         for item in placement:
