@@ -62,35 +62,49 @@ LO_FLAGS_READ_ONLY = 1
 LOOP_INFO64 = struct.Struct("=QQQQQIIII64s64s32s2Q")
 
 
-def kernel_loop_devices():
-    """The bound loop devices as the kernel reports them, read without a process: the devices listed in
-    /sys/block/loop*/loop (present only while bound), each asked LOOP_GET_STATUS64, the ioctl behind
-    ``losetup --list``'s BACK-INO, BACK-MAJ:MIN and RO. None when sysfs or a device cannot be read: the
-    caller then runs losetup."""
+class _Unreadable(Exception):
+    """sysfs or a loop device could not be read: the caller runs losetup instead."""
+
+
+def _kernel_loop_device(name):
+    """The loop device ``name`` (loopN) if bound, read as ``losetup --list`` reads it: its sysfs backing_file
+    (present only while bound), then LOOP_GET_STATUS64 for BACK-INO, BACK-MAJ:MIN and RO. None when unbound;
+    _Unreadable when it cannot be read."""
     try:
-        names = sorted(n for n in os.listdir("/sys/block") if n.startswith("loop"))
-    except OSError:
-        return None
-    devices = []
-    for name in names:
-        path = "/dev/" + name
+        # os.open and os.read, not open(): a node can have hundreds of unbound loop devices, each a failed lookup
+        fd = os.open("/sys/block/%s/loop/backing_file" % name, os.O_RDONLY | os.O_CLOEXEC)
         try:
-            # no stat per device first: a node can have hundreds of unbound loop devices, and attach reads this twice
-            with open("/sys/block/%s/loop/backing_file" % name) as handle:
-                back_file = handle.read().rstrip("\n")
-            fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-            try:
-                info = LOOP_INFO64.unpack(fcntl.ioctl(fd, LOOP_GET_STATUS64, bytes(LOOP_INFO64.size)))
-            finally:
-                os.close(fd)
-        except (IOError, OSError) as err:
-            if err.errno in (errno.ENXIO, errno.ENOENT):
-                continue  # unbound (no loop/ directory), or unbound between the listing and the ioctl
-            return None
-        devices.append(LoopDevice(name=path, back_file=back_file, back_ino=info[1],
-                                  back_dev=(os.major(info[0]), os.minor(info[0])),
-                                  read_only=bool(info[8] & LO_FLAGS_READ_ONLY)))
-    return devices
+            back_file = os.read(fd, 8192).decode("utf-8", "surrogateescape").rstrip("\n")
+        finally:
+            os.close(fd)
+        fd = os.open("/dev/" + name, os.O_RDONLY | os.O_CLOEXEC)
+        try:
+            info = LOOP_INFO64.unpack(fcntl.ioctl(fd, LOOP_GET_STATUS64, bytes(LOOP_INFO64.size)))
+        finally:
+            os.close(fd)
+    except (IOError, OSError) as err:
+        if err.errno in (errno.ENXIO, errno.ENOENT):
+            return None  # unbound (no loop/ directory), or unbound between the two reads
+        raise _Unreadable(err)
+    return LoopDevice(name="/dev/" + name, back_file=back_file, back_ino=info[1],
+                      back_dev=(os.major(info[0]), os.minor(info[0])), read_only=bool(info[8] & LO_FLAGS_READ_ONLY))
+
+
+def kernel_loop_devices(only=None):
+    """The bound loop devices as the kernel reports them, read without a process (every /sys/block/loop*, or
+    only the device paths in ``only``). None when sysfs or a device cannot be read: the caller then runs
+    losetup."""
+    try:
+        if only is None:
+            names = sorted(n for n in os.listdir("/sys/block") if n.startswith("loop"))
+        else:
+            # a recorded path that is not /dev/loopN names no loop device (and no other sysfs path is read)
+            names = [p[len("/dev/"):] for p in only
+                     if isinstance(p, str) and p.startswith("/dev/loop") and "/" not in p[len("/dev/"):]]
+        devices = [_kernel_loop_device(name) for name in names]
+    except (OSError, _Unreadable):
+        return None
+    return [device for device in devices if device is not None]
 
 
 def parse_losetup(out):
@@ -188,8 +202,10 @@ class LoopDriver(Driver):
         self.image_path(item)
 
     # -- kernel and record -------------------------------------------------------------------------
-    def loop_devices(self):
-        devices = kernel_loop_devices()
+    def loop_devices(self, only=None):
+        """The bound loop devices (only those named in ``only``, when given: one sysfs read each instead of a
+        scan of every loop device the node has)."""
+        devices = kernel_loop_devices(only)
         if devices is not None:
             return devices
         rc, out, err = self.runner.check(LOSETUP_LIST, step="list loop devices")
@@ -325,7 +341,8 @@ class LoopDriver(Driver):
                 return None  # the image was replaced: the record is stale
         except OSError:
             pass  # image deleted under an attached device: still ours to find and detach
-        return self._recorded_device(record, self.loop_devices())
+        # only the recorded device can be the answer (_recorded_device): no scan of every loop device
+        return self._recorded_device(record, self.loop_devices(only=[record["device"]]))
 
     def attach(self, item, provision=False, check_mode=False):
         image = self.image_path(item)

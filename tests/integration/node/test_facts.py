@@ -155,6 +155,9 @@ def test_kernel_loop_listing_matches_losetup(tmp_path):
         st = os.stat(str(image))
         assert [d.backs(st.st_dev, st.st_ino) for d in ours] == [True, True]
         assert sorted(d.read_only for d in ours) == [False, True]
+        # find_device reads only the recorded device: the same answer, no scan; what is not /dev/loopN reads nothing
+        assert sorted(loop.kernel_loop_devices(only=devices), key=lambda d: d.name) == ours
+        assert loop.kernel_loop_devices(only=["/dev/sda", "/dev/loop0/../sda", None]) == []
     finally:
         for dev in devices:
             subprocess.run(["losetup", "-d", dev], check=False)

@@ -170,3 +170,28 @@ def test_a_handle_of_the_other_kind_of_volume_is_refused_before_anything_is_writ
         driver.attach(as_inline, provision=True)
     assert "a PV attached at /dev/loop43" in refused.value.msg and "inline volume scratch" in refused.value.msg
     assert calls == [] and pv_image.read_text() == "the PV's data"
+
+
+def test_find_device_reads_only_the_recorded_device(tmp_path, monkeypatch):
+    """find_device (every mount and detach) asks the kernel about the recorded device alone, not every loop device the
+    node has; the answer is the same: that device while it still backs the recorded inode, else None."""
+    from ansible_collections.kubevol.volumes.plugins.module_utils.drivers import loop
+    pool = tmp_path / "pool"
+    pool.mkdir()
+    driver = LoopDriver(fake_runner({}), str(tmp_path / "k"), "n1", {"loop_pools": [str(pool)]})
+    item = volume_item(dict(ITEM, volume_attributes={"pool": str(pool)}))
+    (pool / "a.img").write_bytes(b"")
+    st = os.stat(str(pool / "a.img"))
+    driver.write_record(item, str(pool / "a.img"), "/dev/loop7", st)
+    asked = []
+    backing_inode = {"/dev/loop7": st.st_ino, "/dev/loop8": st.st_ino + 1}
+
+    def kernel(only=None):
+        asked.append(only)
+        return [loop.LoopDevice(name=name, back_file="", back_ino=backing_inode[name],
+                                back_dev=(os.major(st.st_dev), os.minor(st.st_dev)))
+                for name in (only if only is not None else sorted(backing_inode))]
+    monkeypatch.setattr(loop, "kernel_loop_devices", kernel)
+    assert driver.find_device(item) == "/dev/loop7" and asked == [["/dev/loop7"]]
+    driver.write_record(item, str(pool / "a.img"), "/dev/loop8", st)  # loop8 backs another inode: not this volume's
+    assert driver.find_device(item) is None and asked[-1] == ["/dev/loop8"]
