@@ -81,7 +81,8 @@ def kept_renewed(cluster_store, lock, warnings):
                     return
                 stores[0].use_run_lock(lock)
             try:
-                stores[0].renew_run_lock(lock["holder"], duration)
+                # another host's renewal this interval is enough: a lock renewed half an interval ago is left as is
+                stores[0].renew_run_lock(lock["holder"], duration, fresh_for=duration / RENEW_EVERY / 2)
             except run_lock.RunLockLost as err:
                 warnings.append("the run lock could not be renewed during the node task: %s; this run's next record "
                                 "write will be refused: let the other run end, then run again (it converges)" % err.msg)

@@ -116,12 +116,18 @@ class ClusterStore:
                 raise run_lock.locked_error(self.describe(), outcome["current"], waited)
             sleep(min(run_lock.POLL_INTERVAL, max(0.0, timeout - waited)))
 
-    def renew_run_lock(self, holder, duration=run_lock.DEFAULT_DURATION, now=run_lock.utc_now):
-        """Renew ``holder``'s lock; RunLockLost when the run no longer holds it (then nothing may be written)."""
+    def renew_run_lock(self, holder, duration=run_lock.DEFAULT_DURATION, now=run_lock.utc_now, fresh_for=0):
+        """Renew ``holder``'s lock; RunLockLost when the run no longer holds it (then nothing may be written).
+        A lock renewed less than ``fresh_for`` seconds ago is left as it is: every host of a run renews it while its
+        node task runs, and one write per interval is enough (not one per host, each a conflict for the next)."""
         def change(current):
             run_lock.check_held(self.describe(), current, holder)
+            moment = now()
+            renewed = run_lock.parse_time(current.get("renewed"))
+            if fresh_for and renewed is not None and (moment - renewed).total_seconds() < fresh_for:
+                return None
             who = {"host": current.get("host"), "pid": current.get("pid"), "pid_start": current.get("pid_start")}
-            return run_lock.new_record(holder, duration, now(), who, since=run_lock.parse_time(current.get("since")))
+            return run_lock.new_record(holder, duration, moment, who, since=run_lock.parse_time(current.get("since")))
         self._run_lock_swap(change)
 
     def release_run_lock(self, holder):

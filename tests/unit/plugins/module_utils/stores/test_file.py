@@ -5,6 +5,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import datetime
 import json
 import multiprocessing
 import os
@@ -266,7 +267,6 @@ def test_get_store():
 
 # -- the run lock: a record beside the state file ----------------------------------------------------------
 def test_run_lock_waits_names_the_holder_and_takes_over_stale_locks(tmp_path):
-    import datetime
     import os
     from ansible_collections.kubevol.volumes.plugins.module_utils import run_lock
     path = tmp_path / "cluster.json"
@@ -292,6 +292,29 @@ def test_run_lock_waits_names_the_holder_and_takes_over_stale_locks(tmp_path):
         return datetime.datetime(2026, 1, 1, tzinfo=datetime.timezone.utc)
     store.acquire_run_lock("elsewhere", 60, 0, who={"host": "other-host", "pid": 1, "pid_start": 1}, now=past)
     assert "expired" in store.acquire_run_lock("next", 60, 0, who=me)["took_over"]["reason"]
+
+
+def test_a_lock_renewed_moments_ago_is_not_written_again(tmp_path):
+    """Every host of a run renews the lock while its node task runs: a renewal within fresh_for of the last one writes
+    nothing (one write per interval, not one per host), a later one does, and a lost lock is still refused."""
+    from ansible_collections.kubevol.volumes.plugins.module_utils import run_lock
+    path = tmp_path / "cluster.json"
+    path.write_text('{"kind": "List", "items": []}')
+    store = FileStore(str(path))
+    me = run_lock.owner(os.getpid())
+    start = datetime.datetime(2026, 11, 24, 3, 0, 0, tzinfo=datetime.timezone.utc)
+    store.acquire_run_lock("run-a", 60, 0, who=me, now=lambda: start)
+    lock_file = str(path) + ".run-lock"
+
+    def written():
+        return os.stat(lock_file).st_ino, open(lock_file).read()
+    before = written()
+    store.renew_run_lock("run-a", 60, now=lambda: start + datetime.timedelta(seconds=9), fresh_for=10)
+    assert written() == before  # renewed 9 s ago: fresh, left as it is
+    store.renew_run_lock("run-a", 60, now=lambda: start + datetime.timedelta(seconds=11), fresh_for=10)
+    assert written() != before and '"renewed": "2026-11-24T03:00:11.000000Z"' in written()[1]
+    with pytest.raises(run_lock.RunLockLost):
+        store.renew_run_lock("run-b", 60, now=lambda: start + datetime.timedelta(seconds=12), fresh_for=10)
 
 
 def test_the_run_lock_is_kept_renewed_while_a_node_task_runs(tmp_path):
