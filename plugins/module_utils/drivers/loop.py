@@ -227,8 +227,9 @@ class LoopDriver(Driver):
         holder gone, so a waiter checks once it has the lock that the name still points to the file it locked."""
         name = os.path.basename(self._holder_path(item, ".lock"))
         while True:
-            dir_fd = layout.open_dir(self.pool(item), self._holders_dir(item), True, self.node_name)
-            try:
+            with contextlib.ExitStack() as attempt:
+                dir_fd = layout.open_dir(self.pool(item), self._holders_dir(item), True, self.node_name)
+                attempt.callback(os.close, dir_fd)
                 try:
                     fd = os.open(name, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600, dir_fd=dir_fd)
                 except OSError as err:
@@ -237,18 +238,12 @@ class LoopDriver(Driver):
                     raise UnsafePath(path=os.path.join(self._holders_dir(item), name), node=self.node_name,
                                      kubelet_dir=self.pool(item), reason="a symlink where volume %s's holder lock "
                                                                          "belongs" % item.pv_name)
-                try:
-                    fcntl.flock(fd, fcntl.LOCK_EX)
-                    if _same_file(os.fstat(fd), name, dir_fd):
-                        break
-                except BaseException:
-                    os.close(fd)
-                    raise
-                os.close(fd)  # removed (and maybe created anew) while this node waited: lock the current one
-            except BaseException:
-                os.close(dir_fd)
-                raise
-            os.close(dir_fd)
+                attempt.callback(os.close, fd)  # closing the descriptor releases the flock
+                fcntl.flock(fd, fcntl.LOCK_EX)
+                if _same_file(os.fstat(fd), name, dir_fd):
+                    held = attempt.pop_all()  # both stay open until the caller is done
+                    break
+            # removed (and maybe created anew) while this node waited: lock the current one
 
         def remove():
             try:
@@ -256,11 +251,8 @@ class LoopDriver(Driver):
             except OSError:
                 pass  # an empty lock file left behind is harmless: the next attach locks it again
 
-        try:
+        with held:
             yield remove
-        finally:
-            os.close(fd)  # closing the descriptor releases the flock
-            os.close(dir_fd)
 
     def read_holders(self, item):
         """{node: since} of the nodes the pool records as holding the image ({} when none)."""

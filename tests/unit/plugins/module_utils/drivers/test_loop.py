@@ -116,6 +116,7 @@ def test_a_node_waiting_on_an_image_lock_that_is_removed_locks_the_current_file(
     driver = LoopDriver(fake_runner({}), str(tmp_path / "k"), "n1", {"loop_pools": [str(pool)]})
     item = volume_item(dict(ITEM, volume_attributes={"pool": str(pool)}))
     lock_path = driver._holder_path(item, ".lock")
+    open_fds = len(os.listdir("/proc/self/fd"))
     entered = threading.Event()
     locked_inode = []
 
@@ -136,6 +137,7 @@ def test_a_node_waiting_on_an_image_lock_that_is_removed_locks_the_current_file(
     os.close(third)
     thread.join(5)
     assert entered.is_set() and locked_inode == [os.stat(lock_path).st_ino]
+    assert len(os.listdir("/proc/self/fd")) == open_fds  # the retry and both holds closed every descriptor
 
 
 def test_a_handle_of_the_other_kind_of_volume_is_refused_before_anything_is_written(tmp_path):
