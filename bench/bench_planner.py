@@ -4,8 +4,8 @@
 """Benchmark the planner against loading: 5,000 nodes, 150,000 pods, 60,000 PV/PVC pairs (x --scale).
 
 Usage (from the repository root):
-    /tmp/kv312/bin/python bench/bench_planner.py            # scale 1 and 2 in one run
-    /tmp/kv312/bin/python bench/bench_planner.py --scale 2  # one scale only
+    .venv/bin/python bench/bench_planner.py            # scale 1 and 2 in one run
+    .venv/bin/python bench/bench_planner.py --scale 2  # one scale only
 
 Load = JSON file -> model objects (json.load + cluster_from_data + ClusterIndex), GC paused as in
 load_cluster_file. Peak memory is the process's max RSS (both scales in one process).
