@@ -7,7 +7,8 @@ nothing attached), written as a JSON file. Timed, in one process, as the role ru
 - plan: volume_reconcile_plan's call (module_utils/plan_task.run: load the file, plan);
 - slices: every host's node_plan slice and the setup work node_phases cuts from it (executor.node_slice,
   executor.phase_work for attach, mount), as each host's worker does;
-- outcome: executor.task_outcome over every host's (simulated, successful) node results, once;
+- outcome: executor.run_state_after (the role's run state after the task, executor.task_outcome inside) over
+  every host's (simulated, successful) node results, once;
 - record: cluster_volume_record's call (module_utils/record_task.run) writing those records to the file;
 - converged: the next run's plan over that file, with node facts that report every volume attached and
   mounted (the no-op every later run pays: nothing to do, but every mount checked, in_use_repairs included).
@@ -124,7 +125,7 @@ def measure(hosts, per_host, workdir):
     times["slices"] = time.perf_counter() - start
 
     start = time.perf_counter()
-    outcome = executor.task_outcome(result, SETUP, host_results)
+    outcome = executor.run_state_after(result, SETUP, host_results, executor.initial_run_state(result))
     times["outcome"] = time.perf_counter() - start
 
     start = time.perf_counter()

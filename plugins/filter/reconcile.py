@@ -50,11 +50,17 @@ def node_plan(plan_result, node):
         raise AnsibleFilterError("kubevol node_plan: the input is not a volume_reconcile_plan result: %s" % e)
 
 
-def task_outcome(plan_result, phases, results, failures=None):
+def run_state(plan_result):
+    if not isinstance(plan_result, dict):
+        raise AnsibleFilterError("kubevol run_state: the input is not a volume_reconcile_plan result")
+    return executor.initial_run_state(plan_result)
+
+
+def run_state_after(plan_result, phases, results, state):
     try:
-        return executor.task_outcome(plan_result, phases, results, failures)
-    except KeyError as e:
-        raise AnsibleFilterError("kubevol task_outcome: unknown phase or malformed plan step: %s" % e)
+        return executor.run_state_after(plan_result, phases, results, state)
+    except (KeyError, TypeError) as e:
+        raise AnsibleFilterError("kubevol run_state_after: unknown phase, malformed plan step or run state: %s" % e)
 
 
 def run_tasks(plan):
@@ -74,7 +80,8 @@ class FilterModule(object):
         return {
             "node_results": node_results,
             "node_facts_map": node_facts_map,
-            "task_outcome": task_outcome,
+            "run_state": run_state,
+            "run_state_after": run_state_after,
             "node_plan": node_plan,
             "run_tasks": run_tasks,
             "detach_request_records": detach_request_records,

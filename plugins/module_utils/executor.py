@@ -311,6 +311,25 @@ def run_tasks(plan):
     return {"teardown": teardown, "setup": setup, "expand_node_after": after, "sequence": sequence}
 
 
+def initial_run_state(plan_result):
+    """The run's state before its first node task, the role's one variable for the run: {tasks, failures, blocked,
+    errors, records}. ``tasks`` are the node tasks the plan needs, in order (run_tasks' sequence). Nothing has
+    failed yet but the nodes whose state could not be gathered (the plan's ``node_errors``): they fail the run at
+    its end, and the planner already blocked what needs them."""
+    plan_result = plan_result or {}
+    return {"tasks": run_tasks(plan_result.get("plan"))["sequence"], "failures": {"nodes": {}, "volumes": {}},
+            "blocked": [], "errors": list(plan_result.get("node_errors") or ()), "records": []}
+
+
+def run_state_after(plan_result, phases, results, state):
+    """The run's state after one node task (task_outcome): the failures the later tasks must not attempt, the
+    steps blocked and the node errors so far, and this task's ``records`` to write."""
+    outcome = task_outcome(plan_result, phases, results, state["failures"])
+    return {"tasks": state["tasks"], "failures": outcome["failures"],
+            "blocked": list(state["blocked"]) + outcome["blocked"], "errors": list(state["errors"]) + outcome["errors"],
+            "records": outcome["records"]}
+
+
 def task_outcome(plan_result, phases, results, failures=None):
     """The outcome of one role task in which every node ran ``phases`` in order (plugins/action/node_phases.py).
 

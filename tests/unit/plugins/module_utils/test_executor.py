@@ -231,6 +231,28 @@ def test_a_failed_detach_on_one_node_stops_the_attach_on_the_other():
     assert not [r for r in setup["records"] if r.get("pv_name") == "pv-a" or KEY_A in r.get("unique_volume_names", ())]
 
 
+def test_the_run_state_threads_failures_and_keeps_the_runs_errors_and_blocked_steps():
+    """The role's one state variable: it starts with the nodes that could not be gathered, each node task carries
+    its failures into the next, and errors and blocked steps add up over the run; records are each task's own."""
+    gathered = dict(PLAN, node_errors=[{"node": "n3", "phase": "facts", "msg": "unreachable", "volumes": []}])
+    state = executor.initial_run_state(gathered)
+    assert state == {"tasks": executor.run_tasks(PLAN["plan"])["sequence"], "failures": {"nodes": {}, "volumes": {}},
+                     "blocked": [], "records": [],
+                     "errors": [{"node": "n3", "phase": "facts", "msg": "unreachable", "volumes": []}]}
+    assert [t["name"] for t in state["tasks"]] == ["teardown", "setup"]
+    busy = {"failed": True, "msg": "umount: target is busy", "volumes": []}
+    after_teardown = executor.run_state_after(gathered, ["teardown"], {"n1": ran("teardown", teardown=busy)}, state)
+    assert KEY_A in after_teardown["failures"]["volumes"] and after_teardown["records"] == []
+    assert [e["node"] for e in after_teardown["errors"]] == ["n3", "n1"]
+    assert ("n2", "pv-a", "attach") in {(b["node"], b["volume"], b["action"]) for b in after_teardown["blocked"]}
+    after_setup = executor.run_state_after(gathered, SETUP, {"n2": ran(*SETUP)}, after_teardown)
+    assert after_setup["failures"]["volumes"].keys() >= {KEY_A}  # the failed detach still stops what needs pv-a
+    assert after_setup["errors"] == after_teardown["errors"] and after_setup["tasks"] == state["tasks"]
+    assert after_setup["blocked"][:len(after_teardown["blocked"])] == after_teardown["blocked"]
+    assert after_setup["records"] and not [r for r in after_setup["records"] if r.get("pv_name") == "pv-a"]
+    assert state["errors"] == [gathered["node_errors"][0]] and state["blocked"] == []  # the input is not changed
+
+
 def test_a_host_that_did_not_run_the_task_or_is_unreachable():
     out = executor.task_outcome(PLAN, ["teardown"], {})
     assert out["errors"] and "did not run it" in out["errors"][0]["msg"] and out["records"] == []
