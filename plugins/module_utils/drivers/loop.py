@@ -69,7 +69,8 @@ class _Unreadable(Exception):
 def _kernel_loop_device(name):
     """The loop device ``name`` (loopN) if bound, read as ``losetup --list`` reads it: its sysfs backing_file
     (present only while bound), then LOOP_GET_STATUS64 for BACK-INO, BACK-MAJ:MIN and RO. None when unbound;
-    _Unreadable when it cannot be read."""
+    _Unreadable when it cannot be read (the caller then runs losetup, which fails loudly if it cannot read it
+    either: never "unbound" for a device that may be bound)."""
     try:
         # os.open and os.read, not open(): a node can have hundreds of unbound loop devices, each a failed lookup
         fd = os.open("/sys/block/%s/loop/backing_file" % name, os.O_RDONLY | os.O_CLOEXEC)
@@ -77,14 +78,19 @@ def _kernel_loop_device(name):
             back_file = os.read(fd, 8192).decode("utf-8", "surrogateescape").rstrip("\n")
         finally:
             os.close(fd)
-        fd = os.open("/dev/" + name, os.O_RDONLY | os.O_CLOEXEC)
+    except (IOError, OSError) as err:
+        if err.errno == errno.ENOENT:
+            return None  # no loop/ directory: unbound
+        raise _Unreadable(err)
+    try:
+        fd = os.open("/dev/" + name, os.O_RDONLY | os.O_CLOEXEC)  # bound in sysfs: no device node is an error
         try:
             info = LOOP_INFO64.unpack(fcntl.ioctl(fd, LOOP_GET_STATUS64, bytes(LOOP_INFO64.size)))
         finally:
             os.close(fd)
     except (IOError, OSError) as err:
-        if err.errno in (errno.ENXIO, errno.ENOENT):
-            return None  # unbound (no loop/ directory), or unbound between the two reads
+        if err.errno == errno.ENXIO:
+            return None  # unbound between the two reads
         raise _Unreadable(err)
     return LoopDevice(name="/dev/" + name, back_file=back_file, back_ino=info[1],
                       back_dev=(os.major(info[0]), os.minor(info[0])), read_only=bool(info[8] & LO_FLAGS_READ_ONLY))
@@ -95,12 +101,14 @@ def kernel_loop_devices(only=None):
     only the device paths in ``only``). None when sysfs or a device cannot be read: the caller then runs
     losetup."""
     try:
+        # a node whose sysfs cannot be listed is one to ask losetup, not one without loop devices
+        listed = os.listdir("/sys/block")
         if only is None:
-            names = sorted(n for n in os.listdir("/sys/block") if n.startswith("loop"))
+            names = sorted(n for n in listed if n.startswith("loop"))
         else:
             # a recorded path that is not /dev/loopN names no loop device (and no other sysfs path is read)
-            names = [p[len("/dev/"):] for p in only
-                     if isinstance(p, str) and p.startswith("/dev/loop") and "/" not in p[len("/dev/"):]]
+            names = [p[len("/dev/"):] for p in only if isinstance(p, str) and p.startswith("/dev/loop")
+                     and "/" not in p[len("/dev/"):] and "\x00" not in p]
         devices = [_kernel_loop_device(name) for name in names]
     except (OSError, _Unreadable):
         return None

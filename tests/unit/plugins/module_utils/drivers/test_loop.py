@@ -197,3 +197,32 @@ def test_find_device_reads_only_the_recorded_device(tmp_path, monkeypatch):
     assert driver.find_device(item) == "/dev/loop7" and asked == [["/dev/loop7"]]
     driver.write_record(item, str(pool / "a.img"), "/dev/loop8", st)  # loop8 backs another inode: not this volume's
     assert driver.find_device(item) is None and asked[-1] == ["/dev/loop8"]
+
+
+def test_a_loop_device_that_cannot_be_read_is_never_taken_for_unbound(monkeypatch):
+    """Without sysfs, or with a device bound in sysfs but no /dev node, the kernel listing answers None (the
+    driver then asks losetup), never "no device": detach would otherwise drop the record and the holder of a
+    device still bound. A recorded path that is not /dev/loopN reads nothing."""
+    from ansible_collections.kubevol.volumes.plugins.module_utils.drivers import loop
+    real_open, real_listdir = os.open, os.listdir
+
+    def no_sysfs(path):
+        if path == "/sys/block":
+            raise FileNotFoundError(2, "No such file or directory", path)
+        return real_listdir(path)
+    monkeypatch.setattr(loop.os, "listdir", no_sysfs)
+    assert loop.kernel_loop_devices(only=["/dev/loop9"]) is None and loop.kernel_loop_devices() is None
+    monkeypatch.setattr(loop.os, "listdir", lambda path: ["loop9"] if path == "/sys/block" else real_listdir(path))
+    reader, writer = os.pipe()
+    os.write(writer, b"/pool/a.img\n")
+    os.close(writer)
+
+    def bound_without_node(path, flags, *args, **kwargs):
+        if path == "/sys/block/loop9/loop/backing_file":
+            return reader
+        if path == "/dev/loop9":
+            raise FileNotFoundError(2, "No such file or directory", path)
+        return real_open(path, flags, *args, **kwargs)
+    monkeypatch.setattr(loop.os, "open", bound_without_node)
+    assert loop.kernel_loop_devices(only=["/dev/loop9"]) is None
+    assert loop.kernel_loop_devices(only=["/dev/sda", "/dev/loop9\x00", "/dev/loop9/../sda", 7]) == []
