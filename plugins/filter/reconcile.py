@@ -63,10 +63,6 @@ def run_state_after(plan_result, phases, results, state):
         raise AnsibleFilterError("kubevol run_state_after: unknown phase, malformed plan step or run state: %s" % e)
 
 
-def run_tasks(plan):
-    return executor.run_tasks(plan)
-
-
 def attach_intents(plan_result, failures=None):
     return executor.attach_intents(plan_result, failures)
 
@@ -83,7 +79,6 @@ class FilterModule(object):
             "run_state": run_state,
             "run_state_after": run_state_after,
             "node_plan": node_plan,
-            "run_tasks": run_tasks,
             "detach_request_records": detach_request_records,
             "attach_intents": attach_intents,
         }

@@ -124,7 +124,8 @@ class ClusterStore:
             run_lock.check_held(self.describe(), current, holder)
             moment = now()
             renewed = run_lock.parse_time(current.get("renewed"))
-            if fresh_for and renewed is not None and (moment - renewed).total_seconds() < fresh_for:
+            # a renewal that seems to come from the future (a clock stepped back) is renewed again, not trusted
+            if fresh_for and renewed is not None and 0 <= (moment - renewed).total_seconds() < fresh_for:
                 return None
             who = {"host": current.get("host"), "pid": current.get("pid"), "pid_start": current.get("pid_start")}
             return run_lock.new_record(holder, duration, moment, who, since=run_lock.parse_time(current.get("since")))

@@ -315,6 +315,9 @@ def test_a_lock_renewed_moments_ago_is_not_written_again(tmp_path):
     assert written() != before and '"renewed": "2026-11-24T03:00:11.000000Z"' in written()[1]
     with pytest.raises(run_lock.RunLockLost):
         store.renew_run_lock("run-b", 60, now=lambda: start + datetime.timedelta(seconds=12), fresh_for=10)
+    # a clock stepped back: the lock seems renewed in the future, and is renewed again rather than trusted
+    store.renew_run_lock("run-a", 60, now=lambda: start, fresh_for=10)
+    assert '"renewed": "2026-11-24T03:00:00.000000Z"' in written()[1]
 
 
 def test_the_run_lock_is_kept_renewed_while_a_node_task_runs(tmp_path):
