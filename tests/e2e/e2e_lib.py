@@ -315,10 +315,10 @@ class Cluster:
         })
         return env
 
-    def playbook_argv(self, extra=(), check=False, python=None, inventory=None):
+    def playbook_argv(self, extra=(), check=False, python=None, inventory=None, playbook=None):
         python = python or sys.executable
         argv = [os.path.join(os.path.dirname(python), "ansible-playbook"), "-i", inventory or self.inventory,
-                PLAYBOOK, "-e", "kubevol_cluster_state=" + self.state, "-e", "kubevol_provision=true"]
+                playbook or PLAYBOOK, "-e", "kubevol_cluster_state=" + self.state, "-e", "kubevol_provision=true"]
         if check:
             argv.append("--check")
         return argv + list(extra)
@@ -328,9 +328,9 @@ class Cluster:
         return (os.path.join(self.dir, "run-%02d.json" % self._runs),
                 os.path.join(self.dir, "run-%02d.log" % self._runs))
 
-    def reconcile(self, extra=(), check=False, python=None, inventory=None, env=None, expect_rc=0):
+    def reconcile(self, extra=(), check=False, python=None, inventory=None, env=None, expect_rc=0, playbook=None):
         results, log = self._next_files()
-        argv = self.playbook_argv(extra, check, python, inventory)
+        argv = self.playbook_argv(extra, check, python, inventory, playbook)
         run_env = self.env()
         run_env["KUBEVOL_E2E_RESULTS"] = results
         run_env.update(env or {})

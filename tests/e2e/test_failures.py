@@ -182,3 +182,52 @@ def test_failed_detach_keeps_the_volume_off_the_other_node(kv):
     records = vas(data)
     assert va_name(DB_HANDLE, "node2") not in records and records.get(va_name(DB_HANDLE, "node1"))
     assert_converged_and_idempotent(kv)
+    kv.shared["moved_to_node1"] = checksum
+
+
+TWICE_IN_ONE_PLAY = """\
+---
+- name: Two reconciles in one play, the cause of the first one's failure removed in between
+  hosts: all
+  gather_facts: false
+  tasks:
+    - name: First reconcile (node1 cannot detach; the play goes on)
+      ansible.builtin.include_role:
+        name: kubevol.volumes.reconcile
+      vars:
+        kubevol_fail_on_error: false
+    - name: Let node1 detach again
+      ansible.builtin.command: umount /usr/sbin/losetup
+      when: inventory_hostname == 'node1'
+      changed_when: true
+    - name: Second reconcile
+      ansible.builtin.include_role:
+        name: kubevol.volumes.reconcile
+"""
+
+
+def test_a_second_reconcile_in_the_same_play_starts_from_its_own_plan(kv):
+    """The run's state is the run's own: a second reconcile in the same play does not inherit the first one's
+    failures (it would skip the volume they name) or errors (it would fail for what it did not do)."""
+    checksum = kv.shared.get("moved_to_node1")
+    assert checksum, "needs the volume moved to node1 by the test before"
+    assert kv.edit("move-pod", "shop/db-0", "node2") == "changed"
+    playbook = os.path.join(kv.dir, "twice.yml")
+    with open(playbook, "w") as handle:
+        handle.write(TWICE_IN_ONE_PLAY)
+    kv.ssh("node1", FAIL_DETACH)
+    try:
+        run = kv.reconcile(playbook=playbook)
+    finally:
+        kv.ssh("node1", "umount /usr/sbin/losetup 2>/dev/null || true")
+    summaries = [(result.get("ansible_facts") or {}).get("kubevol_run_summary") or {}
+                 for _name, _host, _status, result in run.executions(name="Summarize the run")]
+    assert len(summaries) == 2, run.describe()
+    assert [(e["node"], e["phase"]) for e in summaries[0]["errors"]] == [("node1", "teardown")], summaries[0]
+    assert summaries[1]["errors"] == [] and not summaries[1].get("blocked"), summaries[1]
+    data = kv.cluster()
+    db_path = pod_mount_path(pod_uid(data, "shop/db-0"), "pv-db-data")
+    assert kv.read_sum("node2", db_path, "table.dat") == checksum
+    records = vas(data)
+    assert va_name(DB_HANDLE, "node1") not in records and records.get(va_name(DB_HANDLE, "node2"))
+    assert_converged_and_idempotent(kv)
