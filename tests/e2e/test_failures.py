@@ -176,13 +176,18 @@ def test_failed_detach_keeps_the_volume_off_the_other_node(kv):
     finally:
         kv.ssh("node2", "umount /usr/sbin/losetup")
     kv.reconcile()
+    assert_db_moved(kv, "node2", "node1", checksum)
+    kv.shared["moved_to_node1"] = checksum
+
+
+def assert_db_moved(kv, old, new, checksum):
+    """shop/db-0's volume is on ``new`` with its data, recorded there and not on ``old``, and the run converged."""
     data = kv.cluster()
     db_path = pod_mount_path(pod_uid(data, "shop/db-0"), "pv-db-data")
-    assert kv.read_sum("node1", db_path, "table.dat") == checksum
+    assert kv.read_sum(new, db_path, "table.dat") == checksum
     records = vas(data)
-    assert va_name(DB_HANDLE, "node2") not in records and records.get(va_name(DB_HANDLE, "node1"))
+    assert va_name(DB_HANDLE, old) not in records and records.get(va_name(DB_HANDLE, new))
     assert_converged_and_idempotent(kv)
-    kv.shared["moved_to_node1"] = checksum
 
 
 TWICE_IN_ONE_PLAY = """\
@@ -225,9 +230,4 @@ def test_a_second_reconcile_in_the_same_play_starts_from_its_own_plan(kv):
     assert len(summaries) == 2, run.describe()
     assert [(e["node"], e["phase"]) for e in summaries[0]["errors"]] == [("node1", "teardown")], summaries[0]
     assert summaries[1]["errors"] == [] and not summaries[1].get("blocked"), summaries[1]
-    data = kv.cluster()
-    db_path = pod_mount_path(pod_uid(data, "shop/db-0"), "pv-db-data")
-    assert kv.read_sum("node2", db_path, "table.dat") == checksum
-    records = vas(data)
-    assert va_name(DB_HANDLE, "node1") not in records and records.get(va_name(DB_HANDLE, "node2"))
-    assert_converged_and_idempotent(kv)
+    assert_db_moved(kv, "node1", "node2", checksum)
