@@ -16,21 +16,32 @@ description:
     per step, then the blocked items (each once, with the action it holds back) and a summary line
     C(Plan: N to unmount, N to detach, N to attach, N to mount, N to expand; N blocked)."
   - The same table is what M(kubevol.volumes.volume_reconcile_plan) returns as C(table) with C(output=table).
-positional: max_rows
+positional: max_rows, more_hint
 options:
   _input:
     description: The registered result of M(kubevol.volumes.volume_reconcile_plan).
     type: dict
     required: true
   max_rows:
-    description: At most this many step rows and blocked rows, then a line saying how many more there are. All by default.
+    description:
+      - At most this many step rows and blocked rows, then a line saying how many more there are. All by default;
+        V(0) is all of them too.
     type: int
+  more_hint:
+    description:
+      - What that line says about seeing the rows left out, in parentheses after C(not shown).
+    type: str
+    default: raise max_rows
 """
 
 EXAMPLES = r"""
 - name: Show the plan
   ansible.builtin.debug:
     msg: "{{ (result | kubevol.volumes.plan_table).splitlines() }}"
+
+- name: Show at most 50 steps and 50 blocked items
+  ansible.builtin.debug:
+    msg: "{{ (result | kubevol.volumes.plan_table(50)).splitlines() }}"
 """
 
 RETURN = r"""
@@ -44,11 +55,13 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.kubevol.volumes.plugins.module_utils import plan_text
 
 
-def plan_table(result, max_rows=None):
+def plan_table(result, max_rows=None, more_hint="raise max_rows"):
     """The plan result as text: steps, blocked items (each once, with its action), summary line."""
     if not isinstance(result, dict) or "plan" not in result:
         raise AnsibleFilterError("plan_table expects the result of kubevol.volumes.volume_reconcile_plan")
-    return "\n".join(plan_text.table_lines(result, max_rows))
+    if max_rows is not None and (isinstance(max_rows, bool) or not isinstance(max_rows, int) or max_rows < 0):
+        raise AnsibleFilterError("plan_table: max_rows must be a whole number of rows (0 for all), not %r" % (max_rows,))
+    return "\n".join(plan_text.table_lines(result, max_rows or None, more_hint))
 
 
 def run_summary(result, errors=None, blocked_after_plan=None, check_mode=False, plan_shown=True):

@@ -32,8 +32,11 @@ def _table(rows):
     return ["  ".join([c.ljust(w) for c, w in zip(row, widths)] + [row[-1]]).rstrip() for row in rows]
 
 
-def _more(hidden, what):
-    return "... and %d more %s not shown (output=full returns them all, or raise table_rows)" % (hidden, what)
+MORE_HINT = "output=full returns them all, or raise table_rows"  # volume_reconcile_plan's own options
+
+
+def _more(hidden, what, hint=MORE_HINT):
+    return "... and %d more %s not shown (%s)" % (hidden, what, hint)
 
 
 def blocked_action(entry, desired_per_node, attached_per_node):
@@ -81,14 +84,14 @@ def _step_action(step):
     return action
 
 
-def blocked_lines(blocked, max_rows=None):
+def blocked_lines(blocked, max_rows=None, hint=MORE_HINT):
     rows = [COLUMNS]
     shown = blocked if max_rows is None else blocked[:max_rows]
     rows.extend(("!", _cell(b.get("action")), _cell(b.get("node")), _cell(b.get("volume")), _cell(b.get("pod")),
                  _cell(b.get("reason"))) for b in shown)
     lines = _table(rows)
     if len(shown) < len(blocked):
-        lines.append(_more(len(blocked) - len(shown), "blocked"))
+        lines.append(_more(len(blocked) - len(shown), "blocked", hint))
     return lines
 
 
@@ -116,10 +119,10 @@ def guard_line(result):
                               "; allowed for this run" if guard.get("allow_mass_teardown") else ""))
 
 
-def table_lines(result, max_rows=None):
+def table_lines(result, max_rows=None, hint=MORE_HINT):
     """The plan as a table, like ``terraform plan``: one line per step, the blocked items once each with the
     action they hold back, the teardown guard, and the ``Plan:`` line. ``max_rows`` caps the step and the
-    blocked rows (None: all of them)."""
+    blocked rows (None: all of them); ``hint`` says how to see the rows left out."""
     steps = result.get("plan") or []
     blocked = blocked_once(result)
     lines = []
@@ -130,12 +133,12 @@ def table_lines(result, max_rows=None):
                      _cell(s.get("pod")), _cell(s.get("reason"))) for s in shown)
         lines.extend(_table(rows))
         if len(shown) < len(steps):
-            lines.append(_more(len(steps) - len(shown), "steps"))
+            lines.append(_more(len(steps) - len(shown), "steps", hint))
     else:
         lines.append("No changes. Volumes match the desired state.")
     if blocked:
         lines.extend(["", "Blocked:"])
-        lines.extend(blocked_lines(blocked, max_rows))
+        lines.extend(blocked_lines(blocked, max_rows, hint))
     lines.append("")
     guard = guard_line(result)
     if guard:

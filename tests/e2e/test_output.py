@@ -62,6 +62,12 @@ def test_check_mode_with_an_unreachable_node(kv):
               if status == "failed"]
     assert len(failed) == 1 and "could not be checked" in failed[0]["msg"] and "node3" in failed[0]["msg"], failed
     assert "[WARNING]: the plan has" not in run.stdout  # every node with steps is in the play
+    # kubevol_plan_table_rows cuts the printed table, not the plan: the same Plan line, and how to see the rest
+    capped = kv.reconcile(check=True, extra=["-e", "kubevol_plan_table_rows=1"], expect_rc="nonzero").plan_lines()
+    assert capped[-1] == table[-1] and len([line for line in capped if line.startswith("!")]) == 1, capped
+    hint = "not shown (set kubevol_plan_table_rows higher, or to 0 for all)"
+    assert [line for line in capped if line.startswith("... and ")] == [
+        "... and %d more steps %s" % (len(run.plan()) - 1, hint), "... and 1 more blocked %s" % hint], capped
     kv.shared["checked"] = True
 
 

@@ -69,6 +69,19 @@ def test_table_rows_are_capped():
     assert "... and 2 more blocked not shown" in "\n".join(lines)
 
 
+def test_the_filter_caps_rows_and_says_how_to_see_them():
+    """The role prints the plan through the filter with kubevol_plan_table_rows: the line counting the rows left
+    out names the role's variable; 0, like no cap, prints them all; a cap that is not a row count is refused."""
+    capped = plan_table(RESULT, 2, "set kubevol_plan_table_rows higher, or to 0 for all").splitlines()
+    assert "... and 4 more steps not shown (set kubevol_plan_table_rows higher, or to 0 for all)" in capped
+    assert "... and 2 more blocked not shown (set kubevol_plan_table_rows higher, or to 0 for all)" in capped
+    assert "... and 4 more steps not shown (raise max_rows)" in plan_table(RESULT, 2).splitlines()
+    assert plan_table(RESULT, 0) == plan_table(RESULT) and "not shown" not in plan_table(RESULT, 0)
+    for bad in (-1, "2", True):
+        with pytest.raises(AnsibleFilterError):
+            plan_table(RESULT, bad)
+
+
 def test_summary_is_one_line_per_node():
     lines = plan_text.summary_lines(RESULT)
     assert lines[0].split() == ["NODE", "UNMOUNT", "DETACH", "ATTACH", "MOUNT", "EXPAND", "BLOCKED"]
