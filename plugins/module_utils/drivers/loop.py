@@ -102,13 +102,13 @@ def kernel_loop_devices(only=None):
     losetup."""
     try:
         # a node whose sysfs cannot be listed is one to ask losetup, not one without loop devices
-        listed = os.listdir("/sys/block")
+        loops = set(n for n in os.listdir("/sys/block") if n.startswith("loop"))
         if only is None:
-            names = sorted(n for n in listed if n.startswith("loop"))
+            names = sorted(loops)
         else:
-            # a recorded path that is not /dev/loopN names no loop device (and no other sysfs path is read)
-            names = [p[len("/dev/"):] for p in only if isinstance(p, str) and p.startswith("/dev/loop")
-                     and "/" not in p[len("/dev/"):] and "\x00" not in p]
+            # only a recorded /dev/loopN the kernel lists is read: any other path names no loop device
+            names = [p[len("/dev/"):] for p in only if isinstance(p, str) and p.startswith("/dev/") and
+                     p[len("/dev/"):] in loops]
         devices = [_kernel_loop_device(name) for name in names]
     except (OSError, _Unreadable):
         return None
