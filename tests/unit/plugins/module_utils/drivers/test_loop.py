@@ -226,3 +226,43 @@ def test_a_loop_device_that_cannot_be_read_is_never_taken_for_unbound(monkeypatc
     monkeypatch.setattr(loop.os, "open", bound_without_node)
     assert loop.kernel_loop_devices(only=["/dev/loop9"]) is None
     assert loop.kernel_loop_devices(only=["/dev/sda", "/dev/loop9\x00", "/dev/loop9/../sda", 7]) == []
+
+
+def test_a_record_naming_a_device_that_is_not_a_loop_device_detaches_nothing(tmp_path):
+    """find_device reads only the recorded device: a record (stale or planted) that names /dev/sda, a path through
+    /dev/loop0/.., or a loop device backing another inode makes detach run no command at all (no losetup -d of
+    something that is not this volume's), and a device the kernel does not list is not read."""
+    pool = tmp_path / "pool"
+    pool.mkdir()
+    ran = []
+    runner = Runner(lambda argv, data=None: ran.append(list(argv)) or (0, "", ""), node="n1", volume="pv-a")
+    driver = LoopDriver(runner, str(tmp_path / "k"), "n1", {"loop_pools": [str(pool)]})
+    item = volume_item(dict(ITEM, volume_attributes={"pool": str(pool)}))
+    (pool / "a.img").write_bytes(b"")
+    st = os.stat(str(pool / "a.img"))
+    for planted in ("/dev/sda", "/dev/loop0/../sda", "/dev/loop999999"):
+        driver.write_record(item, str(pool / "a.img"), planted, st)
+        assert driver.find_device(item) is None
+        assert driver.detach(item) is None and not os.path.exists(driver.record_path(item.volume_handle))
+    assert ran == []
+
+
+def test_a_symlink_where_the_holder_lock_belongs_is_refused_and_leaks_nothing(tmp_path):
+    """The holder lock is opened with O_NOFOLLOW under the pool: a symlink planted there (to a file outside the
+    pool) is refused naming the volume, the file it points to is untouched, and no descriptor stays open."""
+    from ansible_collections.kubevol.volumes.plugins.module_utils.errors import UnsafePath
+    pool = tmp_path / "pool"
+    pool.mkdir()
+    outside = tmp_path / "outside"
+    outside.write_text("keep")
+    driver = LoopDriver(fake_runner({}), str(tmp_path / "k"), "n1", {"loop_pools": [str(pool)]})
+    item = volume_item(dict(ITEM, volume_attributes={"pool": str(pool)}))
+    lock_path = driver._holder_path(item, ".lock")
+    os.makedirs(os.path.dirname(lock_path))
+    os.symlink(str(outside), lock_path)
+    open_fds = len(os.listdir("/proc/self/fd"))
+    with pytest.raises(UnsafePath) as exc:
+        with driver._holders_locked(item):
+            pass
+    assert "symlink where volume pv-a's holder lock belongs" in str(exc.value) and "n1" in str(exc.value)
+    assert outside.read_text() == "keep" and len(os.listdir("/proc/self/fd")) == open_fds
