@@ -52,7 +52,8 @@ def node_plan(plan_result, node):
 
 def run_state(plan_result):
     if not isinstance(plan_result, dict):
-        raise AnsibleFilterError("kubevol run_state: the input is not a volume_reconcile_plan result")
+        raise AnsibleFilterError("kubevol run_state: the input is not a volume_reconcile_plan result; pass the result "
+                                 "the plan task registered (the reconcile role's kubevol_plan_result)")
     return executor.initial_run_state(plan_result)
 
 
@@ -60,7 +61,9 @@ def run_state_after(plan_result, phases, results, state):
     try:
         return executor.run_state_after(plan_result, phases, results, state)
     except (KeyError, TypeError) as e:
-        raise AnsibleFilterError("kubevol run_state_after: unknown phase, malformed plan step or run state: %s" % e)
+        raise AnsibleFilterError("kubevol run_state_after: unknown phase, malformed plan step or run state: %s; pass "
+                                 "the plan result, the phases node_phases ran, node_results' output and the state "
+                                 "run_state or an earlier run_state_after returned" % e)
 
 
 def attach_intents(plan_result, failures=None):
