@@ -21,6 +21,7 @@ from ansible.plugins.action import ActionBase
 from ansible_collections.kubevol.volumes.plugins.module_utils import executor
 from ansible_collections.kubevol.volumes.plugins.module_utils.node_args import node_phases_argspec
 from ansible_collections.kubevol.volumes.plugins.module_utils.run_lock_task import kept_renewed
+from ansible_collections.kubevol.volumes.plugins.plugin_utils import node_runner
 
 # The phases one node_volume_setup execution runs in order (attach, mount, expand).
 SETUP_PHASES = ("attach", "mount", "expand_controller", "expand_node")
@@ -61,9 +62,14 @@ class ActionModule(ActionBase):
         if validated.error_messages:
             raise AnsibleActionFail("kubevol.volumes.node_phases: %s" % "; ".join(validated.error_messages))
         params = validated.validated_parameters
+        node = params["node_name"]
+        if "facts" in params["phases"]:
+            return self._facts(result, params, task_vars)
+        if params["plan"] is None:
+            raise AnsibleActionFail("kubevol.volumes.node_phases: plan is required for the phases %s (only facts "
+                                    "runs without one)" % ", ".join(params["phases"]))
         order = [name for name, _kinds in executor.PHASES]
         phases = sorted(set(params["phases"]), key=order.index)
-        node = params["node_name"]
         # a whole plan result is cut here; the role passes the host's slice (filter node_plan) already
         plan = executor.PlanView(executor.node_slice(params["plan"], node))
         failures = params["failures"]
@@ -76,6 +82,8 @@ class ActionModule(ActionBase):
             changed=any(r.get("changed") for r in phase_results.values()),
             phase_results=phase_results,
             module_runs=executed,
+            # one decision per task and host (node_runner.direct_interpreter): every execution ran the same way
+            node_runner=self._node_runner,
             node_name=node,
             errors=[{"phase": phase, "msg": r.get("msg")} for phase, r in phase_results.items()
                     if r.get("failed") or r.get("unreachable")],
@@ -85,6 +93,26 @@ class ActionModule(ActionBase):
         # A node's failure is reported by the role once every node has run (executor.task_outcome);
         # this host stays in the play so the others' results are recorded.
         return result
+
+    def _facts(self, result, params, task_vars):
+        """The node's actual state, as node_volume_info returns it (fs_sizes off: the planner does not read them).
+        An unreachable host raises, as the module task would: the role reads it as a failed node."""
+        if params["phases"] != ["facts"]:
+            raise AnsibleActionFail("kubevol.volumes.node_phases: facts runs alone, not with %s"
+                                    % ", ".join(p for p in params["phases"] if p != "facts"))
+        outcome = node_runner.execute(self, task_vars, "kubevol.volumes.node_volume_info",
+                                      {"node_name": params["node_name"], "kubelet_dir": params["kubelet_dir"],
+                                       "fs_sizes": False}, params["runner"])
+        result.update(outcome)
+        result["module_runs"] = ["kubevol.volumes.node_volume_info"]
+        return result
+
+    _node_runner = None  # how this task's node modules ran (direct or module); None until one ran
+
+    def _execute(self, task_vars, module, args, params):
+        outcome = node_runner.execute(self, task_vars, module, args, params["runner"])
+        self._node_runner = outcome.pop("node_runner", None)
+        return outcome
 
     def _run_phases(self, plan, phases, node, failures, params, task_vars):
         """Run the node's share of ``phases`` over the host's connection: ({phase: module result}, modules run)."""
@@ -104,8 +132,8 @@ class ActionModule(ActionBase):
                 continue
             module, _extra = PHASE_MODULES[phase]
             try:
-                outcome = self._execute_module(module_name=module, task_vars=task_vars,
-                                               module_args=module_args(phase, node, items, stale, forced, params))
+                outcome = self._execute(task_vars, module, module_args(phase, node, items, stale, forced, params),
+                                        params)
             except AnsibleConnectionFailure as err:
                 # keep what the earlier phases did: it is recorded; this phase and the rest are not
                 outcome = {"unreachable": True, "failed": True, "msg": "%s: %s" % (module, err)}
@@ -125,8 +153,7 @@ class ActionModule(ActionBase):
         if "attach" in args:
             args["attach"]["provision"] = params["provision"]
         try:
-            outcome = self._execute_module(module_name="kubevol.volumes.node_volume_setup", module_args=args,
-                                           task_vars=task_vars)
+            outcome = self._execute(task_vars, "kubevol.volumes.node_volume_setup", args, params)
         except AnsibleConnectionFailure as err:
             outcome = {"unreachable": True, "failed": True, "msg": "kubevol.volumes.node_volume_setup: %s" % err}
         if outcome.get("failed") or "phase_results" not in outcome:

@@ -78,12 +78,32 @@ def volumes_argspec(volumes_required=True, **extra):
     return spec
 
 
+def setup_phase_specs():
+    """node_volume_setup's phases and the options each takes (its module documents them)."""
+    volumes = dict(type="list", elements="dict", default=[], options=copy.deepcopy(VOLUME_SPEC))
+    return {
+        "attach": dict(volumes=copy.deepcopy(volumes), provision=dict(type="bool", default=False)),
+        "mount": dict(volumes=copy.deepcopy(volumes), force=dict(type="bool", default=False),
+                      device_timeout=dict(type="int", default=30)),
+        "expand_controller": dict(volumes=copy.deepcopy(volumes)),
+        "expand_node": dict(volumes=copy.deepcopy(volumes)),
+    }
+
+
+def setup_argspec():
+    """node_volume_setup: the node's settings and one dict per phase (checked against setup_phase_specs)."""
+    spec = copy.deepcopy(NODE_SPEC)
+    spec.update(copy.deepcopy(LOCK_SPEC))
+    spec.update((phase, dict(type="dict")) for phase in setup_phase_specs())
+    return spec
+
+
 def node_phases_argspec():
     """The node_phases action plugin's arguments (plugins/action/node_phases.py; its module file documents them)."""
     return dict(
-        plan=dict(type="dict", required=True),
+        plan=dict(type="dict"),
         phases=dict(type="list", elements="str", required=True,
-                    choices=["teardown", "attach", "mount", "expand_controller", "expand_node"]),
+                    choices=["facts", "teardown", "attach", "mount", "expand_controller", "expand_node"]),
         failures=dict(type="dict", default={}),
         node_name=dict(type="str", required=True),
         kubelet_dir=copy.deepcopy(NODE_SPEC["kubelet_dir"]),
@@ -92,4 +112,5 @@ def node_phases_argspec():
         loop_pools=copy.deepcopy(LOCK_SPEC["loop_pools"]),
         run_lock=dict(type="dict"),
         cluster_store=dict(type="dict", no_log=True),
+        runner=dict(type="str", default="auto", choices=["auto", "module"]),
     )

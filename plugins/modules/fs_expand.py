@@ -99,16 +99,12 @@ completed:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.kubevol.volumes.plugins.module_utils.node_args import volumes_argspec
-from ansible_collections.kubevol.volumes.plugins.module_utils.node.module import run_volumes
-from ansible_collections.kubevol.volumes.plugins.module_utils.node.operations import expand_controller, expand_node
+from ansible_collections.kubevol.volumes.plugins.module_utils.node import entry
 
 
 def main():
-    module = AnsibleModule(argument_spec=volumes_argspec(stage=dict(type="str", default="node",
-                                                                    choices=["node", "controller"])),
-                           supports_check_mode=True)
-    run_volumes(module, expand_controller if module.params["stage"] == "controller" else expand_node)
+    module = AnsibleModule(argument_spec=entry.argspec("fs_expand"), supports_check_mode=True)
+    entry.run("fs_expand", module)
 
 
 if __name__ == "__main__":

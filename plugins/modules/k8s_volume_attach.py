@@ -109,18 +109,12 @@ completed:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.kubevol.volumes.plugins.module_utils.node_args import volumes_argspec
-from ansible_collections.kubevol.volumes.plugins.module_utils.node.module import run_volumes
-from ansible_collections.kubevol.volumes.plugins.module_utils.node.operations import attach_volume
+from ansible_collections.kubevol.volumes.plugins.module_utils.node import entry
 
 
 def main():
-    module = AnsibleModule(argument_spec=volumes_argspec(provision=dict(type="bool", default=False)),
-                           supports_check_mode=True)
-    provision = module.params["provision"]
-    run_volumes(module, lambda ctx, item: attach_volume(ctx, item, provision=provision),
-                volume_attachments=lambda results: [r["volume_attachment"] for r in results],
-                volumes_attached=lambda results: [r["volumes_attached"] for r in results])
+    module = AnsibleModule(argument_spec=entry.argspec("k8s_volume_attach"), supports_check_mode=True)
+    entry.run("k8s_volume_attach", module)
 
 
 if __name__ == "__main__":

@@ -227,23 +227,12 @@ node_facts:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.kubevol.volumes.plugins.module_utils.errors import KubevolError
-from ansible_collections.kubevol.volumes.plugins.module_utils.node_args import node_argspec
-from ansible_collections.kubevol.volumes.plugins.module_utils.node.context import NodeContext
-from ansible_collections.kubevol.volumes.plugins.module_utils.node.facts import node_facts
-from ansible_collections.kubevol.volumes.plugins.module_utils.node.runner import process_runner
+from ansible_collections.kubevol.volumes.plugins.module_utils.node import entry
 
 
 def main():
-    module = AnsibleModule(argument_spec=node_argspec(fs_sizes=dict(type="bool", default=True)),
-                           supports_check_mode=True)
-    try:
-        ctx = NodeContext(process_runner(), node_name=module.params["node_name"],
-                          kubelet_dir=module.params["kubelet_dir"])
-        facts = node_facts(ctx, fs_sizes=module.params["fs_sizes"])
-    except KubevolError as err:
-        module.fail_json(msg=err.msg, **err.to_result())
-    module.exit_json(changed=False, node_facts=facts)
+    module = AnsibleModule(argument_spec=entry.argspec("node_volume_info"), supports_check_mode=True)
+    entry.run("node_volume_info", module)
 
 
 if __name__ == "__main__":

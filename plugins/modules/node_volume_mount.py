@@ -125,17 +125,12 @@ completed:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.kubevol.volumes.plugins.module_utils.node_args import volumes_argspec
-from ansible_collections.kubevol.volumes.plugins.module_utils.node.module import run_volumes
-from ansible_collections.kubevol.volumes.plugins.module_utils.node.operations import mount_volume
+from ansible_collections.kubevol.volumes.plugins.module_utils.node import entry
 
 
 def main():
-    module = AnsibleModule(argument_spec=volumes_argspec(force=dict(type="bool", default=False),
-                                                         device_timeout=dict(type="int", default=30)),
-                           supports_check_mode=True)
-    force, timeout = module.params["force"], module.params["device_timeout"]
-    run_volumes(module, lambda ctx, item: mount_volume(ctx, item, force=force, device_timeout=timeout))
+    module = AnsibleModule(argument_spec=entry.argspec("node_volume_mount"), supports_check_mode=True)
+    entry.run("node_volume_mount", module)
 
 
 if __name__ == "__main__":

@@ -90,39 +90,23 @@ phase_results:
   type: dict
 '''
 
-import copy
-
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
-from ansible_collections.kubevol.volumes.plugins.module_utils.node_args import LOCK_SPEC, NODE_SPEC, VOLUME_SPEC
-from ansible_collections.kubevol.volumes.plugins.module_utils.node.setup import run_setup
-
-VOLUMES = dict(type="list", elements="dict", default=[], options=VOLUME_SPEC)
-PHASE_SPECS = {
-    "attach": dict(volumes=VOLUMES, provision=dict(type="bool", default=False)),
-    "mount": dict(volumes=VOLUMES, force=dict(type="bool", default=False), device_timeout=dict(type="int", default=30)),
-    "expand_controller": dict(volumes=VOLUMES),
-    "expand_node": dict(volumes=VOLUMES),
-}
+from ansible_collections.kubevol.volumes.plugins.module_utils.node import entry
+from ansible_collections.kubevol.volumes.plugins.module_utils.node_args import setup_phase_specs
 
 
 def main():
-    spec = copy.deepcopy(NODE_SPEC)
-    spec.update(copy.deepcopy(LOCK_SPEC))
-    spec.update((phase, dict(type="dict")) for phase in PHASE_SPECS)
-    module = AnsibleModule(argument_spec=spec, supports_check_mode=True)
-    for phase, phase_spec in PHASE_SPECS.items():
+    module = AnsibleModule(argument_spec=entry.argspec("node_volume_setup"), supports_check_mode=True)
+    for phase, phase_spec in setup_phase_specs().items():
         if module.params[phase] is None:
             continue
-        validated = ArgumentSpecValidator(copy.deepcopy(phase_spec)).validate(module.params[phase])
+        validated = ArgumentSpecValidator(phase_spec).validate(module.params[phase])
         if validated.error_messages:
             module.fail_json(msg="%s: %s" % (phase, "; ".join(validated.error_messages)))
         module.params[phase] = validated.validated_parameters
-    result = run_setup(module)
-    for text in result.pop("warnings_text"):
-        module.warn(text)
-    module.exit_json(**result)
+    entry.run("node_volume_setup", module)
 
 
 if __name__ == "__main__":

@@ -172,29 +172,12 @@ completed:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.kubevol.volumes.plugins.module_utils.node_args import volumes_argspec
-from ansible_collections.kubevol.volumes.plugins.module_utils.node import stale
-from ansible_collections.kubevol.volumes.plugins.module_utils.node.module import run_volumes
-from ansible_collections.kubevol.volumes.plugins.module_utils.node.operations import detach_volume, plan_detach
+from ansible_collections.kubevol.volumes.plugins.module_utils.node import entry
 
 
 def main():
-    module = AnsibleModule(argument_spec=volumes_argspec(volumes_required=False,
-                                                         force=dict(type="bool", default=False),
-                                                         stale_paths=dict(type="list", elements="str", default=[])),
-                           supports_check_mode=True)
-    force = module.params["force"]
-    checked = []
-
-    def prepare(ctx, items):
-        # Decide for every volume and check every stale path before acting on any: a blocked detach or a
-        # refused path fails with nothing changed.
-        checked.extend(stale.check_paths(ctx, module.params["stale_paths"]))
-        for item in items:
-            plan_detach(ctx, item, force=force)
-
-    run_volumes(module, lambda ctx, item: detach_volume(ctx, item, force=force), prepare=prepare,
-                finish=lambda ctx: stale.remove_stale(ctx, checked))
+    module = AnsibleModule(argument_spec=entry.argspec("volume_detach"), supports_check_mode=True)
+    entry.run("volume_detach", module)
 
 
 if __name__ == "__main__":

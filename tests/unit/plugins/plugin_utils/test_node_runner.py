@@ -1,0 +1,197 @@
+"""The engine's direct node runner (plugin_utils/node_runner.py): the node code it sends is the modules' own and
+needs nothing of Ansible, the exact command line it builds runs that code through a real shell and a real Python
+and gives the result the node code gives in process, and it falls back to the module run when it must."""
+import ast
+import json
+import os
+import shlex
+import subprocess
+import sys
+
+import pytest
+
+from ansible_collections.kubevol.volumes.plugins.module_utils.node import entry
+from ansible_collections.kubevol.volumes.plugins.plugin_utils import node_runner
+
+MODULES_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(entry.__file__))), "..", "modules")
+NODE_MODULES = ["node_volume_info", "k8s_volume_attach", "node_volume_mount", "fs_expand", "volume_detach",
+                "node_volume_setup"]
+
+
+def imported_names(source):
+    names = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            names.add(node.module)
+        elif isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+    return names
+
+
+def test_the_node_code_needs_nothing_of_ansible_and_nothing_it_imports_is_missing():
+    sources = node_runner.node_sources()
+    assert node_runner.ENTRY in sources
+    for name, (_package, source) in sources.items():
+        for imported in imported_names(source):
+            assert imported.split(".")[0] != "ansible", "%s imports %s: the node has no Ansible" % (name, imported)
+            if imported.startswith(node_runner.PACKAGE):
+                assert imported in sources, "%s imports %s, which the payload lacks" % (name, imported)
+    # the same files the modules ship: every node module's work is in entry.py, which imports them all
+    for path in ("node/setup.py", "node/facts.py", "node/stale.py", "drivers/loop.py"):
+        name = node_runner.PACKAGE + "." + path[:-3].replace("/", ".")
+        with open(os.path.join(os.path.dirname(os.path.dirname(entry.__file__)), path)) as handle:
+            assert sources[name] == [False, handle.read()]
+
+
+@pytest.mark.parametrize("module", NODE_MODULES)
+def test_each_node_module_file_runs_its_work_through_entry(module):
+    """The module and the direct runner run the same function with the same spec: the file only parses."""
+    with open(os.path.join(MODULES_DIR, module + ".py")) as handle:
+        source = handle.read()
+    main = [n for n in ast.parse(source).body if isinstance(n, ast.FunctionDef) and n.name == "main"][0]
+    text = ast.unparse(main)
+    assert "entry.argspec(%r)" % module in text and "entry.run(%r, module)" % module in text
+
+
+class FakeTemplar:
+    def template(self, value):
+        return value.replace("{{ py }}", "/usr/bin/python3")
+
+
+class FakeAction:
+    """An action plugin's surface node_runner uses; the 'connection' is a local /bin/sh."""
+
+    def __init__(self, pipelining=True, environment=""):
+        self.pipelining = pipelining
+        self.environment = environment
+        self._templar = FakeTemplar()
+        self._play_context = type("PlayContext", (), {"check_mode": False, "diff": False})()
+        self.commands = []
+        self.module_runs = []
+
+    def _is_pipelining_enabled(self, style):
+        assert style == "new"
+        return self.pipelining
+
+    def _compute_environment_string(self):
+        return self.environment
+
+    def _low_level_execute_command(self, cmd, sudoable=True, in_data=None):
+        self.commands.append(cmd)
+        proc = subprocess.run(["/bin/sh", "-c", cmd], input=in_data, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              check=False)
+        return {"rc": proc.returncode, "stdout": proc.stdout.decode(), "stderr": proc.stderr.decode()}
+
+    def _execute_module(self, module_name, module_args, task_vars):
+        self.module_runs.append((module_name, module_args))
+        return {"changed": False, "ran": module_name}
+
+
+PY = {"ansible_python_interpreter": sys.executable}
+
+
+def test_a_direct_run_gives_what_the_node_code_gives_in_process(tmp_path):
+    kubelet = tmp_path / "kubelet"
+    kubelet.mkdir()
+    args = {"node_name": "n1", "kubelet_dir": str(kubelet), "fs_sizes": False}
+    action = FakeAction()
+    direct = node_runner.execute(action, PY, "kubevol.volumes.node_volume_info", args)
+    assert action.module_runs == [] and len(action.commands) == 1
+    assert direct.pop("node_runner") == "direct"
+    in_process = entry.direct_main({"module": "node_volume_info", "params": dict(args)})
+    assert direct == in_process
+    assert direct["node_facts"]["node_name"] == "n1" and direct["node_facts"]["reachable"] is True
+    assert direct["node_facts"]["kubelet_dir"] == str(kubelet)
+
+
+def test_a_failing_node_module_fails_the_same_way_directly(tmp_path):
+    missing = str(tmp_path / "kubelet-typo")
+    args = {"node_name": "n1", "kubelet_dir": missing, "fs_sizes": False}
+    direct = node_runner.execute(FakeAction(), PY, "kubevol.volumes.node_volume_info", args)
+    assert direct["failed"] is True
+    assert direct["msg"].startswith("kubelet_dir %s does not exist on node n1: " % missing)
+    del direct["node_runner"]
+    assert direct == entry.direct_main({"module": "node_volume_info", "params": dict(args)})
+
+
+def test_the_task_environment_prefixes_the_command_and_reaches_the_node_code(tmp_path):
+    """The task's environment applies, as it applies to a module; -I keeps PYTHON* variables from the code."""
+    kubelet = tmp_path / "kubelet"
+    kubelet.mkdir()
+    action = FakeAction(environment="PATH=/nonexistent-kubevol")
+    result = node_runner.execute(action, PY, "kubevol.volumes.node_volume_info",
+                                 {"node_name": "n1", "kubelet_dir": str(kubelet)})
+    assert action.commands[0].startswith("PATH=/nonexistent-kubevol ")
+    # the node code finds its tools in the sbin directories as well, so facts still gather with that PATH
+    assert result["node_facts"]["reachable"] is True, result
+
+
+def test_arguments_are_checked_on_the_controller_with_the_modules_own_spec():
+    action = FakeAction()
+    result = node_runner.execute(action, PY, "kubevol.volumes.node_volume_mount", {"node_name": "n1"})
+    assert result["failed"] is True and "missing required arguments: volumes" in result["msg"]
+    assert result["msg"].startswith("kubevol.volumes.node_volume_mount: ")
+    bad_phase = {"node_name": "n1", "mount": {"volumes": [{"driver": "loop.kubevol.io", "volume_handle": "a"}]}}
+    result = node_runner.execute(action, PY, "kubevol.volumes.node_volume_setup", bad_phase)
+    assert result["failed"] is True and "mount: " in result["msg"] and "pv_name" in result["msg"]
+    assert action.commands == [], "nothing may be sent to the node with arguments the module would refuse"
+
+
+def test_no_pipelining_or_no_known_interpreter_runs_the_module():
+    action = FakeAction(pipelining=False)
+    result = node_runner.execute(action, PY, "kubevol.volumes.node_volume_info", {"node_name": "n1"})
+    assert result == {"changed": False, "ran": "kubevol.volumes.node_volume_info", "node_runner": "module"}
+    assert action.commands == []
+    assert node_runner.direct_interpreter(FakeAction(), {}) is None
+    assert node_runner.direct_interpreter(FakeAction(), {"ansible_python_interpreter": "auto_silent"}) is None
+    discovered = {"ansible_python_interpreter": "auto", "ansible_facts": {"discovered_interpreter_python": "/bin/py"}}
+    assert node_runner.direct_interpreter(FakeAction(), discovered) == "/bin/py"
+    assert node_runner.direct_interpreter(FakeAction(), {"ansible_python_interpreter": "{{ py }}"}) == "/usr/bin/python3"
+    # runner=module always runs the module
+    action = FakeAction()
+    node_runner.execute(action, PY, "kubevol.volumes.node_volume_info", {"node_name": "n1"}, runner="module")
+    assert action.commands == [] and len(action.module_runs) == 1
+
+
+def test_an_interpreter_with_arguments_and_a_missing_one(tmp_path):
+    assert node_runner.command("/usr/bin/env python3").startswith("/usr/bin/env python3 -I -c ")
+    result = node_runner.execute(FakeAction(), {"ansible_python_interpreter": str(tmp_path / "no-python")},
+                                 "kubevol.volumes.node_volume_info", {"node_name": "n1"})
+    assert result["failed"] is True and result["rc"] == 127 and "no-python" in result["msg"]
+    assert "the node's Python gave no result" in result["msg"]
+
+
+def test_output_around_the_result_is_left_out_and_no_result_is_a_failure():
+    result = {"changed": True, "volumes": []}
+    noisy = "Welcome to node1\n{not json\n%s\n" % json.dumps(result)
+    assert node_runner.parse_output("m", {"rc": 0, "stdout": noisy, "stderr": ""}) == result
+    empty = node_runner.parse_output("kubevol.volumes.fs_expand", {"rc": 1, "stdout": "", "stderr": "Killed\n"})
+    msg = "kubevol.volumes.fs_expand (direct run): the node's Python gave no result (rc=1): Killed"
+    assert empty == {"failed": True, "rc": 1, "msg": msg}
+
+
+def test_a_crash_in_the_node_code_is_a_failed_result_with_its_traceback():
+    proc = subprocess.run([sys.executable, "-I", "-c", node_runner.BOOTSTRAP],
+                          input=node_runner.payload("no_such_module", {}), stdout=subprocess.PIPE, check=False)
+    result = node_runner.parse_output("m", {"rc": proc.returncode, "stdout": proc.stdout.decode(), "stderr": ""})
+    assert result["failed"] is True and result["msg"] == "the node code failed: KeyError: 'no_such_module'"
+    assert "Traceback" in result["exception"]
+
+
+def test_the_stand_in_module_reports_as_ansible_module_does():
+    def fails(module):
+        module.warn("first")
+        module.fail_json(msg="boom", volumes=[])
+
+    entry.MODULES["_test_fails"] = (dict, fails)
+    try:
+        result = entry.direct_main({"module": "_test_fails", "params": {}})
+    finally:
+        del entry.MODULES["_test_fails"]
+    assert result == {"failed": True, "msg": "boom", "volumes": [], "changed": False, "warnings": ["first"]}
+
+
+def test_the_command_survives_a_shell_word_for_word():
+    """The bootstrap goes through the remote shell as one argument: no character of it is interpreted."""
+    argv = shlex.split(node_runner.command("/usr/bin/python3"))
+    assert argv == ["/usr/bin/python3", "-I", "-c", node_runner.BOOTSTRAP]
