@@ -24,9 +24,9 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import ast
 import json
 import os
+import re
 import shlex
 import zlib
 
@@ -70,15 +70,23 @@ sys.stdout.write("\n" + json.dumps(result, default=lambda o: sorted(o) if isinst
 _SOURCES = {}  # this controller process's node code, read once: {module name: [is package, source]}
 
 
-def _imports(tree):
-    """The kubevol module_utils modules a parsed file imports (anywhere in it, as Ansible's own finder reads)."""
-    found = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith(PACKAGE):
-            found.add(node.module)
-            found.update("%s.%s" % (node.module, alias.name) for alias in node.names)
-        elif isinstance(node, ast.Import):
-            found.update(alias.name for alias in node.names if alias.name.startswith(PACKAGE))
+# ``from <kubevol module_utils...> import a, b`` (parenthesized over lines or not) and ``import <...>``, anywhere in a
+# file. A regular expression, not ast: every action plugin worker builds the payload, and parsing the node code
+# took it 30-70 ms (a unit test checks that this finds what ast finds).
+_FROM_IMPORT = re.compile(r"^[ \t]*from[ \t]+(%s(?:\.\w+)*)[ \t]+import[ \t]+(\([^)]*\)|[^\n]*)" % re.escape(PACKAGE), re.M)
+_IMPORT = re.compile(r"^[ \t]*import[ \t]+(%s(?:\.\w+)*)" % re.escape(PACKAGE), re.M)
+
+
+def imports(text):
+    """The kubevol module_utils names a file's source imports: modules, and ``module.name`` for each name
+    imported from one (which node_sources keeps only when it is a module itself)."""
+    found = set(_IMPORT.findall(text))
+    for module, names in _FROM_IMPORT.findall(text):
+        found.add(module)
+        for name in re.sub(r"#[^\n]*", "", names).strip().strip("()").split(","):
+            name = name.split()
+            if name:
+                found.add("%s.%s" % (module, name[0]))
     return found
 
 
@@ -106,7 +114,7 @@ def node_sources():
             with open(path) as handle:
                 text = handle.read()
         sources[name] = [package, text]
-        todo.extend(_imports(ast.parse(text, path)))
+        todo.extend(imports(text))
     # the packages above module_utils, empty: the node has no collection installed
     parts = PACKAGE.split(".")
     for i in range(1, len(parts) + 1):
