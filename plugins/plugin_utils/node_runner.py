@@ -178,8 +178,9 @@ def check_args(module, args):
 
 def direct_interpreter(action, task_vars):
     """The host's Python for a direct run, or None when Ansible's module run must be used: pipelining is off
-    or not possible (keep_remote_files, a become method that needs a tty), or the interpreter is not known yet."""
-    if not action._is_pipelining_enabled("new"):
+    or not possible (keep_remote_files, a become method that needs a tty), the task is delegated (the interpreter
+    to use is the delegate's, which Ansible resolves), or the interpreter is not known yet."""
+    if not action._is_pipelining_enabled("new") or getattr(action._task, "delegate_to", None):
         return None
     value = task_vars.get("ansible_python_interpreter")
     if value:

@@ -86,8 +86,9 @@ class FakeTemplar:
 class FakeAction:
     """An action plugin's surface node_runner uses; the 'connection' is a local /bin/sh."""
 
-    def __init__(self, pipelining=True, environment=""):
+    def __init__(self, pipelining=True, environment="", delegate_to=None):
         self.pipelining = pipelining
+        self._task = type("Task", (), {"delegate_to": delegate_to})()
         self.environment = environment
         self._templar = FakeTemplar()
         self._play_context = type("PlayContext", (), {"check_mode": False, "diff": False})()
@@ -168,6 +169,7 @@ def test_no_pipelining_or_no_known_interpreter_runs_the_module():
     assert result == {"changed": False, "ran": "kubevol.volumes.node_volume_info", "node_runner": "module"}
     assert action.commands == []
     assert node_runner.direct_interpreter(FakeAction(), {}) is None
+    assert node_runner.direct_interpreter(FakeAction(delegate_to="other"), PY) is None
     assert node_runner.direct_interpreter(FakeAction(), {"ansible_python_interpreter": "auto_silent"}) is None
     discovered = {"ansible_python_interpreter": "auto", "ansible_facts": {"discovered_interpreter_python": "/bin/py"}}
     assert node_runner.direct_interpreter(FakeAction(), discovered) == "/bin/py"
