@@ -152,7 +152,8 @@ def parse_output(module, res):
                 return result
     detail = (res.get("stderr") or "").strip() or stdout.strip() or "no output"
     return {"failed": True, "rc": res.get("rc"),
-            "msg": "%s (direct run): the node's Python gave no result (rc=%s): %s"
+            "msg": "%s (direct run): the node's Python gave no result (rc=%s): %s. Check the host's Python "
+                   "(ansible_python_interpreter); kubevol_node_runner=module runs the module instead"
                    % (module, res.get("rc"), detail[-2000:])}
 
 

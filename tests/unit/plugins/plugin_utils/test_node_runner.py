@@ -193,7 +193,8 @@ def test_output_around_the_result_is_left_out_and_no_result_is_a_failure():
     noisy = "Welcome to node1\n{not json\n%s\n" % json.dumps(result)
     assert node_runner.parse_output("m", {"rc": 0, "stdout": noisy, "stderr": ""}) == result
     empty = node_runner.parse_output("kubevol.volumes.fs_expand", {"rc": 1, "stdout": "", "stderr": "Killed\n"})
-    msg = "kubevol.volumes.fs_expand (direct run): the node's Python gave no result (rc=1): Killed"
+    msg = ("kubevol.volumes.fs_expand (direct run): the node's Python gave no result (rc=1): Killed. Check the host's "
+           "Python (ansible_python_interpreter); kubevol_node_runner=module runs the module instead")
     assert empty == {"failed": True, "rc": 1, "msg": msg}
 
 
