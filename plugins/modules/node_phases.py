@@ -26,8 +26,9 @@ description:
   - With O(phases=[facts]) it gathers the node's actual state instead, as M(kubevol.volumes.node_volume_info) does
     (without filesystem sizes), and returns that module's result; no plan is needed.
   - How the node modules run is O(runner). With V(auto), where Ansible would pipe a module to the host (pipelining on
-    and allowed by the connection and the become method) and the host's Python is known (C(ansible_python_interpreter),
-    or the interpreter Ansible discovered on an earlier module run), the node modules' own code and arguments, the
+    and allowed by the connection and the become method), the task is not delegated, and the host's Python is known
+    (C(ansible_python_interpreter) or the C(interpreter_python) setting, or when that is C(auto) the interpreter
+    Ansible discovered on an earlier module run), the node modules' own code and arguments, the
     arguments checked here against the module's own spec, go to that Python on stdin and run there without Ansible's
     module wrapper, which costs a node about 0.15 s of CPU per run. Elsewhere the public module runs.
   - The reconcile role's engine; the node modules stay the public modules for ad-hoc use.

@@ -8,25 +8,30 @@ module wrapper and ``ansible.module_utils.basic`` cost a node about 0.15 s of CP
 the same), and the node's zipimport compiles each shipped file twice. A reconcile runs one or two node
 modules per node, so with ten nodes on two cores that is most of a cold run's node time.
 
-``run_direct`` sends the node code the module would run (``module_utils/node/entry.py`` and what it
-imports, found by reading the imports; nothing of Ansible) and the arguments, already checked on the
-controller against the module's own spec, to the host's Python on stdin, over the host's connection
-(become and the task's environment apply). A small bootstrap imports the code from memory, compiles
-each file once, calls ``entry.direct_main`` and prints the module's result as JSON. The node code and
-its checks are the module's own; only the wrapper is left out.
+``execute`` sends the collection's module_utils (the node code the module would run is
+``module_utils/node/entry.py`` and what it imports, none of which imports Ansible) and the arguments,
+already checked on the controller against the module's own spec, to the host's Python on stdin, over the
+host's connection (become and the task's environment apply). A small bootstrap imports the code from
+memory, compiling only the files the run imports and each once, calls ``entry.direct_main`` and prints the
+module's result as JSON. The node code and its checks are the module's own. Left out with the wrapper:
+AnsibleModule's change of a current directory it cannot read (the node code uses absolute paths only) and
+the path details it adds to a failure naming a ``path``; ``direct_main`` logs the "Invoked with" line to
+syslog as AnsibleModule does.
 
 It is used only where Ansible itself would pipe a module on stdin (pipelining on and allowed by the
-connection and become method) and the host's interpreter is known (``ansible_python_interpreter`` or the
-interpreter Ansible discovered on the first module run); otherwise the engine runs the public module.
+connection and become method, keep_remote_files off), for a task that is not delegated, on a host whose
+interpreter is known the way Ansible resolves it (``ansible_python_interpreter`` or the ``interpreter_python``
+setting, else the interpreter Ansible discovered on an earlier module run); otherwise the engine runs the
+public module.
 """
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import base64
 import json
 import os
-import re
 import shlex
 import zlib
 
@@ -36,8 +41,13 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.node import entry
 PACKAGE = "ansible_collections.kubevol.volumes.plugins.module_utils"
 ENTRY = PACKAGE + ".node.entry"
 
-# Runs on the node (python -I: no PYTHON* variables, no user site). Reads {sources, request} (zlib'd JSON) from
-# stdin, serves the sources from memory (each compiled once) and prints the result of entry.direct_main. Kept to
+# The command line: one line, with no character a login shell (sh, bash, csh, tcsh) would expand. It runs the
+# bootstrap, which is the first line of stdin (base64), with python -I: no PYTHON* variables, no user site, no
+# current directory on sys.path.
+LOADER = "import sys,base64;exec(base64.b64decode(sys.stdin.buffer.readline()))"
+
+# Runs on the node. Reads {sources, entry, request} (zlib'd JSON) from the rest of stdin, serves the sources from
+# memory (each compiled when imported, once) and prints the result of entry.direct_main as its last line. Kept to
 # what every Python 3 has.
 BOOTSTRAP = r'''
 import sys, json, zlib, traceback
@@ -67,74 +77,50 @@ except BaseException:
 sys.stdout.write("\n" + json.dumps(result, default=lambda o: sorted(o) if isinstance(o, (set, frozenset)) else str(o)))
 '''
 
-_SOURCES = {}  # this controller process's node code, read once: {module name: [is package, source]}
-
-
-# ``from <kubevol module_utils...> import a, b`` (parenthesized over lines or not) and ``import <...>``, anywhere in a
-# file. A regular expression, not ast: every action plugin worker builds the payload, and parsing the node code
-# took it 30-70 ms (a unit test checks that this finds what ast finds).
-_FROM_IMPORT = re.compile(r"^[ \t]*from[ \t]+(%s(?:\.\w+)*)[ \t]+import[ \t]+(\([^)]*\)|[^\n]*)" % re.escape(PACKAGE), re.M)
-_IMPORT = re.compile(r"^[ \t]*import[ \t]+(%s(?:\.\w+)*)" % re.escape(PACKAGE), re.M)
-
-
-def imports(text):
-    """The kubevol module_utils names a file's source imports: modules, and ``module.name`` for each name
-    imported from one (which node_sources keeps only when it is a module itself)."""
-    found = set(_IMPORT.findall(text))
-    for module, names in _FROM_IMPORT.findall(text):
-        found.add(module)
-        for name in re.sub(r"#[^\n]*", "", names).strip().strip("()").split(","):
-            name = name.split()
-            if name:
-                found.add("%s.%s" % (module, name[0]))
-    return found
+_SOURCES = {}  # this controller process's module_utils, read once: {module name: [is package, source]}
 
 
 def node_sources():
-    """{module name: [is package, source]}: entry.py, everything it imports, and their packages."""
+    """{module name: [is package, source]}: every file of the collection's module_utils, its packages (empty when a
+    directory has no __init__.py) and the packages above it. All of it, not what entry.py imports: nothing to find
+    or keep in step, and the node compiles only what a run imports."""
     if _SOURCES:
         return _SOURCES
     root = os.path.dirname(os.path.abspath(node_args.__file__))  # .../plugins/module_utils
     sources = {}
-    todo = [ENTRY]
-    while todo:
-        name = todo.pop()
-        if name in sources:
-            continue
-        rel = name[len(PACKAGE):].lstrip(".").replace(".", os.sep)
-        path = os.path.join(root, rel)
-        if os.path.isdir(path):
-            path, package = os.path.join(path, "__init__.py"), True
-        elif os.path.isfile(path + ".py"):
-            path, package = path + ".py", False
-        else:
-            continue  # a name imported from a module (``from x import y``), not a module of its own
-        text = ""
-        if os.path.isfile(path):  # a package may have no __init__.py (module_utils has none)
-            with open(path) as handle:
-                text = handle.read()
-        sources[name] = [package, text]
-        todo.extend(imports(text))
-    # the packages above module_utils, empty: the node has no collection installed
     parts = PACKAGE.split(".")
-    for i in range(1, len(parts) + 1):
-        package = ".".join(parts[:i])
-        if package not in sources:
-            sources[package] = [True, ""]
+    for i in range(1, len(parts)):  # ansible_collections ... plugins: the node has no collection installed
+        sources[".".join(parts[:i])] = [True, ""]
+    for folder, dirs, files in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if not d.startswith((".", "__")))
+        rel = os.path.relpath(folder, root)
+        package = PACKAGE if rel == "." else PACKAGE + "." + rel.replace(os.sep, ".")
+        sources[package] = [True, ""]
+        for name in sorted(files):
+            if not name.endswith(".py"):
+                continue
+            with open(os.path.join(folder, name)) as handle:
+                text = handle.read()
+            if name == "__init__.py":
+                sources[package] = [True, text]
+            else:
+                sources[package + "." + name[:-3]] = [False, text]
     _SOURCES.update(sources)
     return _SOURCES
 
 
 def payload(module, params, check_mode=False, diff=False):
-    """The bytes the bootstrap reads on stdin for one run of node module ``module`` (its short name)."""
+    """The bytes the node reads on stdin for one run of node module ``module`` (its short name): the bootstrap
+    (one base64 line), then the zlib'd JSON it reads."""
     data = {"sources": node_sources(), "entry": ENTRY,
             "request": {"module": module, "params": params, "check_mode": check_mode, "diff": diff}}
-    return zlib.compress(json.dumps(data, separators=(",", ":")).encode("utf-8"), 1)
+    return (base64.b64encode(BOOTSTRAP.encode("utf-8")) + b"\n"
+            + zlib.compress(json.dumps(data, separators=(",", ":")).encode("utf-8"), 1))
 
 
 def command(interpreter):
-    """The command line that runs the bootstrap with ``interpreter`` (a path, maybe with arguments)."""
-    return " ".join(shlex.quote(arg) for arg in shlex.split(interpreter) + ["-I", "-c", BOOTSTRAP])
+    """The command line that runs the bootstrap with ``interpreter``, one word as Ansible passes it."""
+    return "%s -I -c %s" % (shlex.quote(interpreter), shlex.quote(LOADER))
 
 
 def parse_output(module, res):
@@ -149,12 +135,24 @@ def parse_output(module, res):
             except ValueError:
                 continue
             if isinstance(result, dict):
-                return result
+                return _strict_utf8(module, result)
     detail = (res.get("stderr") or "").strip() or stdout.strip() or "no output"
     return {"failed": True, "rc": res.get("rc"),
             "msg": "%s (direct run): the node's Python gave no result (rc=%s): %s. Check the host's Python "
                    "(ansible_python_interpreter); kubevol_node_runner=module runs the module instead"
                    % (module, res.get("rc"), detail[-2000:])}
+
+
+def _strict_utf8(module, result):
+    """The result, or a failure when its text is not valid UTF-8 (bytes the node code could not decode travel as
+    lone surrogates): Ansible fails a module result like that, and it could not be written to the store."""
+    try:
+        json.dumps(result, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError as err:
+        return {"failed": True, "msg": "%s (direct run): the node's result is not valid UTF-8 (%s); a device label, "
+                                       "path or command output on the node holds bytes that are not text"
+                                       % (module, err.reason)}
+    return result
 
 
 def check_args(module, args):
@@ -177,19 +175,28 @@ def check_args(module, args):
     return params, []
 
 
+def configured_interpreter(task_vars):
+    """The host's ``interpreter_python`` setting as Ansible reads it for a module: the ``ansible_python_interpreter``
+    variable, else ansible.cfg or ANSIBLE_PYTHON_INTERPRETER, else the default (auto)."""
+    from ansible import constants as C  # the controller's configuration; imported where used, as check_args does
+
+    return C.config.get_config_value("INTERPRETER_PYTHON", variables=task_vars)
+
+
 def direct_interpreter(action, task_vars):
     """The host's Python for a direct run, or None when Ansible's module run must be used: pipelining is off
     or not possible (keep_remote_files, a become method that needs a tty), the task is delegated (the interpreter
-    to use is the delegate's, which Ansible resolves), or the interpreter is not known yet."""
+    to use is the delegate's, which Ansible resolves), or the interpreter is to be discovered and has not been yet.
+    Resolved as Ansible resolves a module's: the setting, templated; when it is auto, the discovered interpreter."""
     if not action._is_pipelining_enabled("new") or getattr(action._task, "delegate_to", None):
         return None
-    value = task_vars.get("ansible_python_interpreter")
-    if value:
-        value = action._templar.template(value)
-        if isinstance(value, str) and value.strip() and not value.strip().startswith("auto"):
-            return value.strip()
+    value = configured_interpreter(task_vars)
+    value = action._templar.template(value) if isinstance(value, str) else value
+    value = value.strip() if isinstance(value, str) else ""
+    if value and value not in ("auto", "auto_silent", "auto_legacy", "auto_legacy_silent"):
+        return value
     discovered = (task_vars.get("ansible_facts") or {}).get("discovered_interpreter_python")
-    return discovered if isinstance(discovered, str) and discovered.strip() else None
+    return discovered.strip() if isinstance(discovered, str) and discovered.strip() else None
 
 
 def execute(action, task_vars, module_fqcn, module_args, runner="auto"):

@@ -6,8 +6,8 @@
 A module file parses its arguments with AnsibleModule and calls ``run(name, module)``. The reconcile
 role's engine (plugins/action/node_phases.py, plugin_utils/node_runner.py) parses the same arguments on
 the controller with the same spec (``argspec(name)``) and calls ``run`` on the node through
-``direct_main``, with a stand-in that has the four things the node code asks of AnsibleModule:
-``params``, ``check_mode``, ``warn`` and ``exit_json``/``fail_json`` (``_diff`` too). The node code
+``direct_main``, with a stand-in that has the five things the node code asks of AnsibleModule:
+``params``, ``check_mode``, ``_diff``, ``warn`` and ``exit_json``/``fail_json``. The node code
 then runs exactly as the module runs it, without Ansible's module wrapper on the node.
 
 The imports are inside the functions: each module compiles only the node code it runs.
@@ -116,8 +116,9 @@ def run(name, module):
     MODULES[name][1](module)
 
 
-class _Exit(Exception):
-    """exit_json or fail_json was called: the result is on the stand-in."""
+class _Exit(BaseException):
+    """exit_json or fail_json was called: the result is on the stand-in. A BaseException, as AnsibleModule's
+    SystemExit is: a handler of Exception in the node code does not swallow the end of the run."""
 
 
 class DirectModule(object):
@@ -143,9 +144,22 @@ class DirectModule(object):
         self.exit_json(**result)
 
 
+def _log_invocation(name, params):
+    """The "Invoked with" line AnsibleModule writes to the node's syslog for each module run: the audit trail of
+    what ran there stays the same whichever way the module's work ran."""
+    try:
+        import syslog
+
+        syslog.openlog("ansible-%s" % name, 0, syslog.LOG_USER)
+        syslog.syslog(syslog.LOG_INFO, "Invoked with %s" % " ".join("%s=%s" % (k, params[k]) for k in sorted(params)))
+    except Exception:  # pylint: disable=broad-except
+        pass  # as AnsibleModule: a node without syslog runs the module all the same
+
+
 def direct_main(request):
     """Run ``request`` ({module, params, check_mode, diff}) as the node module would: its result dict."""
     module = DirectModule(request["params"], bool(request.get("check_mode")), bool(request.get("diff")))
+    _log_invocation(request["module"], module.params)
     try:
         run(request["module"], module)
     except _Exit:

@@ -5,6 +5,7 @@ import ast
 import json
 import os
 import shlex
+import shutil
 import subprocess
 import sys
 
@@ -28,44 +29,58 @@ def imported_names(source):
     return names
 
 
-def test_the_node_code_needs_nothing_of_ansible_and_nothing_it_imports_is_missing():
-    sources = node_runner.node_sources()
-    assert node_runner.ENTRY in sources
-    for name, (_package, source) in sources.items():
-        for imported in imported_names(source):
-            assert imported.split(".")[0] != "ansible", "%s imports %s: the node has no Ansible" % (name, imported)
-            if imported.startswith(node_runner.PACKAGE):
-                assert imported in sources, "%s imports %s, which the payload lacks" % (name, imported)
-    # the same files the modules ship: every node module's work is in entry.py, which imports them all
-    for path in ("node/setup.py", "node/facts.py", "node/stale.py", "drivers/loop.py"):
-        name = node_runner.PACKAGE + "." + path[:-3].replace("/", ".")
-        with open(os.path.join(os.path.dirname(os.path.dirname(entry.__file__)), path)) as handle:
-            assert sources[name] == [False, handle.read()]
-
-
-def ast_imports(source):
-    """What Ansible's own module finder reads: every kubevol import, anywhere in the file."""
+def ast_imports(source, package):
+    """What Ansible's own module finder reads: every import, anywhere in the file, relative ones resolved."""
     found = set()
     for node in ast.walk(ast.parse(source)):
-        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith(node_runner.PACKAGE):
-            found.add(node.module)
-            found.update("%s.%s" % (node.module, alias.name) for alias in node.names)
+        if isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parent = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package
+                base = parent + ("." + base if base else "")
+            found.add(base)
+            found.update("%s.%s" % (base, alias.name) for alias in node.names)
         elif isinstance(node, ast.Import):
-            found.update(alias.name for alias in node.names if alias.name.startswith(node_runner.PACKAGE))
+            found.update(alias.name for alias in node.names)
     return found
 
 
-def test_the_import_scan_finds_what_the_parser_finds_in_every_module_utils_file():
+def node_closure(sources):
+    """The modules a run of entry.py can import, found by parsing (what the node may compile)."""
+    seen, todo = set(), [node_runner.ENTRY]
+    while todo:
+        name = todo.pop()
+        if name in seen or name not in sources:
+            continue
+        seen.add(name)
+        package = name if sources[name][0] else name.rsplit(".", 1)[0]
+        todo.extend(ast_imports(sources[name][1], package))
+    return seen
+
+
+def test_the_payload_holds_all_of_module_utils_and_the_node_code_needs_nothing_of_ansible():
+    sources = node_runner.node_sources()
     root = os.path.dirname(os.path.dirname(os.path.abspath(entry.__file__)))
     for folder, _dirs, files in os.walk(root):
+        if "__pycache__" in folder:
+            continue
+        rel = os.path.relpath(folder, root)
+        package = node_runner.PACKAGE if rel == "." else node_runner.PACKAGE + "." + rel.replace(os.sep, ".")
+        assert sources[package][0] is True, package
         for name in files:
-            if name.endswith(".py"):
+            if name.endswith(".py") and name != "__init__.py":
                 with open(os.path.join(folder, name)) as handle:
-                    source = handle.read()
-                assert node_runner.imports(source) == ast_imports(source), name
-    tricky = ("from %s.node.filesystems import (  # what mkfs takes\n    a,\n    b as c,  # b\n)\n"
-              "def f():\n    from %s import names\n" % (node_runner.PACKAGE, node_runner.PACKAGE))
-    assert node_runner.imports(tricky) == ast_imports(tricky)
+                    assert sources[package + "." + name[:-3]] == [False, handle.read()]
+    closure = node_closure(sources)
+    for name in ("node.setup", "node.facts", "node.stale", "drivers.loop", "errors", "names"):
+        assert node_runner.PACKAGE + "." + name in closure
+    for name in sorted(closure):
+        for imported in ast_imports(sources[name][1], name if sources[name][0] else name.rsplit(".", 1)[0]):
+            assert imported.split(".")[0] != "ansible", "%s imports %s: the node has no Ansible" % (name, imported)
+            if imported.startswith(node_runner.PACKAGE) and imported not in sources:
+                # ``from package import name``: name must be something the imported module defines
+                module, attr = imported.rsplit(".", 1)
+                assert module in sources and attr in sources[module][1], "%s imports %s" % (name, imported)
 
 
 @pytest.mark.parametrize("module", NODE_MODULES)
@@ -180,8 +195,8 @@ def test_no_pipelining_or_no_known_interpreter_runs_the_module():
     assert action.commands == [] and len(action.module_runs) == 1
 
 
-def test_an_interpreter_with_arguments_and_a_missing_one(tmp_path):
-    assert node_runner.command("/usr/bin/env python3").startswith("/usr/bin/env python3 -I -c ")
+def test_the_interpreter_is_one_word_as_ansible_passes_it_and_a_missing_one_fails(tmp_path):
+    assert shlex.split(node_runner.command("/opt/my python/bin/python3"))[0] == "/opt/my python/bin/python3"
     result = node_runner.execute(FakeAction(), {"ansible_python_interpreter": str(tmp_path / "no-python")},
                                  "kubevol.volumes.node_volume_info", {"node_name": "n1"})
     assert result["failed"] is True and result["rc"] == 127 and "no-python" in result["msg"]
@@ -199,7 +214,7 @@ def test_output_around_the_result_is_left_out_and_no_result_is_a_failure():
 
 
 def test_a_crash_in_the_node_code_is_a_failed_result_with_its_traceback():
-    proc = subprocess.run([sys.executable, "-I", "-c", node_runner.BOOTSTRAP],
+    proc = subprocess.run(shlex.split(node_runner.command(sys.executable)),
                           input=node_runner.payload("no_such_module", {}), stdout=subprocess.PIPE, check=False)
     result = node_runner.parse_output("m", {"rc": proc.returncode, "stdout": proc.stdout.decode(), "stderr": ""})
     assert result["failed"] is True and result["msg"] == "the node code failed: KeyError: 'no_such_module'"
@@ -219,7 +234,56 @@ def test_the_stand_in_module_reports_as_ansible_module_does():
     assert result == {"failed": True, "msg": "boom", "volumes": [], "changed": False, "warnings": ["first"]}
 
 
-def test_the_command_survives_a_shell_word_for_word():
-    """The bootstrap goes through the remote shell as one argument: no character of it is interpreted."""
-    argv = shlex.split(node_runner.command("/usr/bin/python3"))
-    assert argv == ["/usr/bin/python3", "-I", "-c", node_runner.BOOTSTRAP]
+def test_the_command_is_one_line_a_login_shell_leaves_alone():
+    """csh and tcsh refuse a newline inside quotes, and expand ! and $: the command has none of them; the bootstrap
+    travels on stdin."""
+    cmd = node_runner.command("/usr/bin/python3")
+    assert shlex.split(cmd) == ["/usr/bin/python3", "-I", "-c", node_runner.LOADER]
+    assert not set("\n!$`\\") & set(cmd)
+    tcsh = shutil.which("tcsh")
+    assert tcsh, "tcsh is missing: scripts/bootstrap.sh installs it"
+    for shell in ("/bin/sh", tcsh):
+        proc = subprocess.run([shell, "-c", node_runner.command(sys.executable)],
+                              input=node_runner.payload("no_such_module", {}), stdout=subprocess.PIPE, check=False)
+        assert '"the node code failed: KeyError' in proc.stdout.decode(), shell
+    # what the multi-line bootstrap on the command line did under tcsh
+    old = "%s -I -c %s" % (sys.executable, shlex.quote(node_runner.BOOTSTRAP))
+    proc = subprocess.run([tcsh, "-c", old], input=b"", stdout=subprocess.PIPE, stderr=subprocess.PIPE, check=False)
+    assert proc.returncode != 0 and b"Unmatched" in proc.stderr
+
+
+def test_text_that_is_not_utf8_fails_as_ansible_fails_it():
+    line = json.dumps({"changed": False, "volumes": [{"label": "\udcff"}]})
+    result = node_runner.parse_output("kubevol.volumes.node_volume_info", {"rc": 0, "stdout": line, "stderr": ""})
+    assert result["failed"] is True and "not valid UTF-8" in result["msg"]
+
+
+def test_a_handler_of_exception_in_the_node_code_does_not_swallow_the_end_of_the_run():
+    def work(module):
+        try:
+            module.fail_json(msg="refused")
+        except Exception:  # what run_each and other node code do around a phase
+            pass
+        raise AssertionError("the run went on after fail_json")
+
+    entry.MODULES["_test_swallow"] = (dict, work)
+    try:
+        result = entry.direct_main({"module": "_test_swallow", "params": {}})
+    finally:
+        del entry.MODULES["_test_swallow"]
+    assert result == {"failed": True, "msg": "refused", "changed": False}
+
+
+def test_each_direct_run_logs_its_invocation_as_ansible_module_does(monkeypatch):
+    logged = []
+    fake = type(sys)("syslog")
+    fake.LOG_USER, fake.LOG_INFO = 8, 6
+    fake.openlog = lambda ident, option, facility: logged.append(("open", ident))
+    fake.syslog = lambda priority, message: logged.append(("log", message))
+    monkeypatch.setitem(sys.modules, "syslog", fake)
+    entry.MODULES["_test_log"] = (dict, lambda module: module.exit_json())
+    try:
+        entry.direct_main({"module": "_test_log", "params": {"node_name": "n1", "volumes": []}})
+    finally:
+        del entry.MODULES["_test_log"]
+    assert logged == [("open", "ansible-_test_log"), ("log", "Invoked with node_name=n1 volumes=[]")]
