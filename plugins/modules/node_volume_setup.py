@@ -91,21 +91,16 @@ phase_results:
 '''
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
 from ansible_collections.kubevol.volumes.plugins.module_utils.node import entry
-from ansible_collections.kubevol.volumes.plugins.module_utils.node_args import setup_phase_specs
+from ansible_collections.kubevol.volumes.plugins.module_utils.setup_args import check_setup_phases
 
 
 def main():
     module = AnsibleModule(argument_spec=entry.argspec("node_volume_setup"), supports_check_mode=True)
-    for phase, phase_spec in setup_phase_specs().items():
-        if module.params[phase] is None:
-            continue
-        validated = ArgumentSpecValidator(phase_spec).validate(module.params[phase])
-        if validated.error_messages:
-            module.fail_json(msg="%s: %s" % (phase, "; ".join(validated.error_messages)))
-        module.params[phase] = validated.validated_parameters
+    error = check_setup_phases(module.params)
+    if error:
+        module.fail_json(msg=error)
     entry.run("node_volume_setup", module)
 
 

@@ -35,8 +35,12 @@ import os
 import shlex
 import zlib
 
+from ansible import constants as C
+from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
+
 from ansible_collections.kubevol.volumes.plugins.module_utils import node_args
 from ansible_collections.kubevol.volumes.plugins.module_utils.node import entry
+from ansible_collections.kubevol.volumes.plugins.module_utils.setup_args import check_setup_phases
 
 PACKAGE = "ansible_collections.kubevol.volumes.plugins.module_utils"
 ENTRY = PACKAGE + ".node.entry"
@@ -156,30 +160,18 @@ def _strict_utf8(module, result):
 
 
 def check_args(module, args):
-    """(parameters, errors) for node module ``module`` as its AnsibleModule would parse ``args``."""
-    # ansible's validator, imported here: this file is also read by unit tests of the payload alone
-    from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
-
+    """(parameters, errors) for node module ``module`` as its module file parses ``args``."""
     validated = ArgumentSpecValidator(entry.argspec(module)).validate(args)
     if validated.error_messages:
         return None, list(validated.error_messages)
     params = validated.validated_parameters
-    if module == "node_volume_setup":
-        for phase, phase_spec in node_args.setup_phase_specs().items():
-            if params.get(phase) is None:
-                continue
-            phase_validated = ArgumentSpecValidator(phase_spec).validate(params[phase])
-            if phase_validated.error_messages:
-                return None, ["%s: %s" % (phase, "; ".join(phase_validated.error_messages))]
-            params[phase] = phase_validated.validated_parameters
-    return params, []
+    error = check_setup_phases(params) if module == "node_volume_setup" else None
+    return (None, [error]) if error else (params, [])
 
 
 def configured_interpreter(task_vars):
     """The host's ``interpreter_python`` setting as Ansible reads it for a module: the ``ansible_python_interpreter``
     variable, else ansible.cfg or ANSIBLE_PYTHON_INTERPRETER, else the default (auto)."""
-    from ansible import constants as C  # the controller's configuration; imported where used, as check_args does
-
     return C.config.get_config_value("INTERPRETER_PYTHON", variables=task_vars)
 
 
