@@ -135,7 +135,6 @@ class DirectModule(object):
         self.warnings.append(warning)
 
     def exit_json(self, **result):
-        result.setdefault("changed", False)
         self.result = result
         raise _Exit()
 

@@ -231,7 +231,7 @@ def test_the_stand_in_module_reports_as_ansible_module_does():
         result = entry.direct_main({"module": "_test_fails", "params": {}})
     finally:
         del entry.MODULES["_test_fails"]
-    assert result == {"failed": True, "msg": "boom", "volumes": [], "changed": False, "warnings": ["first"]}
+    assert result == {"failed": True, "msg": "boom", "volumes": [], "warnings": ["first"]}
 
 
 def test_the_command_is_one_line_a_login_shell_leaves_alone():
@@ -271,7 +271,7 @@ def test_a_handler_of_exception_in_the_node_code_does_not_swallow_the_end_of_the
         result = entry.direct_main({"module": "_test_swallow", "params": {}})
     finally:
         del entry.MODULES["_test_swallow"]
-    assert result == {"failed": True, "msg": "refused", "changed": False}
+    assert result == {"failed": True, "msg": "refused"}
 
 
 def test_each_direct_run_logs_its_invocation_as_ansible_module_does(monkeypatch):
