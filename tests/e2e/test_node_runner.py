@@ -77,3 +77,26 @@ def test_the_oldest_controller_runs_directly_too(kv):
     assert runners(run, "Gather each node's actual state") == dict((n, "direct") for n in kv.nodes), run.describe()
     assert run.plan() == [] and kv.state_bytes() == before
     assert facts_of(run) == kv.shared["module_facts"]
+
+
+def test_a_broken_python_on_one_node_fails_that_node_with_what_to_do(kv):
+    """node2's interpreter is missing: its facts cannot be read, nothing runs on it and nothing elsewhere depends on
+    guesses about it; the run fails naming the node, the step and what to do, and changes nothing."""
+    with open(kv.inventory) as handle:
+        inv = yaml.safe_load(handle)
+    inv["all"]["children"]["nodes"]["hosts"]["node2"]["ansible_python_interpreter"] = "/nonexistent/python3"
+    broken = os.path.join(kv.dir, "broken-python.yml")
+    with open(broken, "w") as handle:
+        yaml.safe_dump(inv, handle)
+    before, mounts = kv.state_bytes(), kv.mounts("node2")
+    run = kv.reconcile(inventory=broken, expect_rc="nonzero")
+    assert runners(run, "Gather each node's actual state") == {"node1": "direct", "node2": "direct",
+                                                               "node3": "direct"}, run.describe()
+    final = [result for _task, _host, status, result in run.executions(name="Fail when a node failed")
+             if status == "failed"]
+    assert len(final) == 1, run.describe()
+    msg = final[0]["msg"]
+    assert "node2: kubevol.volumes.node_volume_info (direct run): the node's Python gave no result (rc=127)" in msg
+    assert "/nonexistent/python3" in msg and "kubevol_node_runner=module runs the module instead" in msg, msg
+    assert [e["node"] for e in run.report().get("errors") or []] == ["node2"], run.report()
+    assert run.node_module_runs() == {} and kv.state_bytes() == before and kv.mounts("node2") == mounts
