@@ -106,9 +106,8 @@ class Node:
         proc = subprocess.run(self.argv("/bin/sh", "-c", node_runner.command(NODE_PYTHON)), stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, input=node_runner.payload(name, params, check_mode, True),
                               check=False)
-        result = node_runner.parse_output("kubevol.volumes." + name, {"rc": proc.returncode,
-                                                                     "stdout": proc.stdout.decode("utf-8"),
-                                                                     "stderr": proc.stderr.decode("utf-8")})
+        res = {"rc": proc.returncode, "stdout": proc.stdout.decode("utf-8"), "stderr": proc.stderr.decode("utf-8")}
+        result = node_runner.parse_output("kubevol.volumes." + name, res)
         result["_rc"] = 1 if result.get("failed") else proc.returncode
         return result
 

@@ -12,7 +12,6 @@ runner, the role's default.)
 """
 import os
 
-from conftest import DRIVER
 from test_trust import EBS, GONE, WRITER, make_foreign
 
 from ansible_collections.kubevol.volumes.plugins.module_utils import names
