@@ -5,11 +5,12 @@ For each host count H: a cluster of H nodes with 10 volumes and 10 pods each, co
 nothing attached), written as a JSON file. Timed, in one process, as the role runs them:
 
 - plan: volume_reconcile_plan's call (module_utils/plan_task.run: load the file, plan);
+- start: reconcile_run after the plan (module_utils/reconcile_run_task.run: the run's state, and the setup's
+  attach intents written to the file);
 - slices: every host's node_plan slice and the setup work node_phases cuts from it (executor.node_slice,
   executor.phase_work for attach, mount), as each host's worker does;
-- outcome: executor.run_state_after (the role's run state after the task, executor.task_outcome inside) over
-  every host's (simulated, successful) node results, once;
-- record: cluster_volume_record's call (module_utils/record_task.run) writing those records to the file;
+- outcome: reconcile_run after the setup over every host's (simulated, successful) node results, once: the run's
+  state (executor.task_outcome inside), its records written to the file, and the run's summary;
 - converged: the next run's plan over that file, with node facts that report every volume attached and
   mounted (the no-op every later run pays: nothing to do, but every mount checked, in_use_repairs included).
 
@@ -36,7 +37,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tests"))
 importlib.import_module("conftest")  # creates the ansible_collections link
 
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator  # noqa: E402
-from ansible_collections.kubevol.volumes.plugins.module_utils import executor, plan_task, record_task  # noqa: E402
+from ansible_collections.kubevol.volumes.plugins.module_utils import executor, plan_task, reconcile_run_task  # noqa: E402
 from ansible_collections.kubevol.volumes.plugins.module_utils.names import unique_volume_name  # noqa: E402
 from ansible_collections.kubevol.volumes.plugins.module_utils.planner import utc_now  # noqa: E402
 
@@ -111,6 +112,10 @@ def measure(hosts, per_host, workdir):
     times["plan"] = time.perf_counter() - start
 
     start = time.perf_counter()
+    state = reconcile_run_task.run(validated(reconcile_run_task.argspec(), cluster_state=path, plan=result))
+    times["start"] = time.perf_counter() - start
+
+    start = time.perf_counter()
     host_results = {}
     for h in range(hosts):
         node = "node-%d" % h
@@ -125,12 +130,9 @@ def measure(hosts, per_host, workdir):
     times["slices"] = time.perf_counter() - start
 
     start = time.perf_counter()
-    outcome = executor.run_state_after(result, SETUP, host_results, executor.initial_run_state(result))
+    outcome = reconcile_run_task.run(validated(reconcile_run_task.argspec(), cluster_state=path, plan=result,
+                                               after="setup", state=state, results=host_results))
     times["outcome"] = time.perf_counter() - start
-
-    start = time.perf_counter()
-    written = record_task.run(validated(record_task.argspec(), cluster_state=path, records=outcome["records"]))
-    times["record"] = time.perf_counter() - start
 
     converged_facts = node_facts(hosts, per_host)
     start = time.perf_counter()
@@ -139,10 +141,10 @@ def measure(hosts, per_host, workdir):
     os.unlink(path)
     assert not again["plan"] and not again["blocked"] and not again["in_use_repairs"], (
         again["plan"][:3], again["blocked"][:3], again["in_use_repairs"][:3])
-    assert not outcome["errors"] and len(outcome["records"]) == 2 * hosts * per_host, outcome["errors"][:3]
-    assert written["count"] > 0
+    assert state["count"] == hosts * per_host and "summary" not in state, state["changes"][:3]
+    assert not outcome["errors"] and outcome["count"] > 0 and "summary" in outcome, outcome["errors"][:3]
     row = {"hosts": hosts, "volumes": hosts * per_host, "steps": len(result["plan"]),
-           "records": len(outcome["records"])}
+           "records": state["count"] + outcome["count"]}
     for stage, secs in times.items():
         row[stage + "_s"] = round(secs, 3)
         row[stage + "_us_per_host"] = round(secs / hosts * 1e6)
@@ -161,11 +163,12 @@ def main():
             rows.append(measure(hosts, args.per_host, workdir))
             print(json.dumps(rows[-1]))
             sys.stdout.flush()
-    print("| hosts | volumes | plan | slices (all hosts) | outcome | record | converged plan | total | total per host |")
+    print("| hosts | volumes | plan | start (intents written) | slices (all hosts) | outcome (records written) "
+          "| converged plan | total | total per host |")
     print("|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         print("| %d | %d | %.3f s | %.3f s | %.3f s | %.3f s | %.3f s | %.3f s | %d us |" % (
-            r["hosts"], r["volumes"], r["plan_s"], r["slices_s"], r["outcome_s"], r["record_s"], r["converged_s"],
+            r["hosts"], r["volumes"], r["plan_s"], r["start_s"], r["slices_s"], r["outcome_s"], r["converged_s"],
             r["total_s"], r["total_s"] / r["hosts"] * 1e6))
     if len(rows) > 1:
         print("total x%d hosts / x%d hosts: %.1f (linear: %.0f)" % (

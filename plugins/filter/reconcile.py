@@ -50,38 +50,10 @@ def node_plan(plan_result, node):
         raise AnsibleFilterError("kubevol node_plan: the input is not a volume_reconcile_plan result: %s" % e)
 
 
-def run_state(plan_result):
-    if not isinstance(plan_result, dict):
-        raise AnsibleFilterError("kubevol run_state: the input is not a volume_reconcile_plan result; pass the result "
-                                 "the plan task registered (the reconcile role's kubevol_plan_result)")
-    return executor.initial_run_state(plan_result)
-
-
-def run_state_after(plan_result, phases, results, state):
-    try:
-        return executor.run_state_after(plan_result, phases, results, state)
-    except (KeyError, TypeError) as e:
-        raise AnsibleFilterError("kubevol run_state_after: unknown phase, malformed plan step or run state: %s; pass "
-                                 "the plan result, the phases node_phases ran, node_results' output and the state "
-                                 "run_state or an earlier run_state_after returned" % e)
-
-
-def attach_intents(plan_result, failures=None):
-    return executor.attach_intents(plan_result, failures)
-
-
-def detach_request_records(plan_result):
-    return executor.detach_request_records(plan_result)
-
-
 class FilterModule(object):
     def filters(self):
         return {
             "node_results": node_results,
             "node_facts_map": node_facts_map,
-            "run_state": run_state,
-            "run_state_after": run_state_after,
             "node_plan": node_plan,
-            "detach_request_records": detach_request_records,
-            "attach_intents": attach_intents,
         }

@@ -321,6 +321,38 @@ def initial_run_state(plan_result):
             "blocked": [], "errors": list(plan_result.get("node_errors") or ()), "records": []}
 
 
+def run_step(plan_result, state=None, task=None, results=None, check_mode=False):
+    """One step of a reconcile run on the controller: the run's state after it and the records it writes, at once.
+
+    The first step (``state`` None) starts the run (initial_run_state) and writes when the planner saw blocked
+    detaches first requested and the volumes in use that node status lacks (detach_request_records). Every later
+    step follows the node task named ``task``, whose ``results`` are node_results' {node: task result}: the state
+    after it (run_state_after) and the records of what its nodes did. When the next node task is the setup, its
+    attach and resize intents (attach_intents, with the failures so far) join the same write: every detach and
+    every intent is in the store before any node attaches, as the role's separate writes had them.
+
+    Returns (state, records, the node tasks still to run). In check mode nothing runs on the nodes and nothing
+    is written: no records, no tasks to run."""
+    if state is None:
+        state = initial_run_state(plan_result)
+        del state["records"]
+        records = detach_request_records(plan_result)
+        upcoming = state["tasks"]
+    else:
+        names = [each["name"] for each in state["tasks"]]
+        if task not in names:
+            raise ValueError("node task %r is not one of this run's node tasks (%s)" % (task, ", ".join(names)))
+        position = names.index(task)
+        state = run_state_after(plan_result, state["tasks"][position]["phases"], results, state)
+        records = state.pop("records")
+        upcoming = state["tasks"][position + 1:]
+    if check_mode:
+        return state, [], []
+    if upcoming and upcoming[0]["name"] == "setup":
+        records = list(records) + attach_intents(plan_result, state["failures"])
+    return state, records, upcoming
+
+
 def run_state_after(plan_result, phases, results, state):
     """The run's state after one node task (task_outcome): the failures the later tasks must not attempt, the
     steps blocked and the node errors so far, and this task's ``records`` to write."""

@@ -12,6 +12,8 @@ Interpreters: the controller is the Python running pytest (its ansible-playbook 
 compat run (ansible-core 2.19, Python 3.11, paramiko) uses KUBEVOL_PYTHON_COMPAT, else
 <checkout>/.venv-compat/bin/python; when it is missing the test skips, or fails when CI=true.
 """
+import contextlib
+import fcntl
 import hashlib
 import json
 import os
@@ -48,6 +50,45 @@ if os.geteuid() != 0:
 
 
 # -- names as Kubernetes computes them (independent of the collection's names.py) ----------------
+
+def kill_run(proc):
+    """SIGKILL a run: ansible-playbook and every process under it. Ansible's workers start their own session
+    (WorkerProcess calls os.setsid), so killing the run's process group leaves a worker that is mid-task running
+    on, and a record it was about to write lands after the "kill". The tree is frozen first (SIGSTOP), so none
+    forks or finishes in between, then killed."""
+    children = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open("/proc/%s/stat" % entry) as handle:
+                    ppid = int(handle.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            children.setdefault(ppid, []).append(int(entry))
+    tree, todo = [], [proc.pid]
+    while todo:
+        pid = todo.pop()
+        tree.append(pid)
+        todo.extend(children.get(pid, ()))
+    for sig in (signal.SIGSTOP, signal.SIGKILL):
+        for pid in tree:
+            try:
+                os.kill(pid, sig)
+            except OSError:
+                pass
+    proc.wait()
+
+
+@contextlib.contextmanager
+def store_write_held(state_path):
+    """Hold the cluster state file's lock (the flock FileStore writes under): a record write waits on it."""
+    fd = os.open(state_path + ".lock", os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
 
 def unique_name(handle):
     return "kubernetes.io/csi/%s^%s" % (DRIVER, handle)
@@ -156,10 +197,16 @@ class Run:
     def plan(self):
         return (self.result("Plan the operations") or {}).get("plan") or []
 
+    def summaries(self):
+        """Each reconcile's end-of-run summary, in order: the summary of its last reconcile_run step
+        ({lines, nodes, blocked, errors})."""
+        return [result["summary"] for _name, _host, _status, result in self.executions(action="kubevol.volumes.reconcile_run")
+                if "summary" in result]
+
     def summary(self):
-        """The role's end-of-run summary (the run_summary filter): {lines, nodes, blocked, errors}, or {}."""
-        result = self.result("Summarize the run") or {}
-        return (result.get("ansible_facts") or {}).get("kubevol_run_summary") or {}
+        """The role's end-of-run summary (the last reconcile_run's): {lines, nodes, blocked, errors}, or {}."""
+        summaries = self.summaries()
+        return summaries[-1] if summaries else {}
 
     def report(self):
         """The run's {blocked, errors} (every blocked item once, with its action), or {} when it had neither."""
@@ -200,8 +247,7 @@ class Cluster:
     def teardown(self):
         for child in self.children:
             if child.poll() is None:
-                os.killpg(child.pid, signal.SIGKILL)
-                child.wait()
+                kill_run(child)
         self.save_logs()
         proc = self.testnodes("down", "--purge", check=False)
         leftover = []

@@ -14,7 +14,7 @@ import time
 import pytest
 import yaml
 
-from e2e_lib import get, pod_mount_path, pod_uid, vas
+from e2e_lib import get, kill_run, pod_mount_path, pod_uid, store_write_held, vas
 
 DB_POD, DB_PV, DB_HANDLE = "shop/db-0", "pv-db-data", "pv-db-data.img"
 DB_UNIQUE = "kubernetes.io/csi/loop.kubevol.io^" + DB_HANDLE
@@ -158,9 +158,9 @@ def test_a_node_task_longer_than_the_run_lock_keeps_it(kv):
 @pytest.mark.parametrize("boundary", [
     "Gather each node's actual state",
     "Teardown - unmount and detach on the nodes that lose volumes",
-    "Record the attachments about to be made",
+    "Record the outcome of teardown",  # the detach's record and the setup's intents, one write
     "Set up - attach, format if blank and mount",
-    "Write to the cluster store the outcome of attach, mount",
+    "Record the outcome of attach, mount",
 ])
 def test_a_run_killed_at_a_phase_boundary_converges_on_the_next_run(kv, boundary):
     """SIGKILL of ansible-playbook (and its workers) as a task starts; the next run takes over the dead run's lock
@@ -172,8 +172,7 @@ def test_a_run_killed_at_a_phase_boundary_converges_on_the_next_run(kv, boundary
         proc, log = kv.start_reconcile()
         wait_for(lambda: ("TASK [kubevol.volumes.reconcile : %s" % boundary) in open(log).read() or proc.poll() is not None,
                  what="task %r" % boundary)
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
+        kill_run(proc)
         assert os.path.exists(kv.state + ".run-lock"), "the killed run's lock should be left behind"
         run = kv.reconcile()
     assert len(watch.worst) <= 2, "two attachments at once: %s" % watch.worst
@@ -246,11 +245,13 @@ def test_a_node_lost_after_an_unrecorded_attach_blocks_the_volume_elsewhere(kv):
     lost, last = [n for n in kv.nodes if n != source][:2]
     assert kv.edit("move-pod", DB_POD, lost) == "changed"
     proc, log = kv.start_reconcile()
-    wait_for(lambda: "TASK [kubevol.volumes.reconcile : Record the setup" in open(log).read()
-             or "Collect the outcome of attach" in open(log).read() or proc.poll() is not None,
-             what="the setup task to end")
-    os.killpg(proc.pid, signal.SIGKILL)
-    proc.wait()
+    wait_for(lambda: "TASK [kubevol.volumes.reconcile : Set up" in open(log).read() or proc.poll() is not None,
+             what="the setup task to start")
+    # the setup's record then waits on the store's lock, and the run dies before it can write
+    with store_write_held(kv.state):
+        wait_for(lambda: "TASK [kubevol.volumes.reconcile : Record the outcome of attach" in open(log).read()
+                 or proc.poll() is not None, what="the setup task to end")
+        kill_run(proc)
     data = kv.cluster()
     recorded = [(node, attached) for pv, node, attached in vas(data).values() if pv == DB_PV]
     assert recorded == [(lost, False)], recorded  # only the intent: the attach itself was never recorded

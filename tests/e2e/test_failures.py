@@ -4,13 +4,12 @@ Chained: converge -> node3 dies while the cluster wants changes on it and elsewh
 comes back, converge -> a run is SIGKILLed after its attach phase was recorded -> converge.
 """
 import os
-import signal
 import time
 
 import pytest
 import yaml
 
-from e2e_lib import get, pod_mount_path, pod_uid, va_name, vas
+from e2e_lib import get, kill_run, pod_mount_path, pod_uid, va_name, vas
 
 LOGS_HANDLE, WEB_HANDLE, DB_HANDLE = "pv-shared-logs.img", "pv-web-content.img", "pv-db-data.img"
 
@@ -116,8 +115,7 @@ def test_run_killed_after_attach_recovers(kv):
         time.sleep(0.02)
     assert seen, "the attach on node2 was never recorded (rc %s); log: %s" % (proc.poll(), log)
     assert proc.poll() is None, "the run ended before it could be killed; log: %s" % log
-    os.killpg(proc.pid, signal.SIGKILL)  # the controller dies: ansible-playbook and its workers
-    proc.wait()
+    kill_run(proc)  # the controller dies: ansible-playbook and its workers
 
     # the state file is whole: a valid List that still has every object, with the new attachment
     with open(kv.state) as handle:
@@ -225,8 +223,7 @@ def test_a_second_reconcile_in_the_same_play_starts_from_its_own_plan(kv):
         run = kv.reconcile(playbook=playbook)
     finally:
         kv.ssh("node1", "umount /usr/sbin/losetup 2>/dev/null || true")
-    summaries = [(result.get("ansible_facts") or {}).get("kubevol_run_summary") or {}
-                 for _name, _host, _status, result in run.executions(name="Summarize the run")]
+    summaries = run.summaries()
     assert len(summaries) == 2, run.describe()
     assert [(e["node"], e["phase"]) for e in summaries[0]["errors"]] == [("node1", "teardown")], summaries[0]
     assert summaries[1]["errors"] == [] and not summaries[1].get("blocked"), summaries[1]

@@ -262,3 +262,43 @@ def test_a_host_that_did_not_run_the_task_or_is_unreachable():
     out = executor.task_outcome(PLAN, SETUP, {"n2": ran("attach")})
     assert [r["type"] for r in out["records"]] == ["attached", "attached"]
     assert out["errors"][0]["phase"] == "mount" and "did not run phase mount" in out["errors"][0]["msg"]
+
+
+# ---- the run's steps (executor.run_step, what reconcile_run writes) -------------------------------------------
+
+def test_the_first_step_starts_the_run_and_writes_the_detach_requests_only():
+    requested = dict(PLAN, detach_requests=[{"node": "n1", "driver": DRIVER, "volume_handle": "pv-a.img",
+                                             "requested_at": "2026-11-24T08:00:00Z"}])
+    state, records, upcoming = executor.run_step(requested)
+    assert state == {"tasks": executor.run_tasks(PLAN["plan"])["sequence"], "failures": {"nodes": {}, "volumes": {}},
+                     "blocked": [], "errors": []}
+    assert [r["type"] for r in records] == ["detach_requested"]  # the teardown comes first: no intents yet
+    assert [t["name"] for t in upcoming] == ["teardown", "setup"]
+
+
+def test_the_setups_intents_follow_the_teardowns_records_in_one_write():
+    """Every detach is recorded, and every attachment about to be made is an intent, before any node attaches."""
+    state, _records, _upcoming = executor.run_step(PLAN)
+    state, records, upcoming = executor.run_step(PLAN, state, "teardown", {"n1": ran("teardown")})
+    types = [(r["type"], r.get("node"), r.get("pv_name") or r.get("pvc")) for r in records]
+    assert types == [("detached", "n1", "pv-a"), ("attach_intent", "n2", "pv-a"), ("attach_intent", "n2", "pv-c"),
+                     ("resize_intent", None, "ns/c")], types
+    assert [t["name"] for t in upcoming] == ["setup"] and "records" not in state
+    state, records, upcoming = executor.run_step(PLAN, state, "setup", {"n2": ran(*SETUP)})
+    assert upcoming == [] and "attach_intent" not in [r["type"] for r in records]
+    assert [r["type"] for r in records].count("attached") == 2
+
+
+def test_a_failed_detach_writes_no_intent_for_that_volume():
+    state, _records, _upcoming = executor.run_step(PLAN)
+    busy = {"failed": True, "msg": "umount: target is busy", "volumes": []}
+    state, records, _upcoming = executor.run_step(PLAN, state, "teardown", {"n1": ran("teardown", teardown=busy)})
+    assert [(r["type"], r["pv_name"]) for r in records if r["type"] == "attach_intent"] == [("attach_intent", "pv-c")]
+    assert KEY_A in state["failures"]["volumes"] and [e["node"] for e in state["errors"]] == ["n1"]
+
+
+def test_check_mode_steps_write_nothing_and_a_task_not_in_the_run_is_refused():
+    state, records, upcoming = executor.run_step(PLAN, check_mode=True)
+    assert records == [] and upcoming == [] and [t["name"] for t in state["tasks"]] == ["teardown", "setup"]
+    with pytest.raises(ValueError, match="'expand_node' is not one of this run's node tasks"):
+        executor.run_step(PLAN, state, "expand_node", {})

@@ -1,0 +1,21 @@
+# -*- coding: utf-8 -*-
+# Copyright: kubevol contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""reconcile_run, in the controller's own process (plugin_utils/in_process.py)."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.kubevol.volumes.plugins.module_utils.reconcile_run_task import REQUIRED_IF, argspec, run
+from ansible_collections.kubevol.volumes.plugins.plugin_utils.in_process import InProcessAction
+
+
+class ActionModule(InProcessAction):
+    NAME = "kubevol.volumes.reconcile_run"
+
+    def argspec_kwargs(self):
+        return dict(argument_spec=argspec(), required_if=REQUIRED_IF)
+
+    def run_task(self, params, check_mode, diff):
+        return run(params, check_mode=check_mode, diff=diff)

@@ -1,0 +1,66 @@
+# -*- coding: utf-8 -*-
+# Copyright: kubevol contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""reconcile_run's arguments and its one call: advance the run's state one step and write that step's records.
+
+The reconcile role runs it once after the plan and once after each node task (executor.run_step), in the
+controller's own process (plugins/action/reconcile_run.py). One task per step: the state, the records of what
+the nodes did, the next setup's intents and, at the run's end, its summary were four role tasks before.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.kubevol.volumes.plugins.module_utils import executor, plan_text, record_task
+from ansible_collections.kubevol.volumes.plugins.module_utils.errors import KubevolError
+from ansible_collections.kubevol.volumes.plugins.module_utils.stores import CLUSTER_STORE_REQUIRED_IF
+
+REQUIRED_IF = CLUSTER_STORE_REQUIRED_IF + [("after", "teardown", ["state", "results"]),
+                                           ("after", "setup", ["state", "results"]),
+                                           ("after", "expand_node", ["state", "results"])]
+RUN_KEYS = ("tasks", "failures", "blocked", "errors")
+
+
+def argspec():
+    spec = record_task.argspec()
+    del spec["records"]
+    spec.update(
+        plan=dict(type="dict", required=True),
+        after=dict(type="str", choices=["plan", "teardown", "setup", "expand_node"], default="plan"),
+        state=dict(type="dict"),
+        results=dict(type="dict"),
+        plan_shown=dict(type="bool", default=True),
+    )
+    return spec
+
+
+def _check_input(params):
+    plan = params["plan"]
+    if "plan" not in plan or "volume_items" not in plan:
+        raise KubevolError("reconcile_run: plan is not a kubevol.volumes.volume_reconcile_plan result (with output=full)")
+    state = params.get("state")
+    if params["after"] != "plan" and any(key not in state for key in RUN_KEYS):
+        raise KubevolError("reconcile_run: state is not a run state (it needs %s): pass the result this module "
+                           "returned for the step before" % ", ".join(RUN_KEYS))
+
+
+def run(params, check_mode=False, diff=False):
+    _check_input(params)
+    state = None if params["after"] == "plan" else dict((key, params["state"][key]) for key in RUN_KEYS)
+    try:
+        state, records, upcoming = executor.run_step(params["plan"], state, params["after"], params.get("results"), check_mode)
+    except (KeyError, TypeError, ValueError) as err:
+        raise KubevolError("reconcile_run: cannot advance the run after %s: %s (a malformed plan, state or node "
+                           "results)" % (params["after"], err))
+    result = dict(state, changed=False, changes=[], count=0)
+    if records:
+        written = record_task.run(dict(params, records=records), check_mode=check_mode, diff=diff)
+        result.update(changed=written["changed"], changes=written["changes"], count=written["count"])
+        if diff:
+            result["diff"] = written["diff"]
+    if not upcoming:
+        # the run has no node task left: what it did, per node
+        result["summary"] = plan_text.run_summary(params["plan"], state["errors"], state["blocked"], check_mode,
+                                                  params["plan_shown"])
+    return result

@@ -1,0 +1,174 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: kubevol contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+module: reconcile_run
+short_description: Advance a reconcile run one step and record what it did
+version_added: 0.2.0
+author: kubevol contributors (@kubevol)
+description:
+  - The reconcile role's controller step, run once after the plan and once after each node task of
+    M(kubevol.volumes.node_phases). It returns the run's state and writes, in one write to the cluster store, what
+    that step recorded. Its options and results follow the role and may change in any release; use the role.
+  - After the plan (O(after=plan)) it starts the run. The state names the node tasks the plan needs, in order
+    (teardown, then setup, then a node-side expansion only when another node grows the volume first). It writes when
+    blocked detaches were first requested and the volumes in use that node status lacks.
+  - After a node task it reads every node's result (O(results)). A volume that failed is not attempted by a later
+    task; a failed detach on one node stops another node's attach of that volume. It writes the records of what
+    the nodes did, as Kubernetes records it (VolumeAttachments, node status, PV and PVC capacity).
+  - When the next node task is the setup, the attachments and expansions it is about to make are written in the
+    same write, as intents (a VolumeAttachment with C(attached=false), C(ControllerResizeInProgress) or
+    C(NodeResizeInProgress) on the claim), before any node acts. A run killed mid-way leaves the cluster knowing
+    what may exist, as the attach/detach controller does.
+  - When no node task is left, it also returns the run's summary.
+  - Runs on the controller, in Ansible's own process (an action plugin), whatever host the task names. Every write
+    needs the run's lock (O(run_lock)) and renews it, as M(kubevol.volumes.cluster_volume_record) does.
+  - In check mode nothing is written and the summary counts the plan's steps as planned.
+options:
+  plan:
+    description:
+      - The M(kubevol.volumes.volume_reconcile_plan) result of this run, with O(kubevol.volumes.volume_reconcile_plan#module:output=full).
+    type: dict
+    required: true
+  after:
+    description:
+      - The step just done. V(plan) starts the run. V(teardown), V(setup) and V(expand_node) are node tasks; each
+        needs O(state) and O(results).
+    type: str
+    choices: [plan, teardown, setup, expand_node]
+    default: plan
+  state:
+    description:
+      - The result this module returned for the step before (its RV(tasks), RV(failures), RV(blocked) and
+        RV(errors)).
+    type: dict
+  results:
+    description:
+      - "Each Kubernetes node's result of the node task, C({node name: result}), or C(null) for a host that did not
+        run it, as the P(kubevol.volumes.node_results#filter) filter collects them."
+    type: dict
+  plan_shown:
+    description:
+      - Whether the plan's table was printed. When it was, the summary's lines leave out the blocked items it showed.
+    type: bool
+    default: true
+  lock_timeout:
+    description:
+      - Seconds to wait for another kubevol run that holds the cluster state file's lock.
+    type: int
+    default: 30
+  run_lock:
+    description:
+      - The result of M(kubevol.volumes.cluster_run_lock) for this run. Records are written only while this run holds
+        the cluster's run lock; otherwise the module fails, writing nothing.
+    type: dict
+extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
+  - ansible.builtin.action_common_attributes.flow
+  - kubevol.volumes.cluster_store
+  - kubevol.volumes.k8s_auth
+attributes:
+  action:
+    support: full
+  async:
+    support: none
+  bypass_host_loop:
+    support: none
+  check_mode:
+    support: full
+  diff_mode:
+    support: full
+  platform:
+    platforms: posix
+seealso:
+  - module: kubevol.volumes.node_phases
+    description: Runs the node tasks whose outcome this records.
+  - module: kubevol.volumes.cluster_volume_record
+    description: Writes the records; this module calls it.
+  - name: The kubevol.volumes.reconcile role
+    description: Runs this after the plan and after each node task.
+    link: https://github.com/kubevol/kubevol.volumes/blob/main/roles/reconcile/README.md
+"""
+
+EXAMPLES = r"""
+- name: Start the run
+  kubevol.volumes.reconcile_run:
+    cluster_state: /srv/kubevol/cluster.yaml
+    plan: "{{ volume_plan }}"
+    run_lock: "{{ run_lock }}"
+  register: run
+  run_once: true
+  delegate_to: localhost
+
+- name: After the setup task, record what the nodes did
+  kubevol.volumes.reconcile_run:
+    cluster_state: /srv/kubevol/cluster.yaml
+    plan: "{{ volume_plan }}"
+    after: setup
+    state: "{{ run }}"
+    results: "{{ hostvars | kubevol.volumes.node_results(ansible_play_hosts_all, 'setup_result') }}"
+    run_lock: "{{ run_lock }}"
+  register: run
+  run_once: true
+  delegate_to: localhost
+"""
+
+RETURN = r"""
+tasks:
+  description: The node tasks this run needs, in order, each C({name, phases}) for M(kubevol.volumes.node_phases).
+  returned: always
+  type: list
+  elements: dict
+  sample: [{"name": "teardown", "phases": ["teardown"]}, {"name": "setup", "phases": ["attach", "mount"]}]
+failures:
+  description: What failed so far, C({nodes, volumes}); a later node task does not attempt what depends on it.
+  returned: always
+  type: dict
+  sample: {"nodes": {}, "volumes": {"node1": ["kubernetes.io/csi/loop.kubevol.io^pvc-a.img"]}}
+blocked:
+  description: The plan's steps a failure stopped so far, each with its node, volume, action and reason.
+  returned: always
+  type: list
+  elements: dict
+errors:
+  description: The node errors so far, each C({node, phase, msg}); at first the nodes whose state was not gathered.
+  returned: always
+  type: list
+  elements: dict
+changes:
+  description: The records this step wrote that changed something, as M(kubevol.volumes.cluster_volume_record) returns them.
+  returned: always
+  type: list
+  elements: dict
+count:
+  description: Number of entries in RV(changes).
+  returned: always
+  type: int
+summary:
+  description: What the run did per node, C({lines, nodes, blocked, errors}), when no node task is left.
+  returned: when the run has no node task left, and in check mode
+  type: dict
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.kubevol.volumes.plugins.module_utils.errors import KubevolError
+from ansible_collections.kubevol.volumes.plugins.module_utils.reconcile_run_task import REQUIRED_IF, argspec, run
+
+
+def main():
+    module = AnsibleModule(argument_spec=argspec(), required_if=REQUIRED_IF, supports_check_mode=True)
+    try:
+        module.exit_json(**run(module.params, check_mode=module.check_mode, diff=module._diff))
+    except KubevolError as err:
+        module.fail_json(msg=err.msg, **err.to_result())
+
+
+if __name__ == "__main__":
+    main()

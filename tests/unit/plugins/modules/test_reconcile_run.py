@@ -1,0 +1,125 @@
+# -*- coding: utf-8 -*-
+# Copyright: kubevol contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""reconcile_run on a real cluster state file: the run's steps, each one write (module_utils/reconcile_run_task.py,
+what the action plugin calls), and the module file's clean failure on bad input."""
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import yaml
+
+from ansible_collections.kubevol.volumes.plugins.module_utils import plan_task, reconcile_run_task
+from ansible_collections.kubevol.volumes.plugins.module_utils.planner import utc_now
+
+REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", ".."))
+EXAMPLE = os.path.join(REPO, "examples", "cluster.yaml")
+MODULE = os.path.join(REPO, "plugins", "modules", "reconcile_run.py")
+
+
+def plan_of(path):
+    return plan_task.run(dict(cluster_state=str(path), cluster=None, node_facts=None, force_detach=True,
+                              max_wait_for_unmount=360, known_drivers=None, scope=None, max_teardown_fraction=0.5,
+                              max_teardown_count=20, allow_mass_teardown=False, output="full", table_rows=100),
+                         utc_now())
+
+
+def params(path, plan, **extra):
+    base = dict((key, spec.get("default")) for key, spec in reconcile_run_task.argspec().items())
+    base.update(cluster_state=str(path), plan=plan)
+    base.update(extra)
+    return base
+
+
+def attachments(path):
+    with open(str(path)) as handle:
+        items = yaml.safe_load(handle)["items"]
+    return sorted((va["spec"]["nodeName"], va["spec"]["source"]["persistentVolumeName"],
+                   (va.get("status") or {}).get("attached", False))
+                  for va in items if va["kind"] == "VolumeAttachment")
+
+
+def succeeded(plan, phases):
+    """Each planned node's node_phases result: every phase succeeded, each attach on /dev/loop<n>."""
+    results, n = {}, 0
+    for node, items in sorted(plan["volume_items"].items()):
+        host = results[node] = {"changed": True, "phase_results": dict((phase, {"changed": True, "volumes": []})
+                                                                       for phase in phases)}
+        for key in sorted(items):
+            n += 1
+            for phase in phases:
+                volume = {"unique_volume_name": key, "device_path": "/dev/loop%d" % n}
+                host["phase_results"][phase]["volumes"].append(volume)
+    return results
+
+
+def test_a_cold_run_writes_the_intents_before_the_setup_then_its_outcome(tmp_path):
+    path = tmp_path / "cluster.yaml"
+    shutil.copy(EXAMPLE, str(path))
+    plan = plan_of(path)
+    planned = sorted((s["node"], s["volume"], False) for s in plan["plan"] if s["action"] == "attach")
+    assert planned and attachments(path) == []
+
+    start = reconcile_run_task.run(params(path, plan))
+    assert [t["name"] for t in start["tasks"]] == ["setup"] and "summary" not in start
+    assert start["changed"] and start["count"] == len(planned)
+    assert attachments(path) == planned  # VolumeAttachments, attached: false, before any node acts
+    again = reconcile_run_task.run(params(path, plan))
+    assert not again["changed"] and again["count"] == 0  # the same intents again change nothing
+
+    phases = start["tasks"][0]["phases"]
+    done = reconcile_run_task.run(params(path, plan, after="setup", state=start, results=succeeded(plan, phases)))
+    assert done["changed"] and done["errors"] == [] and done["blocked"] == []
+    assert attachments(path) == [(node, pv, True) for node, pv, _intent in planned]
+    assert done["summary"]["errors"] == [] and any("applied" in line for line in done["summary"]["lines"])
+
+
+def test_a_failed_node_is_carried_and_its_volumes_are_not_recorded(tmp_path):
+    path = tmp_path / "cluster.yaml"
+    shutil.copy(EXAMPLE, str(path))
+    plan = plan_of(path)
+    start = reconcile_run_task.run(params(path, plan))
+    results = succeeded(plan, start["tasks"][0]["phases"])
+    failed = sorted(results)[0]
+    results[failed] = {"unreachable": True, "msg": "ssh: connect to host %s: Connection refused" % failed}
+    done = reconcile_run_task.run(params(path, plan, after="setup", state=start, results=results))
+    assert [e["node"] for e in done["errors"]] == [failed] and "Connection refused" in done["errors"][0]["msg"]
+    assert all(attached == (node != failed) for node, _pv, attached in attachments(path)), attachments(path)
+    assert failed in " ".join(done["summary"]["lines"])
+
+
+def test_check_mode_writes_nothing_and_summarizes_the_plan(tmp_path):
+    path = tmp_path / "cluster.yaml"
+    shutil.copy(EXAMPLE, str(path))
+    before = path.read_bytes()
+    plan = plan_of(path)
+    out = reconcile_run_task.run(params(path, plan), check_mode=True)
+    assert not out["changed"] and out["count"] == 0 and path.read_bytes() == before
+    assert out["summary"]["lines"][0].startswith("Check mode, nothing was changed")
+
+
+def test_bad_input_fails_with_a_message_not_a_traceback(tmp_path):
+    path = tmp_path / "cluster.yaml"
+    shutil.copy(EXAMPLE, str(path))
+    cases = [
+        ({"cluster_state": str(path), "plan": {"plan": []}}, "plan is not a kubevol.volumes.volume_reconcile_plan"),
+        ({"cluster_state": str(path), "plan": {"plan": [], "volume_items": {}}, "after": "setup"},
+         "after is setup but all of the following are missing: state, results"),
+        ({"cluster_state": str(path), "plan": {"plan": [], "volume_items": {}}, "after": "setup", "state": {"tasks": []},
+          "results": {}}, "state is not a run state"),
+        ({"cluster_state": str(path), "plan": {"plan": [], "volume_items": {}}, "after": "setup",
+          "state": {"tasks": [], "failures": {}, "blocked": [], "errors": []}, "results": {}},
+         "cannot advance the run after setup: node task 'setup' is not one of this run's node tasks"),
+    ]
+    for args, text in cases:
+        proc = subprocess.run([sys.executable, MODULE], input=json.dumps({"ANSIBLE_MODULE_ARGS": args}),
+                              capture_output=True, text=True, cwd=REPO, check=False)
+        out = json.loads(proc.stdout)
+        assert out.get("failed") and text in out["msg"], (text, out)
+        assert "Traceback" not in proc.stdout + proc.stderr
