@@ -50,14 +50,68 @@ ENTRY = PACKAGE + ".node.entry"
 # current directory on sys.path.
 LOADER = "import sys,base64;exec(base64.b64decode(sys.stdin.buffer.readline()))"
 
-# Runs on the node. Reads {sources, entry, request} (zlib'd JSON) from the rest of stdin, serves the sources from
-# memory (each compiled when imported, once) and prints the result of entry.direct_main as its last line. Kept to
-# what every Python 3 has.
+# Where the node keeps the code it compiled (the bootstrap's code_of), by what it was compiled from. /run is tmpfs:
+# emptied at boot. Compiling the node code costs a node about 25 ms of CPU per run, which is a third of a facts run.
+CODE_CACHE = "/run/kubevol/code"
+
+# Runs on the node. Reads {sources, entry, request, code_cache} (zlib'd JSON) from the rest of stdin, serves the
+# sources from memory (each compiled when imported, once, or loaded from the node's code cache) and prints the
+# result of entry.direct_main as its last line. Kept to what every Python 3 has.
 BOOTSTRAP = r'''
-import sys, json, zlib, traceback
+import sys, os, json, zlib, marshal, hashlib
 from importlib.machinery import ModuleSpec
+from importlib.util import MAGIC_NUMBER
 data = json.loads(zlib.decompress(sys.stdin.buffer.read()).decode("utf-8"))
 sources = data["sources"]
+def private_dir(path):
+    # Python's own model for __pycache__: compiled code is kept where only this user can write. The directory
+    # (not a symlink) must belong to this user and be closed to everyone else; otherwise nothing is cached.
+    try:
+        os.makedirs(path, 0o700, exist_ok=True)
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    except OSError:
+        return None
+    st = os.fstat(fd)
+    if st.st_uid == os.geteuid() and not st.st_mode & 0o077:
+        return fd
+    os.close(fd)
+cache = private_dir(data["code_cache"]) if data.get("code_cache") else None
+def cached(key):
+    try:
+        fd = os.open(key, os.O_RDONLY | os.O_NOFOLLOW, dir_fd=cache)
+    except OSError:
+        return None
+    try:
+        st = os.fstat(fd)
+        if st.st_uid == os.geteuid() and not st.st_mode & 0o077:
+            return marshal.loads(os.read(fd, st.st_size + 1))
+    except (OSError, ValueError, EOFError, TypeError):
+        pass
+    finally:
+        os.close(fd)
+def keep(key, code):
+    tmp = "%s.%d" % (key, os.getpid())
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600, dir_fd=cache)
+        with os.fdopen(fd, "wb") as out:
+            out.write(marshal.dumps(code))
+        os.replace(tmp, key, src_dir_fd=cache, dst_dir_fd=cache)
+    except OSError:
+        try:
+            os.unlink(tmp, dir_fd=cache)
+        except OSError:
+            pass
+def code_of(name, origin):
+    source = sources[name][1]
+    if cache is None or not source:
+        return compile(source, origin, "exec")
+    # named by what it is compiled from: this Python's bytecode version, the file's name and its text
+    key = hashlib.sha256(MAGIC_NUMBER + origin.encode("utf-8") + b"\0" + source.encode("utf-8")).hexdigest()
+    code = cached(key)
+    if code is None:
+        code = compile(source, origin, "exec")
+        keep(key, code)
+    return code
 class Finder(object):
     @classmethod
     def find_spec(cls, name, path=None, target=None):
@@ -69,13 +123,13 @@ class Finder(object):
         return None
     @staticmethod
     def exec_module(module):
-        name = module.__name__
-        exec(compile(sources[name][1], module.__spec__.origin, "exec"), module.__dict__)
+        exec(code_of(module.__name__, module.__spec__.origin), module.__dict__)
 sys.meta_path.insert(0, Finder)
 try:
     from importlib import import_module
     result = import_module(data["entry"]).direct_main(data["request"])
 except BaseException:
+    import traceback
     result = {"failed": True, "msg": "the node code failed: " + traceback.format_exc().strip().splitlines()[-1],
               "exception": traceback.format_exc()}
 sys.stdout.write("\n" + json.dumps(result, default=lambda o: sorted(o) if isinstance(o, (set, frozenset)) else str(o)))
@@ -113,10 +167,11 @@ def node_sources():
     return _SOURCES
 
 
-def payload(module, params, check_mode=False, diff=False):
+def payload(module, params, check_mode=False, diff=False, code_cache=None):
     """The bytes the node reads on stdin for one run of node module ``module`` (its short name): the bootstrap
-    (one base64 line), then the zlib'd JSON it reads."""
-    data = {"sources": node_sources(), "entry": ENTRY,
+    (one base64 line), then the zlib'd JSON it reads. ``code_cache``: where the node keeps the code it compiles
+    (CODE_CACHE), or None: compiled on every run."""
+    data = {"sources": node_sources(), "entry": ENTRY, "code_cache": code_cache,
             "request": {"module": module, "params": params, "check_mode": check_mode, "diff": diff}}
     return (base64.b64encode(BOOTSTRAP.encode("utf-8")) + b"\n"
             + zlib.compress(json.dumps(data, separators=(",", ":")).encode("utf-8"), 1))
@@ -210,7 +265,8 @@ def execute(action, task_vars, module_fqcn, module_args, runner="auto"):
         cmd = "%s %s" % (environment, cmd)
     res = action._low_level_execute_command(
         cmd, sudoable=True,
-        in_data=payload(module, params, bool(action._play_context.check_mode), bool(action._play_context.diff)))
+        in_data=payload(module, params, bool(action._play_context.check_mode), bool(action._play_context.diff),
+                        CODE_CACHE))
     result = parse_output(module_fqcn, res)
     result["node_runner"] = "direct"
     return result

@@ -12,8 +12,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from dataclasses import dataclass
-from typing import Optional
+from dataclasses import dataclass  # annotations are text: importing typing costs each node run
 
 ATTACHABLE = "attachable"
 NODE_EXPAND = "node_expand"  # the filesystem must be grown on the node after the backing volume grows
@@ -26,7 +25,7 @@ EPHEMERAL = "ephemeral"
 @dataclass(frozen=True)
 class Attachment:
     """What attach did: ``device`` is None only in check mode when it would attach."""
-    device: Optional[str]
+    device: "Optional[str]"
     attached: bool = False  # a device was attached now
     provisioned: bool = False  # the backing volume was created now
     adopted: bool = False  # an existing attachment was found and recorded for this node
@@ -48,8 +47,8 @@ class EphemeralVolume:
     volume_handle: str
     pod_uid: str
     volume_name: str
-    image: Optional[str]  # what backs it (loop: the image file), named by the record
-    device: Optional[str]  # attached now (None: the record's device is gone)
+    image: "Optional[str]"  # what backs it (loop: the image file), named by the record
+    device: "Optional[str]"  # attached now (None: the record's device is gone)
 
 
 @dataclass(frozen=True)

@@ -25,8 +25,7 @@ import json
 import os
 import stat
 import struct
-from dataclasses import dataclass
-from typing import Tuple
+from dataclasses import dataclass  # annotations are text: importing typing costs each node run
 
 from ansible_collections.kubevol.volumes.plugins.module_utils import names
 from ansible_collections.kubevol.volumes.plugins.module_utils.errors import (
@@ -45,7 +44,7 @@ class LoopDevice:
     name: str
     back_file: str
     back_ino: int
-    back_dev: Tuple[int, int]
+    back_dev: "Tuple[int, int]"
     read_only: bool = False
 
     def backs(self, dev, ino):

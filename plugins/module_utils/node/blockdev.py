@@ -17,8 +17,7 @@ import json
 import os
 import stat
 import time
-from dataclasses import dataclass
-from typing import Optional, Tuple
+from dataclasses import dataclass  # annotations are text: importing typing costs each node run
 
 from ansible_collections.kubevol.volumes.plugins.module_utils.errors import ParseError, UnsafeToFormat
 
@@ -134,9 +133,9 @@ class Probe:
     fs_type: str = ""
     pttype: str = ""
     lsblk_fstype: str = ""
-    children: Tuple[str, ...] = ()
-    signatures: Tuple[str, ...] = ()
-    data_offset: Optional[int] = None  # first non-zero byte seen in the sampled regions
+    children: "Tuple[str, ...]" = ()
+    signatures: "Tuple[str, ...]" = ()
+    data_offset: "Optional[int]" = None  # first non-zero byte seen in the sampled regions
 
     @property
     def blank(self):

@@ -8,7 +8,6 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import os
-import socket
 
 from ansible_collections.kubevol.volumes.plugins.module_utils import names
 from ansible_collections.kubevol.volumes.plugins.module_utils.drivers import DRIVERS, get_driver
@@ -31,7 +30,7 @@ def act(ctx, res, action, func=None, *args):
 
 def default_node_name():
     """The kubelet's default: the host name, lower-cased."""
-    return socket.gethostname().strip().lower()
+    return os.uname().nodename.strip().lower()  # what socket.gethostname() returns, without importing socket
 
 
 def _check_dir(field, value):

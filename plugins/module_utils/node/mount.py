@@ -9,8 +9,7 @@ __metaclass__ = type
 
 import json
 import re
-from dataclasses import dataclass
-from typing import Tuple
+from dataclasses import dataclass  # annotations are text: importing typing costs each node run
 
 from ansible_collections.kubevol.volumes.plugins.module_utils.errors import ParseError
 from ansible_collections.kubevol.volumes.plugins.module_utils.node import blockdev
@@ -25,10 +24,10 @@ class Mount:
     target: str
     source: str
     fstype: str
-    options: Tuple[str, ...]
+    options: "Tuple[str, ...]"
     majmin: str
-    vfs_options: Tuple[str, ...] = ()
-    fs_options: Tuple[str, ...] = ()
+    vfs_options: "Tuple[str, ...]" = ()
+    fs_options: "Tuple[str, ...]" = ()
 
     @property
     def read_only(self):

@@ -7,8 +7,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from dataclasses import dataclass, field
-from typing import Optional, Tuple
+from dataclasses import dataclass, field  # annotations are text: importing typing costs each node run
 
 from ansible_collections.kubevol.volumes.plugins.module_utils import names
 from ansible_collections.kubevol.volumes.plugins.module_utils.errors import InvalidInput
@@ -23,8 +22,8 @@ class PodMount:
     name: str = ""
     read_only: bool = False
     # the pod's securityContext.fsGroup, when its CSIDriver's fsGroupPolicy lets the kubelet apply it
-    fs_group: Optional[int] = None
-    fs_group_change_policy: Optional[str] = None
+    fs_group: "Optional[int]" = None
+    fs_group_change_policy: "Optional[str]" = None
 
 
 @dataclass(frozen=True)
@@ -32,18 +31,18 @@ class VolumeItem:
     pv_name: str
     driver: str
     volume_handle: str
-    volume_attributes: Tuple[Tuple[str, str], ...] = ()
-    capacity_bytes: Optional[int] = None
+    volume_attributes: "Tuple[Tuple[str, str], ...]" = ()
+    capacity_bytes: "Optional[int]" = None
     mode: str = FILESYSTEM
     fs_type: str = "ext4"
-    mount_options: Tuple[str, ...] = ()
+    mount_options: "Tuple[str, ...]" = ()
     read_only: bool = False
-    pods: Tuple[PodMount, ...] = field(default_factory=tuple)
+    pods: "Tuple[PodMount, ...]" = field(default_factory=tuple)
     # ReadWriteMany / ReadOnlyMany: the backend lets more than one node attach it
     multi_attach: bool = False
     # nodes the controller knows are down (out-of-service taint, detach recorded without them): their hold
     # on the backing volume is released when this node attaches it
-    release_holders: Tuple[str, ...] = ()
+    release_holders: "Tuple[str, ...]" = ()
     detach: bool = True
     # Unmount the global mount once no pod mount remains (defaults to `detach`): a volume the
     # node keeps attached (e.g. its detach is blocked elsewhere) can still lose its device mount.

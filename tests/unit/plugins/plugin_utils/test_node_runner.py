@@ -131,6 +131,14 @@ class FakeAction:
 PY = {"ansible_python_interpreter": sys.executable}
 
 
+@pytest.fixture(autouse=True)
+def code_cache(tmp_path, monkeypatch):
+    """The node's code cache of these runs (the local Python is the 'node'): a directory of the test's own."""
+    path = str(tmp_path / "run" / "kubevol" / "code")
+    monkeypatch.setattr(node_runner, "CODE_CACHE", path)
+    return path
+
+
 def test_a_direct_run_gives_what_the_node_code_gives_in_process(tmp_path):
     kubelet = tmp_path / "kubelet"
     kubelet.mkdir()
@@ -287,3 +295,76 @@ def test_each_direct_run_logs_its_invocation_as_ansible_module_does(monkeypatch)
     finally:
         del entry.MODULES["_test_log"]
     assert logged == [("open", "ansible-_test_log"), ("log", "Invoked with node_name=n1 volumes=[]")]
+
+
+# -- the node's code cache ----------------------------------------------------------------------------------------
+
+def run_direct(code_cache, module="node_volume_info", params=None):
+    proc = subprocess.run(shlex.split(node_runner.command(sys.executable)),
+                          input=node_runner.payload(module, params or {}, code_cache=code_cache),
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, check=False)
+    return node_runner.parse_output(module, {"rc": proc.returncode, "stdout": proc.stdout.decode(),
+                                             "stderr": proc.stderr.decode()})
+
+
+def facts_args(tmp_path):
+    kubelet = tmp_path / "kubelet"
+    kubelet.mkdir(exist_ok=True)
+    return {"node_name": "n1", "kubelet_dir": str(kubelet), "fs_sizes": False}
+
+
+def test_the_node_keeps_the_code_it_compiled_in_a_private_directory_and_runs_it_next_time(tmp_path, code_cache):
+    args = facts_args(tmp_path)
+    first = node_runner.execute(FakeAction(), PY, "kubevol.volumes.node_volume_info", args)
+    assert oct(os.stat(code_cache).st_mode & 0o777) == "0o700"
+    kept = sorted(os.listdir(code_cache))
+    assert kept and all(len(name) == 64 for name in kept)  # one per imported file; no temporary file left
+    assert all(os.stat(os.path.join(code_cache, name)).st_mode & 0o777 == 0o600 for name in kept)
+    stamps = dict((name, os.stat(os.path.join(code_cache, name)).st_mtime_ns) for name in kept)
+    second = node_runner.execute(FakeAction(), PY, "kubevol.volumes.node_volume_info", args)
+    assert second == first and "failed" not in second
+    assert dict((name, os.stat(os.path.join(code_cache, name)).st_mtime_ns) for name in kept) == stamps  # read only
+    assert sorted(os.listdir(code_cache)) == kept
+
+
+def plant(code_cache, source_of_direct_main):
+    """Replace every cached file with code whose direct_main says it was planted (a poisoned or foreign cache)."""
+    planted = compile("def direct_main(request):\n    return %s\n" % source_of_direct_main, "planted", "exec")
+    import marshal
+    for name in os.listdir(code_cache):
+        with open(os.path.join(code_cache, name), "wb") as handle:
+            handle.write(marshal.dumps(planted))
+
+
+def test_code_in_a_cache_others_could_write_is_never_run(tmp_path, code_cache):
+    args = facts_args(tmp_path)
+    assert "failed" not in run_direct(code_cache, params=args)
+    plant(code_cache, "{'planted': True}")
+    # this user's private directory and 0600 files: the cache is trusted, as Python trusts its __pycache__
+    assert run_direct(code_cache, params=args) == {"planted": True}
+    for name in os.listdir(code_cache):
+        os.chmod(os.path.join(code_cache, name), 0o620)  # a file the group could have written
+    assert "node_facts" in run_direct(code_cache, params=args)
+    plant(code_cache, "{'planted': True}")
+    for name in os.listdir(code_cache):
+        os.chmod(os.path.join(code_cache, name), 0o600)
+    os.chmod(code_cache, 0o770)  # a directory the group could have written: no file in it is read
+    assert "node_facts" in run_direct(code_cache, params=args)
+    os.chmod(code_cache, 0o700)
+    os.rename(code_cache, code_cache + ".real")
+    os.symlink(code_cache + ".real", code_cache)  # never through a symlink
+    assert "node_facts" in run_direct(code_cache, params=args)
+
+
+def test_a_damaged_cached_file_is_compiled_again_and_an_unusable_cache_only_costs_the_compile(tmp_path, code_cache):
+    args = facts_args(tmp_path)
+    good = run_direct(code_cache, params=args)
+    for name in os.listdir(code_cache):
+        with open(os.path.join(code_cache, name), "wb") as handle:
+            handle.write(b"\xe3not marshal")  # cut short, or written by something else
+    assert run_direct(code_cache, params=args) == good
+    shutil.rmtree(code_cache)
+    with open(code_cache, "w") as handle:
+        handle.write("a file where the directory should be")
+    assert run_direct(code_cache, params=args) == good
+    assert run_direct(None, params=args) == good  # no cache at all
