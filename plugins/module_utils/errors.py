@@ -42,6 +42,13 @@ class UnsafeName(InvalidInput):
                "(no '/', '..', NUL or control characters)")
 
 
+class StalePathRefused(InvalidInput):
+    """A stale path volume_detach will not remove (stale.check_paths): nothing was removed."""
+    message = ("refusing stale_paths entry {value!r} on node {node}: {reason}. Nothing was removed: kubevol removes only "
+               "the empty volume directories the planner finds on this node (volume_reconcile_plan's stale_paths, which "
+               "the reconcile role passes). Check what the path is and remove it by hand if it is not needed")
+
+
 class UnsafePath(KubevolError):
     """A path inside the kubelet directory that is not a chain of real directories (a symlink, a file)."""
     message = ("refusing {path} on node {node}: {reason}; kubevol creates, writes and mounts only on real directories "

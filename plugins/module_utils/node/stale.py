@@ -22,7 +22,7 @@ import stat
 
 from ansible_collections.kubevol.volumes.plugins.module_utils import names
 from ansible_collections.kubevol.volumes.plugins.module_utils.drivers import DRIVERS
-from ansible_collections.kubevol.volumes.plugins.module_utils.errors import InvalidInput, UnsafeName
+from ansible_collections.kubevol.volumes.plugins.module_utils.errors import InvalidInput, StalePathRefused, UnsafeName
 from ansible_collections.kubevol.volumes.plugins.module_utils.node import layout, mount
 
 DEVICE = "device"
@@ -76,11 +76,15 @@ def check_no_symlink(kubelet_dir, path):
 
 
 def check_paths(ctx, paths):
-    """Validate every stale path before anything runs; returns [(path, kind)]."""
+    """Validate every stale path before anything runs; returns [(path, kind)]. A refused path fails the whole call,
+    naming the node and what to do, with nothing removed."""
     checked = []
     for path in paths or ():
-        kind = stale_kind(ctx.kubelet_dir, path)
-        check_no_symlink(ctx.kubelet_dir, path)
+        try:
+            kind = stale_kind(ctx.kubelet_dir, path)
+            check_no_symlink(ctx.kubelet_dir, path)
+        except InvalidInput as err:
+            raise StalePathRefused(field="stale_paths", value=path, node=ctx.node_name, reason=err.kwargs["reason"])
         checked.append((path, kind))
     return checked
 
