@@ -459,7 +459,7 @@ def main():
             ("naive playbook, five tasks per volume (%d volumes)" % args.volumes, naive_s, naive_c),
             ("one shell command per volume (%d volumes)" % args.volumes, shell_s, shell_c),
             ("floor: one shell command per node (%d volumes)" % args.volumes, script_s, script_c)]
-    lines = ["| run | wall time | module runs per node | on the controller |", "|---|---|---|---|"]
+    lines = ["| run | wall time | executions per node (module or direct) | on the controller |", "|---|---|---|---|"]
     for name, secs, counts in rows:
         values, ctl = per_node(counts, n)
         lines.append("| %s | %.2f s | %s | %d |" % (name, secs, describe(values), ctl))
