@@ -12,7 +12,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from dataclasses import dataclass  # annotations are text: importing typing costs each node run
+from ansible_collections.kubevol.volumes.plugins.module_utils.value import REQUIRED, Value
 
 ATTACHABLE = "attachable"
 NODE_EXPAND = "node_expand"  # the filesystem must be grown on the node after the backing volume grows
@@ -22,39 +22,43 @@ BLOCK = "block"  # supports volumeMode Block
 EPHEMERAL = "ephemeral"
 
 
-@dataclass(frozen=True)
-class Attachment:
+class Attachment(Value):
     """What attach did: ``device`` is None only in check mode when it would attach."""
-    device: "Optional[str]"
-    attached: bool = False  # a device was attached now
-    provisioned: bool = False  # the backing volume was created now
-    adopted: bool = False  # an existing attachment was found and recorded for this node
+    FIELDS = (
+        ("device", REQUIRED),  # Optional[str]
+        ("attached", False),  # bool: a device was attached now
+        ("provisioned", False),  # bool: the backing volume was created now
+        ("adopted", False),  # bool: an existing attachment was found and recorded for this node
+    )
 
 
-@dataclass(frozen=True)
-class AttachedDevice:
-    unique_volume_name: str
-    driver: str
-    volume_handle: str
-    device: str
+class AttachedDevice(Value):
+    FIELDS = (
+        ("unique_volume_name", REQUIRED),  # str
+        ("driver", REQUIRED),  # str
+        ("volume_handle", REQUIRED),  # str
+        ("device", REQUIRED),  # str
+    )
 
 
-@dataclass(frozen=True)
-class EphemeralVolume:
+class EphemeralVolume(Value):
     """A volume the driver created for one pod's inline CSI volume, as its own record says (reconstruction)."""
-    unique_volume_name: str
-    driver: str
-    volume_handle: str
-    pod_uid: str
-    volume_name: str
-    image: "Optional[str]"  # what backs it (loop: the image file), named by the record
-    device: "Optional[str]"  # attached now (None: the record's device is gone)
+    FIELDS = (
+        ("unique_volume_name", REQUIRED),  # str
+        ("driver", REQUIRED),  # str
+        ("volume_handle", REQUIRED),  # str
+        ("pod_uid", REQUIRED),  # str
+        ("volume_name", REQUIRED),  # str
+        ("image", REQUIRED),  # Optional[str]: what backs it (loop: the image file), named by the record
+        ("device", REQUIRED),  # Optional[str]: attached now (None: the record's device is gone)
+    )
 
 
-@dataclass(frozen=True)
-class Expansion:
-    old_bytes: int
-    new_bytes: int
+class Expansion(Value):
+    FIELDS = (
+        ("old_bytes", REQUIRED),  # int
+        ("new_bytes", REQUIRED),  # int
+    )
 
     @property
     def changed(self):

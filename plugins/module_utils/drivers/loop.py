@@ -25,7 +25,6 @@ import json
 import os
 import stat
 import struct
-from dataclasses import dataclass  # annotations are text: importing typing costs each node run
 
 from ansible_collections.kubevol.volumes.plugins.module_utils import names
 from ansible_collections.kubevol.volumes.plugins.module_utils.errors import (
@@ -34,18 +33,20 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.drivers.base impor
     ATTACHABLE, BLOCK, CONTROLLER_EXPAND, EPHEMERAL, NODE_EXPAND, AttachedDevice, Attachment, Driver,
     EphemeralVolume, Expansion)
 from ansible_collections.kubevol.volumes.plugins.module_utils.node import blockdev, layout
+from ansible_collections.kubevol.volumes.plugins.module_utils.value import REQUIRED, Value
 
 DEFAULT_POOL = "/var/lib/kubevol/pool"
 LOSETUP_LIST = ["losetup", "-J", "--list", "-O", "NAME,BACK-FILE,BACK-INO,BACK-MAJ:MIN,RO"]
 
 
-@dataclass(frozen=True)
-class LoopDevice:
-    name: str
-    back_file: str
-    back_ino: int
-    back_dev: "Tuple[int, int]"
-    read_only: bool = False
+class LoopDevice(Value):
+    FIELDS = (
+        ("name", REQUIRED),  # str
+        ("back_file", REQUIRED),  # str
+        ("back_ino", REQUIRED),  # int
+        ("back_dev", REQUIRED),  # Tuple[int, int]
+        ("read_only", False),  # bool
+    )
 
     def backs(self, dev, ino):
         """True when this device's backing file is the inode (st_dev ``dev``, st_ino ``ino``)."""

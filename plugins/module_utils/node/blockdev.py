@@ -17,9 +17,9 @@ import json
 import os
 import stat
 import time
-from dataclasses import dataclass  # annotations are text: importing typing costs each node run
 
 from ansible_collections.kubevol.volumes.plugins.module_utils.errors import ParseError, UnsafeToFormat
+from ansible_collections.kubevol.volumes.plugins.module_utils.value import REQUIRED, Value
 
 BLKID_NOTHING_FOUND = 2
 
@@ -127,15 +127,16 @@ def parse_wipefs(out, cmd="wipefs --no-act --json"):
         raise ParseError(cmd=cmd, reason="expected JSON with a signatures list", output=out)
 
 
-@dataclass(frozen=True)
-class Probe:
-    device: str
-    fs_type: str = ""
-    pttype: str = ""
-    lsblk_fstype: str = ""
-    children: "Tuple[str, ...]" = ()
-    signatures: "Tuple[str, ...]" = ()
-    data_offset: "Optional[int]" = None  # first non-zero byte seen in the sampled regions
+class Probe(Value):
+    FIELDS = (
+        ("device", REQUIRED),  # str
+        ("fs_type", ""),  # str
+        ("pttype", ""),  # str
+        ("lsblk_fstype", ""),  # str
+        ("children", ()),  # Tuple[str, ...]
+        ("signatures", ()),  # Tuple[str, ...]
+        ("data_offset", None),  # Optional[int]: first non-zero byte seen in the sampled regions
+    )
 
     @property
     def blank(self):

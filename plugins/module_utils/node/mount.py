@@ -9,25 +9,26 @@ __metaclass__ = type
 
 import json
 import re
-from dataclasses import dataclass  # annotations are text: importing typing costs each node run
 
 from ansible_collections.kubevol.volumes.plugins.module_utils.errors import ParseError
 from ansible_collections.kubevol.volumes.plugins.module_utils.node import blockdev
+from ansible_collections.kubevol.volumes.plugins.module_utils.value import REQUIRED, Value
 
 # OPTIONS is what a writer sees (ro when either the mount or its superblock is read-only);
 # VFS-OPTIONS is the per-mount flag a bind remount changes, FS-OPTIONS the superblock's.
 FINDMNT = ["findmnt", "-J", "-l", "-o", "TARGET,SOURCE,FSTYPE,OPTIONS,VFS-OPTIONS,FS-OPTIONS,MAJ:MIN"]
 
 
-@dataclass(frozen=True)
-class Mount:
-    target: str
-    source: str
-    fstype: str
-    options: "Tuple[str, ...]"
-    majmin: str
-    vfs_options: "Tuple[str, ...]" = ()
-    fs_options: "Tuple[str, ...]" = ()
+class Mount(Value):
+    FIELDS = (
+        ("target", REQUIRED),  # str
+        ("source", REQUIRED),  # str
+        ("fstype", REQUIRED),  # str
+        ("options", REQUIRED),  # Tuple[str, ...]
+        ("majmin", REQUIRED),  # str
+        ("vfs_options", ()),  # Tuple[str, ...]
+        ("fs_options", ()),  # Tuple[str, ...]
+    )
 
     @property
     def read_only(self):

@@ -7,49 +7,50 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from dataclasses import dataclass, field  # annotations are text: importing typing costs each node run
-
 from ansible_collections.kubevol.volumes.plugins.module_utils import names
 from ansible_collections.kubevol.volumes.plugins.module_utils.errors import InvalidInput
+from ansible_collections.kubevol.volumes.plugins.module_utils.value import REQUIRED, Value
 
 FILESYSTEM = "Filesystem"
 BLOCK = "Block"
 
 
-@dataclass(frozen=True)
-class PodMount:
-    uid: str
-    name: str = ""
-    read_only: bool = False
-    # the pod's securityContext.fsGroup, when its CSIDriver's fsGroupPolicy lets the kubelet apply it
-    fs_group: "Optional[int]" = None
-    fs_group_change_policy: "Optional[str]" = None
+class PodMount(Value):
+    FIELDS = (
+        ("uid", REQUIRED),  # str
+        ("name", ""),  # str
+        ("read_only", False),  # bool
+        # the pod's securityContext.fsGroup, when its CSIDriver's fsGroupPolicy lets the kubelet apply it
+        ("fs_group", None),  # Optional[int]
+        ("fs_group_change_policy", None),  # Optional[str]
+    )
 
 
-@dataclass(frozen=True)
-class VolumeItem:
-    pv_name: str
-    driver: str
-    volume_handle: str
-    volume_attributes: "Tuple[Tuple[str, str], ...]" = ()
-    capacity_bytes: "Optional[int]" = None
-    mode: str = FILESYSTEM
-    fs_type: str = "ext4"
-    mount_options: "Tuple[str, ...]" = ()
-    read_only: bool = False
-    pods: "Tuple[PodMount, ...]" = field(default_factory=tuple)
-    # ReadWriteMany / ReadOnlyMany: the backend lets more than one node attach it
-    multi_attach: bool = False
-    # nodes the controller knows are down (out-of-service taint, detach recorded without them): their hold
-    # on the backing volume is released when this node attaches it
-    release_holders: "Tuple[str, ...]" = ()
-    detach: bool = True
-    # Unmount the global mount once no pod mount remains (defaults to `detach`): a volume the
-    # node keeps attached (e.g. its detach is blocked elsewhere) can still lose its device mount.
-    unmount_device: bool = True
-    # an inline ephemeral CSI volume (pod.spec.volumes[].csi): published straight into its one pod, no
-    # attach or staging for the cluster; the driver creates its backing volume and deletes it at unpublish
-    ephemeral: bool = False
+class VolumeItem(Value):
+    FIELDS = (
+        ("pv_name", REQUIRED),  # str
+        ("driver", REQUIRED),  # str
+        ("volume_handle", REQUIRED),  # str
+        ("volume_attributes", ()),  # Tuple[Tuple[str, str], ...]
+        ("capacity_bytes", None),  # Optional[int]
+        ("mode", FILESYSTEM),  # str
+        ("fs_type", "ext4"),  # str
+        ("mount_options", ()),  # Tuple[str, ...]
+        ("read_only", False),  # bool
+        ("pods", ()),  # Tuple[PodMount, ...]
+        # ReadWriteMany / ReadOnlyMany: the backend lets more than one node attach it
+        ("multi_attach", False),  # bool
+        # nodes the controller knows are down (out-of-service taint, detach recorded without them): their hold
+        # on the backing volume is released when this node attaches it
+        ("release_holders", ()),  # Tuple[str, ...]
+        ("detach", True),  # bool
+        # Unmount the global mount once no pod mount remains (defaults to `detach`): a volume the
+        # node keeps attached (e.g. its detach is blocked elsewhere) can still lose its device mount.
+        ("unmount_device", True),  # bool
+        # an inline ephemeral CSI volume (pod.spec.volumes[].csi): published straight into its one pod, no
+        # attach or staging for the cluster; the driver creates its backing volume and deletes it at unpublish
+        ("ephemeral", False),  # bool
+    )
 
     @property
     def unique_name(self):
