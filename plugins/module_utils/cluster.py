@@ -86,7 +86,7 @@ def _pairs(mapping, where):
         return ()
     if not isinstance(mapping, dict):
         raise TypeError("%s must be a mapping" % where)
-    return tuple(sorted((str(k), str(v)) for k, v in mapping.items()))
+    return tuple(sorted([(str(k), str(v)) for k, v in mapping.items()]))
 
 
 def _name_of(obj):
@@ -121,7 +121,7 @@ def _node(obj):
     attached = tuple(AttachedVolumeStatus(_require_str(v["name"], "name"), v.get("devicePath") or "")
                      for v in status.get("volumesAttached") or ())
     where = "status.volumesInUse"
-    in_use = tuple(_require_str(v, "entry") for v in status.get("volumesInUse") or ())
+    in_use = tuple([_require_str(v, "entry") for v in status.get("volumesInUse") or ()])
     return Node(name, annotations, taints, ready, attached, in_use)
 
 
@@ -136,11 +136,15 @@ def _container_states(status):
 
 
 def _pod_volume(pod_name, vol):
-    name = _require_str(vol["name"], "spec.volumes[].name")
+    name = vol["name"]
+    if not name or name.__class__ is not str:  # as in _pod: _require_str only when the cheap test fails
+        _require_str(name, "spec.volumes[].name")
     if "persistentVolumeClaim" in vol:
         src = vol["persistentVolumeClaim"]
-        return PodVolume(name, "persistentVolumeClaim", _require_str(src["claimName"], "claimName"),
-                         bool(src.get("readOnly")), None)
+        claim = src["claimName"]
+        if not claim or claim.__class__ is not str:
+            _require_str(claim, "claimName")
+        return PodVolume(name, "persistentVolumeClaim", claim, bool(src.get("readOnly")), None)
     if "ephemeral" in vol:
         # util.go CreateVolumeSpec: a generic ephemeral volume's claim is <pod>-<volume>
         return PodVolume(name, "ephemeral", pod_name + "-" + name, False, None)
@@ -159,9 +163,13 @@ def _pod_volume(pod_name, vol):
 def _pod(obj):
     where = "metadata"
     meta = obj["metadata"]
-    name = _require_str(meta["name"], "metadata.name")
+    name = meta["name"]
+    uid = meta.get("uid")
+    # _require_str called only when this cheap test fails: it runs for every pod and every pod volume
+    if not name or not uid or name.__class__ is not str or uid.__class__ is not str:
+        _require_str(name, "metadata.name")
+        _require_str(uid, "metadata.uid")
     namespace = meta.get("namespace") or "default"
-    uid = _require_str(meta.get("uid"), "metadata.uid")
     spec = obj["spec"]
     where = "spec.nodeName"
     node_name = spec.get("nodeName") or ""
@@ -228,9 +236,9 @@ def _pvc(obj):
     capacity = (status.get("capacity") or _EMPTY).get("storage")
     capacity = to_bytes(capacity, where) if capacity is not None else None
     where = "status.conditions"
-    conditions = tuple(c["type"] for c in status.get("conditions") or ())
+    conditions = tuple([c["type"] for c in status.get("conditions") or ()])
     where = "metadata.ownerReferences"
-    owners = tuple(o["uid"] for o in meta.get("ownerReferences") or ())
+    owners = tuple([o["uid"] for o in meta.get("ownerReferences") or ()])
     where = "status.allocatedResources.storage"
     allocated = (status.get("allocatedResources") or _EMPTY).get("storage")
     allocated = to_bytes(allocated, where) if allocated is not None else None

@@ -621,6 +621,7 @@ def mount_pods(p):
         if not nv.mount_pods or node in unreachable_errors or pair in not_attached:
             continue
         facts = reachable_facts.get(node)
+        item = None
         for pod in nv.mount_pods:
             if rwop_refused and (pod.uid, pair) in rwop_refused:
                 continue
@@ -641,7 +642,9 @@ def mount_pods(p):
             extra = {}
             if fs_group is not None:
                 extra = {"pod_fs_group": fs_group, "pod_fs_group_change_policy": pod.fs_group_change_policy or "Always"}
-            add(_step("mount", "pod", node, nv.spec.pv_name, unique, why, p.item_of(nv), pod=pod.name,
+            if item is None:
+                item = p.item_of(nv)
+            add(_step("mount", "pod", node, nv.spec.pv_name, unique, why, item, pod=pod.name,
                       pod_uid=pod.uid, pod_read_only=pod.read_only, **extra))
 
 
@@ -903,13 +906,18 @@ def lean_plan(steps, in_place=False):
     in_place: the steps and their items are the caller's own (the planner's), changed instead of copied; an item
     without ``pods`` and ``detach`` is kept as it is."""
     plan, items, by_node = [], {}, {}
+    node = node_items = positions = None  # the last step's node: the steps of a phase come node by node
     for step in steps:
         if not in_place:
             step = dict(step)
-        node = step["node"]
+        if step["node"] != node or positions is None:
+            node = step["node"]
+            node_items = items.get(node)
+            positions = by_node.get(node)
+            if positions is None:
+                positions = by_node[node] = []
         item = step.pop("item", None)
         if item is not None:
-            node_items = items.get(node)
             if node_items is None:
                 node_items = items[node] = {}
             unique = step["unique_volume_name"]
@@ -920,11 +928,8 @@ def lean_plan(steps, in_place=False):
                     kept = node_items[unique] = dict(item)
                     kept.pop("pods", None)
                     kept.pop("detach", None)
-            if step.get("pod_uid") is not None and "pod_read_only" not in step and item.get("pods"):
+            if "pod_read_only" not in step and step.get("pod_uid") is not None and item.get("pods"):
                 step["pod_read_only"] = bool(item["pods"][0].get("read_only"))
-        positions = by_node.get(node)
-        if positions is None:
-            positions = by_node[node] = []
         positions.append(len(plan))
         plan.append(step)
     return {"plan": plan, "volume_items": items, "by_node": by_node}
