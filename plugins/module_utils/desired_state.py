@@ -328,8 +328,9 @@ def build_desired_state(index, known_drivers=DEFAULT_KNOWN_DRIVERS, scope=None):
                 volumes[pair] = NodeVolume(spec, node, managed and spec.attachable, (key,), mount, spec.read_only,
                                            spec.read_only or volume.read_only)
             else:  # another pod on the same node (at most a node's pods): the pair's first spec stays
+                claims_read_only = nv.claims_read_only and (nv.spec.read_only or volume.read_only)
                 volumes[pair] = nv._replace(pods=nv.pods + (key,), mount_pods=nv.mount_pods + mount,
-                                            claims_read_only=nv.claims_read_only and (nv.spec.read_only or volume.read_only))
+                                            claims_read_only=claims_read_only)
     return DesiredState(volumes, blocked, skipped, foreign, considered, frozenset(protected_pairs),
                         frozenset(protected_uids), pod_by_uid, kept_pairs, frozenset(live_pods), inline)
 
