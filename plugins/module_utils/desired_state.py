@@ -93,9 +93,12 @@ kubevol's key (kubernetes.io/csi/<driver>^<handle>), kubernetes_name Kubernetes'
 fs_group: the pod's fsGroup when the kubelet applies it to this volume (inline_fs_group), else None."""
 
 
+_FINISHED_PHASES = ("Failed", "Succeeded")
+
+
 def is_pod_terminated(pod):
     """pkg/volume/util/util.go IsPodTerminated: Failed/Succeeded, or deleted with no container running."""
-    if pod.phase in ("Failed", "Succeeded"):
+    if pod.phase in _FINISHED_PHASES:
         return True
     return bool(pod.deletion_timestamp) and all(s != "running" for s in pod.container_states)
 
@@ -112,6 +115,9 @@ def is_multi_attach_allowed(access_modes):
     return "ReadWriteMany" in access_modes or "ReadOnlyMany" in access_modes
 
 
+_UNRESOLVED = object()  # _Resolver.cache: not resolved yet (None is a result)
+
+
 class _Resolver:
     """PVC -> bound PV -> VolumeSpec, cached per claim (util.go getPVCFromCache, getPVSpecFromCache)."""
 
@@ -123,11 +129,10 @@ class _Resolver:
 
     def resolve(self, claim_key):
         """A VolumeSpec, None (not kubevol's business), FOREIGN, or a str reason (blocked)."""
-        try:
-            return self.cache[claim_key]
-        except KeyError:
+        result = self.cache.get(claim_key, _UNRESOLVED)
+        if result is _UNRESOLVED:  # most claims are used by one pod: a miss each, no KeyError raised
             result = self.cache[claim_key] = self._resolve(claim_key)
-            return result
+        return result
 
     def pv_behind(self, claim_key):
         """The PV a claim that does not resolve still points at (PVC volumeName, else a PV's claimRef), or None."""
@@ -201,9 +206,9 @@ def pod_security_problem(pod):
 def _volume_uses(pod):
     """{volume name: (mode used, all mounts read-only)}: what the pod's containers mount or map."""
     uses = {}
-    for mount in pod.volume_mounts:
-        mode, ro = uses.get(mount.name, ("Filesystem", True))
-        uses[mount.name] = ("Filesystem", ro and mount.read_only)
+    for name, read_only in pod.volume_mounts:
+        mode, ro = uses.get(name, ("Filesystem", True))
+        uses[name] = ("Filesystem", ro and read_only)
     for name in pod.volume_devices:
         uses[name] = ("Block", False)
     return uses
@@ -221,7 +226,7 @@ def build_desired_state(index, known_drivers=DEFAULT_KNOWN_DRIVERS, scope=None):
     for node in index.cluster.nodes:
         node_managed[node.name] = node_is_managed(node)
         keep_terminated[node.name] = annotation(node, KEEP_TERMINATED_POD_VOLUMES_ANNOTATION) == "true"
-    building = {}
+    volumes = {}
     blocked = []
     skipped = foreign = 0
     considered = 0
@@ -240,7 +245,9 @@ def build_desired_state(index, known_drivers=DEFAULT_KNOWN_DRIVERS, scope=None):
         node = pod.node_name
         if not node:  # attach_detach_controller.go podAdd: unscheduled pods are ignored
             continue
-        if is_pod_terminated(pod) and not keep_terminated.get(node):
+        # is_pod_terminated only for the pods it can be true of: finished, or being deleted
+        if ((pod.deletion_timestamp or pod.phase in _FINISHED_PHASES) and is_pod_terminated(pod)
+                and not keep_terminated.get(node)):
             continue
         if in_scope:
             considered += 1
@@ -259,7 +266,7 @@ def build_desired_state(index, known_drivers=DEFAULT_KNOWN_DRIVERS, scope=None):
         if pod.deletion_timestamp:
             holding = "pod %s is terminating (deleted at %s); its volumes stay until its containers stop" % (
                 key, pod.deletion_timestamp)
-        else:
+        elif pod.fs_group is not None or pod.fs_group_change_policy is not None:
             problem = pod_security_problem(pod)
             if problem is not None:
                 holding = "pod %s: %s" % (key, problem)
@@ -313,18 +320,17 @@ def build_desired_state(index, known_drivers=DEFAULT_KNOWN_DRIVERS, scope=None):
                                         "(volumeMounts need Filesystem, volumeDevices need Block)"
                                         % (spec.pv_name, spec.mode, use[0])))
                 continue
-            entry = building.get(pair)
-            if entry is None:
-                entry = building[pair] = [spec, managed and spec.attachable, [], [], True]
-            entry[2].append(key)
-            entry[4] = entry[4] and volume.read_only
-            if use is not None:
-                entry[3].append(PodToMount(pod.uid, key, volume.read_only or spec.read_only or use[1], pod.fs_group,
-                                           pod.fs_group_change_policy, pod.creation_timestamp))
-    volumes = {}
-    for pair, (spec, attach, pods, mount_pods, claims_ro) in building.items():
-        volumes[pair] = NodeVolume(spec, pair[1], attach, tuple(pods), tuple(mount_pods), spec.read_only,
-                                   spec.read_only or claims_ro)
+            mount = () if use is None else (
+                PodToMount(pod.uid, key, volume.read_only or spec.read_only or use[1], pod.fs_group,
+                           pod.fs_group_change_policy, pod.creation_timestamp),)
+            nv = volumes.get(pair)
+            if nv is None:
+                volumes[pair] = NodeVolume(spec, node, managed and spec.attachable, (key,), mount, spec.read_only,
+                                           spec.read_only or volume.read_only)
+            else:  # another pod on the same node (at most a node's pods): the pair's first spec stays
+                claims_read_only = nv.claims_read_only and (nv.spec.read_only or volume.read_only)
+                volumes[pair] = nv._replace(pods=nv.pods + (key,), mount_pods=nv.mount_pods + mount,
+                                            claims_read_only=claims_read_only)
     return DesiredState(volumes, blocked, skipped, foreign, considered, frozenset(protected_pairs),
                         frozenset(protected_uids), pod_by_uid, kept_pairs, frozenset(live_pods), inline)
 

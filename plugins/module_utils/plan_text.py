@@ -95,15 +95,16 @@ def blocked_lines(blocked, max_rows=None, hint=MORE_HINT):
     return lines
 
 
-def plan_line(result):
-    """``Plan: N to unmount, N to detach, N to attach, N to mount, N to expand; N blocked``."""
-    steps = result.get("plan") or []
-    counts = dict((a, 0) for a in ACTIONS)
-    cleanup = 0
-    for s in steps:
-        if s.get("action") in counts:
-            counts[s["action"]] += 1
-        cleanup += s.get("action") == "cleanup"
+def plan_line(result, counts=None):
+    """``Plan: N to unmount, N to detach, N to attach, N to mount, N to expand; N blocked``.
+
+    counts: {action: steps} (ACTIONS and cleanup) when the caller has counted them already (summary_lines)."""
+    if counts is None:
+        counts = dict((a, 0) for a in ACTIONS + ("cleanup",))
+        for s in result.get("plan") or []:
+            if s.get("action") in counts:
+                counts[s["action"]] += 1
+    cleanup = counts["cleanup"]
     return "Plan: %s%s; %d blocked" % (", ".join("%d to %s" % (counts[a], a) for a in ACTIONS),
                                        ", %d stale directories to remove" % cleanup if cleanup else "",
                                        len(blocked_once(result)))
@@ -172,7 +173,8 @@ def summary_lines(result, max_rows=None):
     if len(shown) < len(names):
         lines.append(_more(len(names) - len(shown), "nodes"))
     guard = guard_line(result)
-    return lines + [""] + ([guard] if guard else []) + [plan_line(result)]
+    totals = dict((a, sum(row[a] for row in nodes.values())) for a in ACTIONS + ("cleanup",))  # one pass over the plan
+    return lines + [""] + ([guard] if guard else []) + [plan_line(result, totals)]
 
 
 def shape(result, output="full", max_rows=None):

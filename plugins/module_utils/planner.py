@@ -81,13 +81,18 @@ def parse_time(text):
     return moment if moment.tzinfo else moment.replace(tzinfo=datetime.timezone.utc)
 
 
-def _item(spec, pods=(), detach=None):
-    """The volume item (contracts.md section 1) for a resolved PV; read_only is the PV's own."""
-    item = {"pv_name": spec.pv_name, "driver": spec.driver, "volume_handle": spec.volume_handle,
+def _volume_item(spec):
+    """The volume item of a resolved PV without its per-step ``pods`` and ``detach``: what lean_plan keeps."""
+    return {"pv_name": spec.pv_name, "driver": spec.driver, "volume_handle": spec.volume_handle,
             "volume_attributes": dict(spec.volume_attributes), "capacity_bytes": spec.capacity_bytes,
             "mode": spec.mode, "fs_type": spec.fs_type, "mount_options": list(spec.mount_options),
-            "read_only": spec.read_only, "multi_attach": spec.multi_attach_allowed,
-            "pods": [{"uid": p.uid, "name": p.name, "read_only": p.read_only} for p in pods]}
+            "read_only": spec.read_only, "multi_attach": spec.multi_attach_allowed}
+
+
+def _item(spec, pods=(), detach=None):
+    """The volume item (contracts.md section 1) for a resolved PV; read_only is the PV's own."""
+    item = _volume_item(spec)
+    item["pods"] = [{"uid": p.uid, "name": p.name, "read_only": p.read_only} for p in pods]
     if detach is not None:
         item["detach"] = detach
     return item
@@ -110,7 +115,8 @@ def _item_from_actual(unique_name, pv_name, spec=None, mode="Filesystem", fs_typ
 def _step(action, target, node, volume, unique_name, reason, item, pod=None, pod_uid=None, **extra):
     step = {"action": action, "target": target, "node": node, "volume": volume, "pod": pod, "pod_uid": pod_uid,
             "reason": reason, "unique_volume_name": unique_name, "item": item}
-    step.update(extra)
+    if extra:
+        step.update(extra)
     return step
 
 
@@ -140,6 +146,10 @@ class _Plan:
         self.protected_volumes = frozenset(unique for unique, _node in desired.protected_pairs)
         # Pairs a live pod still holds although its claim does not resolve now: never torn down.
         self.kept = dict(desired.kept_pairs)
+        # node facts split once by reachability: the mount rules ask per (volume, node) pair
+        self.unreachable_errors = dict((node, facts.error) for node, facts in actual.node_facts.items()
+                                       if not facts.reachable)
+        self.reachable_facts = dict((node, facts) for node, facts in actual.node_facts.items() if facts.reachable)
         self.no_picture = _nodes_without_picture(actual, index)
         self.out_of_service = frozenset(n.name for n in index.cluster.nodes if _has_out_of_service_taint(n))
         self.nodeless_holders = {}      # unique -> nodes without a Node object that have it attached
@@ -158,11 +168,12 @@ class _Plan:
         self.phases[(step["action"], step["target"])].append(step)
 
     def item_of(self, nv):
-        """The volume item of a desired (volume, node) pair, built once for all its steps."""
+        """The volume item of a desired (volume, node) pair, built once for all its steps. It names no pods (each
+        step names its own), so lean_plan keeps it as it is."""
         key = (nv.spec.unique_name, nv.node)
         item = self._items.get(key)
         if item is None:
-            item = self._items[key] = _item(nv.spec)
+            item = self._items[key] = _volume_item(nv.spec)
         return item
 
     def block(self, node, volume, pod, reason):
@@ -170,13 +181,11 @@ class _Plan:
 
     def unreachable(self, node):
         """The error text when node facts say the node cannot be reached, else None."""
-        facts = self.actual.node_facts.get(node)
-        return facts.error if facts is not None and not facts.reachable else None
+        return self.unreachable_errors.get(node)
 
     def facts(self, node):
         """Reachable node facts, or None when the mount level of the node is unknown."""
-        facts = self.actual.node_facts.get(node)
-        return facts if facts is not None and facts.reachable else None
+        return self.reachable_facts.get(node)
 
     def teardown_facts(self):
         """(node, facts) of the nodes whose mounts may be torn down: reachable, and pictured by the snapshot."""
@@ -444,6 +453,7 @@ def attach(p):
     for step in p.phases[("detach", "device")]:
         if step.get("record_only"):
             released.setdefault(step["unique_volume_name"], set()).add(step["node"])
+    reachable_facts, unreachable_errors = p.reachable_facts, p.unreachable_errors
     for pair, nv in p.desired.volumes.items():
         av = attached.get(pair)
         if av is not None and av.detach_requested_at:
@@ -452,14 +462,14 @@ def attach(p):
         if not nv.spec.attachable:
             continue  # attachRequired: false, the kubelet mounts without an attach
         unique, node = pair
-        facts = p.facts(node)
+        facts = reachable_facts.get(node)
         device_seen = facts is not None and unique in facts.devices
         if not nv.attach:
             if av is None and not device_seen:
                 p.not_attached[pair] = ("node %s is not managed by the attach/detach controller (no annotation "
                                         "volumes.kubernetes.io/controller-managed-attach-detach)" % node)
             continue
-        error = p.unreachable(node)
+        error = unreachable_errors.get(node)
         if error is not None:
             p.not_attached[pair] = "node unreachable: %s" % error
             p.block(node, nv.spec.pv_name, None, p.not_attached[pair])
@@ -519,32 +529,34 @@ def _block_multi_attach(p, nv, holders):
 
 def mount_devices(p):
     """Global (staging) mounts for Filesystem volumes with pods to mount: MountVolume's MountDevice half."""
+    reachable_facts, unreachable_errors, not_attached = p.reachable_facts, p.unreachable_errors, p.not_attached
+    add = p.phases[("mount", "device")].append
     for pair, nv in p.desired.volumes.items():
         if not nv.mount_pods:
             continue
         unique, node = pair
-        error = p.unreachable(node)
+        error = unreachable_errors.get(node)
         if error is not None:
             p.block(node, nv.spec.pv_name, None, "node unreachable: %s" % error)
             continue
-        waiting = p.not_attached.get(pair)
+        waiting = not_attached.get(pair)
         if waiting is not None:
             if not waiting.startswith("node unreachable") and waiting != "Multi-Attach error":
                 p.block(node, nv.spec.pv_name, None, "volume is not attached: %s" % waiting)
             continue
         if nv.spec.mode != "Filesystem":
             continue  # Block volumes are mapped per pod
-        facts = p.facts(node)
-        current = (facts.global_mounts.get(unique) or {}) if facts is not None else {}
+        facts = reachable_facts.get(node)
+        current = facts.global_mounts.get(unique) if facts is not None else None
         why = "pod(s) %s on node %s mount it" % (", ".join([m.name for m in nv.mount_pods]), node)
-        if current.get("mounted"):
+        if current and current.get("mounted"):
             writers = [m.name for m in nv.mount_pods if not m.read_only]
             if not current.get("read_only") or nv.read_only or not writers:
                 continue
             # NodeStage is read-write; readOnly is applied per pod at publish (csi_attacher.go MountDevice,
             # csi_mounter.go SetUpAt). A staging mount an older run left read-only is fixed for its writers.
             why = "remount read-write: the staging mount is read-only but pod(s) %s write to it" % ", ".join(writers)
-        p.add(_step("mount", "device", node, nv.spec.pv_name, unique, why, p.item_of(nv)))
+        add(_step("mount", "device", node, nv.spec.pv_name, unique, why, p.item_of(nv)))
 
 
 def read_write_once_pod(p):
@@ -601,15 +613,20 @@ def _root_needs_fs_group(current, fs_group):
 def mount_pods(p):
     """Pod mounts (Filesystem) or maps (Block) not yet in place: MountVolume's SetUp half, with the pod's fsGroup
     applied after the mount (SetVolumeOwnership)."""
+    reachable_facts, unreachable_errors, not_attached = p.reachable_facts, p.unreachable_errors, p.not_attached
+    rwop_refused = p.rwop_refused
+    add = p.phases[("mount", "pod")].append
     for pair, nv in p.desired.volumes.items():
         unique, node = pair
-        if not nv.mount_pods or p.unreachable(node) is not None or pair in p.not_attached:
+        if not nv.mount_pods or node in unreachable_errors or pair in not_attached:
             continue
-        facts = p.facts(node)
+        facts = reachable_facts.get(node)
+        item = None
         for pod in nv.mount_pods:
-            if (pod.uid, pair) in p.rwop_refused:
+            if rwop_refused and (pod.uid, pair) in rwop_refused:
                 continue
-            fs_group = fs_group_to_apply(p, nv.spec, pod)
+            # fs_group_to_apply's first test, here: most pods have no fsGroup
+            fs_group = fs_group_to_apply(p, nv.spec, pod) if pod.fs_group is not None else None
             current = facts.pod_mounts.get((pod.uid, nv.spec.pv_name)) if facts is not None else None
             if current is not None and current.mounted:
                 if current.read_only != pod.read_only:
@@ -625,8 +642,10 @@ def mount_pods(p):
             extra = {}
             if fs_group is not None:
                 extra = {"pod_fs_group": fs_group, "pod_fs_group_change_policy": pod.fs_group_change_policy or "Always"}
-            p.add(_step("mount", "pod", node, nv.spec.pv_name, unique, why, p.item_of(nv), pod=pod.name,
-                        pod_uid=pod.uid, pod_read_only=pod.read_only, **extra))
+            if item is None:
+                item = p.item_of(nv)
+            add(_step("mount", "pod", node, nv.spec.pv_name, unique, why, item, pod=pod.name,
+                      pod_uid=pod.uid, pod_read_only=pod.read_only, **extra))
 
 
 def _inline_item(iv):
@@ -844,13 +863,12 @@ def in_use_repairs(p, steps):
 def _mounted_now(p):
     """(unique name, node) pairs mounted now: node facts where known, else node.status.volumesInUse."""
     mounted = set()
-    for node, facts in p.actual.node_facts.items():
-        if not facts.reachable:
-            continue
+    for node, facts in p.reachable_facts.items():
         mounted.update((unique, node) for unique, gm in facts.global_mounts.items() if gm.get("mounted"))
         mounted.update((pm.unique_name, node) for pm in facts.pod_mounts.values() if pm.mounted)
         mounted.update((em.unique_name, node) for em in facts.ephemeral.values() if em.mounted)
-    mounted.update(pair for pair in p.actual.in_use if p.facts(pair[1]) is None)
+    with_facts = p.reachable_facts
+    mounted.update(pair for pair in p.actual.in_use if pair[1] not in with_facts)
     return mounted
 
 
@@ -863,8 +881,10 @@ def teardown_guard(p, steps):
     mounted = _mounted_now(p)
     torn = {}
     for step in steps:
+        if (step["action"], step["target"]) not in TEARDOWN:
+            continue
         pair = (step["unique_volume_name"], step["node"])
-        if (step["action"], step["target"]) in TEARDOWN and pair in mounted:
+        if pair in mounted:
             torn.setdefault(pair, []).append("%s/%s" % (step["action"], step["target"]))
     count = len(torn)
     over = count > opts.max_teardown_count or (count > 1 and count > opts.max_teardown_fraction * len(mounted))
@@ -883,27 +903,56 @@ def lean_plan(steps, in_place=False):
     ``pods`` and ``detach``); a step names it by node and unique_volume_name, and a pod-level step keeps its
     pod's read-only flag (``pod_read_only``). ``by_node`` holds the positions of each node's steps, so each
     host's slice is cut in its own size. The result grows with steps + volumes, not steps x item size.
-    in_place: the steps are the caller's own (the planner's), changed instead of copied."""
+    in_place: the steps and their items are the caller's own (the planner's), changed instead of copied; an item
+    without ``pods`` and ``detach`` is kept as it is."""
     plan, items, by_node = [], {}, {}
+    node = node_items = positions = None  # the last step's node: the steps of a phase come node by node
     for step in steps:
         if not in_place:
             step = dict(step)
+        if step["node"] != node or positions is None:
+            node = step["node"]
+            node_items = items.get(node)
+            positions = by_node.get(node)
+            if positions is None:
+                positions = by_node[node] = []
         item = step.pop("item", None)
         if item is not None:
-            node_items = items.setdefault(step["node"], {})
-            if step["unique_volume_name"] not in node_items:
-                kept = node_items[step["unique_volume_name"]] = dict(item)
-                kept.pop("pods", None)
-                kept.pop("detach", None)
-            if step.get("pod_uid") is not None and "pod_read_only" not in step and item.get("pods"):
+            if node_items is None:
+                node_items = items[node] = {}
+            unique = step["unique_volume_name"]
+            if unique not in node_items:
+                if in_place and "pods" not in item and "detach" not in item:
+                    node_items[unique] = item
+                else:
+                    kept = node_items[unique] = dict(item)
+                    kept.pop("pods", None)
+                    kept.pop("detach", None)
+            if "pod_read_only" not in step and step.get("pod_uid") is not None and item.get("pods"):
                 step["pod_read_only"] = bool(item["pods"][0].get("read_only"))
-        by_node.setdefault(step["node"], []).append(len(plan))
+        positions.append(len(plan))
         plan.append(step)
     return {"plan": plan, "volume_items": items, "by_node": by_node}
 
 
 def _sort_key(step):
     return (step["node"] or "", step["volume"] or "", step["pod"] or "", step["pod_uid"] or "")
+
+
+def _in_order(steps):
+    """The steps stably sorted by _sort_key. They are grouped by node first and each node's few steps sorted
+    alone: the same order as one sort, with far fewer comparisons (about a dozen steps per node at 5,000 nodes)."""
+    by_node = {}
+    for step in steps:
+        node = step["node"] or ""
+        group = by_node.get(node)
+        if group is None:
+            group = by_node[node] = []
+        group.append(step)
+    ordered = []
+    for node in sorted(by_node):
+        ordered.extend(sorted(by_node[node], key=_sort_key) if len(by_node[node]) > 1 else by_node[node])
+    return ordered
 
 
 def plan(desired, actual, index, options=None):
@@ -939,7 +988,7 @@ def plan(desired, actual, index, options=None):
     steps = []
     summary = {}
     for phase in PHASES:
-        phase_steps = sorted(p.phases[phase], key=_sort_key)
+        phase_steps = _in_order(p.phases[phase])
         steps.extend(phase_steps)
         summary[phase[0]] = summary.get(phase[0], 0) + len(phase_steps)
     lean = lean_plan(steps, in_place=True)
