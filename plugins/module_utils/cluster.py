@@ -104,6 +104,23 @@ def _require_str(value, what):
     return value
 
 
+def _optional_str(value, what):
+    """A string field Kubernetes may leave out: None or "" stay as they are, anything else but a string is refused
+    (a namespace or a claim name used as a key later must not be a list or a mapping)."""
+    if value is not None and value.__class__ is not str:
+        raise TypeError("%s must be a string, got %r" % (what, value))
+    return value
+
+
+def _strings(values, what):
+    """A list of strings (accessModes, mountOptions) as a tuple."""
+    values = tuple(values or ())
+    for value in values:
+        if value.__class__ is not str:
+            raise TypeError("%s entries must be strings, got %r" % (what, value))
+    return values
+
+
 def _node(obj):
     where = "metadata"
     meta = obj["metadata"]
@@ -170,9 +187,13 @@ def _pod(obj):
         _require_str(name, "metadata.name")
         _require_str(uid, "metadata.uid")
     namespace = meta.get("namespace") or "default"
+    if namespace.__class__ is not str:
+        _optional_str(namespace, "metadata.namespace")
     spec = obj["spec"]
     where = "spec.nodeName"
     node_name = spec.get("nodeName") or ""
+    if node_name.__class__ is not str:
+        _optional_str(node_name, "spec.nodeName")
     status = obj.get("status") or _EMPTY
     where = "status"
     phase = status.get("phase") or "Pending"
@@ -186,7 +207,10 @@ def _pod(obj):
     for key in ("initContainers", "containers", "ephemeralContainers"):
         for container in spec.get(key) or ():
             for m in container.get("volumeMounts") or ():
-                mounts.append((m["name"], bool(m.get("readOnly"))))
+                mount_name = m["name"]
+                if mount_name.__class__ is not str:
+                    _require_str(mount_name, "volumeMounts[].name")
+                mounts.append((mount_name, bool(m.get("readOnly"))))
             for d in container.get("volumeDevices") or ():
                 devices.append(d["name"])
     where = "spec.securityContext"
@@ -205,20 +229,21 @@ def _pv(obj):
     capacity = to_bytes(storage, where) if storage is not None else 0
     where = "spec.claimRef"
     ref = spec.get("claimRef")
-    claim_ref = ClaimRef(ref.get("namespace"), ref.get("name"), ref.get("uid")) if ref else None
+    claim_ref = ClaimRef(_optional_str(ref.get("namespace"), "namespace"), _optional_str(ref.get("name"), "name"),
+                         ref.get("uid")) if ref else None
     where = "spec.csi"
     csi = spec.get("csi")
     if csi is not None:
         csi = CSISource(_require_str(csi["driver"], "driver"), _require_str(csi["volumeHandle"], "volumeHandle"),
-                        csi.get("fsType") or "", bool(csi.get("readOnly")),
+                        _optional_str(csi.get("fsType"), "fsType") or "", bool(csi.get("readOnly")),
                         _pairs(csi.get("volumeAttributes"), "volumeAttributes"))
         source_kind = "csi"
     else:
         source_kind = next((k for k in spec if k not in _PV_NOT_SOURCE_KEYS), "unknown")
     where = "spec.accessModes"
-    modes = tuple(spec.get("accessModes") or ())
+    modes = _strings(spec.get("accessModes"), "accessModes")
     where = "spec.mountOptions"
-    options = tuple(spec.get("mountOptions") or ())
+    options = _strings(spec.get("mountOptions"), "mountOptions")
     return PersistentVolume(name, capacity, modes, spec.get("volumeMode") or "Filesystem", options, claim_ref, csi,
                             source_kind)
 
@@ -243,9 +268,18 @@ def _pvc(obj):
     allocated = (status.get("allocatedResources") or _EMPTY).get("storage")
     allocated = to_bytes(allocated, where) if allocated is not None else None
     resize_status = (status.get("allocatedResourceStatuses") or _EMPTY).get("storage")
-    return PersistentVolumeClaim(meta.get("namespace") or "default", name, meta.get("uid"),
-                                 status.get("phase") or "Pending", spec.get("volumeName") or "", request, capacity,
-                                 tuple(spec.get("accessModes") or ()), conditions, owners, allocated, resize_status)
+    where = "metadata.namespace"
+    namespace = meta.get("namespace") or "default"
+    if namespace.__class__ is not str:  # the call only when the cheap test fails: this runs for every claim
+        _optional_str(namespace, "metadata.namespace")
+    where = "spec.volumeName"
+    volume_name = spec.get("volumeName") or ""
+    if volume_name.__class__ is not str:
+        _optional_str(volume_name, "spec.volumeName")
+    where = "spec.accessModes"
+    modes = _strings(spec.get("accessModes"), "accessModes")
+    return PersistentVolumeClaim(namespace, name, meta.get("uid"), status.get("phase") or "Pending", volume_name,
+                                 request, capacity, modes, conditions, owners, allocated, resize_status)
 
 
 def _va(obj):
@@ -257,7 +291,8 @@ def _va(obj):
     node_name = _require_str(spec["nodeName"], "spec.nodeName")
     status = obj.get("status") or _EMPTY
     annotations = _pairs(meta.get("annotations"), "metadata.annotations")
-    pv_name = (spec.get("source") or _EMPTY).get("persistentVolumeName")
+    where = "spec.source.persistentVolumeName"
+    pv_name = _optional_str((spec.get("source") or _EMPTY).get("persistentVolumeName"), "persistentVolumeName")
     where = "status.attachmentMetadata"
     device_path = (status.get("attachmentMetadata") or _EMPTY).get("devicePath") or ""
     return VolumeAttachment(name, spec.get("attacher"), node_name, pv_name,

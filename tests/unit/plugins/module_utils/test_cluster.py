@@ -70,3 +70,36 @@ def test_bad_text_is_a_clear_error(tmp_path):
     with pytest.raises(KubevolError) as err:
         load_cluster_file(str(bad))
     assert "invalid YAML" in err.value.msg and str(bad) in err.value.msg
+
+
+def _corrupt(data, kind, name, path, value):
+    obj = [o for o in data["items"] if o["kind"] == kind and o["metadata"]["name"] == name][0]
+    for key in path[:-1]:
+        obj = obj[key]
+    obj[path[-1]] = value
+
+
+# Fields that used to pass the model and crash later with a raw TypeError (a list or a mapping where Kubernetes has
+# a string, used as a key further on). Found by replaying the planner over thousands of corrupted clusters.
+@pytest.mark.parametrize("kind,name,path,value,field", [
+    ("Pod", "db-0", ["metadata", "namespace"], {"a": 1}, "metadata"),
+    ("Pod", "db-0", ["spec", "nodeName"], {"a": 1}, "spec.nodeName"),
+    ("Pod", "db-0", ["spec", "containers", 0, "volumeMounts", 0, "name"], ["x"], "spec.containers"),
+    ("PersistentVolumeClaim", "db-data", ["metadata", "namespace"], {"a": 1}, "metadata.namespace"),
+    ("PersistentVolumeClaim", "db-data", ["spec", "volumeName"], {"a": 1}, "spec.volumeName"),
+    ("PersistentVolumeClaim", "db-data", ["spec", "accessModes", 0], {"a": 1}, "spec.accessModes"),
+    ("PersistentVolume", "pv-db-data", ["spec", "accessModes", 0], ["ReadWriteOnce"], "spec.accessModes"),
+    ("PersistentVolume", "pv-db-data", ["spec", "claimRef", "namespace"], ["shop"], "spec.claimRef"),
+    ("PersistentVolume", "pv-db-data", ["spec", "csi", "fsType"], ["xfs"], "spec.csi"),
+])
+def test_a_field_of_the_wrong_type_is_a_malformed_object_not_a_crash_later(kind, name, path, value, field):
+    from ansible_collections.kubevol.volumes.plugins.module_utils import plan_task
+    from ansible_collections.kubevol.volumes.plugins.module_utils.planner import utc_now
+    _cluster, data = load_cluster_file(EXAMPLE)
+    _corrupt(data, kind, name, path, value)
+    params = dict(cluster_state=None, cluster=data, node_facts=None, force_detach=True, max_wait_for_unmount=360,
+                  known_drivers=None, scope=None, max_teardown_fraction=0.5, max_teardown_count=20,
+                  allow_mass_teardown=False, output="summary", table_rows=100)
+    with pytest.raises(MalformedObject) as err:
+        plan_task.run(params, utc_now())
+    assert err.value.kwargs["field"] == field and name in err.value.msg, err.value.msg
