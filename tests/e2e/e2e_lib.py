@@ -51,11 +51,8 @@ if os.geteuid() != 0:
 
 # -- names as Kubernetes computes them (independent of the collection's names.py) ----------------
 
-def kill_run(proc):
-    """SIGKILL a run: ansible-playbook and every process under it. Ansible's workers start their own session
-    (WorkerProcess calls os.setsid), so killing the run's process group leaves a worker that is mid-task running
-    on, and a record it was about to write lands after the "kill". The tree is frozen first (SIGSTOP), so none
-    forks or finishes in between, then killed."""
+def _process_tree(root):
+    """``root`` and every process below it, from /proc's parent links."""
     children = {}
     for entry in os.listdir("/proc"):
         if entry.isdigit():
@@ -65,17 +62,35 @@ def kill_run(proc):
             except (OSError, IndexError, ValueError):
                 continue
             children.setdefault(ppid, []).append(int(entry))
-    tree, todo = [], [proc.pid]
+    tree, todo = set(), [root]
     while todo:
         pid = todo.pop()
-        tree.append(pid)
+        tree.add(pid)
         todo.extend(children.get(pid, ()))
-    for sig in (signal.SIGSTOP, signal.SIGKILL):
-        for pid in tree:
+    return tree
+
+
+def kill_run(proc):
+    """SIGKILL a run: ansible-playbook and every process under it. Ansible's workers start their own session
+    (WorkerProcess calls os.setsid), so killing the run's process group leaves a worker that is mid-task running
+    on, and a record it was about to write lands after the "kill". ansible-playbook is frozen first, so that it
+    forks no worker after the tree is read (a task's banner is printed before its worker is forked); then its tree
+    is frozen until no new process shows up, and killed."""
+    frozen = set()
+    tree = {proc.pid}
+    while tree - frozen:
+        for pid in tree - frozen:
             try:
-                os.kill(pid, sig)
+                os.kill(pid, signal.SIGSTOP)
             except OSError:
                 pass
+        frozen |= tree
+        tree = _process_tree(proc.pid)
+    for pid in frozen:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
     proc.wait()
 
 
