@@ -39,3 +39,21 @@ requirements:
   - PyYAML (for a YAML cluster state file)
   - kubernetes (the Python client, for O(cluster_source=kubernetes))
 """
+
+    # The options of the modules that write records (cluster_volume_record, reconcile_run): record_task.argspec().
+    RECORD = r"""
+options:
+  lock_timeout:
+    description:
+      - Seconds to wait for another kubevol run that holds the cluster state file's lock.
+      - Ignored with O(cluster_source=kubernetes), where concurrent writers are detected by resourceVersion.
+    type: int
+    default: 30
+  run_lock:
+    description:
+      - The result of M(kubevol.volumes.cluster_run_lock) for this run (C(holder), C(duration), C(lease_namespace),
+        C(lease_name)). The records are written only while that run still holds the cluster's run lock, and the
+        write renews it; otherwise the module fails, writing nothing.
+    type: dict
+    version_added: 0.2.0
+"""

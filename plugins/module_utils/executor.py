@@ -33,6 +33,8 @@ PHASES = (
     ("expand_node", (("expand", "node"),)),
 )
 PHASE_KINDS = dict(PHASES)
+# The role's node tasks, in the order run_tasks sequences them (a run has those its plan needs).
+NODE_TASKS = ("teardown", "setup", "expand_node")
 PHASE_ORDER = dict((name, position) for position, (name, _kinds) in enumerate(PHASES))
 
 

@@ -16,9 +16,7 @@ from ansible_collections.kubevol.volumes.plugins.module_utils import executor, p
 from ansible_collections.kubevol.volumes.plugins.module_utils.errors import KubevolError
 from ansible_collections.kubevol.volumes.plugins.module_utils.stores import CLUSTER_STORE_REQUIRED_IF
 
-REQUIRED_IF = CLUSTER_STORE_REQUIRED_IF + [("after", "teardown", ["state", "results"]),
-                                           ("after", "setup", ["state", "results"]),
-                                           ("after", "expand_node", ["state", "results"])]
+REQUIRED_IF = CLUSTER_STORE_REQUIRED_IF + [("after", task, ["state", "results"]) for task in executor.NODE_TASKS]
 RUN_KEYS = ("tasks", "failures", "blocked", "errors")
 
 
@@ -27,7 +25,7 @@ def argspec():
     del spec["records"]
     spec.update(
         plan=dict(type="dict", required=True),
-        after=dict(type="str", choices=["plan", "teardown", "setup", "expand_node"], default="plan"),
+        after=dict(type="str", choices=["plan"] + list(executor.NODE_TASKS), default="plan"),
         state=dict(type="dict"),
         results=dict(type="dict"),
         plan_shown=dict(type="bool", default=True),
@@ -52,7 +50,9 @@ def run(params, check_mode=False, diff=False):
         state, records, upcoming = executor.run_step(params["plan"], state, params["after"], params.get("results"), check_mode)
     except (KeyError, TypeError, ValueError) as err:
         raise KubevolError("reconcile_run: cannot advance the run after %s: %s (a malformed plan, state or node "
-                           "results)" % (params["after"], err))
+                           "results). Nothing was written: pass this run's volume_reconcile_plan result, the result "
+                           "reconcile_run returned for the step before, and node_results over the node task's "
+                           "results, as the reconcile role does" % (params["after"], err))
     result = dict(state, changed=False, changes=[], count=0)
     if records:
         written = record_task.run(dict(params, records=records), check_mode=check_mode, diff=diff)

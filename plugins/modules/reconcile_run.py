@@ -58,20 +58,11 @@ options:
       - Whether the plan's table was printed. When it was, the summary's lines leave out the blocked items it showed.
     type: bool
     default: true
-  lock_timeout:
-    description:
-      - Seconds to wait for another kubevol run that holds the cluster state file's lock.
-    type: int
-    default: 30
-  run_lock:
-    description:
-      - The result of M(kubevol.volumes.cluster_run_lock) for this run. Records are written only while this run holds
-        the cluster's run lock; otherwise the module fails, writing nothing.
-    type: dict
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
   - ansible.builtin.action_common_attributes.flow
   - kubevol.volumes.cluster_store
+  - kubevol.volumes.cluster_store.record
   - kubevol.volumes.k8s_auth
 attributes:
   action:
