@@ -40,6 +40,7 @@ def test_a_foreign_drivers_volume_is_left_alone_by_a_direct_run(node):
     assert direct["stale_kept"][0]["path"] == fgpath and "no kubevol backend" in direct["stale_kept"][0]["reason"]
     assert node.mounts_under() == sorted([fgpath, fppath]) and node.loops() == []
     assert node.sha256(data) == before
+    assert os.listdir(node.code_cache)  # the second run's node code came from the node's code cache
 
 
 def test_a_pool_outside_the_nodes_pools_is_refused_by_a_direct_run(node, tmp_path):
@@ -76,3 +77,4 @@ def test_stale_paths_through_a_symlink_or_outside_the_layout_are_refused_by_a_di
         assert a == b
     # refused before anything ran: the good stale path too is still there, and the symlink's target
     assert os.path.isdir(stale_p) and os.path.isdir(outside)
+    assert os.listdir(node.code_cache)  # the later refusals ran the node code from the node's code cache
