@@ -70,12 +70,35 @@ def _process_tree(root):
     return tree
 
 
+def _process_state(pid):
+    """The one-letter state of /proc/<pid>/stat ("T": stopped, "Z": zombie), or None when it is gone."""
+    try:
+        with open("/proc/%d/stat" % pid) as handle:
+            return handle.read().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return None
+
+
+def _wait_stopped(pids, timeout=10):
+    """Wait until every process of ``pids`` has stopped (or is gone). kill(SIGSTOP) returns before the process
+    has stopped: until then it may still fork."""
+    deadline = time.time() + timeout
+    waiting = set(pids)
+    while waiting:
+        waiting = set(pid for pid in waiting if _process_state(pid) not in (None, "T", "t", "Z", "X"))
+        if waiting and time.time() > deadline:
+            raise AssertionError("processes %s of the run do not stop" % sorted(waiting))
+        if waiting:
+            time.sleep(0.001)
+
+
 def kill_run(proc):
     """SIGKILL a run: ansible-playbook and every process under it. Ansible's workers start their own session
     (WorkerProcess calls os.setsid), so killing the run's process group leaves a worker that is mid-task running
     on, and a record it was about to write lands after the "kill". ansible-playbook is frozen first, so that it
     forks no worker after the tree is read (a task's banner is printed before its worker is forked); then its tree
-    is frozen until no new process shows up, and killed."""
+    is frozen until no new process shows up, and killed. A process counts as frozen once it has stopped, not when
+    SIGSTOP is sent: in between it can still fork a worker that a tree read too early would miss."""
     frozen = set()
     tree = {proc.pid}
     while tree - frozen:
@@ -84,6 +107,7 @@ def kill_run(proc):
                 os.kill(pid, signal.SIGSTOP)
             except OSError:
                 pass
+        _wait_stopped(tree - frozen)
         frozen |= tree
         tree = _process_tree(proc.pid)
     for pid in frozen:
@@ -307,11 +331,9 @@ class Cluster:
                 try:
                     if os.readlink("/proc/%d/ns/mnt" % pid) != ns:
                         continue
-                    with open("/proc/%d/stat" % pid) as handle:
-                        state = handle.read().rsplit(")", 1)[1].split()[0]
                 except OSError:
                     continue
-                if state != "Z":
+                if _process_state(pid) not in (None, "Z"):
                     alive.append(pid)
                     os.kill(pid, signal.SIGKILL)
             if not alive:
@@ -359,6 +381,9 @@ class Cluster:
 
     def env(self, python=None):
         env = dict(os.environ)
+        # a killed run leaves its multiprocessing directory (pymp-*) in TMPDIR: keep it in the cluster's directory
+        tmp = os.path.join(self.dir, "tmp")
+        os.makedirs(tmp, exist_ok=True)
         for var in ("ANSIBLE_CONFIG", "ANSIBLE_STDOUT_CALLBACK", "ANSIBLE_CALLBACKS_ENABLED"):
             env.pop(var, None)
         env.update({
@@ -366,6 +391,7 @@ class Cluster:
             "ANSIBLE_HOME": os.path.join(self.dir, "ansible-home"),
             "ANSIBLE_LOCAL_TEMP": os.path.join(self.dir, "ansible-tmp"),
             "XDG_CACHE_HOME": os.path.join(self.dir, "cache"),
+            "TMPDIR": tmp,
             "ANSIBLE_PIPELINING": "True",
             "ANSIBLE_FORKS": "10",
             "ANSIBLE_NOCOLOR": "1",

@@ -14,7 +14,7 @@ import time
 import pytest
 import yaml
 
-from e2e_lib import get, kill_run, pod_mount_path, pod_uid, store_write_held, vas
+from e2e_lib import get, kill_run, node_status, pod_mount_path, pod_uid, store_write_held, vas
 
 DB_POD, DB_PV, DB_HANDLE = "shop/db-0", "pv-db-data", "pv-db-data.img"
 DB_UNIQUE = "kubernetes.io/csi/loop.kubevol.io^" + DB_HANDLE
@@ -91,6 +91,14 @@ def wait_for(predicate, timeout=120, what="condition"):
     raise AssertionError("timed out waiting for " + what)
 
 
+def hold_volume_lock(kv, node, seconds):
+    """Hold the db volume's node lock on ``node`` for ``seconds`` (a background flock on the node): a run that sets
+    the volume up there waits for it (up to kubevol_lock_timeout), so it holds its run lock that long."""
+    busy = "/run/kubevol/locks/%s.lock" % hashlib.sha256(DB_UNIQUE.encode("utf-8")).hexdigest()
+    kv.ssh(node, "mkdir -p /run/kubevol/locks && (setsid flock %s sleep %d </dev/null >/dev/null 2>&1 &)" % (
+        busy, seconds))
+
+
 def finish(proc, timeout=300):
     proc.wait(timeout=timeout)
     return proc.returncode
@@ -121,9 +129,12 @@ def test_two_concurrent_reconciles_never_double_attach(kv):
 
 
 def test_a_second_run_that_may_not_wait_fails_naming_the_first(kv):
-    # a pod move, so that the first run has work and holds the lock while the second one starts
-    assert kv.edit("move-pod", DB_POD, [n for n in kv.nodes if n != db_node(kv)][0]) == "changed"
-    run_a, log_a = kv.start_reconcile(["-e", "kubevol_run_lock_timeout=60"])
+    # a pod move, so that the first run has work; its setup waits for the volume's node lock, so it still holds the
+    # run lock when the second run asks for it (a run of this size can otherwise end before a second one starts)
+    target = [n for n in kv.nodes if n != db_node(kv)][0]
+    assert kv.edit("move-pod", DB_POD, target) == "changed"
+    hold_volume_lock(kv, target, 20)
+    run_a, log_a = kv.start_reconcile(["-e", "kubevol_run_lock_timeout=60", "-e", "kubevol_lock_timeout=120"])
     wait_for(lambda: os.path.exists(kv.state + ".run-lock"), what="the first run's lock")
     run_b = kv.reconcile(["-e", "kubevol_run_lock_timeout=0"], expect_rc="nonzero")
     text = run_b.stdout
@@ -140,8 +151,7 @@ def test_a_node_task_longer_than_the_run_lock_keeps_it(kv):
     source = db_node(kv)
     target = [n for n in kv.nodes if n != source][0]
     assert kv.edit("move-pod", DB_POD, target) == "changed"
-    busy = "/run/kubevol/locks/%s.lock" % hashlib.sha256(DB_UNIQUE.encode("utf-8")).hexdigest()
-    kv.ssh(target, "mkdir -p /run/kubevol/locks && (setsid flock %s sleep 35 </dev/null >/dev/null 2>&1 &)" % busy)
+    hold_volume_lock(kv, target, 35)
     run_a, log_a = kv.start_reconcile(["-e", "kubevol_run_lock_duration=10", "-e", "kubevol_lock_timeout=120"])
     wait_for(lambda: os.path.exists(kv.state + ".run-lock"), what="the first run's lock")
     time.sleep(20)  # the first run's last store write was seconds after it took the lock: only renewals keep it now
@@ -258,8 +268,11 @@ def test_a_node_lost_after_an_unrecorded_attach_blocks_the_volume_elsewhere(kv):
     assert len(db_loops(kv)) == 1  # but the node did attach it
     kv.kill_node(lost)
     assert kv.edit("move-pod", DB_POD, last) == "changed"
+    before = kv.cluster()
     run = kv.reconcile(expect_rc="nonzero")  # the lost node is a failed node
     blocked = "\n".join(run.stdout.splitlines())
-    assert "Multi-Attach error" in blocked and "node %s may hold it" % lost in blocked, run.describe()
+    assert "Multi-Attach error" in blocked and "node %s may hold it" % lost in blocked, (
+        "before this run: %s's status %s, the VolumeAttachments %s; the killed run's log ends:\n%s\nthis run: %s" % (
+            lost, node_status(before, lost), vas(before), open(log).read()[-3000:], run.describe()))
     assert len(db_loops(kv)) == 1, "attached a second time"
     assert [node for pv, node, attached in vas(kv.cluster()).values() if pv == DB_PV] == [lost]
