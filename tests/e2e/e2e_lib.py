@@ -51,32 +51,35 @@ if os.geteuid() != 0:
 
 # -- names as Kubernetes computes them (independent of the collection's names.py) ----------------
 
+def _process_stat(pid):
+    """The fields of /proc/<pid>/stat after the command name (state, ppid, ...), or None when it is gone."""
+    try:
+        with open("/proc/%d/stat" % pid) as handle:
+            return handle.read().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+
+
+def _process_state(pid):
+    """The one-letter state of a process ("T": stopped, "Z": zombie), or None when it is gone."""
+    fields = _process_stat(pid)
+    return fields[0] if fields else None
+
+
 def _process_tree(root):
     """``root`` and every process below it, from /proc's parent links."""
     children = {}
     for entry in os.listdir("/proc"):
         if entry.isdigit():
-            try:
-                with open("/proc/%s/stat" % entry) as handle:
-                    ppid = int(handle.read().rsplit(")", 1)[1].split()[1])
-            except (OSError, IndexError, ValueError):
-                continue
-            children.setdefault(ppid, []).append(int(entry))
+            fields = _process_stat(int(entry))
+            if fields and len(fields) > 1:
+                children.setdefault(int(fields[1]), []).append(int(entry))
     tree, todo = set(), [root]
     while todo:
         pid = todo.pop()
         tree.add(pid)
         todo.extend(children.get(pid, ()))
     return tree
-
-
-def _process_state(pid):
-    """The one-letter state of /proc/<pid>/stat ("T": stopped, "Z": zombie), or None when it is gone."""
-    try:
-        with open("/proc/%d/stat" % pid) as handle:
-            return handle.read().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return None
 
 
 def _wait_stopped(pids, timeout=10):

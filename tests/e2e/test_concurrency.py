@@ -5,6 +5,7 @@ from the start; every case checks it afterwards, and that the volume never had t
 the loop devices backing its image (polled every few milliseconds while runs are in flight), its
 VolumeAttachments and the nodes' volumesAttached.
 """
+import contextlib
 import hashlib
 import os
 import signal
@@ -91,6 +92,14 @@ def wait_for(predicate, timeout=120, what="condition"):
     raise AssertionError("timed out waiting for " + what)
 
 
+def wait_for_task(proc, log, task):
+    """Until the run's log shows the banner of the role's task ``task`` (a prefix of its name), or the run ended."""
+    def seen():
+        with open(log) as handle:
+            return ("TASK [kubevol.volumes.reconcile : %s" % task) in handle.read()
+    wait_for(lambda: seen() or proc.poll() is not None, what="task %r" % task)
+
+
 def hold_volume_lock(kv, node, seconds):
     """Hold the db volume's node lock on ``node`` for ``seconds`` (a background flock on the node): a run that sets
     the volume up there waits for it (up to kubevol_lock_timeout), so it holds its run lock that long."""
@@ -165,35 +174,29 @@ def test_a_node_task_longer_than_the_run_lock_keeps_it(kv):
     assert not os.path.exists(kv.state + ".run-lock")
 
 
-@pytest.mark.parametrize("boundary", [
-    "Gather each node's actual state",
-    "Teardown - unmount and detach on the nodes that lose volumes",
-    "Record the outcome of teardown",  # the detach's record and the setup's intents, one write
-    "Set up - attach, format if blank and mount",
-    "Record the outcome of attach, mount",
+@pytest.mark.parametrize("boundary, store_held_from", [
+    pytest.param("Gather each node's actual state", None, id="Gather each node's actual state"),
+    pytest.param("Teardown - unmount and detach on the nodes that lose volumes", None,
+                 id="Teardown - unmount and detach on the nodes that lose volumes"),
+    # the detach's record and the setup's intents, one write
+    pytest.param("Record the outcome of teardown", None, id="Record the outcome of teardown"),
+    pytest.param("Set up - attach, format if blank and mount", None, id="Set up - attach, format if blank and mount"),
+    # the run's last record, then the end of the run: held back by the store's lock, taken while the setup runs, so
+    # that the kill lands before them however slow this test is to see the banner
+    pytest.param("Record the outcome of attach, mount", "Set up", id="Record the outcome of attach, mount"),
 ])
-def test_a_run_killed_at_a_phase_boundary_converges_on_the_next_run(kv, boundary):
+def test_a_run_killed_at_a_phase_boundary_converges_on_the_next_run(kv, boundary, store_held_from):
     """SIGKILL of ansible-playbook (and its workers) as a task starts; the next run takes over the dead run's lock
     at once (same host, its process is gone), converges, and leaves consistent records."""
     source = db_node(kv)
     target = [n for n in kv.nodes if n != source][0]
     assert kv.edit("move-pod", DB_POD, target) == "changed"
-
-    def banner(task):
-        wait_for(lambda: ("TASK [kubevol.volumes.reconcile : %s" % task) in open(log).read() or proc.poll() is not None,
-                 what="task %r" % task)
-
     with AttachWatch(kv) as watch:
         proc, log = kv.start_reconcile()
-        if boundary.startswith("Record the outcome of attach"):
-            # the run's last record, then the end of the run: held back by the store's lock (taken while the setup
-            # runs), so that the kill lands before them however slow this test is to see the banner
-            banner("Set up")
-            with store_write_held(kv.state):
-                banner(boundary)
-                kill_run(proc)
-        else:
-            banner(boundary)
+        if store_held_from:
+            wait_for_task(proc, log, store_held_from)
+        with store_write_held(kv.state) if store_held_from else contextlib.nullcontext():
+            wait_for_task(proc, log, boundary)
             kill_run(proc)
         assert os.path.exists(kv.state + ".run-lock"), "the killed run's lock should be left behind"
         run = kv.reconcile()
@@ -267,12 +270,10 @@ def test_a_node_lost_after_an_unrecorded_attach_blocks_the_volume_elsewhere(kv):
     lost, last = [n for n in kv.nodes if n != source][:2]
     assert kv.edit("move-pod", DB_POD, lost) == "changed"
     proc, log = kv.start_reconcile()
-    wait_for(lambda: "TASK [kubevol.volumes.reconcile : Set up" in open(log).read() or proc.poll() is not None,
-             what="the setup task to start")
+    wait_for_task(proc, log, "Set up")
     # the setup's record then waits on the store's lock, and the run dies before it can write
     with store_write_held(kv.state):
-        wait_for(lambda: "TASK [kubevol.volumes.reconcile : Record the outcome of attach" in open(log).read()
-                 or proc.poll() is not None, what="the setup task to end")
+        wait_for_task(proc, log, "Record the outcome of attach")
         kill_run(proc)
     data = kv.cluster()
     recorded = [(node, attached) for pv, node, attached in vas(data).values() if pv == DB_PV]
