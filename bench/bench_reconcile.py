@@ -409,29 +409,27 @@ def main():
         with open(naive_vars, "w") as fh:
             json.dump({"naive_placement": by_node}, fh)
 
-        def cold_reconcile(sample):
-            """2a. cold reconcile: provision, attach, format, mount."""
+        def measure(key, what, run):
+            """One timed run on warm connections, checked to have mounted every volume; kept under ``key``."""
             bench.warm()
-            log("cold reconcile (%d volumes) ..." % args.volumes)
-            secs, counts = bench.reconcile("cold-reconcile-%d" % sample)[:2]
+            log("%s ..." % what)
+            secs, counts = run()[:2]
             mounts = bench.mounts_per_node()
             if sum(mounts.values()) != args.volumes:
-                raise SystemExit("cold reconcile: %d pod mounts, want %d: %s" % (
-                    sum(mounts.values()), args.volumes, mounts))
-            results.setdefault("cold", []).append((secs, counts))
+                raise SystemExit("%s: %d mounts, want %d: %s" % (key, sum(mounts.values()), args.volumes, mounts))
+            results.setdefault(key, []).append((secs, counts))
             log("  %.1f s" % secs)
+
+        def cold_reconcile(sample):
+            """2a. cold reconcile: provision, attach, format, mount."""
+            measure("cold", "cold reconcile (%d volumes)" % args.volumes,
+                    lambda: bench.reconcile("cold-reconcile-%d" % sample))
 
         def baseline(label, playbook, what):
             log("reset (unmount, detach, recreate %d blank images) ..." % args.volumes)
             bench.reset(placement, create_images=True)
-            bench.warm()
-            log("%s playbook (%d volumes, %s) ..." % (label, args.volumes, what))
-            secs, counts = bench.playbook(label, playbook, ["@" + naive_vars])[:2]
-            mounts = bench.mounts_per_node()
-            if sum(mounts.values()) != args.volumes:
-                raise SystemExit("%s: %d mounts, want %d: %s" % (label, sum(mounts.values()), args.volumes, mounts))
-            results.setdefault(label, []).append((secs, counts))
-            log("  %.1f s" % secs)
+            measure(label, "%s playbook (%d volumes, %s)" % (label, args.volumes, what),
+                    lambda: bench.playbook(label, playbook, ["@" + naive_vars]))
 
         cold_reconcile(0)
 
@@ -471,10 +469,15 @@ def main():
     n = args.nodes
     noop_med = statistics.median(r[0] for r in results["noop"])
     ping_med = statistics.median(r[0] for r in results["ping"])
-    cold_s, cold_c = statistics.median(r[0] for r in results["cold"]), results["cold"][0][1]
-    naive_s, naive_c = results["naive"][0]
-    shell_s, shell_c = statistics.median(r[0] for r in results["shell"]), results["shell"][0][1]
-    script_s, script_c = statistics.median(r[0] for r in results["script"]), results["script"][0][1]
+
+    def median_run(key):
+        """(median seconds, the first run's module counts: every round runs the same modules)."""
+        return statistics.median(r[0] for r in results[key]), results[key][0][1]
+
+    cold_s, cold_c = median_run("cold")
+    naive_s, naive_c = median_run("naive")
+    shell_s, shell_c = median_run("shell")
+    script_s, script_c = median_run("script")
     rows = [("ansible all -m ping", ping_med, results["ping"][0][1]),
             ("reconcile, converged (no-op)", noop_med, results["noop"][0][1]),
             ("reconcile, cold (%d volumes, median of %d)" % (args.volumes, args.samples), cold_s, cold_c),
