@@ -95,6 +95,12 @@ class Driver:
         """Detach ``item`` from this node; return the device detached (or that would be), or None."""
         raise NotImplementedError
 
+    def reads_as_zeros(self, item, device):
+        """True only when the storage side proves that every byte of ``device`` (``item``'s, attached here) is
+        zero, as a disk API could of a disk created empty and never written; the node then need not run its
+        three blank-device probes (blockdev.probe). False on any doubt, the default: the node probes."""
+        return False
+
     def expand(self, item, check_mode=False):
         """Grow the backing volume to ``item.capacity_bytes`` (never shrink); return an Expansion."""
         raise NotImplementedError

@@ -403,6 +403,35 @@ class LoopDriver(Driver):
             self.write_record(item, image, device, st)
             return Attachment(device=device, attached=True, provisioned=provisioned)
 
+    def reads_as_zeros(self, item, device):
+        """The image the loop device is bound to has no data extent at all (lseek SEEK_DATA: ENXIO), so every byte
+        the device reads is zero. Pages written through the device and not yet in the image are flushed to it
+        first (fsync of the device). False when the device is not bound to this item's image (by inode), or when
+        the image's filesystem cannot tell holes from data (it then reports the whole file as data)."""
+        try:
+            fd = os.open(device, os.O_RDONLY | os.O_CLOEXEC)
+            try:
+                os.fsync(fd)
+                info = LOOP_INFO64.unpack(fcntl.ioctl(fd, LOOP_GET_STATUS64, bytes(LOOP_INFO64.size)))
+            finally:
+                os.close(fd)
+            bound = LoopDevice(name=device, back_file="", back_ino=info[1], back_dev=(os.major(info[0]),
+                                                                                      os.minor(info[0])))
+            fd = os.open(self.image_path(item), os.O_RDONLY | os.O_CLOEXEC)
+        except (IOError, OSError):
+            return False
+        try:
+            image = os.fstat(fd)  # the open image itself: a path replaced since is not what is measured
+            if not stat.S_ISREG(image.st_mode) or not bound.backs(image.st_dev, image.st_ino):
+                return False
+            try:
+                os.lseek(fd, 0, os.SEEK_DATA)
+            except OSError as err:
+                return err.errno == errno.ENXIO  # no data from offset 0 to the end: all holes
+            return False
+        finally:
+            os.close(fd)
+
     def detach(self, item, check_mode=False):
         device = self.find_device(item)
         if check_mode:

@@ -122,7 +122,8 @@ def publish(ctx, item):
         _fs_group(ctx, res, item, target, mounted=False)
         return res
     ctx.step = "probe"
-    found = blockdev.probe(runner, device)  # raises UnsafeToFormat when inconclusive
+    # raises UnsafeToFormat when inconclusive
+    found = blockdev.probe(runner, device, reads_as_zeros=driver.reads_as_zeros(item, device))
     if found.blank:
         fs = filesystem_to_create(item.fs_type, item.pv_name, ctx.node_name)
         _act(ctx, res, "format", runner.check, fs.mkfs_argv(device), "format",

@@ -121,7 +121,8 @@ def _stage(ctx, runner, item, device, mounts, force, res):
         return gpath
     # a symlink or a file on the way to the global mount is refused before the device is touched
     layout.check_dir(ctx.kubelet_dir, gpath, ctx.node_name)
-    found = blockdev.probe(runner, device)  # raises UnsafeToFormat when inconclusive
+    # raises UnsafeToFormat when inconclusive
+    found = blockdev.probe(runner, device, reads_as_zeros=ctx.driver(item).reads_as_zeros(item, device))
     existing = found.fs_type
     if found.blank or (force and existing != item.fs_type):
         if item.read_only:

@@ -1,6 +1,8 @@
 """A device is formatted only when every probe says it is blank; anything else is kept."""
+import fcntl
 import hashlib
 import json
+import os
 import shutil
 import subprocess
 
@@ -9,6 +11,11 @@ import pytest
 from conftest import MiB
 
 from ansible_collections.kubevol.volumes.plugins.module_utils import names
+from ansible_collections.kubevol.volumes.plugins.module_utils.drivers.loop import (
+    LOOP_GET_STATUS64, LOOP_INFO64)
+
+LOOP_SET_STATUS64 = 0x4C04
+LO_FLAGS_PARTSCAN = 8
 
 POD = "33333333-3333-4333-8333-333333333333"
 
@@ -78,14 +85,29 @@ def test_force_reformats_other_type(node):
     assert res["volumes"][0]["actions"][:2] == ["wipe", "format"]
 
 
-def test_blkid_failure_never_formats(node, tmp_path):
+def failing_probes(tmp_path, names=("blkid",)):
+    """A PATH directory whose ``names`` fail as a probe reading a bad device does."""
     fake = tmp_path / "fakebin"
     fake.mkdir()
-    (fake / "blkid").write_text("#!/bin/sh\necho 'blkid: probing failed: Input/output error' >&2\nexit 4\n")
-    (fake / "blkid").chmod(0o755)
+    for name in names:
+        (fake / name).write_text("#!/bin/sh\necho '%s: probing failed: Input/output error' >&2\nexit 4\n" % name)
+        (fake / name).chmod(0o755)
+    return str(fake)
+
+
+def write_zeros(image, size=64 * MiB):
+    """A blank image that is not sparse: its zeros are data extents, so only the probes can say it is blank."""
+    with open(image, "wb") as handle:
+        for _mib in range(size // MiB):
+            handle.write(bytes(MiB))
+
+
+def test_blkid_failure_never_formats(node, tmp_path):
+    fake = failing_probes(tmp_path)
     vol = node.vol("pv-b", pods=[{"uid": POD}])
-    assert node.module("k8s_volume_attach", volumes=[vol], provision=True)["_rc"] == 0
-    res = node.module("node_volume_mount", volumes=[vol], extra_path=str(fake))
+    write_zeros(node.image(vol))
+    assert node.module("k8s_volume_attach", volumes=[vol])["_rc"] == 0
+    res = node.module("node_volume_mount", volumes=[vol], extra_path=fake)
     assert res["_rc"] != 0 and "refusing to format" in res["msg"] and "Input/output error" in res["msg"], res
     dev = node.loops()[0]
     assert node.run("blkid", "-p", dev, check=False).returncode == 2  # still blank
@@ -98,10 +120,72 @@ def test_inconclusive_wipefs_never_formats(node, tmp_path):
     (fake / "wipefs").write_text("#!/bin/sh\nexit 0\n")  # succeeds but says nothing
     (fake / "wipefs").chmod(0o755)
     vol = node.vol("pv-w")
-    assert node.module("k8s_volume_attach", volumes=[vol], provision=True)["_rc"] == 0
+    write_zeros(node.image(vol))
+    assert node.module("k8s_volume_attach", volumes=[vol])["_rc"] == 0
     res = node.module("node_volume_mount", volumes=[vol], extra_path=str(fake))
     assert res["_rc"] != 0 and "refusing to format" in res["msg"] and "wipefs" in res["msg"], res
     assert node.run("blkid", "-p", node.loops()[0], check=False).returncode == 2
+
+
+def test_a_sparse_image_is_proven_blank_without_the_probes(node, tmp_path):
+    """The loop driver proves a device blank when its image has no data extent at all (SEEK_DATA): every byte
+    reads as zero, so no probe could find a signature, and the three probe commands are not run (here they would
+    fail). A provisioned image is such an image until something writes to it."""
+    fake = failing_probes(tmp_path, ("blkid", "lsblk", "wipefs"))
+    vol = node.vol("pv-new", pods=[{"uid": POD}])
+    assert node.module("k8s_volume_attach", volumes=[vol], provision=True)["_rc"] == 0
+    res = node.module("node_volume_mount", volumes=[vol], extra_path=fake)
+    assert res["_rc"] == 0 and res["volumes"][0]["formatted"] is True, res
+    assert node.run("blkid", "-p", "-s", "TYPE", "-o", "value", node.loops()[0]).stdout.strip() == "ext4"
+
+
+@pytest.mark.parametrize("written", ["into the image", "through the device, not yet flushed"])
+def test_one_byte_of_data_anywhere_takes_the_probes(node, tmp_path, written):
+    """One byte outside the regions kubevol samples (at 10 MiB of 64), in the image or still in the device's page
+    cache (an open writer that has not synced): the image is no longer all holes (the driver flushes the device
+    before it looks), so the probes run, and a failing probe refuses."""
+    fake = failing_probes(tmp_path)
+    vol = node.vol("pv-one", pods=[{"uid": POD}])
+    assert node.module("k8s_volume_attach", volumes=[vol], provision=True)["_rc"] == 0
+    target = node.image(vol) if written == "into the image" else node.loops()[0]
+    writer = os.open(target, os.O_WRONLY)
+    try:
+        os.pwrite(writer, b"x", 10 * MiB)
+        res = node.module("node_volume_mount", volumes=[vol], extra_path=fake)
+    finally:
+        os.close(writer)
+    assert res["_rc"] != 0 and "refusing to format" in res["msg"] and "Input/output error" in res["msg"], res
+    assert node.mounts_under() == []
+
+
+def add_partition(device):
+    """A partition on ``device`` without a partition table (BLKPG, addpart): the kernel lists it, no byte is
+    written. The loop device needs its partition scan flag for that (LOOP_SET_STATUS64)."""
+    fd = os.open(device, os.O_RDONLY)
+    try:
+        info = list(LOOP_INFO64.unpack(fcntl.ioctl(fd, LOOP_GET_STATUS64, bytes(LOOP_INFO64.size))))
+        info[8] |= LO_FLAGS_PARTSCAN
+        fcntl.ioctl(fd, LOOP_SET_STATUS64, LOOP_INFO64.pack(*info))
+    finally:
+        os.close(fd)
+    subprocess.run(["addpart", device, "1", "2048", "4096"], check=True)
+
+
+def test_a_blank_device_with_a_partition_on_it_takes_the_probes(node):
+    """A partition the kernel lists on a sparse image (nothing written: added with BLKPG): the device is in use
+    as a disk, so the zero proof is not enough; the probes run (lsblk lists the partition) and it is refused."""
+    vol = node.vol("pv-part", pods=[{"uid": POD}])
+    assert node.module("k8s_volume_attach", volumes=[vol], provision=True)["_rc"] == 0
+    dev = node.loops()[0]
+    add_partition(dev)
+    try:
+        res = node.module("node_volume_mount", volumes=[vol])
+    finally:
+        subprocess.run(["delpart", dev, "1"], check=True)
+    part = os.path.basename(dev) + "p1"
+    assert res["_rc"] != 0 and "refusing to format" in res["msg"], res
+    assert "partitions or holders on it (device-mapper, md) " + part in res["msg"], res["msg"]
+    assert node.mounts_under() == []
 
 
 def test_missing_device_never_formats(node):
