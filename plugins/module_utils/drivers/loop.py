@@ -412,17 +412,15 @@ class LoopDriver(Driver):
             fd = os.open(device, os.O_RDONLY | os.O_CLOEXEC)
             try:
                 os.fsync(fd)
-                info = LOOP_INFO64.unpack(fcntl.ioctl(fd, LOOP_GET_STATUS64, bytes(LOOP_INFO64.size)))
             finally:
                 os.close(fd)
-            bound = LoopDevice(name=device, back_file="", back_ino=info[1], back_dev=(os.major(info[0]),
-                                                                                      os.minor(info[0])))
+            bound = _kernel_loop_device(os.path.basename(device))
             fd = os.open(self.image_path(item), os.O_RDONLY | os.O_CLOEXEC)
-        except (IOError, OSError):
+        except (IOError, OSError, _Unreadable):
             return False
         try:
             image = os.fstat(fd)  # the open image itself: a path replaced since is not what is measured
-            if not stat.S_ISREG(image.st_mode) or not bound.backs(image.st_dev, image.st_ino):
+            if bound is None or not stat.S_ISREG(image.st_mode) or not bound.backs(image.st_dev, image.st_ino):
                 return False
             try:
                 os.lseek(fd, 0, os.SEEK_DATA)

@@ -248,3 +248,34 @@ def test_an_fs_type_kubevol_does_not_create_fails_its_volume_alone_and_touches_n
     assert forced["_rc"] != 0 and "pv-old" in forced["msg"] and "wipe" not in json.dumps(forced.get("volumes")), forced
     assert dict((v["pv_name"], head_digest(node.image(v))) for v in (fat, old)) == before
     assert node.module("volume_detach", volumes=[fat, ok, old], force=True)["_rc"] == 0
+
+
+def test_the_zero_proof_holds_only_for_the_image_the_device_is_bound_to(node):
+    """Driver.reads_as_zeros measures the open image it compared by inode with what the loop device is bound to: a
+    device bound to another sparse image, or the item's image path replaced by a symlink to a sparse file (after a
+    byte was written to the real image), is never proven blank; then the probes decide."""
+    from ansible_collections.kubevol.volumes.plugins.module_utils.drivers.loop import LoopDriver
+    from ansible_collections.kubevol.volumes.plugins.module_utils.node.runner import Runner
+    from ansible_collections.kubevol.volumes.plugins.module_utils.node.volume import volume_item
+
+    vols = [node.vol(name) for name in ("pv-a", "pv-b")]
+    assert node.module("k8s_volume_attach", volumes=vols, provision=True)["_rc"] == 0
+    items = [volume_item(v) for v in vols]
+    runner = Runner(lambda argv, data=None: (1, "", "no command runs here"), node=node.name)
+    driver = LoopDriver(runner, node.kubelet_dir, node.name, {"loop_pools": [node.pool]})
+    devices = [driver.find_device(item) for item in items]
+    assert all(devices) and devices[0] != devices[1], devices
+    assert [driver.reads_as_zeros(item, dev) for item, dev in zip(items, devices)] == [True, True]
+    assert driver.reads_as_zeros(items[0], devices[1]) is False  # pv-b's device is not pv-a's image
+    image = node.image(vols[0])
+    with open(image, "r+b") as handle:
+        handle.seek(10 * MiB)
+        handle.write(b"x")
+    os.rename(image, image + ".real")
+    os.symlink(node.image(vols[1]), image)  # the path now leads to a sparse file the device is not bound to
+    try:
+        assert driver.reads_as_zeros(items[0], devices[0]) is False
+    finally:
+        os.unlink(image)
+        os.rename(image + ".real", image)
+    assert node.module("volume_detach", volumes=vols, force=True)["_rc"] == 0
