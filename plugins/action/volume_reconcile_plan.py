@@ -8,7 +8,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.kubevol.volumes.plugins.module_utils.plan_task import (
-    MUTUALLY_EXCLUSIVE, REQUIRED_ONE_OF, argspec, run)
+    REQUIRED_IF, argspec, run)
 from ansible_collections.kubevol.volumes.plugins.module_utils.planner import utc_now
 from ansible_collections.kubevol.volumes.plugins.plugin_utils.in_process import InProcessAction
 
@@ -22,7 +22,7 @@ class ActionModule(InProcessAction):
     NAME = "kubevol.volumes.volume_reconcile_plan"
 
     def argspec_kwargs(self):
-        return dict(argument_spec=argspec(), mutually_exclusive=MUTUALLY_EXCLUSIVE, required_one_of=REQUIRED_ONE_OF)
+        return dict(argument_spec=argspec(), required_if=REQUIRED_IF)
 
     def run_task(self, params, check_mode, diff):
         return run(params, utc_now(), keep_alive=_KEEP_ALIVE)  # it only reads: the same in check mode

@@ -19,15 +19,18 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.plan_text import O
 from ansible_collections.kubevol.volumes.plugins.module_utils.planner import (
     DEFAULT_MAX_TEARDOWN_COUNT, DEFAULT_MAX_TEARDOWN_FRACTION, PlanOptions, TeardownRefused, plan_cluster)
 from ansible_collections.kubevol.volumes.plugins.module_utils.scope import select_pods
+from ansible_collections.kubevol.volumes.plugins.module_utils.stores import CLUSTER_STORE_ARGSPEC, get_store, store_options
 
-MUTUALLY_EXCLUSIVE = [("cluster_state", "cluster")]
-REQUIRED_ONE_OF = [("cluster_state", "cluster")]
+# The cluster: data (cluster), else the store's (a file, cluster_state, or the Kubernetes API). Given data wins over
+# the store options rather than conflicting with them: they may come from a play's module_defaults for the
+# cluster_store group, and a play that read the cluster itself (cluster_volume_info) plans what it read.
+REQUIRED_IF = [("cluster_source", "file", ("cluster_state", "cluster"), True)]
 DEFAULT_TABLE_ROWS = 100
 
 
 def argspec():
     return dict(
-        cluster_state=dict(type="path"),
+        CLUSTER_STORE_ARGSPEC,
         cluster=dict(type="dict"),
         node_facts=dict(type="dict"),
         force_detach=dict(type="bool", default=True),
@@ -55,12 +58,23 @@ def run(params, now, keep_alive=None):
         return _run(params, now, keep_alive)
 
 
+def _load(params):
+    """(Cluster, the raw List or None) from the data given, the state file or the Kubernetes API."""
+    if params["cluster"] is not None:
+        return cluster_from_data(params["cluster"]), params["cluster"]
+    store = get_store(params["cluster_source"], **store_options(params))  # refuses options of the other source
+    if params["cluster_source"] == "file":
+        # the raw List only for a scope (a JMESPath query over it); without one the file is read object by object
+        return load_cluster_file(store.path, keep_list=bool((params["scope"] or "").strip()))
+    try:
+        data = store.load()
+    finally:
+        store.close()
+    return cluster_from_data(data), data
+
+
 def _run(params, now, keep_alive):
-    if params["cluster_state"]:
-        cluster, data = load_cluster_file(params["cluster_state"])
-    else:
-        data = params["cluster"]
-        cluster = cluster_from_data(data)
+    cluster, data = _load(params)
     selected = select_pods(data, params["scope"], field="scope")
     scope = None if selected is None else frozenset("%s/%s" % key for key in selected)
     known_drivers = DEFAULT_KNOWN_DRIVERS if params["known_drivers"] is None else tuple(params["known_drivers"])

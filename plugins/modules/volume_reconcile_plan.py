@@ -33,6 +33,8 @@ description:
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
   - ansible.builtin.action_common_attributes.flow
+  - kubevol.volumes.cluster_store
+  - kubevol.volumes.k8s_auth
 attributes:
   action:
     support: full
@@ -51,11 +53,15 @@ options:
     description:
       - Path of a file holding the cluster as a Kubernetes C(List) in YAML or JSON, as
         C(kubectl get nodes,pods,pv,pvc,volumeattachments,csidrivers -A -o yaml) prints it.
-      - Mutually exclusive with O(cluster).
+      - Without O(scope), kubectl's JSON List (C(-o json)) is read one object at a time, so the parsed file is
+        never whole in memory; any other file is parsed whole.
+      - With O(cluster_source=file), this or O(cluster) is required.
     type: path
   cluster:
     description:
-      - The cluster C(List) as data. Mutually exclusive with O(cluster_state).
+      - The cluster C(List) as data, for example what M(kubevol.volumes.cluster_volume_info) returned.
+      - When given, it is what is planned, and O(cluster_source), O(cluster_state) and the authentication
+        options are not used (they may come from C(module_defaults) for C(group/kubevol.volumes.cluster_store)).
     type: dict
   node_facts:
     description:
@@ -153,6 +159,13 @@ EXAMPLES = r"""
     node_facts: "{{ gathered_node_facts }}"
     scope: "[?kind=='Pod' && metadata.namespace=='shop']"
   register: volume_plan
+
+- name: Plan from the Kubernetes API (the kubeconfig's current context), summary only
+  kubevol.volumes.volume_reconcile_plan:
+    cluster_source: kubernetes
+    kubeconfig: ~/.kube/config
+    output: summary
+  register: volume_plan_summary
 
 - name: Show it as a table
   ansible.builtin.debug:
@@ -280,7 +293,7 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.kubevol.volumes.plugins.module_utils.errors import KubevolError
 from ansible_collections.kubevol.volumes.plugins.module_utils.plan_task import (
-    MUTUALLY_EXCLUSIVE, REQUIRED_ONE_OF, argspec, run)
+    REQUIRED_IF, argspec, run)
 from ansible_collections.kubevol.volumes.plugins.module_utils.planner import utc_now
 
 
@@ -290,8 +303,7 @@ _KEEP_ALIVE = []
 
 
 def main():
-    module = AnsibleModule(argument_spec=argspec(), mutually_exclusive=MUTUALLY_EXCLUSIVE,
-                           required_one_of=REQUIRED_ONE_OF, supports_check_mode=True)
+    module = AnsibleModule(argument_spec=argspec(), required_if=REQUIRED_IF, supports_check_mode=True)
     try:
         module.exit_json(**run(module.params, utc_now(), keep_alive=_KEEP_ALIVE))
     except KubevolError as err:

@@ -40,8 +40,29 @@ def test_bad_input_fails_cleanly(tmp_path):
     rc, result = adhoc(tmp_path, {"cluster_state": "missing.yaml"})
     assert rc != 0 and "cannot read the cluster state file" in result["msg"]
     assert "missing.yaml" in result["msg"] and "Traceback" not in json.dumps(result)
-    rc, result = adhoc(tmp_path, {"cluster_state": "a.yaml", "cluster": {"kind": "List", "items": []}})
-    assert rc != 0 and "mutually exclusive" in result["msg"]
+    rc, result = adhoc(tmp_path, {"cluster": {"kind": 5, "items": []}})
+    assert rc != 0 and result["msg"] == "invalid cluster kind: 5: must be a string: List, or an object's kind", result
+    rc, result = adhoc(tmp_path, {"cluster_source": "kubernetes", "cluster_state": "a.yaml"})
+    assert rc != 0 and "cluster_state" in result["msg"] and "does not apply" in result["msg"], result
+
+
+def test_given_data_wins_over_the_store_options(tmp_path):
+    # as with a play's module_defaults for group/kubevol.volumes.cluster_store, which name a file or the API
+    for store in ({"cluster_state": "missing.yaml"}, {"cluster_source": "kubernetes", "host": "https://127.0.0.1:1"}):
+        rc, result = adhoc(tmp_path, dict(store, cluster={"kind": "List", "items": []}, output="summary"))
+        assert rc == 0 and result["summary"]["attach"] == 0, result
+
+
+def test_kubectl_json_plans_as_its_yaml(tmp_path):
+    import yaml
+    with open(os.path.join(REPO, "examples", "cluster.yaml")) as handle:
+        documents = [d for d in yaml.safe_load_all(handle) if d]
+    (tmp_path / "cluster.json").write_text(json.dumps(documents[0] if len(documents) == 1 else
+                                                      {"kind": "List", "items": documents}, indent=4))
+    shutil.copy(os.path.join(REPO, "examples", "cluster.yaml"), str(tmp_path / "cluster.yaml"))
+    results = [adhoc(tmp_path, {"cluster_state": name, "output": "full"}) for name in ("cluster.json", "cluster.yaml")]
+    assert results[0][0] == results[1][0] == 0
+    assert results[0][1]["summary"]["attach"] == 4 and results[0][1]["plan"] == results[1][1]["plan"]
 
 
 def adhoc_raw(cwd, args):

@@ -97,9 +97,64 @@ def test_a_field_of_the_wrong_type_is_a_malformed_object_not_a_crash_later(kind,
     from ansible_collections.kubevol.volumes.plugins.module_utils.planner import utc_now
     _cluster, data = load_cluster_file(EXAMPLE)
     _corrupt(data, kind, name, path, value)
-    params = dict(cluster_state=None, cluster=data, node_facts=None, force_detach=True, max_wait_for_unmount=360,
+    params = dict(cluster_source="file", cluster_state=None, cluster=data, node_facts=None, force_detach=True, max_wait_for_unmount=360,
                   known_drivers=None, scope=None, max_teardown_fraction=0.5, max_teardown_count=20,
                   allow_mass_teardown=False, output="summary", table_rows=100)
     with pytest.raises(MalformedObject) as err:
         plan_task.run(params, utc_now())
     assert err.value.kwargs["field"] == field and name in err.value.msg, err.value.msg
+
+
+# -- kubectl's JSON List read object by object (load_cluster_file(keep_list=False)) ---------------------------------
+REAL_CLUSTERS = os.path.join(os.path.dirname(__file__), "fixtures", "real-clusters")
+
+
+def _streamed_and_whole(path):
+    """Both readings of one file: (streamed cluster or the exception, whole cluster or the exception)."""
+    results = []
+    for keep_list in (False, True):
+        try:
+            results.append(load_cluster_file(str(path), keep_list=keep_list)[0])
+        except KubevolError as err:
+            results.append((type(err).__name__, err.msg))
+    return results
+
+
+def test_kubectl_json_is_streamed_and_reads_as_the_whole_file(tmp_path):
+    from ansible_collections.kubevol.volumes.plugins.module_utils.stores.file import FileStore
+    names = sorted(os.listdir(REAL_CLUSTERS))
+    assert len(names) == 4
+    for name in names + [None]:
+        source = EXAMPLE if name is None else os.path.join(REAL_CLUSTERS, name)
+        cluster, data = load_cluster_file(source)
+        assert cluster.nodes and cluster.pods and cluster.persistent_volumes and cluster.csi_drivers
+        # as kubectl prints it (indented, items before kind) and compact, as the file store writes it
+        for dumped in (json.dumps(data, indent=4, sort_keys=True), json.dumps(data, separators=(",", ":"))):
+            as_json = tmp_path / "cluster.json"
+            as_json.write_text(dumped)
+            streamed = list(FileStore(str(as_json)).stream_items(dumped))  # no NotStreamable: really streamed
+            assert streamed == data["items"]
+            assert load_cluster_file(str(as_json), keep_list=False) == (cluster, None)
+
+
+@pytest.mark.parametrize("text", [
+    '[{"kind": "List", "items": []}]',                          # a list of documents
+    '{"kind": "List", "items": null}',                          # null items: an empty cluster
+    '{"kind": "Pod", "metadata": {"name": "p", "uid": "u"}, "spec": {}, "items": []}',  # an object, not a List
+    '{"items": [], "kind": "List", "items": [{"kind": "Node", "metadata": {"name": "n"}}]}',  # the last items wins
+    '{"kind": "List", "items": [{"kind": "Node", "metadata": {"name": "n"}}, {"metadata": {}}]}',  # an item, no kind
+    '{"kind": "List", "items": [{"kind": "Node", "metadata": {"name": "n"}}, 7]}',
+    '{"kind": "List", "items": [{"kind": "Node", "metadata": {"name": "n"}}',  # cut off
+    '{"kind": "List", "items": [{"kind": "Node", "metadata": {"name": "n"}}]} {"kind": "List"}',  # two values
+    '{"kind": "List", "items": [{"kind": "PersistentVolume", "metadata": {"name": "pv"}, "spec": '
+    '{"capacity": {"storage": "10GB"}}}, {"x": 1}]}',            # a bad quantity, then an item with no kind
+    '\ufeff {"kind": "List", "items": [ ] }\n',
+    '{"kind": 5, "items": []}',
+    '{}',
+    '',
+])
+def test_any_other_json_is_read_whole_with_the_same_result_or_error(tmp_path, text):
+    path = tmp_path / "cluster.json"
+    path.write_text(text, encoding="utf-8")
+    streamed, whole = _streamed_and_whole(path)
+    assert streamed == whole

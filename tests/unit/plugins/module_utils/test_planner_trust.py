@@ -81,7 +81,7 @@ def test_malformed_snapshot_is_a_clean_error_naming_the_file(tmp_path, text, mat
 def test_zero_byte_file_through_the_planner_module_plans_nothing(tmp_path):
     path = tmp_path / "cluster.yaml"
     path.write_text("")
-    params = dict(cluster_state=str(path), cluster=None, node_facts={"node1": converged_node1("pv-a")},
+    params = dict(cluster_source="file", cluster_state=str(path), cluster=None, node_facts={"node1": converged_node1("pv-a")},
                   force_detach=True, max_wait_for_unmount=360, known_drivers=["loop.kubevol.io"], scope=None,
                   max_teardown_fraction=0.5, max_teardown_count=20, allow_mass_teardown=False)
     with pytest.raises(StoreError, match="the file is empty"):
@@ -130,7 +130,7 @@ def test_guard_trips_when_the_pods_vanish_from_the_snapshot():
 
 def test_guard_refusal_through_the_module_names_the_teardown_and_the_override(tmp_path):
     data, node_facts = four_mounted()
-    params = dict(cluster_state=None, cluster=cluster(*data), node_facts=node_facts, force_detach=True,
+    params = dict(cluster_source="file", cluster_state=None, cluster=cluster(*data), node_facts=node_facts, force_detach=True,
                   max_wait_for_unmount=360, known_drivers=["loop.kubevol.io"], scope=None,
                   max_teardown_fraction=0.5, max_teardown_count=20, allow_mass_teardown=False)
     with pytest.raises(TeardownRefused) as err:

@@ -24,7 +24,7 @@ MODULE = os.path.join(REPO, "plugins", "modules", "reconcile_run.py")
 
 
 def plan_of(path):
-    return plan_task.run(dict(cluster_state=str(path), cluster=None, node_facts=None, force_detach=True,
+    return plan_task.run(dict(cluster_source="file", cluster_state=str(path), cluster=None, node_facts=None, force_detach=True,
                               max_wait_for_unmount=360, known_drivers=None, scope=None, max_teardown_fraction=0.5,
                               max_teardown_count=20, allow_mass_teardown=False, output="full", table_rows=100),
                          utc_now())

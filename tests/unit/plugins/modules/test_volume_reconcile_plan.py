@@ -18,7 +18,7 @@ MODULE = os.path.join(REPO, "plugins", "modules", "volume_reconcile_plan.py")
 
 
 def params(**kw):
-    base = dict(cluster_state=None, cluster=None, node_facts=None, force_detach=True, max_wait_for_unmount=360,
+    base = dict(cluster_source="file", cluster_state=None, cluster=None, node_facts=None, force_detach=True, max_wait_for_unmount=360,
                 known_drivers=["loop.kubevol.io"], scope=None, max_teardown_fraction=0.5, max_teardown_count=20,
                 allow_mass_teardown=False, output="full", table_rows=100)
     base.update(kw)
@@ -49,7 +49,10 @@ def _invoke(args):
     ({"cluster_state": "/nonexistent.yaml"}, "cannot read the cluster state file"),
     ({"cluster": {"kind": "List", "items": [{"kind": "PersistentVolume", "metadata": {"name": "pv-x"},
                                              "spec": {"capacity": {"storage": "1GB"}}}]}}, "pv-x"),
-    ({}, "one of the following is required"),
+    ({}, "cluster_source is file but any of the following are missing: cluster_state, cluster"),
+    ({"cluster_state": "cluster.yaml", "host": "https://127.0.0.1:1"}, "invalid host: 'https://127.0.0.1:1': does not apply to cluster_source=file"),
+    ({"cluster_source": "kubernetes", "host": "https://127.0.0.1:1", "api_key": "kubevol-test-token", "validate_certs": False},
+     "cannot reach the API server at https://127.0.0.1:1"),
     ({"cluster": {"kind": "List", "items": []}, "scope": "[?"}, "invalid scope: '[?': Invalid jmespath expression"),
 ])
 def test_bad_input_fails_cleanly(args, text):
