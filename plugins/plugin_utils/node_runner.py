@@ -54,15 +54,17 @@ LOADER = "import sys,base64;exec(base64.b64decode(sys.stdin.buffer.readline()))"
 # emptied at boot. Compiling the node code costs a node about 25 ms of CPU per run, which is a third of a facts run.
 CODE_CACHE = "/run/kubevol/code"
 
-# Runs on the node. Reads {sources, entry, request, code_cache} (zlib'd JSON) from the rest of stdin, serves the
-# sources from memory (each compiled when imported, once, or loaded from the node's code cache) and prints the
-# result of entry.direct_main as its last line. Kept to what every Python 3 has.
+# Runs on the node. Reads from the rest of stdin the sources' size in bytes (a line), the sources (zlib'd JSON) and
+# {entry, request, code_cache} (zlib'd JSON), serves the sources from memory (each compiled when imported, once, or
+# loaded from the node's code cache) and prints the result of entry.direct_main as its last line. Kept to what
+# every Python 3 has.
 BOOTSTRAP = r'''
 import sys, os, json, zlib, marshal, hashlib
 from importlib.machinery import ModuleSpec
 from importlib.util import MAGIC_NUMBER
-data = json.loads(zlib.decompress(sys.stdin.buffer.read()).decode("utf-8"))
-sources = data["sources"]
+stdin = sys.stdin.buffer
+sources = json.loads(zlib.decompress(stdin.read(int(stdin.readline()))).decode("utf-8"))
+data = json.loads(zlib.decompress(stdin.read()).decode("utf-8"))
 def private_dir(path):
     # Python's own model for __pycache__: compiled code is kept where only this user can write. The directory
     # (not a symlink) must belong to this user and be closed to everyone else; otherwise nothing is cached.
@@ -136,6 +138,7 @@ sys.stdout.write("\n" + json.dumps(result, default=lambda o: sorted(o) if isinst
 '''
 
 _SOURCES = {}  # this controller process's module_utils, read once: {module name: [is package, source]}
+_SOURCES_BLOB = []  # sources_blob()
 
 
 def node_sources():
@@ -167,14 +170,25 @@ def node_sources():
     return _SOURCES
 
 
+def sources_blob():
+    """The bootstrap line and the sources as the node reads them (their size, then their zlib'd JSON): the part of
+    every payload that never changes, made once per controller process. Made when this module is imported, and
+    Ansible's strategy imports node_phases (and so this) in its main process to look the action up, before it forks
+    the task's workers: each worker inherits it instead of reading and compressing 480 KB of sources again."""
+    if not _SOURCES_BLOB:
+        sources = zlib.compress(json.dumps(node_sources(), separators=(",", ":")).encode("utf-8"), 1)
+        _SOURCES_BLOB.append(base64.b64encode(BOOTSTRAP.encode("utf-8")) + b"\n" + str(len(sources)).encode("ascii")
+                             + b"\n" + sources)
+    return _SOURCES_BLOB[0]
+
+
 def payload(module, params, check_mode=False, diff=False, code_cache=None):
     """The bytes the node reads on stdin for one run of node module ``module`` (its short name): the bootstrap
-    (one base64 line), then the zlib'd JSON it reads. ``code_cache``: where the node keeps the code it compiles
-    (CODE_CACHE), or None: compiled on every run."""
-    data = {"sources": node_sources(), "entry": ENTRY, "code_cache": code_cache,
+    (one base64 line), the sources (sources_blob), then the request as zlib'd JSON. ``code_cache``: where the node
+    keeps the code it compiles (CODE_CACHE), or None: compiled on every run."""
+    data = {"entry": ENTRY, "code_cache": code_cache,
             "request": {"module": module, "params": params, "check_mode": check_mode, "diff": diff}}
-    return (base64.b64encode(BOOTSTRAP.encode("utf-8")) + b"\n"
-            + zlib.compress(json.dumps(data, separators=(",", ":")).encode("utf-8"), 1))
+    return sources_blob() + zlib.compress(json.dumps(data, separators=(",", ":")).encode("utf-8"), 1)
 
 
 def command(interpreter):
@@ -270,3 +284,6 @@ def execute(action, task_vars, module_fqcn, module_args, runner="auto"):
     result = parse_output(module_fqcn, res)
     result["node_runner"] = "direct"
     return result
+
+
+sources_blob()  # see its docstring: in Ansible's main process, before the workers fork

@@ -82,13 +82,25 @@ def _process_tree(root):
     return tree
 
 
+def _in_vfork(pid):
+    """The process waits, uninterruptibly, for the child it vforked to exec or exit (Python's subprocess vforks).
+    It cannot stop, but it cannot run either: when that child was stopped before its exec, it never will until
+    the child is killed. The child is in the tree, and is frozen and killed with it."""
+    try:
+        with open("/proc/%d/wchan" % pid) as handle:
+            return handle.read().strip() == "kernel_clone"
+    except (IOError, OSError):
+        return False
+
+
 def _wait_stopped(pids, timeout=10):
-    """Wait until every process of ``pids`` has stopped (or is gone). kill(SIGSTOP) returns before the process
-    has stopped: until then it may still fork."""
+    """Wait until every process of ``pids`` has stopped (or is gone, or is a vfork parent: _in_vfork). kill(SIGSTOP)
+    returns before the process has stopped: until then it may still fork."""
     deadline = time.time() + timeout
     waiting = set(pids)
     while waiting:
-        waiting = set(pid for pid in waiting if _process_state(pid) not in (None, "T", "t", "Z", "X"))
+        waiting = set(pid for pid in waiting if _process_state(pid) not in (None, "T", "t", "Z", "X")
+                      and not (_process_state(pid) == "D" and _in_vfork(pid)))
         if waiting and time.time() > deadline:
             raise AssertionError("processes %s of the run do not stop" % sorted(waiting))
         if waiting:
