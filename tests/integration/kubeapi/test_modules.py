@@ -93,3 +93,34 @@ def test_record_errors(api, kubeconfig, tmp_path):
     out, _stdout = run_module(tmp_path, "cluster_volume_info", {"cluster_source": "file",
                                                                 "cluster_state": "/tmp/x.yaml", "host": api.url})
     assert out["failed"] and "host" in out["msg"]
+
+
+EXAMPLE = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))),
+                       "examples", "cluster.yaml")
+
+
+def test_the_planner_reads_the_api_as_it_reads_the_file(api, tmp_path):
+    """volume_reconcile_plan with cluster_source=kubernetes: the module file, and the action plugin ad hoc (what the
+    reconcile role runs, in the controller's process), plan from the API what they plan from the same objects in a
+    file; paged reads, the token never printed."""
+    api.load_file(EXAMPLE)
+    from_file, _raw = run_module(tmp_path, "volume_reconcile_plan", {"cluster_state": EXAMPLE})
+    assert not from_file.get("failed") and from_file["summary"]["attach"] == 4, from_file
+    from_api, raw = run_module(tmp_path, "volume_reconcile_plan", {"cluster_source": "kubernetes", "host": api.url,
+                                                                  "api_key": TOKEN, "page_size": 2})
+    assert not from_api.get("failed"), from_api
+    # the same steps; a reason lists pods in the order they came, and the API lists them by namespace and name
+    steps = [sorted((s["action"], s["target"], s["node"], s["volume"], s["pod"] or "") for s in result["plan"])
+             for result in (from_api, from_file)]
+    assert steps[0] == steps[1] and from_api["summary"] == from_file["summary"]
+    assert TOKEN not in raw
+    assert len(api.requests("GET", "/api/v1/pods")) >= 2  # 4 pods, 2 per page
+    env = dict(os.environ, K8S_AUTH_HOST=api.url, K8S_AUTH_API_KEY=TOKEN, ANSIBLE_LOCALHOST_WARNING="False",
+               ANSIBLE_INVENTORY_UNPARSED_WARNING="False", ANSIBLE_NOCOLOR="1")
+    res = subprocess.run([os.path.join(os.path.dirname(sys.executable), "ansible"), "localhost", "-m",
+                          "kubevol.volumes.volume_reconcile_plan", "-a", "cluster_source=kubernetes output=summary"],
+                         cwd=str(tmp_path), env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                         universal_newlines=True, timeout=120, check=False)
+    assert res.returncode == 0 and "localhost | SUCCESS" in res.stdout, res.stdout
+    summary = json.JSONDecoder().raw_decode(res.stdout[res.stdout.index(" => ") + 4:])[0]["summary"]
+    assert summary == from_file["summary"] and TOKEN not in res.stdout
