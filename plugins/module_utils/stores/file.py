@@ -355,6 +355,19 @@ _skip_whitespace = json.decoder.WHITESPACE.match
 _decode_one = json.JSONDecoder().raw_decode
 
 
+def _after_separator(text, pos, closing):
+    """Where the next value starts after a ",", or the position of ``closing``; a trailing comma, which json.loads
+    refuses, is not streamed either."""
+    pos = _skip_whitespace(text, pos).end()
+    if text[pos] == ",":
+        pos = _skip_whitespace(text, pos + 1).end()
+        if text[pos] in "]}":
+            raise NotStreamable()
+    elif text[pos] != closing:
+        raise NotStreamable()
+    return pos
+
+
 def _stream_list_items(text):
     try:
         pos = _skip_whitespace(text, 0).end()
@@ -379,21 +392,13 @@ def _stream_list_items(text):
                     if obj.__class__ is not dict or not obj.get("kind"):
                         raise NotStreamable()
                     yield obj
-                    pos = _skip_whitespace(text, pos).end()
-                    if text[pos] == ",":
-                        pos = _skip_whitespace(text, pos + 1).end()
-                    elif text[pos] != "]":
-                        raise NotStreamable()
+                    pos = _after_separator(text, pos, "]")
                 pos += 1
             else:
                 value, pos = _decode_one(text, pos)
                 if key == "kind":
                     kind = value
-            pos = _skip_whitespace(text, pos).end()
-            if text[pos] == ",":
-                pos = _skip_whitespace(text, pos + 1).end()
-            elif text[pos] != "}":
-                raise NotStreamable()
+            pos = _after_separator(text, pos, "}")
         if text[_skip_whitespace(text, pos + 1).end():]:
             raise NotStreamable()  # something after the object: json.loads refuses it, and says where
         if not seen_items or (kind is not None and (kind.__class__ is not str or not kind.endswith("List"))):

@@ -106,8 +106,8 @@ def test_the_planner_reads_the_api_as_it_reads_the_file(api, tmp_path):
     api.load_file(EXAMPLE)
     from_file, _raw = run_module(tmp_path, "volume_reconcile_plan", {"cluster_state": EXAMPLE})
     assert not from_file.get("failed") and from_file["summary"]["attach"] == 4, from_file
-    from_api, raw = run_module(tmp_path, "volume_reconcile_plan", {"cluster_source": "kubernetes", "host": api.url,
-                                                                  "api_key": TOKEN, "page_size": 2})
+    from_api, raw = run_module(tmp_path, "volume_reconcile_plan",
+                               {"cluster_source": "kubernetes", "host": api.url, "api_key": TOKEN, "page_size": 2})
     assert not from_api.get("failed"), from_api
     # the same steps; a reason lists pods in the order they came, and the API lists them by namespace and name
     steps = [sorted((s["action"], s["target"], s["node"], s["volume"], s["pod"] or "") for s in result["plan"])

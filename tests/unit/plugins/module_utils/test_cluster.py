@@ -150,6 +150,8 @@ def test_kubectl_json_is_streamed_and_reads_as_the_whole_file(tmp_path):
     '{"capacity": {"storage": "10GB"}}}, {"x": 1}]}',            # a bad quantity, then an item with no kind
     '\ufeff {"kind": "List", "items": [ ] }\n',
     '{"kind": 5, "items": []}',
+    '{"kind": "List", "items": [{"kind": "Node", "metadata": {"name": "n"}},]}',  # trailing commas: not JSON
+    '{"kind": "List", "items": [{"kind": "Node", "metadata": {"name": "n"}}],}',
     '{}',
     '',
 ])
