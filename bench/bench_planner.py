@@ -9,6 +9,8 @@ Usage (from the repository root):
 
 Load = JSON file -> model objects (json.load + cluster_from_data + ClusterIndex), GC paused as in
 load_cluster_file. Peak memory is the process's max RSS (both scales in one process).
+footprint_*: the planner's call as the ad-hoc worker makes it (plan_task.run, output=summary) in a new process,
+with that process's wall and kernel time, page faults and peak RSS.
 Plan = desired state + actual state + plan. Not a timed test: it prints figures.
 """
 
@@ -113,6 +115,32 @@ def fresh_json_load(path):
             - best([sys.executable, "-c", code % "", path]))
 
 
+FOOTPRINT = """
+import json, os, resource, sys, time
+sys.path.insert(0, sys.argv[2])
+from ansible_collections.kubevol.volumes.plugins.module_utils import plan_task
+from ansible_collections.kubevol.volumes.plugins.module_utils.planner import utc_now
+params = dict((key, spec.get("default")) for key, spec in plan_task.argspec().items())
+params.update(cluster_state=sys.argv[1], output="summary")
+start = time.perf_counter()
+plan_task.run(params, utc_now(), keep_alive=[])
+usage = resource.getrusage(resource.RUSAGE_SELF)
+print(json.dumps({"wall_s": round(time.perf_counter() - start, 2), "kernel_s": round(usage.ru_stime, 2),
+                  "page_faults": usage.ru_minflt, "peak_rss_mb": usage.ru_maxrss // 1024}))
+sys.stdout.flush()
+os._exit(0)
+"""
+
+
+def footprint(path):
+    """The planner's call as the ad-hoc worker makes it (plan_task.run, output=summary, a new process, its result kept
+    alive), with that process's kernel time, page faults and peak resident size: on this VM the doubling follows the
+    page faults (docs/performance.md)."""
+    res = subprocess.run([sys.executable, "-c", FOOTPRINT, path, os.path.join(os.path.dirname(HERE), ".build", "collections")],
+                         stdout=subprocess.PIPE, universal_newlines=True, check=True)
+    return dict(("footprint_" + key, value) for key, value in json.loads(res.stdout.strip().splitlines()[-1]).items())
+
+
 def through_ansible(path):
     """The issue's measure: the planner module through `ansible localhost -m`, minus an `ansible localhost -m
     ping`, against json.load of the same file (each the best of two)."""
@@ -142,6 +170,7 @@ def measure(scale, workdir, ansible=False):
         json.dump(generate(scale), handle)
     size_mb = os.path.getsize(path) / 1e6
     extra = through_ansible(path) if ansible else {}
+    extra.update(footprint(path))
     gc.collect()
     start = time.perf_counter()
     with open(path) as handle, gc_paused():  # as load_cluster_file does
@@ -176,6 +205,10 @@ def main():
             sys.stdout.flush()
     if len(rows) > 1:
         print("plan time x%d / x%d: %.2f" % (rows[-1]["scale"], rows[0]["scale"], rows[-1]["plan_s"] / rows[0]["plan_s"]))
+        print("planner in a new process x%d / x%d: wall %.2f, page faults %.2f, peak RSS %.2f" % (
+            rows[-1]["scale"], rows[0]["scale"], rows[-1]["footprint_wall_s"] / rows[0]["footprint_wall_s"],
+            rows[-1]["footprint_page_faults"] / float(rows[0]["footprint_page_faults"]),
+            rows[-1]["footprint_peak_rss_mb"] / float(rows[0]["footprint_peak_rss_mb"])))
         if args.ansible:
             print("ad-hoc plan minus ping x%d / x%d: %.2f" % (
                 rows[-1]["scale"], rows[0]["scale"], (rows[-1]["adhoc_plan_s"] - rows[-1]["ping_s"])
