@@ -93,14 +93,18 @@ def _in_vfork(pid):
         return False
 
 
+def _frozen(pid):
+    state = _process_state(pid)
+    return state in (None, "T", "t", "Z", "X") or (state == "D" and _in_vfork(pid))
+
+
 def _wait_stopped(pids, timeout=10):
     """Wait until every process of ``pids`` has stopped (or is gone, or is a vfork parent: _in_vfork). kill(SIGSTOP)
     returns before the process has stopped: until then it may still fork."""
     deadline = time.time() + timeout
     waiting = set(pids)
     while waiting:
-        waiting = set(pid for pid in waiting if _process_state(pid) not in (None, "T", "t", "Z", "X")
-                      and not (_process_state(pid) == "D" and _in_vfork(pid)))
+        waiting = set(pid for pid in waiting if not _frozen(pid))
         if waiting and time.time() > deadline:
             raise AssertionError("processes %s of the run do not stop" % sorted(waiting))
         if waiting:
