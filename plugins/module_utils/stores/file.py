@@ -180,7 +180,7 @@ class FileStore(ClusterStore):
             except ValueError as err:
                 json_error = err
                 if yaml is None:
-                    raise StoreError(store=self.describe(), reason="invalid JSON: %s" % err)
+                    raise StoreError(store=self.describe(), reason=self._unparsable_reason("JSON", err))
         else:
             json_error = None
         if yaml is None:
@@ -189,9 +189,14 @@ class FileStore(ClusterStore):
             documents = list(yaml.load_all(text, Loader=_Loader))
         except yaml.YAMLError as err:
             if json_error is not None:
-                raise StoreError(store=self.describe(), reason="invalid JSON: %s" % json_error)
-            raise StoreError(store=self.describe(), reason="invalid YAML: %s" % err)
+                raise StoreError(store=self.describe(), reason=self._unparsable_reason("JSON", json_error))
+            raise StoreError(store=self.describe(), reason=self._unparsable_reason("YAML", err))
         return self._to_list(documents), "yaml"
+
+    def _unparsable_reason(self, syntax, err):
+        return ("invalid %s: %s. Nothing was read from it; a file cut short (an interrupted kubectl, a full disk) "
+                "reads like this: write it again with `kubectl get %s -A -o yaml > %s` and check that kubectl "
+                "succeeded" % (syntax, err, KUBECTL_KINDS, self.path))
 
     def _to_list(self, documents):
         """One List from the parsed documents; anything that is not a picture of a cluster is an error.

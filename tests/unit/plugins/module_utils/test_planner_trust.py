@@ -88,6 +88,30 @@ def test_zero_byte_file_through_the_planner_module_plans_nothing(tmp_path):
         plan_module.run(params, NOW)
 
 
+def test_kubectl_json_cut_off_after_an_item_plans_nothing(tmp_path):
+    """kubectl's JSON is read object by object (FileStore.stream_items); a file cut off between two objects must not
+    plan from the objects read before the cut. Here the cut drops the pods: planned from what came before it, the
+    running pod's volume would be unmounted and detached."""
+    import json
+    full = cluster(node("node1", attached=[uvn("pv-a")], in_use=[uvn("pv-a")]), bound("pv-a", "ns/a"),
+                   pod("ns/p", "node1", ["a"], uid="uid-ns/pv-a"))
+    node_facts = {"node1": converged_node1("pv-a")}
+    params = dict(cluster_source="file", cluster=None, node_facts=node_facts, force_detach=True,
+                  max_wait_for_unmount=360, known_drivers=["loop.kubevol.io"], scope=None, max_teardown_fraction=0.5,
+                  max_teardown_count=20, allow_mass_teardown=False, output="full", table_rows=100)
+    text = json.dumps(full, indent=4)
+    complete = tmp_path / "complete.json"
+    complete.write_text(text)
+    assert teardown(plan_module.run(dict(params, cluster_state=str(complete)), NOW)) == []
+    before_the_pod = cluster(*full["items"][:-1])
+    assert teardown(run(before_the_pod, node_facts))  # what a plan from the objects before the cut would do
+    cut = tmp_path / "cut.json"
+    cut.write_text(text[:text.index('"kind": "Pod"')])  # kubectl's output, cut off where the pod begins
+    with pytest.raises(StoreError, match="invalid") as err:
+        plan_module.run(dict(params, cluster_state=str(cut)), NOW)
+    assert str(cut) in err.value.msg and "write it again with `kubectl get" in err.value.msg
+
+
 def test_empty_list_with_a_node_reporting_volumes_tears_nothing_down():
     """reconstruct.go readyToUnmount: the kubelet removes nothing before its pod sources are ready."""
     result = run(cluster(), {"node1": converged_node1("pv-a", "pv-b")})
