@@ -36,7 +36,7 @@ def node_facts_map(hostvars, hosts, var_name):
         if isinstance(result, dict) and result.get("node_facts") and not result.get("failed"):
             facts[node] = dict(result["node_facts"], node_name=node, reachable=True)
         else:
-            error = (result or {}).get("msg") if isinstance(result, dict) else None
+            error = (executor.timed_out(result, node) or result.get("msg")) if isinstance(result, dict) else None
             facts[node] = {"node_name": node, "reachable": False,
                            "error": error or "no node facts were gathered from host %s" % host}
     return facts

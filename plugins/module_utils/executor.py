@@ -408,10 +408,26 @@ def _phase_order_of(kind):
     return -1
 
 
+def timed_out(result, node):
+    """The error of a node task that Ansible stopped at its time limit (the task keyword ``timeout``, the role's
+    kubevol_node_timeout), or None. Such a node counts as unreachable for the rest of the run: whatever it was
+    doing may still be going on there, and nothing more is sent to it (the A/D controller never waits on a node)."""
+    info = result.get("timedout") if isinstance(result, dict) else None
+    if not info:
+        return None
+    period = info.get("period") if isinstance(info, dict) else None
+    return ("node %s did not answer within %ss (kubevol_node_timeout) and was given up for this run: it may be hung "
+            "(a stuck disk, a frozen kernel) or its work slow (mkfs of a large device); check the node, raise "
+            "kubevol_node_timeout if it was only slow, and run again" % (node, period if period is not None else "?"))
+
+
 def _phase_result(host, phase, node):
     """A node's module result for one phase from its node_phases task result (None: the host did not run it)."""
     if host is None or host.get("skipped"):
         return None
+    late = timed_out(host, node)
+    if late is not None:
+        return {"unreachable": True, "failed": True, "msg": late}
     if host.get("unreachable") or "phase_results" not in host:
         return {"unreachable": bool(host.get("unreachable")), "failed": True,
                 "msg": host.get("msg") or "the node_phases task failed on node %s" % node}

@@ -11,7 +11,7 @@ import json
 import re
 
 from ansible_collections.kubevol.volumes.plugins.module_utils.errors import ParseError
-from ansible_collections.kubevol.volumes.plugins.module_utils.node import blockdev
+from ansible_collections.kubevol.volumes.plugins.module_utils.node import blockdev, holders
 from ansible_collections.kubevol.volumes.plugins.module_utils.value import REQUIRED, Value
 
 # OPTIONS is what a writer sees (ro when either the mount or its superblock is read-only);
@@ -181,6 +181,25 @@ def remount_read_write(runner, target, hint=None):
                  hint=hint or "check the kernel log (dmesg): the device may be read-only")
 
 
+def is_busy(rc, err):
+    """umount's EBUSY: exit 32 with "target is busy" (util-linux), or the kernel's "Device or resource busy"."""
+    text = (err or "").lower()
+    return "busy" in text and rc != 0
+
+
 def unmount(runner, target):
-    runner.check(["umount", target], step="unmount",
-                 hint="a process may still use it (fuser -vm %s); stop it and retry" % target)
+    """umount ``target``; a refusal because processes still use it names them (holders.py) and says what to do."""
+    argv = ["umount", target]
+    rc, out, err = runner(argv)
+    if rc == 0:
+        return
+    if not is_busy(rc, err or out):
+        raise runner.fail("unmount", argv, rc, err or out, "check the kernel log (dmesg) and the mount (findmnt %s)"
+                          % target)
+    found = holders.holders(target)
+    error = runner.fail("unmount", argv, rc, err or out,
+                        "the mount is busy, %s: stop those processes or move them off %s (their working directory, "
+                        "open and mapped files), then run again; nothing was unmounted" % (holders.describe(found),
+                                                                                           target))
+    error.kwargs["holders"] = found
+    raise error

@@ -23,6 +23,21 @@ LANG_C = {"LANG": "C", "LC_ALL": "C", "LC_MESSAGES": "C"}
 SBIN_DIRS = ("/usr/local/sbin", "/usr/sbin", "/sbin", "/usr/local/bin", "/usr/bin", "/bin")
 NOT_FOUND_RC = 127
 CANNOT_RUN_RC = 126
+TIMED_OUT_RC = 124  # as timeout(1) exits
+# Every node command is bounded (a hung disk or a stuck NFS mount must not hang the node task for ever). The
+# tools that walk a whole device (mkfs, fsck, filesystem growth, wipefs) get an hour: mkfs.ext4 of a multi-TiB
+# device takes minutes; everything else (mount, losetup, blkid, findmnt) answers in seconds when healthy.
+COMMAND_TIMEOUT = 300
+LONG_COMMAND_TIMEOUT = 3600
+LONG_COMMANDS = ("mkfs", "fsck", "e2fsck", "resize2fs", "xfs_growfs", "xfs_repair", "btrfs", "wipefs")
+
+
+def command_timeout(argv, timeout=COMMAND_TIMEOUT, long_timeout=LONG_COMMAND_TIMEOUT):
+    """The time limit of ``argv`` in seconds: long_timeout for the whole-device tools, else timeout."""
+    name = os.path.basename(argv[0])
+    if name.split(".", 1)[0] in LONG_COMMANDS:
+        return long_timeout
+    return timeout
 
 
 def find_executable(name):
@@ -41,13 +56,14 @@ def _text(output):
     return output.decode("utf-8", "surrogateescape")  # as run_command decodes: odd bytes in a label never raise
 
 
-def process_runner():
+def process_runner(timeout=COMMAND_TIMEOUT, long_timeout=LONG_COMMAND_TIMEOUT):
     """A raw runner over :mod:`subprocess`: list argv, C locale, no shell, stdin /dev/null unless ``data``.
 
     Not ``AnsibleModule.run_command``: it always passes a preexec_fn, which makes every command a full fork of the
     module's Python process (about 3 ms of CPU per command here, against 0.6 ms for the vfork subprocess uses
     without one), and a node module runs seven commands per volume. A command that cannot be started returns
-    its error with exit 126 or 127, which callers report like any failed command."""
+    its error with exit 126 or 127, and a command past its time limit (command_timeout) is killed and returns
+    exit 124 with the time waited, which callers report like any failed command, naming the command line."""
     env = dict(os.environ, **LANG_C)
 
     def run(argv, data=None):
@@ -58,9 +74,17 @@ def process_runner():
             feed = {"stdin": subprocess.DEVNULL}
         else:
             feed = {"input": data.encode("utf-8") if isinstance(data, str) else data}
+        limit = command_timeout(argv, timeout, long_timeout)
         try:
             proc = subprocess.run([exe] + list(argv[1:]), stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
-                                  close_fds=True, check=False, **feed)
+                                  close_fds=True, check=False, timeout=limit, **feed)
+        except subprocess.TimeoutExpired as err:
+            # subprocess.run killed the command and reaped it
+            partial = _text(err.stderr or b"") if isinstance(err.stderr, bytes) else (err.stderr or "")
+            return TIMED_OUT_RC, "", ("timed out after %ds (kubevol's limit for %s) and was killed; the device or "
+                                      "filesystem may be hung: check the kernel log (dmesg) before running again%s"
+                                      % (limit, os.path.basename(argv[0]),
+                                         ("; its last output: " + partial.strip()[-500:]) if partial.strip() else ""))
         except OSError as err:
             return NOT_FOUND_RC if err.errno == errno.ENOENT else CANNOT_RUN_RC, "", "%s: %s" % (exe, err)
         return proc.returncode, _text(proc.stdout), _text(proc.stderr)

@@ -302,3 +302,12 @@ def test_check_mode_steps_write_nothing_and_a_task_not_in_the_run_is_refused():
     assert records == [] and upcoming == [] and [t["name"] for t in state["tasks"]] == ["teardown", "setup"]
     with pytest.raises(ValueError, match="'expand_node' is not one of this run's node tasks"):
         executor.run_step(PLAN, state, "expand_node", {})
+
+
+def test_a_node_task_past_kubevol_node_timeout_counts_as_unreachable():
+    from ansible_collections.kubevol.volumes.plugins.module_utils.executor import _phase_result, timed_out
+    host = {"failed": True, "msg": "Task failed: Timed out after 20 second(s).", "timedout": {"period": 20}}
+    result = _phase_result(host, "teardown", "node3")
+    assert result["unreachable"] is True and result["failed"] is True
+    assert "node node3 did not answer within 20s (kubevol_node_timeout)" in result["msg"]
+    assert timed_out({"failed": True, "msg": "other"}, "node3") is None

@@ -55,3 +55,23 @@ def test_the_environment_is_the_modules_own_plus_the_locale(monkeypatch):
     rc, out, _err = process_runner()(["sh", "-c", "echo $KUBEVOL_RUNNER_TEST $LANG"])
     assert (rc, out) == (0, "kept C\n")
     assert os.environ["LANG"] == "de_DE.UTF-8"  # the module's own environment is not changed
+
+
+def test_a_command_past_its_time_limit_is_killed_and_names_the_time_waited():
+    from ansible_collections.kubevol.volumes.plugins.module_utils.node.runner import TIMED_OUT_RC
+    import time
+    start = time.monotonic()
+    rc, out, err = process_runner(timeout=1)(["sh", "-c", "echo started >&2; sleep 30"])
+    assert time.monotonic() - start < 10
+    assert rc == TIMED_OUT_RC and out == ""
+    assert "timed out after 1s" in err and "sh" in err and "started" in err
+    with pytest.raises(CommandFailed) as failed:
+        Runner(lambda argv, data=None: (rc, out, err), node="n1", volume="pv-a").check(["sleep", "30"], step="probe")
+    assert "`sleep 30` exited 124" in failed.value.msg and "n1" in failed.value.msg and "timed out" in failed.value.msg
+
+
+def test_whole_device_tools_get_the_long_limit():
+    from ansible_collections.kubevol.volumes.plugins.module_utils.node.runner import command_timeout
+    assert command_timeout(["mkfs.xfs", "-f", "/dev/loop0"], 5, 50) == 50
+    assert command_timeout(["/sbin/e2fsck", "-f", "/dev/loop0"], 5, 50) == 50
+    assert command_timeout(["mount", "/dev/loop0", "/mnt"], 5, 50) == 5

@@ -1,0 +1,116 @@
+# -*- coding: utf-8 -*-
+# Copyright: kubevol contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""pod_volumes_wait: poll the cluster store and this host's node until the selected pods' volumes are ready.
+
+Runs per host of the play (each host answers for the pods scheduled to its own node, over its own connection:
+node_volume_info through Ansible's module execution), reading the cluster in the controller's process each poll,
+so records a reconcile writes meanwhile are seen. The decisions are module_utils/pod_wait.py's.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import time
+
+from ansible.errors import AnsibleActionFail, AnsibleConnectionFailure
+from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
+from ansible.plugins.action import ActionBase
+
+from ansible_collections.kubevol.volumes.plugins.module_utils import pod_wait
+from ansible_collections.kubevol.volumes.plugins.module_utils.actual_state import build_actual_state
+from ansible_collections.kubevol.volumes.plugins.module_utils.cluster import ClusterIndex, cluster_from_data
+from ansible_collections.kubevol.volumes.plugins.module_utils.desired_state import (
+    DEFAULT_KNOWN_DRIVERS, build_desired_state)
+from ansible_collections.kubevol.volumes.plugins.module_utils.errors import KubevolError
+from ansible_collections.kubevol.volumes.plugins.module_utils.planner import PlanOptions, plan, utc_now
+from ansible_collections.kubevol.volumes.plugins.module_utils.pod_wait import REQUIRED_ONE_OF, argspec
+from ansible_collections.kubevol.volumes.plugins.module_utils.stores import get_store, store_options
+
+
+def _load(params):
+    store = get_store(params["cluster_source"], **store_options(params))
+    try:
+        return store.load()
+    finally:
+        store.close()
+
+
+class ActionModule(ActionBase):
+    TRANSFERS_FILES = False
+    _supports_check_mode = True
+    _supports_async = False
+
+    def run(self, tmp=None, task_vars=None):
+        result = super(ActionModule, self).run(tmp, task_vars)
+        validated = ArgumentSpecValidator(argspec(), required_one_of=REQUIRED_ONE_OF).validate(
+            self._task.args)
+        if validated.error_messages:
+            raise AnsibleActionFail("kubevol.volumes.pod_volumes_wait: %s" % "; ".join(validated.error_messages))
+        params = validated.validated_parameters
+        if params["timeout"] < 0 or params["interval"] < 1:
+            raise AnsibleActionFail("kubevol.volumes.pod_volumes_wait: timeout must be >= 0 and interval >= 1 "
+                                    "(seconds)")
+        task_vars = task_vars or {}
+        node = params["node_name"] or task_vars.get("kubevol_node_name") or task_vars.get("inventory_hostname")
+        # the pods of nodes that no host of the play answers for (not scheduled, or another inventory's) are
+        # reported by the play's first host, so that each pod is reported once
+        play_hosts = task_vars.get("ansible_play_hosts_all") or [task_vars.get("inventory_hostname")]
+        hostvars = task_vars.get("hostvars") or {}
+        play_nodes = set((hostvars.get(h) or {}).get("kubevol_node_name") or h for h in play_hosts)
+        first = task_vars.get("inventory_hostname") == play_hosts[0]
+        known = tuple(params["known_drivers"]) if params["known_drivers"] is not None else DEFAULT_KNOWN_DRIVERS
+        check_mode = bool(self._play_context.check_mode)
+        deadline = time.monotonic() + params["timeout"]
+        start = time.monotonic()
+        polls = 0
+        try:
+            while True:
+                polls += 1
+                states = self._poll(params, node, known, play_nodes, first, task_vars)
+                waited = int(time.monotonic() - start)
+                ready = all(entry["ready"] for entry in states)
+                if ready or check_mode or time.monotonic() + params["interval"] > deadline:
+                    break
+                time.sleep(params["interval"])
+        except KubevolError as err:
+            result.update(err.to_result())
+            result.update(failed=True, msg="node %s: %s" % (node, err.msg))
+            return result
+        result.update(changed=False, ready=ready, pods=states, polls=polls, waited=waited, node_name=node)
+        if not ready and not check_mode:
+            result.update(failed=True, msg=pod_wait.not_ready_message(states, waited))
+            if any(e.get("reason", "").startswith("node %s is unreachable" % node) for e in states):
+                result["unreachable"] = True
+        return result
+
+    def _poll(self, params, node, known, play_nodes, first, task_vars):
+        """One look: the cluster from the store, this node's facts, the plan; the selected pods' states."""
+        data = _load(params)
+        items = [obj for obj in (data.get("items") or ()) if isinstance(obj, dict)]
+        keys = pod_wait.select_pods(items, params["pods"], params["label_selector"])
+        index = ClusterIndex(cluster_from_data(data))
+        node_of = dict(("%s/%s" % (p.namespace, p.name), p.node_name or None) for p in index.cluster.pods)
+        mine = [k for k in keys if node_of[k] == node]
+        others = [k for k in keys if first and node_of[k] not in play_nodes]
+        if not mine and not others:
+            return []
+        facts, unreachable = {}, {}
+        if mine:
+            try:
+                out = self._execute_module(module_name="kubevol.volumes.node_volume_info",
+                                           module_args={"node_name": node, "kubelet_dir": params["kubelet_dir"],
+                                                        "fs_sizes": False},
+                                           task_vars=task_vars)
+            except AnsibleConnectionFailure as err:
+                out = {"unreachable": True, "msg": str(err)}
+            if out.get("unreachable") or out.get("failed") or "node_facts" not in out:
+                unreachable[node] = out.get("msg") or "its facts could not be gathered"
+            else:
+                facts[node] = out["node_facts"]
+        actual = build_actual_state(index, facts, known)
+        desired = build_desired_state(index, known)
+        result = plan(desired, actual, index, PlanOptions(known_drivers=known, now=utc_now(),
+                                                          allow_mass_teardown=True))
+        return pod_wait.pod_states(index, result, mine + others, actual.node_facts, known, unreachable)

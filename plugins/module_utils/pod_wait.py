@@ -1,0 +1,192 @@
+# -*- coding: utf-8 -*-
+# Copyright: kubevol contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""pod_volumes_wait's decisions: is every volume of a pod attached and mounted for it on its node, and if not, why.
+
+The kubelet's volume manager answers the same question for its pods with WaitForAttachAndMount
+(pkg/kubelet/volumemanager/volume_manager.go): it waits until every volume the pod mounts or maps is in the actual
+state of the world for that pod, and on timeout names the volumes still unattached or unmounted. kubevol has no
+long-running manager, so a pod's volume is ready when its node reports the pod's mount (node facts, as the planner
+reads them) and nothing for it is blocked; what is not ready is explained in the planner's own words (its blocked
+entries, else the steps a reconcile would still run), so a Multi-Attach held by another pod, an unbound claim or
+a failed node say so. Pure: the action plugin (plugins/action/pod_volumes_wait.py) polls the store and the node.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.kubevol.volumes.plugins.module_utils.errors import InvalidInput
+from ansible_collections.kubevol.volumes.plugins.module_utils.names import unique_volume_name
+from ansible_collections.kubevol.volumes.plugins.module_utils.stores import CLUSTER_STORE_ARGSPEC
+
+READY = "ready"
+WAITING = "waiting"
+NOT_MANAGED = "not_managed"  # a volume kubevol does not mount (emptyDir, another driver's, ...): not waited for
+REQUIRED_ONE_OF = [("pods", "label_selector")]
+
+
+def argspec():
+    """pod_volumes_wait's options (documented in plugins/modules/pod_volumes_wait.py)."""
+    return dict(
+        CLUSTER_STORE_ARGSPEC,
+        pods=dict(type="list", elements="str", default=[]),
+        label_selector=dict(type="str"),
+        timeout=dict(type="int", default=300),
+        interval=dict(type="int", default=5),
+        node_name=dict(type="str"),
+        kubelet_dir=dict(type="str", default="/var/lib/kubelet"),
+        known_drivers=dict(type="list", elements="str"),
+    )
+
+
+def parse_selector(text):
+    """An equality-based label selector (``app=db,tier!=cache``, kubectl's -l) -> [(key, op, value)]."""
+    terms = []
+    for part in (text or "").split(","):
+        part = part.strip()
+        if not part:
+            continue
+        op = "!=" if "!=" in part else "==" if "==" in part else "=" if "=" in part else None
+        if op is None:
+            raise InvalidInput(field="label_selector", value=text,
+                               reason="each term must be key=value, key==value or key!=value (set-based selectors "
+                                      "are not supported)")
+        key, value = (s.strip() for s in part.split(op, 1))
+        if not key:
+            raise InvalidInput(field="label_selector", value=text, reason="a term has no label key")
+        terms.append((key, "!=" if op == "!=" else "=", value))
+    return terms
+
+
+def _matches(labels, terms):
+    for key, op, value in terms:
+        if (labels.get(key) == value) != (op == "="):
+            return False
+    return True
+
+
+def select_pods(raw_items, pods=None, label_selector=None):
+    """The "namespace/name" keys of the pods named in ``pods`` or matched by ``label_selector``, from the raw
+    List items (labels are not in the planner's model). A named pod the cluster lacks is an error."""
+    terms = parse_selector(label_selector) if label_selector else None
+    found, selected = set(), []
+    for obj in raw_items:
+        if not isinstance(obj, dict) or obj.get("kind") != "Pod":
+            continue
+        meta = obj.get("metadata") or {}
+        key = "%s/%s" % (meta.get("namespace") or "default", meta.get("name"))
+        found.add(key)
+        if terms is not None and _matches(meta.get("labels") or {}, terms):
+            selected.append(key)
+    for key in pods or ():
+        if "/" not in key:
+            key = "default/" + key
+        if key not in found:
+            raise InvalidInput(field="pods", value=key, reason="no such pod in the cluster (namespace/name)")
+        if key not in selected:
+            selected.append(key)
+    return selected
+
+
+def _pv_of(index, pod, volume):
+    pvc = index.pvc_by_key.get("%s/%s" % (pod.namespace, volume.claim_name))
+    return index.pv_by_name.get(pvc.volume_name) if pvc is not None and pvc.volume_name else None
+
+
+def _blockers(plan_result, node, pod_key, pv_name):
+    """The planner's blocked reasons that hold this pod's volume back on its node."""
+    reasons = []
+    for entry in plan_result.get("blocked") or ():
+        if entry.get("node") not in (node, None):
+            continue
+        if entry.get("pod") == pod_key and entry.get("volume") in (None, pv_name):
+            reasons.append(entry["reason"])
+        elif entry.get("pod") is None and pv_name is not None and entry.get("volume") == pv_name:
+            reasons.append(entry["reason"])
+    return reasons
+
+
+def _pending(plan_result, node, unique, pod_uid):
+    """The steps a reconcile would still run for this volume on this node (for this pod, or its device)."""
+    return ["%s/%s (%s)" % (s["action"], s["target"], s["reason"]) for s in plan_result.get("plan") or ()
+            if s.get("node") == node and s.get("unique_volume_name") == unique
+            and s.get("pod_uid") in (None, pod_uid)]
+
+
+def volume_state(index, plan_result, node, facts, pod, volume, known_drivers):
+    """{volume, pv, state, reason} of one of the pod's volumes on ``node`` (facts: NodeFacts or None)."""
+    key = "%s/%s" % (pod.namespace, pod.name)
+    out = {"volume": volume.name, "pv": None, "state": NOT_MANAGED, "reason": None}
+    if volume.claim_name is None:
+        if volume.kind == "csi" and volume.driver in known_drivers:
+            current = facts.ephemeral.get((pod.uid, volume.name)) if facts is not None else None
+            if current is not None and current.mounted:
+                out.update(state=READY)
+                return out
+            out.update(state=WAITING, reason="; ".join(_blockers(plan_result, node, key, None)) or
+                       "inline volume %s is not published for the pod yet; run the reconcile" % volume.name)
+        return out
+    pv = _pv_of(index, pod, volume)
+    if pv is not None:
+        out["pv"] = pv.name
+    if pv is not None and (pv.csi is None or pv.csi.driver not in known_drivers):
+        return out  # another plugin's or driver's volume: its own kubelet plugin mounts it
+    blockers = _blockers(plan_result, node, key, pv.name if pv is not None else None)
+    if pv is None:
+        out.update(state=WAITING, reason="; ".join(blockers) or "claim %s/%s is not bound to a PV" % (
+            pod.namespace, volume.claim_name))
+        return out
+    unique = unique_volume_name(pv.csi.driver, pv.csi.volume_handle)
+    current = facts.pod_mounts.get((pod.uid, pv.name)) if facts is not None else None
+    if current is not None and current.mounted and current.unique_name == unique and not blockers:
+        out.update(state=READY)
+        return out
+    pending = _pending(plan_result, node, unique, pod.uid)
+    reason = "; ".join(blockers)
+    if not reason and pending:
+        reason = "a reconcile would still run: " + "; ".join(pending)
+    out.update(state=WAITING, reason=reason or "not mounted for the pod on node %s yet; run the reconcile" % node)
+    return out
+
+
+def pod_states(index, plan_result, keys, node_facts, known_drivers, unreachable=None):
+    """[{pod, node, ready, volumes}] for the pods ``keys`` whose node is in ``node_facts`` ({node: NodeFacts});
+    ``unreachable`` ({node: error}) gives the reason for the pods of a node whose facts could not be read."""
+    unreachable = unreachable or {}
+    by_key = dict(("%s/%s" % (p.namespace, p.name), p) for p in index.cluster.pods)
+    states = []
+    for key in keys:
+        pod = by_key[key]
+        node = pod.node_name or None
+        entry = {"pod": key, "node": node, "ready": False, "volumes": []}
+        if node is None:
+            entry["reason"] = "pod %s is not scheduled to a node yet" % key
+        elif node in unreachable:
+            entry["reason"] = "node %s is unreachable: %s" % (node, unreachable[node])
+        elif node not in node_facts:
+            entry["reason"] = ("pod %s is scheduled to node %s, which no host of this play answers for: add the node "
+                               "to the play's hosts (kubevol_node_name maps a host to its node name)" % (key, node))
+        else:
+            entry["volumes"] = [volume_state(index, plan_result, node, node_facts[node], pod, v, known_drivers)
+                                for v in pod.volumes]
+            entry["ready"] = all(v["state"] != WAITING for v in entry["volumes"])
+        states.append(entry)
+    return states
+
+
+def not_ready_message(states, waited):
+    """The timeout's message: each volume not ready and what blocks it."""
+    lines = []
+    for entry in states:
+        if entry["ready"]:
+            continue
+        if entry.get("reason"):
+            lines.append("%s: %s" % (entry["pod"], entry["reason"]))
+            continue
+        for vol in entry["volumes"]:
+            if vol["state"] == WAITING:
+                lines.append("%s volume %s%s on node %s: %s" % (
+                    entry["pod"], vol["volume"], " (PV %s)" % vol["pv"] if vol["pv"] else "", entry["node"],
+                    vol["reason"]))
+    return "volumes not ready after %ds: %s" % (waited, " | ".join(lines))
