@@ -113,26 +113,28 @@ def test_json_round_trip(json_state):
     assert store.apply([attached()])["changed"] is False
 
 
-def test_multi_document_yaml(tmp_path):
+def test_multi_document_yaml_is_refused_and_left_as_it_is(tmp_path):
+    """A stream cut short between two documents still parses: a multi-document file is never trusted, not for a
+    plan and not for a write (nothing is read from it, so nothing is written back)."""
     path = tmp_path / "multi.yaml"
-    path.write_text("""\
+    text = """\
 apiVersion: v1
-kind: List
 items:
 - {apiVersion: v1, kind: Node, metadata: {name: node1}}
+kind: List
+metadata: {}
 ---
 apiVersion: v1
 kind: PersistentVolume
 metadata: {name: pv-a}
----
-- {apiVersion: v1, kind: Node, metadata: {name: node2}}
----
-""")
+"""
+    path.write_text(text)
     store = FileStore(str(path))
-    assert [o["metadata"]["name"] for o in store.load()["items"]] == ["node1", "pv-a", "node2"]
-    store.apply([attached(node="node2")])
-    cl = yaml.safe_load(path.read_text())  # written back as one List document
-    assert cl["kind"] == "List" and kinds(cl) == ["Node", "PersistentVolume", "Node", "VolumeAttachment"]
+    for attempt in (store.load, lambda: store.apply([attached(node="node1")])):
+        with pytest.raises(StoreError, match="not trusted as a whole snapshot: it holds 2 YAML documents") as err:
+            attempt()
+        assert str(path) in err.value.msg and "-o json > %s" % path in err.value.msg
+    assert path.read_text() == text
 
 
 def test_idempotent_second_apply_does_not_write(yaml_state):
@@ -242,10 +244,12 @@ def test_missing_file_says_how_to_create_it(tmp_path):
 
 
 @pytest.mark.parametrize("text, match", [
-    ("items: [1, 2]\nkind: List\n", "items\\[0\\] is not a Kubernetes object"),
+    ("apiVersion: v1\nitems: [1, 2]\nkind: List\nmetadata: {}\n", "items\\[0\\] is not a Kubernetes object"),
     ("{not json", "invalid"),
     ("a: [\n", "invalid YAML"),
-    ("- 1\n---\n3\n", "not a Kubernetes (List or )?object"),
+    ("- 1\n---\n3\n", "not trusted as a whole snapshot: it holds 2 YAML documents"),
+    ("apiVersion: v1\n", r"no `kind: List` and `metadata:` after its `items` \(its top-level keys are, in order: "
+                         r"apiVersion\)"),
 ])
 def test_malformed_files(tmp_path, text, match):
     path = tmp_path / "bad.yaml"
