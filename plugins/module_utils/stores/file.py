@@ -25,6 +25,7 @@ import stat
 import tempfile
 import time
 
+from ansible_collections.kubevol.volumes.plugins.module_utils import run_lock
 from ansible_collections.kubevol.volumes.plugins.module_utils.errors import InvalidInput
 from ansible_collections.kubevol.volumes.plugins.module_utils.record import RecordApplier, validate_record
 from ansible_collections.kubevol.volumes.plugins.module_utils.stores.base import (
@@ -51,6 +52,13 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.stores.file_text i
     yaml_text_cut_short_problem,
 )
 from ansible_collections.kubevol.volumes.plugins.module_utils.stores import file_text
+from ansible_collections.kubevol.volumes.plugins.module_utils.stores.file_write import (
+    WriteFailed,
+    error_text,
+    leftover_text,
+    remedy,
+    write_replace,
+)
 
 DEFAULT_LOCK_TIMEOUT = 30
 TEMP_MARK = ".kubevol-"
@@ -97,15 +105,25 @@ class FileStore(ClusterStore):
             except ValueError:
                 current = {}  # unreadable: stale (run_lock.stale_reason)
             wanted = change(current)
+            directory = os.path.dirname(self.run_lock_path)
             if wanted is DELETE:
-                os.unlink(self.run_lock_path)
+                try:
+                    os.unlink(self.run_lock_path)
+                except OSError as err:
+                    raise StoreError(store=self.describe(), reason=(
+                        "could not release the run lock %s: removing it failed: %s. The lock stays as it was (%s): "
+                        "the next run takes it over once this run's process is gone or the lock expired; the state "
+                        "file %s was not touched. %s" % (self.run_lock_path, error_text(err), run_lock.describe(current),
+                                                         self.path, remedy(err, directory).capitalize())))
             elif wanted is not None:
-                tmp = self.run_lock_path + ".tmp"
-                with open(tmp, "w") as handle:
-                    json.dump(wanted, handle, sort_keys=True)
-                    handle.flush()
-                    os.fsync(handle.fileno())
-                os.replace(tmp, self.run_lock_path)
+                data = json.dumps(wanted, sort_keys=True).encode("utf-8")
+                try:
+                    write_replace(self.run_lock_path, self.run_lock_path + ".tmp", data)
+                except WriteFailed as failure:
+                    raise StoreError(store=self.describe(), reason=(
+                        "could not write the run lock %s: %s. The lock is unchanged (%s), the state file %s was not "
+                        "touched and %s. %s" % (self.run_lock_path, failure, run_lock.describe(current), self.path,
+                                                leftover_text(failure), remedy(failure.error, directory).capitalize())))
 
     # -- reading --------------------------------------------------------------------------------
     def load(self):
@@ -272,7 +290,10 @@ class FileStore(ClusterStore):
         try:
             fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
         except OSError as err:
-            raise StoreError(store=self.describe(), reason="cannot open the lock file %s: %s" % (self.lock_path, err.strerror))
+            raise StoreError(store=self.describe(), reason=(
+                "cannot open the lock file %s: %s. Nothing was read or written: the state file %s is unchanged. "
+                "Every run and every write locks it, so it must be writable beside the state file: %s" % (
+                    self.lock_path, error_text(err), self.path, remedy(err, os.path.dirname(self.lock_path)))))
         try:
             deadline = time.monotonic() + timeout
             delay = 0.01
@@ -308,29 +329,20 @@ class FileStore(ClusterStore):
     def _write_atomic(self, data):
         target = os.path.realpath(self.path)  # replace a symlink's target, not the symlink
         directory = os.path.dirname(target)
+        intact = "The state file %s is unchanged: none of this update is in it" % target
         try:
             st = os.stat(target)
             fd, tmp = tempfile.mkstemp(prefix=self._temp_prefix(target), suffix=TEMP_SUFFIX, dir=directory)
         except OSError as err:
-            raise StoreError(store=self.describe(), reason="cannot create a temp file in %s: %s" % (directory, err.strerror))
+            raise StoreError(store=self.describe(), reason="could not write the new state: creating a temp file in %s "
+                             "failed: %s. %s and no temp file was left. %s" % (
+                                 directory, error_text(err), intact, remedy(err, directory).capitalize()))
+        owner = (st.st_uid, st.st_gid) if hasattr(os, "geteuid") and os.geteuid() == 0 else None
         try:
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(data)
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.chmod(tmp, stat.S_IMODE(st.st_mode))
-            if hasattr(os, "geteuid") and os.geteuid() == 0:
-                os.chown(tmp, st.st_uid, st.st_gid)
-            os.replace(tmp, target)
-        except BaseException as err:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
-            if isinstance(err, OSError):
-                raise StoreError(store=self.describe(),
-                                 reason="could not write the new state (the old file is intact): %s" % (err.strerror or err))
-            raise
+            write_replace(target, tmp, data, mode=stat.S_IMODE(st.st_mode), owner=owner, opened=fd)
+        except WriteFailed as failure:
+            raise StoreError(store=self.describe(), reason="could not write the new state: %s. %s and %s. %s" % (
+                failure, intact, leftover_text(failure), remedy(failure.error, directory).capitalize()))
         _fsync_directory(directory)
 
 

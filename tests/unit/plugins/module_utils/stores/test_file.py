@@ -169,7 +169,9 @@ def test_crash_before_replace_leaves_original(yaml_state, monkeypatch):
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(file_store.os, "replace", boom)
-    with pytest.raises(StoreError, match="old file is intact"):
+    with pytest.raises(StoreError, match="renaming the temp file .* failed: No space left on device .ENOSPC.. The "
+                                         "state file .* is unchanged: none of this update is in it and no temp file "
+                                         "was left. The filesystem holding .* is full"):
         FileStore(str(yaml_state)).apply([attached()])
     assert yaml_state.read_text() == KUBECTL_YAML
     assert sorted(os.listdir(str(yaml_state.parent))) == ["cluster.yaml", "cluster.yaml.lock"]
