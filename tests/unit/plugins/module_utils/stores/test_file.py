@@ -6,6 +6,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import datetime
+import errno
 import json
 import multiprocessing
 import os
@@ -174,6 +175,39 @@ def test_crash_before_replace_leaves_original(yaml_state, monkeypatch):
                                          "was left. The filesystem holding .* is full"):
         FileStore(str(yaml_state)).apply([attached()])
     assert yaml_state.read_text() == KUBECTL_YAML
+    assert sorted(os.listdir(str(yaml_state.parent))) == ["cluster.yaml", "cluster.yaml.lock"]
+
+
+def test_a_directory_the_user_may_not_write_says_so(yaml_state, monkeypatch):
+    """EACCES (root bypasses permissions, so it is simulated here; ENOSPC and EROFS are real in
+    tests/integration/stores/test_file_store_disk.py): the state file, the step and the remedy."""
+    def denied(*args, **kwargs):
+        raise PermissionError(errno.EACCES, "Permission denied")
+
+    monkeypatch.setattr(file_store.tempfile, "mkstemp", denied)
+    with pytest.raises(StoreError) as err:
+        FileStore(str(yaml_state)).apply([attached()])
+    msg = err.value.msg
+    assert "could not write the new state: creating a temp file in %s failed: Permission denied (EACCES)" % (
+        yaml_state.parent) in msg, msg
+    assert "is unchanged: none of this update is in it and no temp file was left" in msg
+    assert "may not write in %s" % yaml_state.parent in msg and "write and search permission on the directory" in msg
+    assert yaml_state.read_text() == KUBECTL_YAML
+
+
+def test_a_run_lock_write_that_fails_names_the_lock_and_leaves_no_temp_file(yaml_state, monkeypatch):
+    def denied(src, dst):
+        raise PermissionError(errno.EACCES, "Permission denied")
+
+    monkeypatch.setattr(file_store.os, "replace", denied)
+    store = FileStore(str(yaml_state))
+    with pytest.raises(StoreError) as err:
+        store.acquire_run_lock("run-1", timeout=0, who={"host": "h", "pid": 1, "pid_start": None})
+    msg = err.value.msg
+    assert "could not write the run lock %s.run-lock: renaming the temp file %s.run-lock.tmp over" % (
+        yaml_state, yaml_state) in msg, msg
+    assert "Permission denied (EACCES). The lock is unchanged (no run holds it), the state file" in msg
+    assert "no temp file was left" in msg and "may not write in" in msg
     assert sorted(os.listdir(str(yaml_state.parent))) == ["cluster.yaml", "cluster.yaml.lock"]
 
 
