@@ -57,6 +57,7 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.stores.file_write 
     error_text,
     leftover_text,
     remedy,
+    sentence,
     write_replace,
 )
 
@@ -114,7 +115,7 @@ class FileStore(ClusterStore):
                         "could not release the run lock %s: removing it failed: %s. The lock stays as it was (%s): "
                         "the next run takes it over once this run's process is gone or the lock expired; the state "
                         "file %s was not touched. %s" % (self.run_lock_path, error_text(err), run_lock.describe(current),
-                                                         self.path, remedy(err, directory).capitalize())))
+                                                         self.path, sentence(remedy(err, directory)))))
             elif wanted is not None:
                 data = json.dumps(wanted, sort_keys=True).encode("utf-8")
                 try:
@@ -123,7 +124,7 @@ class FileStore(ClusterStore):
                     raise StoreError(store=self.describe(), reason=(
                         "could not write the run lock %s: %s. The lock is unchanged (%s), the state file %s was not "
                         "touched and %s. %s" % (self.run_lock_path, failure, run_lock.describe(current), self.path,
-                                                leftover_text(failure), remedy(failure.error, directory).capitalize())))
+                                                leftover_text(failure), sentence(remedy(failure.error, directory)))))
 
     # -- reading --------------------------------------------------------------------------------
     def load(self):
@@ -336,13 +337,13 @@ class FileStore(ClusterStore):
         except OSError as err:
             raise StoreError(store=self.describe(), reason="could not write the new state: creating a temp file in %s "
                              "failed: %s. %s and no temp file was left. %s" % (
-                                 directory, error_text(err), intact, remedy(err, directory).capitalize()))
+                                 directory, error_text(err), intact, sentence(remedy(err, directory))))
         owner = (st.st_uid, st.st_gid) if hasattr(os, "geteuid") and os.geteuid() == 0 else None
         try:
             write_replace(target, tmp, data, mode=stat.S_IMODE(st.st_mode), owner=owner, opened=fd)
         except WriteFailed as failure:
             raise StoreError(store=self.describe(), reason="could not write the new state: %s. %s and %s. %s" % (
-                failure, intact, leftover_text(failure), remedy(failure.error, directory).capitalize()))
+                failure, intact, leftover_text(failure), sentence(remedy(failure.error, directory))))
         _fsync_directory(directory)
 
 

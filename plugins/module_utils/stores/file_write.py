@@ -65,6 +65,11 @@ def remedy(err, directory):
     return "fix what the system reports and run again"
 
 
+def sentence(text):
+    """``text`` with its first letter upper case, the rest (paths) as it is."""
+    return text[:1].upper() + text[1:]
+
+
 def leftover_text(failure):
     if failure.leftover:
         return ("the temp file %s could not be removed (%s): remove it by hand"

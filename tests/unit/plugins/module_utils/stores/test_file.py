@@ -178,11 +178,15 @@ def test_crash_before_replace_leaves_original(yaml_state, monkeypatch):
     assert sorted(os.listdir(str(yaml_state.parent))) == ["cluster.yaml", "cluster.yaml.lock"]
 
 
-def test_a_directory_the_user_may_not_write_says_so(yaml_state, monkeypatch):
+def test_a_directory_the_user_may_not_write_says_so(tmp_path, monkeypatch):
     """EACCES (root bypasses permissions, so it is simulated here; ENOSPC and EROFS are real in
     tests/integration/stores/test_file_store_disk.py): the state file, the step and the remedy."""
     def denied(*args, **kwargs):
         raise PermissionError(errno.EACCES, "Permission denied")
+
+    (tmp_path / "Kubevol State").mkdir()  # a path as it is, capitals and all
+    yaml_state = tmp_path / "Kubevol State" / "cluster.yaml"
+    yaml_state.write_text(KUBECTL_YAML)
 
     monkeypatch.setattr(file_store.tempfile, "mkstemp", denied)
     with pytest.raises(StoreError) as err:
