@@ -69,7 +69,7 @@ def cluster(hosts, per_host):
                                                                   {"claimName": claim}}],
                                    "containers": [{"name": "c", "volumeMounts": [{"name": "d", "mountPath": "/d"}]}]},
                           "status": {"phase": "Running"}})
-    return {"apiVersion": "v1", "kind": "List", "items": items}
+    return {"apiVersion": "v1", "items": items, "kind": "List", "metadata": {"resourceVersion": ""}}  # kubectl's order
 
 
 def node_facts(hosts, per_host=0):

@@ -83,7 +83,7 @@ def generate(scale):
                                              "volumesInUse": attached[i]}})
     items.append({"apiVersion": "storage.k8s.io/v1", "kind": "CSIDriver", "metadata": {"name": "loop.kubevol.io"},
                   "spec": {"attachRequired": True}})
-    return {"apiVersion": "v1", "kind": "List", "items": items}
+    return {"apiVersion": "v1", "items": items, "kind": "List", "metadata": {"resourceVersion": ""}}  # kubectl's order
 
 
 def adhoc(argv):

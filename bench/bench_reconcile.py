@@ -123,7 +123,7 @@ def generate_cluster(nodes, volumes, size, fs="ext4"):
                       "status": {"phase": "Running"}})
         placement.append({"node": node, "image": "%s/%s.img" % (POOL_IN_NODE, pv),
                           "mount": "%s/pods/%s/volumes/kubernetes.io~csi/%s/mount" % (KUBELET, pod_uid, pv)})
-    return {"apiVersion": "v1", "kind": "List", "metadata": {"resourceVersion": ""}, "items": items}, placement
+    return {"apiVersion": "v1", "items": items, "kind": "List", "metadata": {"resourceVersion": ""}}, placement
 
 
 NAIVE_PLAYBOOK = """\

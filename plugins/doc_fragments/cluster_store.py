@@ -26,7 +26,9 @@ options:
   cluster_state:
     description:
       - Path of the cluster state file, YAML or JSON (decided by its content).
-      - Several YAML documents are merged into one List.
+      - A YAML file must show that it is whole, as kubectl's output does (one List, with C(kind) and C(metadata)
+        after C(items)); a file cut short, a List in another key order or several YAML documents is refused
+        before anything is planned. JSON is preferred for big clusters.
       - Required when O(cluster_source=file).
     type: path
   page_size:

@@ -4,8 +4,8 @@
 """The cluster as plain, read-only objects, loaded from a Kubernetes List.
 
 Input is what ``kubectl get nodes,pods,pv,pvc,volumeattachments,csidrivers -A
--o yaml`` (or ``-o json``) prints, multi-document YAML, or the same data already
-parsed. Only the fields the planner reads are kept; sizes become integer bytes
+-o yaml`` (or ``-o json``) prints (a file the file store accepts whole: stores/file.py), or the same data
+already parsed (a List, a list of documents, one object). Only the fields the planner reads are kept; sizes become integer bytes
 (quantity.py). Unknown kinds are ignored; a malformed object raises
 MalformedObject naming the object and the field.
 
@@ -406,7 +406,8 @@ def _cluster_from_objects(objects):
 
 
 def load_cluster_file(path, keep_list=True):
-    """Read a List file (JSON or YAML, multi-document too) into a Cluster; also returns the raw List.
+    """Read a List file (JSON or YAML; a YAML file cut short is refused: stores/file_text.py) into a Cluster; also
+    returns the raw List.
 
     The text is read by the file store (stores/file.py), the one parser of cluster state files.
     ``keep_list=False``: the raw List is not wanted (None is returned for it), so kubectl's JSON List is read

@@ -111,6 +111,15 @@ def stale_reason(record, now):
     return None
 
 
+def describe(record):
+    """A lock record as a message tells it: who holds it, or that no run does."""
+    if record is None:
+        return "no run holds it"
+    if not record.get("holder"):
+        return "its record is unreadable"
+    return "held by %s since %s" % (record.get("holder"), record.get("since"))
+
+
 def expires(record):
     renewed = parse_time(record.get("renewed"))
     if renewed is None or not isinstance(record.get("duration"), int):

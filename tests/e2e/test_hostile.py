@@ -40,7 +40,7 @@ def add(kv, objects):
     data = kv.cluster()
     data["items"].extend(objects)
     with open(kv.state, "w") as handle:
-        yaml.safe_dump(data, handle, sort_keys=False)
+        yaml.safe_dump(data, handle)  # sorted keys: kubectl's order, so the file shows that it is whole
 
 
 @pytest.fixture(scope="module")

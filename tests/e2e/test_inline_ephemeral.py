@@ -30,7 +30,7 @@ def cluster_file(with_pod=True):
                               "containers": [{"name": "c", "image": "busybox",
                                               "volumeMounts": [{"name": "scratch", "mountPath": "/scratch"}]}]},
                      "status": {"phase": "Running", "containerStatuses": [{"name": "c", "state": {"running": {}}}]}})
-    return {"apiVersion": "v1", "kind": "List", "items": objs}
+    return {"apiVersion": "v1", "items": objs, "kind": "List", "metadata": {"resourceVersion": ""}}  # kubectl's order
 
 
 @pytest.fixture(scope="module")

@@ -34,7 +34,7 @@ def kv(make_cluster):
 
 def write_state(kv, data):
     with open(kv.state, "w") as handle:
-        yaml.safe_dump(data, handle, sort_keys=False)
+        yaml.safe_dump(data, handle)  # sorted keys: kubectl's order, so the file shows that it is whole
 
 
 @contextlib.contextmanager
@@ -88,10 +88,36 @@ def test_zero_byte_snapshot_fails_clearly_and_touches_nothing(kv, check):
         assert_untouched(kv, before)
 
 
+@pytest.mark.parametrize("fmt", ["yaml", "json"])
+def test_snapshot_cut_short_before_the_pods_fails_clearly_and_touches_nothing(kv, fmt):
+    """What an interrupted `kubectl get ... -o yaml > cluster.yaml` leaves: kubectl's output cut at a line boundary
+    inside the items, here where the pods begin. Read as it parses it would unmount and detach every running pod's
+    volume; the teardown guard is off, so only the refusal of the cut file keeps them."""
+    before = kv.snapshot()
+    with state_restored(kv):
+        if fmt == "yaml":
+            text = kv.state_bytes().decode()  # kubevol wrote it back in kubectl's order
+            marker = "\n- apiVersion: v1\n  kind: Pod\n"
+        else:
+            text = json.dumps(kv.cluster(), indent=4, sort_keys=True)  # as `kubectl get ... -o json` prints it
+            marker = '\n        {\n            "apiVersion": "v1",\n            "kind": "Pod",'
+        assert marker in text
+        cut = text[:text.index(marker) + 1]
+        with open(kv.state, "w") as handle:
+            handle.write(cut)
+        run = kv.reconcile(["-e", "kubevol_allow_mass_teardown=true"], expect_rc="nonzero")
+        expected = "not trusted as a whole snapshot" if fmt == "yaml" else "invalid JSON"
+        assert expected in run.stdout and kv.state in run.stdout and "Nothing was read from it" in run.stdout, \
+            run.describe()
+        assert run.node_module_runs() == {}
+        assert kv.state_bytes() == cut.encode()
+        assert_untouched(kv, before)
+
+
 def test_empty_list_tears_nothing_down(kv):
     before = kv.snapshot()
     with state_restored(kv):
-        write_state(kv, {"apiVersion": "v1", "kind": "List", "items": []})
+        write_state(kv, {"apiVersion": "v1", "items": [], "kind": "List", "metadata": {"resourceVersion": ""}})
         run = kv.reconcile()
         assert run.plan() == [] and run.node_module_runs() == {}, run.describe()
         table = "\n".join(run.plan_lines())

@@ -97,7 +97,8 @@ def cluster(*objects):
     items = []
     for obj in objects:
         items.extend(obj if isinstance(obj, list) else [obj])
-    return {"apiVersion": "v1", "kind": "List", "items": items}
+    # kubectl's key order: a YAML file dumped from this with sort_keys=False shows it is whole (stores/file_text.py)
+    return {"apiVersion": "v1", "items": items, "kind": "List", "metadata": {"resourceVersion": ""}}
 
 
 def uvn(pv_name, driver=LOOP):

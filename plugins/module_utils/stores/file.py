@@ -4,7 +4,8 @@
 """FileStore: the cluster as a YAML or JSON file holding a Kubernetes List.
 
 Reads what ``kubectl get nodes,pods,pv,pvc,volumeattachments,csidrivers -A -o yaml`` (or ``-o json``)
-prints; several YAML documents (Lists or single objects) are merged into one List. ``apply`` is
+prints. A YAML file is trusted only when its text shows it is whole (one List, ``kind`` and ``metadata``
+after ``items`` as kubectl writes them; file_text.py): a cut one, or a multi-document stream, is refused. ``apply`` is
 all or nothing: under an exclusive flock on ``<path>.lock`` it re-reads the file, applies the
 records and replaces the file atomically (temp file in the same directory, fsync, os.replace,
 fsync of the directory), so a run killed at any point leaves the old file or the new one.
@@ -23,8 +24,8 @@ import os
 import stat
 import tempfile
 import time
-import traceback
 
+from ansible_collections.kubevol.volumes.plugins.module_utils import run_lock
 from ansible_collections.kubevol.volumes.plugins.module_utils.errors import InvalidInput
 from ansible_collections.kubevol.volumes.plugins.module_utils.record import RecordApplier, validate_record
 from ansible_collections.kubevol.volumes.plugins.module_utils.stores.base import (
@@ -35,52 +36,34 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.stores.base import
     StoreLockTimeout,
     empty_list,
 )
-
-YAML_IMPORT_ERROR = None
-try:
-    import yaml
-except ImportError:
-    yaml = None
-    YAML_IMPORT_ERROR = traceback.format_exc()
-
-if yaml is not None:
-    _BaseLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-    _Dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
-
-    class _Loader(_BaseLoader):  # pylint: disable=too-many-ancestors
-        """SafeLoader that keeps timestamps as strings, as the Kubernetes API returns them."""
-
-    _Loader.yaml_implicit_resolvers = dict(
-        (first, [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"])
-        for first, resolvers in _BaseLoader.yaml_implicit_resolvers.items()
-    )
+from ansible_collections.kubevol.volumes.plugins.module_utils.stores.file_text import (  # noqa: F401 (NotStreamable)
+    KUBECTL_ERROR_PREFIXES,
+    KUBECTL_KINDS,
+    YAML_IMPORT_ERROR,
+    NotStreamable,
+    cut_short_reason,
+    describe_value,
+    kubectl_error_reason,
+    kubectl_order,
+    not_a_list_reason,
+    stream_list_items,
+    yaml,
+    yaml_cut_short_problem,
+    yaml_text_cut_short_problem,
+)
+from ansible_collections.kubevol.volumes.plugins.module_utils.stores import file_text
+from ansible_collections.kubevol.volumes.plugins.module_utils.stores.file_write import (
+    WriteFailed,
+    error_text,
+    leftover_text,
+    remedy,
+    sentence,
+    write_replace,
+)
 
 DEFAULT_LOCK_TIMEOUT = 30
-KUBECTL_KINDS = "nodes,pods,pv,pvc,volumeattachments,csidrivers"
-# How kubectl's own error output starts, when it was redirected into the state file.
-KUBECTL_ERROR_PREFIXES = ("error:", "error from server", "the connection to the server", "unable to connect",
-                          "unauthorized", "forbidden", "no resources found")
 TEMP_MARK = ".kubevol-"
 TEMP_SUFFIX = ".tmp"
-
-
-def _describe_value(value):
-    if isinstance(value, str):
-        text = value.strip().splitlines()[0] if value.strip() else ""
-        return "the text %r" % (text[:120],)
-    name = type(value).__name__
-    return ("an " if name[0] in "aeiou" else "a ") + name
-
-
-def _kubectl_error_reason(text):
-    return ("it holds kubectl's error output, not a cluster: %s; nothing was planned. Fix kubectl's access "
-            "(login, context, token) and write the file again" % _describe_value(text))
-
-
-def _not_a_list_reason(number, doc):
-    if isinstance(doc, dict):
-        return "document %d is a mapping without a kind or items: not a Kubernetes List or object" % (number + 1)
-    return "document %d is %s, not a Kubernetes List or object" % (number + 1, _describe_value(doc))
 
 
 class FileStore(ClusterStore):
@@ -123,15 +106,25 @@ class FileStore(ClusterStore):
             except ValueError:
                 current = {}  # unreadable: stale (run_lock.stale_reason)
             wanted = change(current)
+            directory = os.path.dirname(self.run_lock_path)
             if wanted is DELETE:
-                os.unlink(self.run_lock_path)
+                try:
+                    os.unlink(self.run_lock_path)
+                except OSError as err:
+                    raise StoreError(store=self.describe(), reason=(
+                        "could not release the run lock %s: removing it failed: %s. The lock stays as it was (%s): "
+                        "the next run takes it over once this run's process is gone or the lock expired; the state "
+                        "file %s was not touched. %s" % (self.run_lock_path, error_text(err), run_lock.describe(current),
+                                                         self.path, sentence(remedy(err, directory)))))
             elif wanted is not None:
-                tmp = self.run_lock_path + ".tmp"
-                with open(tmp, "w") as handle:
-                    json.dump(wanted, handle, sort_keys=True)
-                    handle.flush()
-                    os.fsync(handle.fileno())
-                os.replace(tmp, self.run_lock_path)
+                data = json.dumps(wanted, sort_keys=True).encode("utf-8")
+                try:
+                    write_replace(self.run_lock_path, self.run_lock_path + ".tmp", data)
+                except WriteFailed as failure:
+                    raise StoreError(store=self.describe(), reason=(
+                        "could not write the run lock %s: %s. The lock is unchanged (%s), the state file %s was not "
+                        "touched and %s. %s" % (self.run_lock_path, failure, run_lock.describe(current), self.path,
+                                                leftover_text(failure), sentence(remedy(failure.error, directory)))))
 
     # -- reading --------------------------------------------------------------------------------
     def load(self):
@@ -167,13 +160,13 @@ class FileStore(ClusterStore):
         JSON object whose ``items`` is a list of objects with a kind and whose kind is a List raises
         NotStreamable, possibly after some items were yielded: the caller drops what it built and parses the
         whole text with ``parse``, which names what is wrong, so the two paths accept the same files."""
-        return _stream_list_items(text)
+        return stream_list_items(text)
 
     def parse(self, text):
         """Parse YAML or JSON text (decided by content) into (List dict, format)."""
         stripped = text.lstrip()
         if stripped[:64].lower().startswith(KUBECTL_ERROR_PREFIXES):  # not the whole text: 0.1 s at 120 MB
-            raise StoreError(store=self.describe(), reason=_kubectl_error_reason(stripped))
+            raise StoreError(store=self.describe(), reason=kubectl_error_reason(stripped))
         if stripped[:1] in ("{", "["):
             try:
                 return self._to_list([json.loads(text)]), "json"
@@ -185,12 +178,19 @@ class FileStore(ClusterStore):
             json_error = None
         if yaml is None:
             raise MissingLibrary("PyYAML", "to read the YAML cluster state file %s" % self.path, YAML_IMPORT_ERROR)
+        problem = yaml_text_cut_short_problem(text)  # before a parse that may take a minute
+        if problem:
+            raise StoreError(store=self.describe(), reason=cut_short_reason(problem, self.path))
         try:
-            documents = list(yaml.load_all(text, Loader=_Loader))
+            documents = list(yaml.load_all(text, Loader=file_text.Loader))
         except yaml.YAMLError as err:
             if json_error is not None:
                 raise StoreError(store=self.describe(), reason=self._unparsable_reason("JSON", json_error))
             raise StoreError(store=self.describe(), reason=self._unparsable_reason("YAML", err))
+        # a file cut short first (it may also be cut inside an object), then what is no cluster at all
+        problem = yaml_cut_short_problem(documents) if any(d is not None for d in documents) else None
+        if problem:
+            raise StoreError(store=self.describe(), reason=cut_short_reason(problem, self.path))
         return self._to_list(documents), "yaml"
 
     def _unparsable_reason(self, syntax, err):
@@ -218,7 +218,7 @@ class FileStore(ClusterStore):
                 items = result["items"] = []
             if not isinstance(items, list):
                 raise StoreError(store=self.describe(), reason="its List's items is %s, not a list of objects"
-                                 % _describe_value(items))
+                                 % describe_value(items))
         else:
             result = empty_list()
             items = result["items"]
@@ -230,11 +230,11 @@ class FileStore(ClusterStore):
                 elif isinstance(doc, list):
                     items.extend(doc)
                 else:
-                    raise StoreError(store=self.describe(), reason=_not_a_list_reason(number, doc))
+                    raise StoreError(store=self.describe(), reason=not_a_list_reason(number, doc))
         for number, obj in enumerate(items):
             if not isinstance(obj, dict) or not obj.get("kind"):
                 raise StoreError(store=self.describe(), reason="items[%d] is not a Kubernetes object (%s)" % (
-                    number, "no kind" if isinstance(obj, dict) else _describe_value(obj)))
+                    number, "no kind" if isinstance(obj, dict) else describe_value(obj)))
         return result
 
     def dumps(self, cluster_list, fmt):
@@ -243,7 +243,8 @@ class FileStore(ClusterStore):
             return json.dumps(cluster_list, separators=(",", ":"), ensure_ascii=False) + "\n"
         if yaml is None:
             raise MissingLibrary("PyYAML", "to write the YAML cluster state file %s" % self.path, YAML_IMPORT_ERROR)
-        return yaml.dump(cluster_list, Dumper=_Dumper, default_flow_style=False, sort_keys=False,
+        # the List's keys in kubectl's order, so the file kubevol wrote still shows that it is whole
+        return yaml.dump(kubectl_order(cluster_list), Dumper=file_text.Dumper, default_flow_style=False, sort_keys=False,
                          allow_unicode=True, width=1000000)
 
     # -- writing --------------------------------------------------------------------------------
@@ -290,7 +291,10 @@ class FileStore(ClusterStore):
         try:
             fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
         except OSError as err:
-            raise StoreError(store=self.describe(), reason="cannot open the lock file %s: %s" % (self.lock_path, err.strerror))
+            raise StoreError(store=self.describe(), reason=(
+                "cannot open the lock file %s: %s. Nothing was read or written: the state file %s is unchanged. "
+                "Every run and every write locks it, so it must be writable beside the state file: %s" % (
+                    self.lock_path, error_text(err), self.path, remedy(err, os.path.dirname(self.lock_path)))))
         try:
             deadline = time.monotonic() + timeout
             delay = 0.01
@@ -326,90 +330,21 @@ class FileStore(ClusterStore):
     def _write_atomic(self, data):
         target = os.path.realpath(self.path)  # replace a symlink's target, not the symlink
         directory = os.path.dirname(target)
+        intact = "The state file %s is unchanged: none of this update is in it" % target
         try:
             st = os.stat(target)
             fd, tmp = tempfile.mkstemp(prefix=self._temp_prefix(target), suffix=TEMP_SUFFIX, dir=directory)
         except OSError as err:
-            raise StoreError(store=self.describe(), reason="cannot create a temp file in %s: %s" % (directory, err.strerror))
+            raise StoreError(store=self.describe(), reason="could not write the new state: creating a temp file in %s "
+                             "failed: %s. %s and no temp file was left. %s" % (
+                                 directory, error_text(err), intact, sentence(remedy(err, directory))))
+        owner = (st.st_uid, st.st_gid) if hasattr(os, "geteuid") and os.geteuid() == 0 else None
         try:
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(data)
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.chmod(tmp, stat.S_IMODE(st.st_mode))
-            if hasattr(os, "geteuid") and os.geteuid() == 0:
-                os.chown(tmp, st.st_uid, st.st_gid)
-            os.replace(tmp, target)
-        except BaseException as err:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
-            if isinstance(err, OSError):
-                raise StoreError(store=self.describe(),
-                                 reason="could not write the new state (the old file is intact): %s" % (err.strerror or err))
-            raise
+            write_replace(target, tmp, data, mode=stat.S_IMODE(st.st_mode), owner=owner, opened=fd)
+        except WriteFailed as failure:
+            raise StoreError(store=self.describe(), reason="could not write the new state: %s. %s and %s. %s" % (
+                failure, intact, leftover_text(failure), sentence(remedy(failure.error, directory))))
         _fsync_directory(directory)
-
-
-class NotStreamable(Exception):
-    """The text is not one JSON List that stream_items can read object by object; parse it whole."""
-
-
-_skip_whitespace = json.decoder.WHITESPACE.match
-_decode_one = json.JSONDecoder().raw_decode
-
-
-def _after_separator(text, pos, closing):
-    """Where the next value starts after a ",", or the position of ``closing``; a trailing comma, which json.loads
-    refuses, is not streamed either."""
-    pos = _skip_whitespace(text, pos).end()
-    if text[pos] == ",":
-        pos = _skip_whitespace(text, pos + 1).end()
-        if text[pos] in "]}":
-            raise NotStreamable()
-    elif text[pos] != closing:
-        raise NotStreamable()
-    return pos
-
-
-def _stream_list_items(text):
-    try:
-        pos = _skip_whitespace(text, 0).end()
-        if text[pos:pos + 1] != "{":
-            raise NotStreamable()
-        pos = _skip_whitespace(text, pos + 1).end()
-        seen_items = False
-        kind = None
-        while text[pos] != "}":
-            key, pos = _decode_one(text, pos)
-            pos = _skip_whitespace(text, pos).end()
-            if key.__class__ is not str or text[pos] != ":":
-                raise NotStreamable()
-            pos = _skip_whitespace(text, pos + 1).end()
-            if key == "items":
-                if seen_items or text[pos] != "[":  # json.loads keeps the last of two; null items: parse() decides
-                    raise NotStreamable()
-                seen_items = True
-                pos = _skip_whitespace(text, pos + 1).end()
-                while text[pos] != "]":
-                    obj, pos = _decode_one(text, pos)
-                    if obj.__class__ is not dict or not obj.get("kind"):
-                        raise NotStreamable()
-                    yield obj
-                    pos = _after_separator(text, pos, "]")
-                pos += 1
-            else:
-                value, pos = _decode_one(text, pos)
-                if key == "kind":
-                    kind = value
-            pos = _after_separator(text, pos, "}")
-        if text[_skip_whitespace(text, pos + 1).end():]:
-            raise NotStreamable()  # something after the object: json.loads refuses it, and says where
-        if not seen_items or (kind is not None and (kind.__class__ is not str or not kind.endswith("List"))):
-            raise NotStreamable()  # cluster.iter_items reads a List's items only; parse() and it decide the rest
-    except (ValueError, IndexError):  # JSONDecodeError is a ValueError; IndexError: the text ended early
-        raise NotStreamable()
 
 
 def _fsync_directory(directory):

@@ -9,6 +9,7 @@ import pytest
 from ansible_collections.kubevol.volumes.plugins.module_utils.cluster import (
     ClusterIndex, cluster_from_data, load_cluster_file, node_is_managed)
 from ansible_collections.kubevol.volumes.plugins.module_utils.errors import KubevolError, MalformedObject
+from ansible_collections.kubevol.volumes.plugins.module_utils.stores.base import StoreError
 
 EXAMPLE = os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "examples", "cluster.yaml")
 
@@ -25,14 +26,16 @@ def test_example_cluster_loads_into_read_only_objects():
         pv.name = "x"
 
 
-def test_json_multidoc_yaml_and_dict_agree(tmp_path):
+def test_json_yaml_and_dict_agree_a_multidoc_file_is_refused(tmp_path):
     cluster, data = load_cluster_file(EXAMPLE)
     as_json = tmp_path / "cluster.json"
     as_json.write_text(json.dumps(data))
     assert load_cluster_file(str(as_json))[0] == cluster
     multidoc = tmp_path / "cluster-multidoc.yaml"
     multidoc.write_text("\n---\n".join(json.dumps(i) for i in data["items"]))
-    assert load_cluster_file(str(multidoc))[0] == cluster
+    with pytest.raises(StoreError, match="it holds 17 YAML documents"):  # cut between two, it still parses
+        load_cluster_file(str(multidoc))
+    assert cluster_from_data(data["items"]) == cluster  # the same documents handed over as data are read
     assert cluster_from_data(data) == cluster
 
 

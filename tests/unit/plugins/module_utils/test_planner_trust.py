@@ -64,7 +64,7 @@ def converged_node1(*pvs):
     ("42\n", "document 1 is an int"),
     ("just some words\n", "document 1 is the text 'just some words'"),
     ('{"kind": "List", "items": {"a": 1}}', "items is a dict, not a list"),
-    ("kind: List\nitems: [1, {kind: Pod}]\n", r"items\[0\] is not a Kubernetes object \(an int\)"),
+    ("items: [1, {kind: Pod}]\nkind: List\nmetadata: {}\n", r"items\[0\] is not a Kubernetes object \(an int\)"),
     ("error: You must be logged in to the server (Unauthorized)\n", "kubectl's error output"),
     ("Error from server (Forbidden): pods is forbidden: User \"x\" cannot list\n", "kubectl's error output"),
     ("Unable to connect to the server: dial tcp 10.0.0.1:6443: i/o timeout\n", "kubectl's error output"),

@@ -19,11 +19,11 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.names import uniqu
 DRIVER = "loop.kubevol.io"
 UVN = unique_volume_name(DRIVER, "pv-a.img")
 VA = volume_attachment_name("pv-a.img", DRIVER, "node1")
-CLUSTER = {"apiVersion": "v1", "kind": "List", "items": [
+CLUSTER = {"apiVersion": "v1", "items": [
     {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "node1"}, "status": {}},
     {"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": "pv-a"}, "spec": {"capacity": {"storage": "1Gi"}}},
     {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "web-0", "namespace": "prod"}},
-]}
+], "kind": "List", "metadata": {"resourceVersion": ""}}  # kubectl's key order: the file shows that it is whole
 RECORDS = [
     {"type": "attached", "node": "node1", "pv_name": "pv-a", "driver": DRIVER, "volume_handle": "pv-a.img",
      "device_path": "/dev/loop3"},

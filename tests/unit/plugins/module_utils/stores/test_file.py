@@ -6,6 +6,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import datetime
+import errno
 import json
 import multiprocessing
 import os
@@ -113,26 +114,28 @@ def test_json_round_trip(json_state):
     assert store.apply([attached()])["changed"] is False
 
 
-def test_multi_document_yaml(tmp_path):
+def test_multi_document_yaml_is_refused_and_left_as_it_is(tmp_path):
+    """A stream cut short between two documents still parses: a multi-document file is never trusted, not for a
+    plan and not for a write (nothing is read from it, so nothing is written back)."""
     path = tmp_path / "multi.yaml"
-    path.write_text("""\
+    text = """\
 apiVersion: v1
-kind: List
 items:
 - {apiVersion: v1, kind: Node, metadata: {name: node1}}
+kind: List
+metadata: {}
 ---
 apiVersion: v1
 kind: PersistentVolume
 metadata: {name: pv-a}
----
-- {apiVersion: v1, kind: Node, metadata: {name: node2}}
----
-""")
+"""
+    path.write_text(text)
     store = FileStore(str(path))
-    assert [o["metadata"]["name"] for o in store.load()["items"]] == ["node1", "pv-a", "node2"]
-    store.apply([attached(node="node2")])
-    cl = yaml.safe_load(path.read_text())  # written back as one List document
-    assert cl["kind"] == "List" and kinds(cl) == ["Node", "PersistentVolume", "Node", "VolumeAttachment"]
+    for attempt in (store.load, lambda: store.apply([attached(node="node1")])):
+        with pytest.raises(StoreError, match="not trusted as a whole snapshot: it holds 2 YAML documents") as err:
+            attempt()
+        assert str(path) in err.value.msg and "-o json > %s" % path in err.value.msg
+    assert path.read_text() == text
 
 
 def test_idempotent_second_apply_does_not_write(yaml_state):
@@ -167,9 +170,48 @@ def test_crash_before_replace_leaves_original(yaml_state, monkeypatch):
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(file_store.os, "replace", boom)
-    with pytest.raises(StoreError, match="old file is intact"):
+    with pytest.raises(StoreError, match="renaming the temp file .* failed: No space left on device .ENOSPC.. The "
+                                         "state file .* is unchanged: none of this update is in it and no temp file "
+                                         "was left. The filesystem holding .* is full"):
         FileStore(str(yaml_state)).apply([attached()])
     assert yaml_state.read_text() == KUBECTL_YAML
+    assert sorted(os.listdir(str(yaml_state.parent))) == ["cluster.yaml", "cluster.yaml.lock"]
+
+
+def test_a_directory_the_user_may_not_write_says_so(tmp_path, monkeypatch):
+    """EACCES (root bypasses permissions, so it is simulated here; ENOSPC and EROFS are real in
+    tests/integration/stores/test_file_store_disk.py): the state file, the step and the remedy."""
+    def denied(*args, **kwargs):
+        raise PermissionError(errno.EACCES, "Permission denied")
+
+    (tmp_path / "Kubevol State").mkdir()  # a path as it is, capitals and all
+    yaml_state = tmp_path / "Kubevol State" / "cluster.yaml"
+    yaml_state.write_text(KUBECTL_YAML)
+
+    monkeypatch.setattr(file_store.tempfile, "mkstemp", denied)
+    with pytest.raises(StoreError) as err:
+        FileStore(str(yaml_state)).apply([attached()])
+    msg = err.value.msg
+    assert "could not write the new state: creating a temp file in %s failed: Permission denied (EACCES)" % (
+        yaml_state.parent) in msg, msg
+    assert "is unchanged: none of this update is in it and no temp file was left" in msg
+    assert "may not write in %s" % yaml_state.parent in msg and "write and search permission on the directory" in msg
+    assert yaml_state.read_text() == KUBECTL_YAML
+
+
+def test_a_run_lock_write_that_fails_names_the_lock_and_leaves_no_temp_file(yaml_state, monkeypatch):
+    def denied(src, dst):
+        raise PermissionError(errno.EACCES, "Permission denied")
+
+    monkeypatch.setattr(file_store.os, "replace", denied)
+    store = FileStore(str(yaml_state))
+    with pytest.raises(StoreError) as err:
+        store.acquire_run_lock("run-1", timeout=0, who={"host": "h", "pid": 1, "pid_start": None})
+    msg = err.value.msg
+    assert "could not write the run lock %s.run-lock: renaming the temp file %s.run-lock.tmp over" % (
+        yaml_state, yaml_state) in msg, msg
+    assert "Permission denied (EACCES). The lock is unchanged (no run holds it), the state file" in msg
+    assert "no temp file was left" in msg and "may not write in" in msg
     assert sorted(os.listdir(str(yaml_state.parent))) == ["cluster.yaml", "cluster.yaml.lock"]
 
 
@@ -242,10 +284,12 @@ def test_missing_file_says_how_to_create_it(tmp_path):
 
 
 @pytest.mark.parametrize("text, match", [
-    ("items: [1, 2]\nkind: List\n", "items\\[0\\] is not a Kubernetes object"),
+    ("apiVersion: v1\nitems: [1, 2]\nkind: List\nmetadata: {}\n", "items\\[0\\] is not a Kubernetes object"),
     ("{not json", "invalid"),
     ("a: [\n", "invalid YAML"),
-    ("- 1\n---\n3\n", "not a Kubernetes (List or )?object"),
+    ("- 1\n---\n3\n", "not trusted as a whole snapshot: it holds 2 YAML documents"),
+    ("apiVersion: v1\n", r"no `kind: List` and `metadata:` after its `items` \(its top-level keys are, in order: "
+                         r"apiVersion\)"),
 ])
 def test_malformed_files(tmp_path, text, match):
     path = tmp_path / "bad.yaml"
