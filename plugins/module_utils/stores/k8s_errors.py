@@ -96,6 +96,11 @@ _AFTER_A_TIMEOUT = ("records are idempotent: the next run re-reads the objects a
                     "missing")
 
 
+def _pair(timeout):
+    """(connect, read) seconds of a request timeout given as a pair or one number (both)."""
+    return tuple(timeout) if isinstance(timeout, (tuple, list)) else (timeout, timeout)
+
+
 def _timeout_kind(err, text, timeout):
     """'connect', 'handshake', 'read' or None: which of the request's timeouts (connect, read) expired.
 
@@ -107,7 +112,7 @@ def _timeout_kind(err, text, timeout):
         return "connect"
     if "ReadTimeoutError" not in names and "timed out" not in text.lower():
         return None
-    connect, read = timeout
+    connect, read = _pair(timeout)
     found = _TIMEOUT_VALUE.search(text)
     if found:
         value = float(found.group(1))
@@ -123,7 +128,7 @@ def unreachable_error(store, method, path, err):
     request), TLS; each with what to check."""
     reason = getattr(err, "reason", None) or err
     text = str(reason)
-    connect, read = store.timeout
+    connect, read = _pair(store.timeout)
     kind = _timeout_kind(reason, text, store.timeout)
     if kind == "connect":
         hint = ("the connect timeout (%s s) expired: no TCP connection to the API server; check host (or the "
