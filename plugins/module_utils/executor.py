@@ -330,8 +330,10 @@ def run_step(plan_result, state=None, task=None, results=None, check_mode=False)
     detaches first requested and the volumes in use that node status lacks (detach_request_records). Every later
     step follows the node task named ``task``, whose ``results`` are node_results' {node: task result}: the state
     after it (run_state_after) and the records of what its nodes did. When the next node task is the setup, its
-    attach and resize intents (attach_intents, with the failures so far) join the same write: every detach and
-    every intent is in the store before any node attaches, as the role's separate writes had them.
+    attach and resize intents (attach_intents, with the failures so far) join the same write, after the teardown's
+    records: every detach and every intent is in the store before any node attaches, and the stores apply them in
+    this order (the API store writes the releases, answered, before it creates the intents: k8s_writes.py), so
+    an RWO volume is never recorded attached to two nodes.
 
     Returns (state, records, the node tasks still to run). In check mode nothing runs on the nodes and nothing
     is written: no records, no tasks to run."""

@@ -5,7 +5,9 @@
 
 The reconcile role runs it once after the plan and once after each node task (executor.run_step), in the
 controller's own process (plugins/action/reconcile_run.py). One task per step: the state, the records of what
-the nodes did, the next setup's intents and, at the run's end, its summary were four role tasks before.
+the nodes did, the next setup's intents and, at the run's end, its summary were four role tasks before. The
+records go to the store in run_step's order, the teardown's before the intents; the Kubernetes API store keeps
+that order across its requests (stores/k8s_writes.py write_stages).
 """
 
 from __future__ import absolute_import, division, print_function

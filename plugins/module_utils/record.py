@@ -14,11 +14,8 @@ Record kinds and the Kubernetes code each one mimics (docs/stores.md has the ful
 - ``detached``: csi_attacher.go ``Detach`` (delete the VolumeAttachment) and the A/D controller's
   ``RemoveVolumeFromReportAsAttached``; the kubelet drops the name from ``volumesInUse``.
 - ``in_use``: kubelet volume_manager.go ``GetVolumesInUse`` -> ``node.status.volumesInUse``.
-- ``resize_intent``: before an expansion, the external-resizer's ``allocatedResources`` and
-  ``ControllerResizeInProgress``, or the kubelet's ``NodeResizeInProgress`` (node_expander.go), on the PVC status.
-- ``controller_expanded``: external-resizer, PV ``spec.capacity.storage``; with ``pvc``, the claim's
-  ``allocatedResources`` and ``NodeResizePending`` (RecoverVolumeExpansionFailure).
-- ``node_expanded``: pkg/volume/util/resize_util.go ``MarkFSResizeFinished``.
+- ``resize_intent``, ``controller_expanded``, ``node_expanded``: the PV's capacity and the claim's expansion
+  state and resize conditions, as the external-resizer and the kubelet write them (record_claim.py).
 - ``detach_requested`` / ``detach_request_cleared``: the A/D controller's ``SetDetachRequestTime`` /
   ``ResetDetachRequestTime``, kept on the VolumeAttachment because kubevol has no memory between runs.
 """
@@ -39,127 +36,21 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.names import (
     unique_volume_name,
     volume_attachment_name,
 )
-from ansible_collections.kubevol.volumes.plugins.module_utils.quantity import compare, format_bytes, parse_quantity
+from ansible_collections.kubevol.volumes.plugins.module_utils.record_claim import (  # noqa: F401 (public here too)
+    RESIZE_CONDITION_TYPES,
+    ClaimRecords,
+    is_resize_condition,
+)
+from ansible_collections.kubevol.volumes.plugins.module_utils.record_shape import (  # noqa: F401 (public here too)
+    RECORD_TYPES,
+    REQUIRED_KEYS,
+    validate_record,
+)
 from ansible_collections.kubevol.volumes.plugins.module_utils.volume_attachment import attached_volume_attachment
-
-# Condition types MergeResizeConditionOnPVC treats as resize conditions (resize_util.go).
-RESIZE_CONDITION_TYPES = frozenset(["Resizing", "FileSystemResizePending", "ControllerResizeError", "NodeResizeError"])
-
-_VOLUME_KEYS = ("node", "pv_name", "driver", "volume_handle")
-REQUIRED_KEYS = {
-    # the intent, written before the node attaches: a VolumeAttachment with attached: false
-    "attach_intent": _VOLUME_KEYS,
-    "attached": _VOLUME_KEYS + ("device_path",),
-    "detached": _VOLUME_KEYS,
-    "in_use": ("node", "unique_volume_names", "in_use"),
-    "controller_expanded": ("pv_name", "capacity"),
-    "node_expanded": ("pvc", "capacity"),
-    "resize_intent": ("pvc", "stage", "capacity"),
-    # These two also take the planner's detach_requests shape (contracts.md section 3):
-    # {name: <VolumeAttachment name>, node, volume, requested_at} instead of driver + volume_handle.
-    "detach_requested": ("node", "requested_at"),
-    "detach_request_cleared": ("node",),
-}
-_VA_BY_NAME_TYPES = ("detach_requested", "detach_request_cleared")
-RECORD_TYPES = tuple(sorted(REQUIRED_KEYS))
-
 
 class ObjectNotFound(KubevolError):
     message = ("{kind} {name} is not in the cluster state: {reason}; check the name, "
                "or refresh the state (kubectl get nodes,pods,pv,pvc,volumeattachments,csidrivers -A -o yaml)")
-
-
-def is_resize_condition(condition_type):
-    """True for a condition MarkFSResizeFinished removes."""
-    return condition_type in RESIZE_CONDITION_TYPES or "Resiz" in (condition_type or "")
-
-
-def _where(index):
-    return "records[%d]" % index if index is not None else "record"
-
-
-def validate_record(record, index=None):
-    """Check a record's shape before anything is changed; return its type."""
-    where = _where(index)
-    if not isinstance(record, dict):
-        raise InvalidInput(field=where, value=record, reason="a record must be a dict with a 'type' key")
-    rtype = record.get("type")
-    if rtype not in REQUIRED_KEYS:
-        raise InvalidInput(field=where + ".type", value=rtype, reason="unknown record type; known: %s" % ", ".join(RECORD_TYPES))
-    required = REQUIRED_KEYS[rtype]
-    if rtype in _VA_BY_NAME_TYPES:
-        required = required + _va_identity_keys(record, where)
-    for key in required:
-        if key == "device_path" and key in record and record[key] is None:
-            continue  # a driver that reports no device path: recorded as ""
-        if key not in record or record[key] is None:
-            raise InvalidInput(field="%s.%s" % (where, key), value=None,
-                               reason="required for a %r record (needs %s)" % (rtype, ", ".join(required)))
-        value = record[key]
-        if key == "in_use":
-            ok = isinstance(value, bool)
-        elif key == "unique_volume_names":
-            ok = isinstance(value, list) and all(isinstance(v, str) and v for v in value)
-        elif key == "capacity":
-            ok = _valid_quantity(value, "%s.%s" % (where, key))
-        elif key == "device_path":
-            ok = isinstance(value, str)
-        else:
-            ok = isinstance(value, str) and value != ""
-        if not ok:
-            raise InvalidInput(field="%s.%s" % (where, key), value=value, reason=_EXPECTED.get(key, "must be a non-empty string"))
-    if rtype in ("node_expanded", "resize_intent") and record["pvc"].count("/") != 1:
-        raise InvalidInput(field=where + ".pvc", value=record["pvc"], reason="must be 'namespace/name'")
-    if rtype == "controller_expanded" and record.get("pvc") is not None and (
-            not isinstance(record["pvc"], str) or record["pvc"].count("/") != 1):
-        raise InvalidInput(field=where + ".pvc", value=record["pvc"], reason="must be 'namespace/name'")
-    if rtype == "resize_intent" and record["stage"] not in ("controller", "node"):
-        raise InvalidInput(field=where + ".stage", value=record["stage"], reason="must be controller or node")
-    return rtype
-
-
-_EXPECTED = {
-    "in_use": "must be true or false",
-    "unique_volume_names": "must be a list of unique volume names (kubernetes.io/csi/<driver>^<handle>)",
-    "capacity": "must be a Kubernetes quantity such as '10Gi' or a number of bytes",
-    "device_path": "must be a string (empty when the driver reports no device path)",
-}
-
-
-def _va_identity_keys(record, where):
-    """detach_request records name their VolumeAttachment by driver + volume_handle, or by name."""
-    if record.get("driver") is None and record.get("volume_handle") is None and record.get("name") is not None:
-        return ("name",)
-    if record.get("name") is not None and record.get("driver") and record.get("volume_handle") and record.get("node"):
-        expected = volume_attachment_name(record["volume_handle"], record["driver"], record["node"])
-        if record["name"] != expected:
-            raise InvalidInput(field=where + ".name", value=record["name"],
-                               reason="does not match driver, volume_handle and node (expected %s)" % expected)
-    return ("driver", "volume_handle")
-
-
-def _valid_quantity(value, field):
-    """A non-negative quantity string (parsed as resource.Quantity, QuantityError otherwise) or int bytes."""
-    if isinstance(value, bool):
-        return False
-    if isinstance(value, int):
-        return value >= 0
-    return isinstance(value, str) and parse_quantity(value, field) >= 0
-
-
-def _quantity(value):
-    """What is stored: a string as given, bytes as the canonical BinarySI form (2147483648 -> 2Gi)."""
-    return format_bytes(value) if isinstance(value, int) else value
-
-
-def _same_quantity(stored, value):
-    """resource.Quantity.Cmp == 0: '1Gi' and '1024Mi' are the same capacity, so nothing to write."""
-    if not isinstance(stored, str):
-        return False
-    try:
-        return compare(stored, value) == 0
-    except InvalidInput:
-        return stored == value
 
 
 def _label(obj):
@@ -169,7 +60,7 @@ def _label(obj):
     return "%s/%s" % (obj.get("kind"), meta.get("name"))
 
 
-class RecordApplier:
+class RecordApplier(ClaimRecords):
     """Applies records to one List, with one index built up front.
 
     Indexing scans the items once (Nodes, PVs, PVCs, VolumeAttachments; Pods are skipped), so each
@@ -222,6 +113,12 @@ class RecordApplier:
         self._before.setdefault(label, None)
         self._touched[label] = obj
         return label
+
+    _label = staticmethod(_label)
+
+    @staticmethod
+    def _missing(kind, name, reason):
+        raise ObjectNotFound(kind=kind, name=name, reason=reason)
 
     def _node(self, name, required, reason):
         node = self.nodes.get(name)
@@ -376,90 +273,6 @@ class RecordApplier:
             return [_label(node)]
         return []
 
-    def _controller_expanded(self, record):
-        pv = self.pvs.get(record["pv_name"])
-        if pv is None:
-            raise ObjectNotFound(kind="PersistentVolume", name=record["pv_name"], reason="cannot record its new capacity")
-        capacity = _quantity(record["capacity"])
-        spec = pv.get("spec") if isinstance(pv.get("spec"), dict) else None
-        if spec is not None and isinstance(spec.get("capacity"), dict) and _same_quantity(spec["capacity"].get("storage"), capacity):
-            return []
-        label = self._touch(pv)
-        if spec is None:
-            spec = pv["spec"] = {}
-        if not isinstance(spec.get("capacity"), dict):
-            spec["capacity"] = {}
-        spec["capacity"]["storage"] = capacity
-        labels = [label]
-        if record.get("pvc"):
-            # the external-resizer: the controller part is done, the node's turn (RecoverVolumeExpansionFailure)
-            labels.extend(self._resize_status(record["pvc"], "NodeResizePending", capacity))
-        return labels
-
-    def _resize_intent(self, record):
-        """Before an expansion acts: the resizer's allocatedResources + ControllerResizeInProgress, or the kubelet's
-        NodeResizeInProgress (node_expander.go). A run killed mid-expansion leaves the claim saying so."""
-        capacity = _quantity(record["capacity"])
-        if record["stage"] == "controller":
-            return self._resize_status(record["pvc"], "ControllerResizeInProgress", capacity)
-        return self._resize_status(record["pvc"], "NodeResizeInProgress", None)
-
-    def _change_claim_status(self, pvc_key, reason, change):
-        """Apply ``change(status)`` to a PVC's status dict; the labels of what changed (none when nothing did)."""
-        namespace, name = pvc_key.split("/")
-        pvc = self.pvcs.get((namespace, name))
-        if pvc is None:
-            raise ObjectNotFound(kind="PersistentVolumeClaim", name=pvc_key, reason=reason)
-        before = copy.deepcopy(pvc)
-        status = pvc.get("status") if isinstance(pvc.get("status"), dict) else {}
-        change(status)
-        pvc["status"] = status
-        if pvc == before:
-            return []
-        label = _label(pvc)
-        self._before.setdefault(label, before)
-        self._touched[label] = pvc
-        return [label]
-
-    def _resize_status(self, pvc_key, state, allocated):
-        """Set allocatedResourceStatuses.storage (and allocatedResources.storage when given) on a PVC's status."""
-        def change(status):
-            statuses = status.get("allocatedResourceStatuses")
-            if not isinstance(statuses, dict):
-                statuses = status["allocatedResourceStatuses"] = {}
-            statuses["storage"] = state
-            if allocated is not None:
-                resources = status.get("allocatedResources")
-                if not isinstance(resources, dict):
-                    resources = status["allocatedResources"] = {}
-                if not _same_quantity(resources.get("storage"), allocated):
-                    resources["storage"] = allocated
-        return self._change_claim_status(pvc_key, "cannot record its resize status", change)
-
-    def _node_expanded(self, record):
-        """resize_util.go MarkFSResizeFinished: the new capacity; the expansion state and the resize conditions
-        removed; allocatedResources left alone (the kubelet never writes it)."""
-        capacity = _quantity(record["capacity"])
-
-        def change(status):
-            if not isinstance(status.get("capacity"), dict):
-                status["capacity"] = {}
-            if not _same_quantity(status["capacity"].get("storage"), capacity):
-                status["capacity"]["storage"] = capacity
-            allocated = status.get("allocatedResourceStatuses")
-            if isinstance(allocated, dict):
-                allocated.pop("storage", None)
-                if not allocated:
-                    del status["allocatedResourceStatuses"]
-            conditions = status.get("conditions")
-            if isinstance(conditions, list):
-                kept = [c for c in conditions if not (isinstance(c, dict) and is_resize_condition(c.get("type")))]
-                if kept:
-                    status["conditions"] = kept
-                else:
-                    del status["conditions"]
-        return self._change_claim_status(record["pvc"], "cannot record that its file system was expanded", change)
-
     def _detach_requested(self, record):
         va = self.vas.get(self._va_name(record))
         if va is None:
@@ -504,9 +317,9 @@ class RecordApplier:
         "attached": _attached,
         "detached": _detached,
         "in_use": _in_use,
-        "controller_expanded": _controller_expanded,
-        "node_expanded": _node_expanded,
-        "resize_intent": _resize_intent,
+        "controller_expanded": ClaimRecords._controller_expanded,
+        "node_expanded": ClaimRecords._node_expanded,
+        "resize_intent": ClaimRecords._resize_intent,
         "detach_requested": _detach_requested,
         "detach_request_cleared": _detach_request_cleared,
     }

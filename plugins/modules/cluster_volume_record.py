@@ -39,12 +39,16 @@ options:
       - V(attach_intent) needs C(node), C(pv_name), C(driver), C(volume_handle); it creates the VolumeAttachment
         with C(status.attached=false) before the node attaches.
       - V(controller_expanded) needs C(pv_name) and C(capacity) (a quantity such as C(10Gi)). With C(pvc)
-        (C(namespace/name)) it also sets the claim's C(status.allocatedResources) and
-        C(allocatedResourceStatuses) to V(NodeResizePending), as the external-resizer does.
+        (C(namespace/name)) it also sets the claim's C(status.allocatedResources), C(allocatedResourceStatuses) to
+        V(NodeResizePending) and the condition V(FileSystemResizePending) (what C(kubectl describe pvc) shows until
+        the node grows the filesystem), as the external-resizer does.
       - V(resize_intent) needs C(pvc), C(stage) (V(controller) or V(node)) and C(capacity). Before an expansion it
         sets the claim's C(allocatedResourceStatuses) to V(ControllerResizeInProgress) (and C(allocatedResources)
-        to C(capacity)) or V(NodeResizeInProgress), so a run killed mid-expansion leaves the claim saying so.
-      - V(node_expanded) needs C(pvc) (C(namespace/name)) and C(capacity).
+        to C(capacity), and the condition V(Resizing)) or V(NodeResizeInProgress), so a run killed mid-expansion
+        leaves the claim saying so.
+      - V(controller_expanded) and V(resize_intent) take an optional C(at) (RFC 3339), the
+        C(lastTransitionTime) of the condition they set; default the time the record is applied.
+      - V(node_expanded) needs C(pvc) (C(namespace/name)) and C(capacity); it removes the resize conditions.
       - V(detach_requested) needs C(node), C(requested_at) (RFC 3339) and either C(driver) and C(volume_handle),
         or C(name), the VolumeAttachment name (the shape of the planner's C(detach_requests)).
       - V(detach_request_cleared) needs C(node) and either C(driver) and C(volume_handle), or C(name).

@@ -26,6 +26,9 @@ description:
     same write, as intents (a VolumeAttachment with C(attached=false), C(ControllerResizeInProgress) or
     C(NodeResizeInProgress) on the claim), before any node acts. A run killed mid-way leaves the cluster knowing
     what may exist, as the attach/detach controller does.
+  - The intents follow the teardown's records, and the Kubernetes API store writes them in that order, stage by
+    stage (the old node's status cleared and its VolumeAttachment deleted, answered, before the new node's
+    VolumeAttachment is created), so the API never shows an RWO volume attached to two nodes.
   - When no node task is left, it also returns the run's summary.
   - Runs on the controller, in Ansible's own process (an action plugin), whatever host the task names. Every write
     needs the run's lock (O(run_lock)) and renews it, as M(kubevol.volumes.cluster_volume_record) does.

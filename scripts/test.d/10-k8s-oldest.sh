@@ -25,7 +25,8 @@ cd "$KV_ROOT"
 # test_reconcile_role.py needs root and SSH test nodes; it is the integration stage's.
 "$venv/bin/python" -m pytest -ra -p no:cacheprovider --junitxml="$reports/k8s-oldest.xml" -o junit_family=xunit2 \
     -o junit_suite_name="k8s-oldest (kubernetes $have)" \
-    tests/unit/plugins/module_utils/stores/test_kubernetes.py tests/unit/plugins/module_utils/test_k8s_auth.py \
+    tests/unit/plugins/module_utils/stores/test_kubernetes*.py tests/unit/plugins/module_utils/test_k8s_auth.py \
+    tests/unit/plugins/module_utils/test_record_conditions.py \
     tests/integration/kubeapi --ignore=tests/integration/kubeapi/test_reconcile_role.py || rc=$?
 if [ $rc -eq 5 ]; then echo "pytest collected no tests"; exit 1; fi
 exit $rc

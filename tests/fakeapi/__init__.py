@@ -14,7 +14,8 @@ It speaks what kubevol's kubernetes store uses, the way kube-apiserver answers:
   patch whose body carries a different resourceVersion gets 409 Conflict;
 - authentication: bearer tokens, basic users, or a verified TLS client certificate; 401 otherwise;
 - a configurable RBAC deny list of ``(verb, resource)`` -> 403 (resource like ``nodes/status``);
-- a request log (with the impersonation headers and user agents each request carried), hooks run
+- a request log (with the impersonation headers and user agents each request carried), a journal of
+  what the server held after each write (journal.py: VolumeAttachments, nodes' volumesAttached), hooks run
   before a write (to inject a concurrent writer, or raise Die to make the server drop the request and
   stop), stop() and restart() on the same port.
 """
@@ -32,6 +33,7 @@ from urllib.parse import parse_qs, unquote, urlsplit
 
 import yaml
 
+from fakeapi.journal import snapshot
 from fakeapi.server import LocalServer
 
 # plural -> (kind, apiVersion, namespaced)
@@ -83,6 +85,7 @@ class FakeApiServer(LocalServer):
         self.rv = 100
         self.deny = set()          # {(verb, "plural[/sub]")}
         self.log = []              # [{"method", "path", "query", "status", "user"}]
+        self.journal = []          # after each write answered 2xx: what the server held (journal.py)
         self.hooks = []            # callables(server, request dict) run before a write; return True to unhook
         self.delay = 0.0
         self.httpd = None
@@ -225,6 +228,8 @@ class FakeApiServer(LocalServer):
                         self.hooks.remove(hook)
             with self.lock:
                 status, data = getattr(self, "_" + method.lower())(route, query, headers, body)
+                if method != "GET" and status < 300:
+                    self.journal.append(snapshot(self.objects, method, parts.path, status))
         except ApiError as err:
             status, data = err.code, {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
                                       "message": err.message, "reason": err.reason, "code": err.code}

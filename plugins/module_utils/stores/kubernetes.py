@@ -8,13 +8,12 @@ PersistentVolumeClaims, VolumeAttachments and CSIDrivers in pages (``limit``/``c
 the same raw List the file store returns. Requests go through the client's own ``ApiClient.call_api``
 (so its auth, TLS, proxy and default headers apply) in the form each client generation has (``send``:
 kubernetes >= 37 and the 24.2-36 generation), and the JSON bodies are parsed here, so objects stay plain
-dicts whatever the client's model classes look like.
+dicts whatever the client's model classes look like. Failures: k8s_errors.py (the RBAC kubevol needs, timeouts).
 
 Writes: ``apply`` reads the objects the records name, applies the records to a small List holding
 those objects with record.py's RecordApplier (the file store's semantics exactly), and sends what
-changed, as Kubernetes' own controllers do:
-
-Objects are written in record order, deletions last (docs/stores.md section 7):
+changed, as Kubernetes' own controllers do, in the attach/detach controller's order (k8s_writes.py: a
+teardown's records answered before the next setup's are written; docs/stores.md section 7):
 
 - a new VolumeAttachment: POST, then its status through the ``status`` subresource;
 - a deleted VolumeAttachment: DELETE with a resourceVersion precondition;
@@ -22,7 +21,7 @@ Objects are written in record order, deletions last (docs/stores.md section 7):
   its ``status`` subresource, each carrying the resourceVersion that was read.
 
 A 409 Conflict (a concurrent writer), a 404 on an update (deleted meanwhile) or an AlreadyExists on a
-create re-reads the objects and applies the records again, with bounded exponential backoff; records
+create re-reads the stage's objects and applies its records again, with bounded exponential backoff; records
 are idempotent, so what the earlier attempt already wrote is not written twice and nothing is lost.
 """
 
@@ -40,7 +39,13 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.errors import Inva
 from ansible_collections.kubevol.volumes.plugins.module_utils.names import volume_attachment_name
 from ansible_collections.kubevol.volumes.plugins.module_utils.record import RecordApplier, validate_record
 from ansible_collections.kubevol.volumes.plugins.module_utils.stores.base import (
-    DEFAULT_PAGE_SIZE, DELETE, ClusterStore, StoreError, empty_list)
+    DEFAULT_PAGE_SIZE, DELETE, ClusterStore, empty_list)
+from ansible_collections.kubevol.volumes.plugins.module_utils.stores.k8s_errors import (  # noqa: F401 (public here)
+    PERMISSIONS, KubernetesApiError, http_error, unreachable_error)
+from ansible_collections.kubevol.volumes.plugins.module_utils.stores.k8s_writes import (  # noqa: F401 (public here)
+    Retry, merge_patch, write_object, write_order, write_stages)
+from ansible_collections.kubevol.volumes.plugins.module_utils.stores.k8s_lease import (  # noqa: F401 (public here)
+    RUN_ANNOTATIONS, lease_body, lease_record)
 
 try:  # this module is imported only when the kubernetes store is used (stores.get_store)
     from kubernetes.client.exceptions import ApiException
@@ -48,7 +53,10 @@ try:  # this module is imported only when the kubernetes store is used (stores.g
 except ImportError:  # KubernetesStore() raises MissingLibrary (k8s_auth.require_client)
     ApiException = urllib3 = None
 
-DEFAULT_TIMEOUT = (10, 60)   # connect, read seconds per request
+# Seconds per request: to connect (the TCP connection and the TLS handshake, as client-go's TLSHandshakeTimeout
+# bounds it: 10 s) and to wait for the answer. Each request is sent once: urllib3's own retries are off
+# (configuration.retries), so a frozen API server fails a request after these, not after four times them.
+DEFAULT_TIMEOUT = (10, 60)
 MAX_ATTEMPTS = 6             # reads + writes per apply, on conflicts
 BACKOFF_BASE = 0.1
 BACKOFF_CAP = 2.0
@@ -97,59 +105,6 @@ RESOURCES = (
 )
 BY_KIND = dict((r.kind, r) for r in RESOURCES)
 LEASE = Resource("Lease", "coordination.k8s.io/v1", "leases", True)
-RUN_ANNOTATIONS = {"host": "kubevol.io/run-host", "pid": "kubevol.io/run-pid", "pid_start": "kubevol.io/run-pid-start"}
-
-
-def lease_record(lease):
-    """The run-lock record (run_lock.py) a Lease holds, or None when nobody holds it."""
-    spec = (lease or {}).get("spec") or {}
-    if not spec.get("holderIdentity"):
-        return None
-    notes = ((lease.get("metadata") or {}).get("annotations") or {})
-    record = {"holder": spec["holderIdentity"], "since": spec.get("acquireTime"), "renewed": spec.get("renewTime"),
-              "duration": spec.get("leaseDurationSeconds"), "host": notes.get(RUN_ANNOTATIONS["host"])}
-    for key in ("pid", "pid_start"):
-        try:
-            record[key] = int(notes[RUN_ANNOTATIONS[key]])
-        except (KeyError, TypeError, ValueError):
-            record[key] = None
-    return record
-
-
-def lease_body(name, namespace, record, current=None):
-    """A Lease for ``record`` (None: released, as client-go's leader election releases: no holder)."""
-    lease = {"apiVersion": LEASE.api_version, "kind": LEASE.kind,
-             "metadata": {"name": name, "namespace": namespace, "annotations": {}}, "spec": {}}
-    if current is not None:
-        lease["metadata"]["resourceVersion"] = (current.get("metadata") or {}).get("resourceVersion")
-        transitions = ((current.get("spec") or {}).get("leaseTransitions") or 0)
-    else:
-        transitions = 0
-    if record is None:
-        lease["spec"] = {"leaseDurationSeconds": 1, "leaseTransitions": transitions}
-        return lease
-    before = lease_record(current) if current is not None else None
-    if before is not None and before.get("holder") != record["holder"]:
-        transitions += 1
-    lease["spec"] = {"holderIdentity": record["holder"], "leaseDurationSeconds": record["duration"],
-                     "acquireTime": record["since"], "renewTime": record["renewed"], "leaseTransitions": transitions}
-    lease["metadata"]["annotations"] = dict((RUN_ANNOTATIONS[k], str(record[k])) for k in RUN_ANNOTATIONS
-                                            if record.get(k) is not None)
-    return lease
-
-
-class KubernetesApiError(StoreError):
-    """An API request failed; the message names the request, the object and what to check."""
-
-    message = "cluster store {store}: {verb} {target} failed: {reason}"
-
-
-class _Retry(Exception):
-    """A write lost a race (409, or 404 on an update): re-read and apply the records again."""
-
-    def __init__(self, what):
-        super(_Retry, self).__init__(what)
-        self.what = what
 
 
 def _label(obj):
@@ -157,28 +112,6 @@ def _label(obj):
     if meta.get("namespace"):
         return "%s/%s/%s" % (obj.get("kind"), meta["namespace"], meta.get("name"))
     return "%s/%s" % (obj.get("kind"), meta.get("name"))
-
-
-def merge_patch(before, after):
-    """The JSON merge patch (RFC 7386) that turns ``before`` into ``after``; {} when equal."""
-    patch = {}
-    for key in before:
-        if key not in after:
-            patch[key] = None
-    for key, value in after.items():
-        old = before.get(key, _MISSING)
-        if old is _MISSING:
-            patch[key] = copy.deepcopy(value)
-        elif isinstance(old, dict) and isinstance(value, dict):
-            sub = merge_patch(old, value)
-            if sub:
-                patch[key] = sub
-        elif old != value:
-            patch[key] = copy.deepcopy(value)
-    return patch
-
-
-_MISSING = object()
 
 
 def send(api_client, method, path, query, headers, body, timeout):
@@ -222,6 +155,7 @@ class KubernetesStore(ClusterStore):
         self.page_size = page_size
         self.timeout = request_timeout or DEFAULT_TIMEOUT
         self.configuration, self.config_source = k8s_auth.build_configuration(self.auth, environ)
+        self.configuration.retries = False  # one attempt per request, bounded by self.timeout (DEFAULT_TIMEOUT)
         self.api_client = k8s_auth.new_api_client(self.configuration, self.auth)
         self.api_client.user_agent = "kubevol/kubernetes-store"
         self._sleep = sleep
@@ -304,48 +238,10 @@ class KubernetesStore(ClusterStore):
         return status, data
 
     def _unreachable(self, method, path, err):
-        reason = getattr(err, "reason", None) or err
-        text = str(reason)
-        if "SSL" in text or "CERTIFICATE" in text.upper():
-            hint = ("TLS failed; check ca_cert (the API server's CA), client_cert/client_key, or set "
-                    "validate_certs=false only for a test cluster")
-        elif "timed out" in text.lower() or "timeout" in type(reason).__name__.lower():
-            hint = "the request timed out; check that the API server is reachable and not overloaded, then retry"
-        else:
-            hint = "check host (or the kubeconfig's server), proxy, and that the API server is running and reachable"
-        return KubernetesApiError(store=self.describe(), verb=method, target=path,
-                                  reason="cannot reach the API server at %s (%s): %s; %s"
-                                         % (self.configuration.host, self.config_source, text, hint))
+        return unreachable_error(self, method, path, err)
 
     def _error(self, method, resource, target, status, data, subresource=None):
-        message = (data or {}).get("message") if isinstance(data, dict) else None
-        what = "%s %s" % (resource.plural + ("/" + subresource if subresource else ""),
-                          ("(%s)" % resource.group) if resource.group else "(core)")
-        verb = {"GET": "get", "POST": "create", "DELETE": "delete", "PATCH": "patch", "PUT": "update"}[method]
-        if method == "GET" and target.endswith(" (list)"):
-            verb = "list"
-        if status == 401:
-            hint = ("the API server rejected the credentials (%s); check api_key, username/password, "
-                    "client_cert/client_key or the kubeconfig user" % k8s_auth.describe_auth(self.auth))
-        elif status == 403:
-            hint = ("forbidden by RBAC: the user needs verb %r on %s; kubevol needs get/list on nodes, pods, "
-                    "persistentvolumes, persistentvolumeclaims, volumeattachments, csidrivers, create/delete/patch "
-                    "on volumeattachments, and patch on nodes/status, persistentvolumes, "
-                    "persistentvolumeclaims/status, volumeattachments/status" % (verb, what))
-        elif status == 404:
-            hint = "not found; check that the object exists (and the API serves %s)" % what
-        elif status == 409:
-            hint = "conflict with a concurrent writer; retry the run"
-        elif status == 422:
-            hint = "the API server refused the change as invalid; check admission policies, or report a kubevol bug"
-        elif status == 410:
-            hint = "the list expired while paging; retry the run"
-        elif status in (429, 500, 502, 503, 504):
-            hint = "the API server is overloaded or failing; retry later"
-        else:
-            hint = "unexpected answer"
-        reason = "HTTP %s: %s%s" % (status, hint, (" (server: %s)" % message) if message else "")
-        return KubernetesApiError(store=self.describe(), verb=verb, target=target, reason=reason)
+        return http_error(self, method, resource, target, status, data, subresource)
 
     # -- reading --------------------------------------------------------------------------------
     def list_kind(self, resource):
@@ -424,49 +320,72 @@ class KubernetesStore(ClusterStore):
                 result.append(key)
         return result
 
+    def _read(self, keys):
+        """{label: object} of the named objects that exist, and the labels of those that do not."""
+        found, absent = {}, []
+        for kind, namespace, name in keys:
+            obj = self.get(kind, name, namespace)
+            if obj is None:
+                absent.append(_target(kind, name, namespace))
+            else:
+                found[_label(obj)] = obj
+        return found, absent
+
     def apply(self, records, check_mode=False):
+        """Apply the records to the objects they name, and write what changed, stage by stage (k8s_writes.py)."""
         if not isinstance(records, list):
             raise InvalidInput(field="records", value=records, reason="must be a list of record dicts")
         for position, record in enumerate(records):
             validate_record(record, position)
-        keys = self.objects_named(records)
-        first_before = {}
-        written_after = {}
-        changes_by_index = {}
-        changed = False
+        current, _absent = self._read(self.objects_named(records))
+        # All the records on what was read: a missing Node, PV or PVC fails here, before anything is written.
+        applier = RecordApplier(_as_list(current))
+        changes = applier.apply_all(records)
+        if check_mode or not changes:
+            return self._result(bool(changes), changes, applier.diff())
+        run = {"before": {}, "after": {}, "changes": {}}
+        for positions in write_stages(records):
+            self._apply_stage([records[i] for i in positions], positions, current, run)
+        final = {"before": dict((label, run["before"][label]) for label in run["after"] if label in run["before"]),
+                 "after": dict((label, obj) for label, obj in run["after"].items() if obj is not None)}
+        summaries = [run["changes"][i] for i in sorted(run["changes"])] if run["after"] else []
+        return self._result(bool(run["after"]), summaries, final)
+
+    def _apply_stage(self, records, positions, current, run):
+        """Apply one stage's records to ``current`` (what the API holds, kept up to date from the answers) and
+        write its changes; a conflict re-reads the stage's objects and applies its records again, with bounded
+        exponential backoff; records are idempotent, so nothing is written twice and nothing is lost."""
         last_conflict = None
         for attempt in range(MAX_ATTEMPTS):
             if attempt:
                 self._sleep(min(BACKOFF_CAP, BACKOFF_BASE * (2 ** (attempt - 1))) * (0.5 + random.random() / 2))
-            current = {}
-            items = []
-            for kind, namespace, name in keys:
-                obj = self.get(kind, name, namespace)
-                if obj is not None:
-                    current[_label(obj)] = obj
-                    items.append(copy.deepcopy(obj))
-            cluster = {"apiVersion": "v1", "kind": "List", "items": items}
-            applier = RecordApplier(cluster)
-            changes = applier.apply_all(records)   # ObjectNotFound here: nothing was written in this attempt
+                found, absent = self._read(self.objects_named(records))
+                current.update(found)
+                for label in absent:
+                    current.pop(label, None)
+            applier = RecordApplier(_as_list(current))
+            changes = applier.apply_all(records)
             diff = applier.diff()
             for label, obj in diff["before"].items():
-                first_before.setdefault(label, obj)
+                run["before"].setdefault(label, obj)
             for summary in changes:
-                changes_by_index.setdefault(summary["index"], summary)
-            if check_mode:
-                return self._result(bool(changes), changes, diff)
+                run["changes"].setdefault(positions[summary["index"]], dict(summary, index=positions[summary["index"]]))
             try:
-                for label in _write_order(changes, diff):
-                    self._write(label, current.get(label), diff["after"].get(label))
-                    changed = True
-                    written_after[label] = diff["after"].get(label)
-            except _Retry as retry:
+                for label in write_order(changes, diff):
+                    wanted = diff["after"].get(label)
+                    obj = wanted if wanted is not None else current[label]
+                    answer = write_object(self, BY_KIND[obj["kind"]], label, current.get(label), wanted)
+                    run["after"][label] = wanted
+                    if answer is None:
+                        current.pop(label, None)
+                    elif (answer.get("metadata") or {}).get("resourceVersion"):
+                        current[label] = answer
+                    else:  # an answer without the object: read it before the next stage writes it again
+                        meta = obj["metadata"]
+                        current[label] = self.get(obj["kind"], meta["name"], meta.get("namespace"))
+                return
+            except Retry as retry:
                 last_conflict = retry.what
-                continue
-            final = {"before": dict((label, first_before[label]) for label in written_after if label in first_before),
-                     "after": dict((label, obj) for label, obj in written_after.items() if obj is not None)}
-            summaries = [changes_by_index[i] for i in sorted(changes_by_index)] if changed else []
-            return self._result(changed, summaries, final)
         raise KubernetesApiError(store=self.describe(), verb="update", target=last_conflict,
                                  reason="conflict: another writer kept changing it; gave up after %d attempts "
                                         "(each re-read the objects); retry the run" % MAX_ATTEMPTS)
@@ -476,79 +395,10 @@ class KubernetesStore(ClusterStore):
         diff["before_header"] = diff["after_header"] = self.describe()
         return {"changed": changed, "changes": changes, "diff": diff}
 
-    def _write(self, label, current, wanted):
-        """Send one object's change: create, delete, or patch object and status with the read resourceVersion."""
-        if current is None and wanted is None:
-            return
-        obj = wanted if wanted is not None else current
-        resource = BY_KIND[obj["kind"]]
-        meta = obj["metadata"]
-        name, namespace = meta["name"], meta.get("namespace")
-        if current is None:
-            body = dict((k, v) for k, v in wanted.items() if k != "status")
-            status, data = self._request("POST", resource.path(namespace=namespace), body=body)
-            if status == 409:
-                raise _Retry(label)  # AlreadyExists: someone created it meanwhile
-            if status not in (200, 201):
-                raise self._error("POST", resource, label, status, data)
-            if wanted.get("status"):
-                rv = (data.get("metadata") or {}).get("resourceVersion")
-                self._patch(resource, label, name, namespace, "status",
-                            {"metadata": {"resourceVersion": rv}, "status": wanted["status"]})
-            return
-        rv = current["metadata"].get("resourceVersion")
-        if wanted is None:
-            body = {"apiVersion": "v1", "kind": "DeleteOptions"}
-            if rv:
-                body["preconditions"] = {"resourceVersion": rv}
-            status, data = self._request("DELETE", resource.path(name, namespace), body=body)
-            if status == 404:
-                return  # already gone: that is what we wanted
-            if status == 409:
-                raise _Retry(label)
-            if status not in (200, 202):
-                raise self._error("DELETE", resource, label, status, data)
-            return
-        main_before = dict((k, v) for k, v in current.items() if k != "status")
-        main_after = dict((k, v) for k, v in wanted.items() if k != "status")
-        patch = merge_patch(main_before, main_after)
-        if patch:
-            patch.setdefault("metadata", {})["resourceVersion"] = rv
-            data = self._patch(resource, label, name, namespace, None, patch)
-            rv = (data.get("metadata") or {}).get("resourceVersion", rv)
-        status_patch = merge_patch({"status": current.get("status") or {}}, {"status": wanted.get("status") or {}})
-        if status_patch:
-            status_patch["metadata"] = {"resourceVersion": rv}
-            self._patch(resource, label, name, namespace, "status", status_patch)
-
-    def _patch(self, resource, label, name, namespace, subresource, patch):
-        status, data = self._request("PATCH", resource.path(name, namespace, subresource), body=patch,
-                                     content_type="application/merge-patch+json")
-        if status in (404, 409):
-            raise _Retry(label)
-        if status != 200:
-            raise self._error("PATCH", resource, label + ("/" + subresource if subresource else ""), status, data,
-                              subresource)
-        return data if isinstance(data, dict) else {}
-
-
 def _target(kind, name, namespace):
     return "%s/%s%s" % (kind, (namespace + "/") if namespace else "", name)
 
 
-def _write_order(changes, diff):
-    """The changed objects in the order the records touched them, deletions last: an attach creates
-    the VolumeAttachment before the node status reports it, a detach removes the volume from the node
-    status before the VolumeAttachment goes (the A/D controller's RemoveVolumeFromReportAsAttached)."""
-    order, seen = [], set()
-    for summary in changes:
-        for label in summary["objects"]:
-            if label not in seen:
-                seen.add(label)
-                order.append(label)
-    for label in list(diff["before"]) + list(diff["after"]):
-        if label not in seen:
-            seen.add(label)
-            order.append(label)
-    order = [label for label in order if label in diff["before"] or label in diff["after"]]
-    return [label for label in order if label in diff["after"]] + [label for label in order if label not in diff["after"]]
+def _as_list(objects):
+    """A List of copies of ``objects`` ({label: object}) for RecordApplier, which changes its items in place."""
+    return {"apiVersion": "v1", "kind": "List", "items": [copy.deepcopy(obj) for obj in objects.values()]}
