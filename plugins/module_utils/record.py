@@ -36,17 +36,10 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.names import (
     unique_volume_name,
     volume_attachment_name,
 )
-from ansible_collections.kubevol.volumes.plugins.module_utils.record_claim import (  # noqa: F401 (public here too)
-    RESIZE_CONDITION_TYPES,
-    ClaimRecords,
-    is_resize_condition,
-)
-from ansible_collections.kubevol.volumes.plugins.module_utils.record_shape import (  # noqa: F401 (public here too)
-    RECORD_TYPES,
-    REQUIRED_KEYS,
-    validate_record,
-)
+from ansible_collections.kubevol.volumes.plugins.module_utils.record_claim import ClaimRecords
+from ansible_collections.kubevol.volumes.plugins.module_utils.record_shape import validate_record
 from ansible_collections.kubevol.volumes.plugins.module_utils.volume_attachment import attached_volume_attachment
+
 
 class ObjectNotFound(KubevolError):
     message = ("{kind} {name} is not in the cluster state: {reason}; check the name, "

@@ -116,15 +116,18 @@ class ClaimRecords:
             self._missing("PersistentVolume", record["pv_name"], "cannot record its new capacity")
         capacity = quantity(record["capacity"])
         spec = pv.get("spec") if isinstance(pv.get("spec"), dict) else None
-        if spec is not None and isinstance(spec.get("capacity"), dict) and same_quantity(spec["capacity"].get("storage"), capacity):
-            return []
-        label = self._touch(pv)
-        if spec is None:
-            spec = pv["spec"] = {}
-        if not isinstance(spec.get("capacity"), dict):
-            spec["capacity"] = {}
-        spec["capacity"]["storage"] = capacity
-        labels = [label]
+        labels = []
+        if spec is None or not isinstance(spec.get("capacity"), dict) or not same_quantity(
+                spec["capacity"].get("storage"), capacity):
+            labels.append(self._touch(pv))
+            if spec is None:
+                spec = pv["spec"] = {}
+            if not isinstance(spec.get("capacity"), dict):
+                spec["capacity"] = {}
+            spec["capacity"]["storage"] = capacity
+        # The claim even when the PV already has the capacity: a conflict on the claim after the PV was written
+        # (the API store re-applies the records), or a run killed between the two writes, must not leave it at
+        # ControllerResizeInProgress, where the kubelet would never grow the filesystem (node_expander.go).
         if record.get("pvc"):
             pending = resize_condition(FS_RESIZE_PENDING, record.get("at") or utc_now(), FS_RESIZE_PENDING_MESSAGE)
             labels.extend(self._resize_status(record["pvc"], "NodeResizePending", capacity, [pending]))

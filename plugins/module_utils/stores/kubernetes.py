@@ -40,12 +40,11 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.names import volum
 from ansible_collections.kubevol.volumes.plugins.module_utils.record import RecordApplier, validate_record
 from ansible_collections.kubevol.volumes.plugins.module_utils.stores.base import (
     DEFAULT_PAGE_SIZE, DELETE, ClusterStore, empty_list)
-from ansible_collections.kubevol.volumes.plugins.module_utils.stores.k8s_errors import (  # noqa: F401 (public here)
-    PERMISSIONS, KubernetesApiError, http_error, unreachable_error)
-from ansible_collections.kubevol.volumes.plugins.module_utils.stores.k8s_writes import (  # noqa: F401 (public here)
-    Retry, merge_patch, write_object, write_order, write_stages)
-from ansible_collections.kubevol.volumes.plugins.module_utils.stores.k8s_lease import (  # noqa: F401 (public here)
-    RUN_ANNOTATIONS, lease_body, lease_record)
+from ansible_collections.kubevol.volumes.plugins.module_utils.stores.k8s_errors import (
+    KubernetesApiError, http_error, unreachable_error)
+from ansible_collections.kubevol.volumes.plugins.module_utils.stores.k8s_writes import (
+    Retry, write_object, write_order, write_stages)
+from ansible_collections.kubevol.volumes.plugins.module_utils.stores.k8s_lease import lease_body, lease_record
 
 try:  # this module is imported only when the kubernetes store is used (stores.get_store)
     from kubernetes.client.exceptions import ApiException
@@ -394,6 +393,7 @@ class KubernetesStore(ClusterStore):
         diff = dict(diff)
         diff["before_header"] = diff["after_header"] = self.describe()
         return {"changed": changed, "changes": changes, "diff": diff}
+
 
 def _target(kind, name, namespace):
     return "%s/%s%s" % (kind, (namespace + "/") if namespace else "", name)

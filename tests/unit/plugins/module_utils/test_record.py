@@ -20,8 +20,8 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.record import (
     RecordApplier,
     apply_record,
     apply_records,
-    is_resize_condition,
 )
+from ansible_collections.kubevol.volumes.plugins.module_utils.record_claim import is_resize_condition
 
 DRIVER = "loop.kubevol.io"
 

@@ -135,3 +135,48 @@ def test_through_the_api_store(tmp_path):
     finally:
         store.close()
         api.stop()
+
+
+def test_the_claim_is_marked_even_when_the_pv_already_has_the_capacity():
+    """The PV written, the claim not (a conflict on it, a run killed between the two writes): applying the record
+    again marks the claim, so that the node grows the filesystem (NodeResizePending), and then changes nothing."""
+    cl = {"apiVersion": "v1", "kind": "List", "items": objects()}
+    cl["items"][0]["spec"]["capacity"]["storage"] = "2Gi"
+    claim(cl)["allocatedResourceStatuses"] = {"storage": "ControllerResizeInProgress"}
+    record = {"type": "controller_expanded", "pv_name": "pv-a", "capacity": "2Gi", "pvc": "prod/data", "at": T2}
+    assert apply_record(cl, record)
+    assert claim(cl)["allocatedResourceStatuses"] == {"storage": "NodeResizePending"}
+    assert claim(cl)["conditions"] == [CUSTOM, PENDING]
+    assert not apply_record(cl, record)
+
+
+def test_a_conflict_on_the_claim_after_the_pv_was_written_still_marks_the_claim(tmp_path):
+    pytest.importorskip("kubernetes")
+    from fakeapi import FakeApiServer, write_kubeconfig
+    from ansible_collections.kubevol.volumes.plugins.module_utils.stores.kubernetes import KubernetesStore
+
+    api = FakeApiServer(tokens=["t"]).start()
+    api.load(objects())
+
+    def kubelet_writes_first(server, request):
+        if request["plural"] == "persistentvolumeclaims":
+            server.mutate("PersistentVolumeClaim", "data", lambda c: c["metadata"].setdefault("labels", {}).update(x="y"),
+                          "prod")
+            return True
+        return False
+
+    api.hooks.append(kubelet_writes_first)
+    kubeconfig = write_kubeconfig(str(tmp_path / "kubeconfig"), {"fake": {"server": api.url, "token": "t"}})
+    store = KubernetesStore({"kubeconfig": kubeconfig}, environ={}, sleep=lambda s: None)
+    try:
+        store.apply([{"type": "controller_expanded", "pv_name": "pv-a", "capacity": "2Gi", "pvc": "prod/data",
+                      "at": T2}])
+    finally:
+        store.close()
+        api.stop()
+    status_path = "/api/v1/namespaces/prod/persistentvolumeclaims/data/status"
+    assert [r["status"] for r in api.requests("PATCH", status_path)] == [409, 200]
+    assert [r["status"] for r in api.requests("PATCH", "/api/v1/persistentvolumes/pv-a")] == [200]
+    status = api.get("PersistentVolumeClaim", "data", "prod")["status"]
+    assert status["allocatedResourceStatuses"] == {"storage": "NodeResizePending"}
+    assert status["conditions"] == [CUSTOM, PENDING]

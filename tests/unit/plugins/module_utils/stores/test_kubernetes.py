@@ -31,9 +31,9 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.stores.kubernetes 
     ApiException,
     KubernetesApiError,
     KubernetesStore,
-    merge_patch,
     send,
 )
+from ansible_collections.kubevol.volumes.plugins.module_utils.stores.k8s_writes import merge_patch  # noqa: E402
 
 DRIVER = "loop.kubevol.io"
 UVN_A = unique_volume_name(DRIVER, "pv-a.img")
