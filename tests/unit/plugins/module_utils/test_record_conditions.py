@@ -101,7 +101,7 @@ def test_a_bad_time_is_refused_before_anything_changes(at):
 
 def test_through_the_file_store(tmp_path):
     path = tmp_path / "cluster.yaml"
-    path.write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": objects()}))
+    path.write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": objects(), "metadata": {"resourceVersion": ""}}))
     store = get_store("file", cluster_state=str(path))
     for record, state, conditions in STEPS:
         assert store.apply([record])["changed"], record
