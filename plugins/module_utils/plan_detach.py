@@ -25,7 +25,7 @@ import datetime
 
 from ansible_collections.kubevol.volumes.plugins.module_utils.errors import UnsafeName
 from ansible_collections.kubevol.volumes.plugins.module_utils.names import (
-    check_component, handle_hash, split_unique_volume_name, volume_attachment_name)
+    OUT_OF_SERVICE_TAINT, check_component, handle_hash, split_unique_volume_name, volume_attachment_name)
 
 
 def safe_name(value):
@@ -115,6 +115,20 @@ def detach_clock(p, av, pv_name, node_obj):
     return waited > p.options.max_wait_for_unmount and p.options.force_detach and not healthy, waited, healthy
 
 
+def still_mounted_reason(p, node, node_obj, waited, healthy):
+    if node_obj is None:
+        return ("node %s no longer exists (no Node object) and may still have the volume mounted; it is released "
+                "after max_wait_for_unmount (%ds, waited %ds)%s" % (
+                    node, p.options.max_wait_for_unmount, max(waited, 0),
+                    "" if p.options.force_detach else ", but force_detach is off: release it by hand"))
+    evidence = "node facts show it mounted" if p.facts(node) is not None else "node.status.volumesInUse lists it"
+    hint = ("the node is Ready, so it is never force-detached: stop the pods using it on %s" % node if healthy
+            else "force_detach is off" if not p.options.force_detach
+            else "it will be force-detached after %ds" % p.options.max_wait_for_unmount)
+    return ("still mounted: cannot detach volume on node %s because %s (waited %ds); %s, or taint the node "
+            "%s if it is shut down" % (node, evidence, max(waited, 0), hint, OUT_OF_SERVICE_TAINT))
+
+
 def unreachable_reason(p, node, error, waited, healthy):
     """Why a detach on a node this run cannot reach waits, and until when."""
     opts = p.options
@@ -128,3 +142,12 @@ def unreachable_reason(p, node, error, waited, healthy):
                 "(the VolumeAttachment deleted, nothing run on the node), or at once with the taint "
                 "node.kubernetes.io/out-of-service" % (node, opts.max_wait_for_unmount))
     return "node unreachable: %s; detach requested %ds ago; %s" % (error, max(waited, 0), hint)
+
+
+def ghost_reason(pm, node, dir_name, item_name):
+    """Why a pod volume directory whose vol_data.json names a volume called otherwise on this node is left alone."""
+    return ("pod volume directory %s on node %s is named for PV %s, but its vol_data.json names volume %s, which "
+            "this plan knows as PV %s: kubevol tears a pod volume directory down only as the volume both its name and "
+            "its vol_data.json name, so it leaves this one alone%s. Check what it holds, then remove it by hand"
+            % (pm.path or "of pod %s" % pm.pod_uid, node, dir_name, pm.unique_name, item_name,
+               " (it is mounted: unmount it first)" if pm.mounted else " (nothing is mounted there)"))

@@ -27,7 +27,8 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.desired_state impo
     DEFAULT_KNOWN_DRIVERS, PodToMount, build_desired_state, summarize_desired, volume_spec)
 from ansible_collections.kubevol.volumes.plugins.module_utils.errors import InvalidInput, KubevolError
 from ansible_collections.kubevol.volumes.plugins.module_utils.plan_detach import (  # noqa: F401 (format_time, parse_time)
-    detach_clock, format_time, gone_note, gone_volume_name, parse_time, safe_name, unreachable_reason)
+    detach_clock, format_time, ghost_reason, gone_note, gone_volume_name, parse_time, still_mounted_reason,
+    unreachable_reason)
 from ansible_collections.kubevol.volumes.plugins.module_utils.quantity import format_bytes
 from ansible_collections.kubevol.volumes.plugins.module_utils.names import (
     OUT_OF_SERVICE_TAINT, inline_volume_name, split_unique_volume_name)
@@ -265,8 +266,9 @@ def unmount_pods(p):
     for (unique, node), nv in volumes.items():
         for pod in nv.mount_pods:
             wanted.add((node, pod.uid, nv.spec.pv_name))
+    named = {}  # (unique, node) -> the PV name of this plan's one item of that volume on that node
     for node, facts in p.teardown_facts():
-        for (uid, pv_name), pm in facts.pod_mounts.items():
+        for (uid, pv_name), pm in sorted(facts.pod_mounts.items()):
             unique = pm.unique_name
             pair = (unique, node)
             if (node, uid, pv_name) in wanted or uid in protected or unique in p.protected_volumes:
@@ -279,12 +281,24 @@ def unmount_pods(p):
                     p.still_mounted.add(pair)
                     p.kept.setdefault(pair, "pod %s still runs on node %s with it mounted" % (name, node))
                 continue
+            spec = p.spec_for(unique)
+            item_name = spec.pv_name if spec is not None else named.setdefault(pair, pv_name)
+            if item_name != pv_name:
+                # its vol_data.json names a volume the plan's item on this node calls otherwise: a step for it
+                # would act on that name's directory, never this one (an "applied" step with no effect each run)
+                reason = ghost_reason(pm, node, pv_name, item_name)
+                if pm.mounted:
+                    p.still_mounted.add(pair)
+                    p.kept.setdefault(pair, reason)
+                p.block(node, pv_name, name or uid, reason)
+                continue
             why = ("pod %s no longer uses this volume on node %s" % (name, node) if name
                    else "pod %s is gone from the cluster" % uid)
             if not pm.mounted:
                 why = "orphaned pod volume directory: " + why
             p.add(_step("unmount", "pod", node, pv_name, unique, why,
-                        _item_from_actual(unique, pv_name, p.spec_for(unique), pm.mode, pods=(PodToMount(uid, name or uid, pm.read_only),),
+                        _item_from_actual(unique, pv_name, spec, pm.mode, pods=(PodToMount(uid, name or uid,
+                                                                                            pm.read_only),),
                                           detach=False),
                         pod=name, pod_uid=uid))
 
@@ -302,11 +316,17 @@ def unmount_devices(p):
                 if gm.get("mounted"):
                     p.still_mounted.add(pair)
                 continue
-            pv_name = gm.get("pv_name") or p.pv_name_for(unique)
-            p.add(_step("unmount", "device", node, pv_name, unique,
-                        "no pod on node %s uses this volume any more" % node,
-                        _item_from_actual(unique, pv_name, p.spec_for(unique), fs_type=gm.get("fs_type"),
-                                          detach=False)))
+            spec, why = p.spec_for(unique), "no pod on node %s uses this volume any more" % node
+            pv_name = spec.pv_name if spec is not None else None
+            if pv_name is None:  # the PV is gone: vol_data.json's specVolID if the node accepts it, else another
+                pv_name, how = gone_volume_name(p, unique, node, recorded=gm.get("pv_name"))
+                if pv_name is None:
+                    p.block(node, gm.get("pv_name") or unique, None, "not unmounted: the PV of %s is gone and %s"
+                            % (unique, how))
+                    continue
+                why += "; " + gone_note(pv_name, how)
+            p.add(_step("unmount", "device", node, pv_name, unique, why,
+                        _item_from_actual(unique, pv_name, spec, fs_type=gm.get("fs_type"), detach=False)))
 
 
 def _mounted_by_node(p, pair):
@@ -368,9 +388,9 @@ def detach(p):
         if (error is not None and not record_only) or (mounted and not out_of_service):
             expired, waited, healthy = detach_clock(p, av, pv_name, node_obj)
             if not expired:
-                p.block(node, pv_name, None, unreachable_reason(p, node, error, waited, healthy) if error is not None
-                        and not (mounted and node_obj is None) else _still_mounted_reason(p, node, node_obj, waited,
-                                                                                         healthy))
+                unreachable = error is not None and not (mounted and node_obj is None)
+                p.block(node, pv_name, None, (unreachable_reason if unreachable else still_mounted_reason)(
+                    p, node, error if unreachable else node_obj, waited, healthy))
                 continue
             forced, record_only = mounted, remote  # force-detached, without the node when it cannot be reached
         why = "no pod on node %s uses this volume" % node
@@ -395,20 +415,6 @@ def detach(p):
         p.detached.add(pair)
         p.add(_step("detach", "device", node, pv_name, unique, why,
                     _item_from_actual(unique, pv_name, spec, detach=True), **extra))
-
-
-def _still_mounted_reason(p, node, node_obj, waited, healthy):
-    if node_obj is None:
-        return ("node %s no longer exists (no Node object) and may still have the volume mounted; it is released "
-                "after max_wait_for_unmount (%ds, waited %ds)%s" % (
-                    node, p.options.max_wait_for_unmount, max(waited, 0),
-                    "" if p.options.force_detach else ", but force_detach is off: release it by hand"))
-    evidence = "node facts show it mounted" if p.facts(node) is not None else "node.status.volumesInUse lists it"
-    hint = ("the node is Ready, so it is never force-detached: stop the pods using it on %s" % node if healthy
-            else "force_detach is off" if not p.options.force_detach
-            else "it will be force-detached after %ds" % p.options.max_wait_for_unmount)
-    return ("still mounted: cannot detach volume on node %s because %s (waited %ds); %s, or taint the node "
-            "%s if it is shut down" % (node, evidence, max(waited, 0), hint, OUT_OF_SERVICE_TAINT))
 
 
 def _multi_attach_error(p, nv, holders, pod):
