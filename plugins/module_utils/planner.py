@@ -26,9 +26,8 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.cluster import gc_
 from ansible_collections.kubevol.volumes.plugins.module_utils.desired_state import (
     DEFAULT_KNOWN_DRIVERS, PodToMount, build_desired_state, summarize_desired, volume_spec)
 from ansible_collections.kubevol.volumes.plugins.module_utils.errors import InvalidInput, KubevolError
-from ansible_collections.kubevol.volumes.plugins.module_utils.plan_detach import (  # noqa: F401 (format_time, parse_time)
-    detach_clock, format_time, ghost_reason, gone_note, gone_volume_name, parse_time, still_mounted_reason,
-    unreachable_reason)
+from ansible_collections.kubevol.volumes.plugins.module_utils.plan_detach import (
+    detach_clock, ghost_reason, gone_note, gone_volume_name, still_mounted_reason, unreachable_reason)
 from ansible_collections.kubevol.volumes.plugins.module_utils.quantity import format_bytes
 from ansible_collections.kubevol.volumes.plugins.module_utils.names import (
     OUT_OF_SERVICE_TAINT, inline_volume_name, split_unique_volume_name)
@@ -296,10 +295,9 @@ def unmount_pods(p):
                    else "pod %s is gone from the cluster" % uid)
             if not pm.mounted:
                 why = "orphaned pod volume directory: " + why
+            pods = (PodToMount(uid, name or uid, pm.read_only),)
             p.add(_step("unmount", "pod", node, pv_name, unique, why,
-                        _item_from_actual(unique, pv_name, spec, pm.mode, pods=(PodToMount(uid, name or uid,
-                                                                                            pm.read_only),),
-                                          detach=False),
+                        _item_from_actual(unique, pv_name, spec, pm.mode, pods=pods, detach=False),
                         pod=name, pod_uid=uid))
 
 

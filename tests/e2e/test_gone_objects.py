@@ -117,7 +117,7 @@ def test_attachment_whose_pv_is_gone_is_detached(kv):
         assert node_status(data, "node1") == ([], [])
         # node1's driver record of it is gone with the device
         assert kv.ssh("node1", "ls %s/plugins/kubevol.io/loop/attachments/ 2>/dev/null || true" % KUBELET).strip() == ""
-        assert not [e for e in (run.report().get("errors") or [])], run.report()
+        assert not run.report().get("errors"), run.report()
         # the pod whose claim lost its PV is what stays reported, and only as blocked
         assert all(b["volume"] != "pv-x6" or "PV pv-x6" in b["reason"] for b in run.report().get("blocked") or [])
         assert_second_run_changes_nothing(kv)

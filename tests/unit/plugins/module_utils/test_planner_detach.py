@@ -15,7 +15,7 @@ import pytest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 
-from simulate import bound, cluster, facts, node, pod, pv, uvn, va  # noqa: E402
+from simulate import bound, cluster, facts, node, pod, uvn, va  # noqa: E402
 
 from ansible_collections.kubevol.volumes.plugins.module_utils import executor, record  # noqa: E402
 from ansible_collections.kubevol.volumes.plugins.module_utils.cluster import ClusterIndex, cluster_from_data  # noqa
