@@ -145,7 +145,12 @@ def unreachable_reason(p, node, error, waited, healthy):
 
 
 def ghost_reason(pm, node, dir_name, item_name):
-    """Why a pod volume directory whose vol_data.json names a volume called otherwise on this node is left alone."""
+    """Why a pod volume directory whose vol_data.json names a volume called otherwise on this node is left alone
+    (``item_name`` None: its own name, or its pod's uid, is not one the node modules take)."""
+    if item_name is None:
+        return ("pod volume directory %r of pod %r on node %s has a name the node modules refuse (not one safe path "
+                "component), so kubevol never acts on it%s; check what it holds, then remove it by hand"
+                % (dir_name, pm.pod_uid, node, " (it is mounted: unmount it first)" if pm.mounted else ""))
     return ("pod volume directory %s on node %s is named for PV %s, but its vol_data.json names volume %s, which "
             "this plan knows as PV %s: kubevol tears a pod volume directory down only as the volume both its name and "
             "its vol_data.json name, so it leaves this one alone%s. Check what it holds, then remove it by hand"

@@ -27,7 +27,7 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.desired_state impo
     DEFAULT_KNOWN_DRIVERS, PodToMount, build_desired_state, summarize_desired, volume_spec)
 from ansible_collections.kubevol.volumes.plugins.module_utils.errors import InvalidInput, KubevolError
 from ansible_collections.kubevol.volumes.plugins.module_utils.plan_detach import (
-    detach_clock, ghost_reason, gone_note, gone_volume_name, still_mounted_reason, unreachable_reason)
+    detach_clock, ghost_reason, gone_note, gone_volume_name, safe_name, still_mounted_reason, unreachable_reason)
 from ansible_collections.kubevol.volumes.plugins.module_utils.quantity import format_bytes
 from ansible_collections.kubevol.volumes.plugins.module_utils.names import (
     OUT_OF_SERVICE_TAINT, inline_volume_name, split_unique_volume_name)
@@ -282,6 +282,8 @@ def unmount_pods(p):
                 continue
             spec = p.spec_for(unique)
             item_name = spec.pv_name if spec is not None else named.setdefault(pair, pv_name)
+            if safe_name(pv_name) is None or safe_name(uid) is None:
+                item_name = None  # a directory name no node module takes (control characters): never sent
             if item_name != pv_name:
                 # its vol_data.json names a volume the plan's item on this node calls otherwise: a step for it
                 # would act on that name's directory, never this one (an "applied" step with no effect each run)

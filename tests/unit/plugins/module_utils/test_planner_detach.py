@@ -176,12 +176,15 @@ def test_unreachable_not_ready_node_first_run_records_the_request_time():
     assert any(r.startswith("node unreachable: ssh: timed out; detach requested 0s ago") and
                "after max_wait_for_unmount (360s)" in r for r in reasons(result))
     # the run's first write keeps it on the VolumeAttachment (executor.run_step -> detach_request_records)
-    assert [(r["type"], r["node"]) for r in executor.detach_request_records(result)] == [("detach_requested", "node1")]
+    _state, records, _tasks = executor.run_step(result)
+    assert [(r["type"], r["node"], r["requested_at"]) for r in records if r["type"] == "detach_requested"] == [
+        ("detach_requested", "node1", "2026-11-22T12:00:00Z")]
 
 
 @pytest.mark.parametrize("in_use", [True, False])
 def test_unreachable_not_ready_node_released_record_only_after_max_wait(in_use):
-    result = run(*unreachable(annotations=LONG_AGO, in_use=in_use))
+    data, node_facts = unreachable(annotations=LONG_AGO, in_use=in_use)
+    result = run(data, node_facts)
     [step] = detaches(result)
     assert step["record_only"] and step["forced"] is in_use
     assert "is not Ready, max_wait_for_unmount has passed, and is unreachable" in step["reason"]
@@ -190,6 +193,10 @@ def test_unreachable_not_ready_node_released_record_only_after_max_wait(in_use):
     assert executor.phase_nodes(result, "teardown") == []
     outcome = executor.phase_outcome(result, "teardown", {})
     assert [(r["type"], r["node"], r["pv_name"]) for r in outcome["records"]] == [("detached", "node1", "pv-a")]
+    assert record.apply_records(data, outcome["records"])
+    assert not [o for o in data["items"] if o["kind"] == "VolumeAttachment"]
+    status = data["items"][0]["status"]
+    assert not status.get("volumesAttached") and not status.get("volumesInUse")
     # and node2's attach lets go of node1's hold on the image
     attach = [s for s in result["plan"] if s["action"] == "attach"]
     assert [s["node"] for s in attach] == ["node2"]
@@ -220,3 +227,12 @@ def test_record_is_written_for_the_first_request():
     assert attachment["metadata"]["annotations"][DETACH_REQUESTED_AT_ANNOTATION] == "2026-11-22T12:00:00Z"
     later = run(data, node_facts)
     assert later["detach_requests"] == []
+
+
+def test_orphan_directory_with_a_name_no_node_module_takes_is_blocked_not_sent():
+    node_facts = ghost_facts()
+    entry = node_facts["node1"]["pod_mounts"][0]
+    entry.update(pv_name="pv-a\nx", unique_volume_name=uvn("pv-x6"))
+    result = run(gone_pv(with_va=False), node_facts)
+    assert [s for s in result["plan"] if s["action"] == "unmount"] == []
+    assert any("has a name the node modules refuse" in r for r in reasons(result))
