@@ -26,9 +26,11 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.cluster import gc_
 from ansible_collections.kubevol.volumes.plugins.module_utils.desired_state import (
     DEFAULT_KNOWN_DRIVERS, PodToMount, build_desired_state, summarize_desired, volume_spec)
 from ansible_collections.kubevol.volumes.plugins.module_utils.errors import InvalidInput, KubevolError
+from ansible_collections.kubevol.volumes.plugins.module_utils.plan_detach import (
+    detach_clock, ghost_reason, gone_note, gone_volume_name, safe_name, still_mounted_reason, unreachable_reason)
 from ansible_collections.kubevol.volumes.plugins.module_utils.quantity import format_bytes
 from ansible_collections.kubevol.volumes.plugins.module_utils.names import (
-    OUT_OF_SERVICE_TAINT, inline_volume_name, split_unique_volume_name, volume_attachment_name)
+    OUT_OF_SERVICE_TAINT, inline_volume_name, split_unique_volume_name)
 
 PHASES = (("unmount", "pod"), ("unmount", "device"), ("cleanup", "directory"), ("detach", "device"),
           ("attach", "device"), ("mount", "device"), ("mount", "pod"), ("expand", "controller"), ("expand", "node"))
@@ -66,19 +68,6 @@ class TeardownRefused(KubevolError):
         fields = dict((k, result[k]) for k in ("plan", "blocked", "teardown_guard", "summary", "desired", "actual",
                                                "table") if k in result)
         super(TeardownRefused, self).__init__(msg, step="plan", **fields)
-
-
-def format_time(moment):
-    return moment.astimezone(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def parse_time(text):
-    """RFC 3339 as Kubernetes writes it (Z or an offset, optional fraction); None if unreadable."""
-    try:
-        moment = datetime.datetime.fromisoformat(text.replace("Z", "+00:00").replace("z", "+00:00"))
-    except (AttributeError, ValueError):
-        return None
-    return moment if moment.tzinfo else moment.replace(tzinfo=datetime.timezone.utc)
 
 
 def _volume_item(spec):
@@ -276,8 +265,9 @@ def unmount_pods(p):
     for (unique, node), nv in volumes.items():
         for pod in nv.mount_pods:
             wanted.add((node, pod.uid, nv.spec.pv_name))
+    named = {}  # (unique, node) -> the PV name of this plan's one item of that volume on that node
     for node, facts in p.teardown_facts():
-        for (uid, pv_name), pm in facts.pod_mounts.items():
+        for (uid, pv_name), pm in sorted(facts.pod_mounts.items()):
             unique = pm.unique_name
             pair = (unique, node)
             if (node, uid, pv_name) in wanted or uid in protected or unique in p.protected_volumes:
@@ -290,13 +280,26 @@ def unmount_pods(p):
                     p.still_mounted.add(pair)
                     p.kept.setdefault(pair, "pod %s still runs on node %s with it mounted" % (name, node))
                 continue
+            spec = p.spec_for(unique)
+            item_name = spec.pv_name if spec is not None else named.setdefault(pair, pv_name)
+            if safe_name(pv_name) is None or safe_name(uid) is None:
+                item_name = None  # a directory name no node module takes (control characters): never sent
+            if item_name != pv_name:
+                # its vol_data.json names a volume the plan's item on this node calls otherwise: a step for it
+                # would act on that name's directory, never this one (an "applied" step with no effect each run)
+                reason = ghost_reason(pm, node, pv_name, item_name)
+                if pm.mounted:
+                    p.still_mounted.add(pair)
+                    p.kept.setdefault(pair, reason)
+                p.block(node, pv_name, name or uid, reason)
+                continue
             why = ("pod %s no longer uses this volume on node %s" % (name, node) if name
                    else "pod %s is gone from the cluster" % uid)
             if not pm.mounted:
                 why = "orphaned pod volume directory: " + why
+            pods = (PodToMount(uid, name or uid, pm.read_only),)
             p.add(_step("unmount", "pod", node, pv_name, unique, why,
-                        _item_from_actual(unique, pv_name, p.spec_for(unique), pm.mode, pods=(PodToMount(uid, name or uid, pm.read_only),),
-                                          detach=False),
+                        _item_from_actual(unique, pv_name, spec, pm.mode, pods=pods, detach=False),
                         pod=name, pod_uid=uid))
 
 
@@ -313,11 +316,17 @@ def unmount_devices(p):
                 if gm.get("mounted"):
                     p.still_mounted.add(pair)
                 continue
-            pv_name = gm.get("pv_name") or p.pv_name_for(unique)
-            p.add(_step("unmount", "device", node, pv_name, unique,
-                        "no pod on node %s uses this volume any more" % node,
-                        _item_from_actual(unique, pv_name, p.spec_for(unique), fs_type=gm.get("fs_type"),
-                                          detach=False)))
+            spec, why = p.spec_for(unique), "no pod on node %s uses this volume any more" % node
+            pv_name = spec.pv_name if spec is not None else None
+            if pv_name is None:  # the PV is gone: vol_data.json's specVolID if the node accepts it, else another
+                pv_name, how = gone_volume_name(p, unique, node, recorded=gm.get("pv_name"))
+                if pv_name is None:
+                    p.block(node, gm.get("pv_name") or unique, None, "not unmounted: the PV of %s is gone and %s"
+                            % (unique, how))
+                    continue
+                why += "; " + gone_note(pv_name, how)
+            p.add(_step("unmount", "device", node, pv_name, unique, why,
+                        _item_from_actual(unique, pv_name, spec, fs_type=gm.get("fs_type"), detach=False)))
 
 
 def _mounted_by_node(p, pair):
@@ -335,24 +344,15 @@ def _has_out_of_service_taint(node):
     return node is not None and any(t.key == OUT_OF_SERVICE_TAINT for t in node.taints)
 
 
-def _detach_request_time(p, av, pv_name):
-    """When the detach was first requested: the VA annotation, or now (and the caller records it)."""
-    requested = parse_time(av.detach_requested_at) if av.detach_requested_at else None
-    if requested is None:
-        driver, handle = split_unique_volume_name(av.unique_name)
-        p.detach_requests.append({"name": av.va_name or volume_attachment_name(handle, driver, av.node),
-                                  "node": av.node, "volume": pv_name, "requested_at": format_time(p.now)})
-        return p.now
-    return requested
-
-
 def detach(p):
     """Attachments no pod on that node wants: reconciler.go reconcile, detach loop with its mounted guard.
 
     Where nothing can run on the node (unreachable, or not in this run's inventory) the release is
-    record-only: with the out-of-service taint at once, on a node whose Node object is gone after
-    max_wait_for_unmount (an unhealthy node); the controller then removes the VolumeAttachment, as the
-    A/D controller does once the CSI driver's ControllerUnpublish returns."""
+    record-only: with the out-of-service taint at once; on a node whose Node object is gone, or that is not
+    Ready, after max_wait_for_unmount (force_detach: an unhealthy node). The controller then removes the
+    VolumeAttachment, as the A/D controller does once the CSI driver's ControllerUnpublish returns. The clock
+    starts the first time such a detach waits (SetDetachRequestTime, plan_detach.detach_clock). A volume whose
+    PV is gone is detached by its unique name (plan_detach.gone_volume_name)."""
     volumes = p.desired.volumes
     protected = p.desired.protected_pairs
     opts = p.options
@@ -363,9 +363,16 @@ def detach(p):
         names = split_unique_volume_name(unique)
         if names is None or names[0] not in opts.known_drivers:
             continue  # in-tree or another driver's volume: its own controller's business, never kubevol's
-        pv_name = av.pv_name or p.pv_name_for(unique, unique)
         if node in p.no_picture:
             continue  # blocked once for the whole node
+        spec = p.spec_for(unique)
+        pv_name, gone = av.pv_name or (spec.pv_name if spec is not None else None), None
+        if pv_name is None:
+            pv_name, how = gone_volume_name(p, unique, node)
+            if pv_name is None:
+                p.block(node, names[1], None, "not detached: the PV of %s is gone and %s" % (unique, how))
+                continue
+            gone = gone_note(pv_name, how)
         node_obj = p.index.node_by_name.get(node)
         if node_obj is None and not p.index.node_by_name:
             p.block(node, pv_name, None, "not detached: the cluster snapshot has no Node object at all, so it is not "
@@ -376,27 +383,23 @@ def detach(p):
         error = p.unreachable(node)
         remote = error is not None or p.facts(node) is None  # nothing of this run can reach the node
         record_only = remote and (out_of_service or node_obj is None)
-        if error is not None and not record_only:
-            p.block(node, pv_name, None, "node unreachable: %s" % error)
-            continue
-        forced = False
-        if _mounted_by_node(p, pair):
-            if out_of_service:
-                forced = True
-            else:
-                requested = _detach_request_time(p, av, pv_name)
-                waited = (p.now - requested).total_seconds()
-                healthy = node_obj is not None and node_obj.ready is True
-                if waited > opts.max_wait_for_unmount and opts.force_detach and not healthy:
-                    forced = True
-                else:
-                    p.block(node, pv_name, None, _still_mounted_reason(p, node, node_obj, waited, healthy))
-                    continue
+        mounted = _mounted_by_node(p, pair)
+        forced = mounted and out_of_service
+        if (error is not None and not record_only) or (mounted and not out_of_service):
+            expired, waited, healthy = detach_clock(p, av, pv_name, node_obj)
+            if not expired:
+                unreachable = error is not None and not (mounted and node_obj is None)
+                p.block(node, pv_name, None, (unreachable_reason if unreachable else still_mounted_reason)(
+                    p, node, error if unreachable else node_obj, waited, healthy))
+                continue
+            forced, record_only = mounted, remote  # force-detached, without the node when it cannot be reached
         why = "no pod on node %s uses this volume" % node
         if av.state == UNCERTAIN and av.va_name is None:
             why = "node %s reports the device attached but the cluster has no record and no pod uses it" % node
         elif av.state == UNCERTAIN:
             why = "VolumeAttachment %s exists but no pod on node %s uses the volume" % (av.va_name, node)
+        if gone:
+            why += "; " + gone
         if forced:
             why += "; detaching although still mounted (%s)" % (
                 "out-of-service taint" if out_of_service
@@ -406,25 +409,12 @@ def detach(p):
         if record_only:
             extra["record_only"] = True
             why += "; released in the cluster only: node %s %s and %s" % (
-                node, "is out of service" if out_of_service else "no longer exists",
+                node, "is out of service" if out_of_service else "no longer exists" if node_obj is None
+                else "is not Ready, max_wait_for_unmount has passed,",
                 "is unreachable" if error is not None else "is not in this run's inventory")
         p.detached.add(pair)
         p.add(_step("detach", "device", node, pv_name, unique, why,
-                    _item_from_actual(unique, pv_name, p.spec_for(unique), detach=True), **extra))
-
-
-def _still_mounted_reason(p, node, node_obj, waited, healthy):
-    if node_obj is None:
-        return ("node %s no longer exists (no Node object) and may still have the volume mounted; it is released "
-                "after max_wait_for_unmount (%ds, waited %ds)%s" % (
-                    node, p.options.max_wait_for_unmount, max(waited, 0),
-                    "" if p.options.force_detach else ", but force_detach is off: release it by hand"))
-    evidence = "node facts show it mounted" if p.facts(node) is not None else "node.status.volumesInUse lists it"
-    hint = ("the node is Ready, so it is never force-detached: stop the pods using it on %s" % node if healthy
-            else "force_detach is off" if not p.options.force_detach
-            else "it will be force-detached after %ds" % p.options.max_wait_for_unmount)
-    return ("still mounted: cannot detach volume on node %s because %s (waited %ds); %s, or taint the node "
-            "%s if it is shut down" % (node, evidence, max(waited, 0), hint, OUT_OF_SERVICE_TAINT))
+                    _item_from_actual(unique, pv_name, spec, detach=True), **extra))
 
 
 def _multi_attach_error(p, nv, holders, pod):

@@ -207,7 +207,31 @@ class LoopDriver(Driver):
         return image
 
     def validate(self, item):
+        item = self._as_recorded(item, self.read_record(item.volume_handle))
+        if "pool" not in item.attributes and os.path.realpath(DEFAULT_POOL) not in self.allowed_pools():
+            # no pool named (a volume whose PV is gone comes without its volumeAttributes) and none recorded: the
+            # default pool is not this node's, so nothing is reached through it; attach, mount and expansion refuse
+            # it where they need the image (image_path), a teardown finds no device of it
+            names.check_component("volume handle", item.volume_handle)
+            return
         self.image_path(item)
+
+    def _as_recorded(self, item, record):
+        """``item`` with the pool of this node's own attachment record when the item names none: a volume whose PV
+        is gone is torn down by its unique name alone (the A/D controller's actual state keeps nothing else), and a
+        PV in another pool than the default had its pool only in the gone PV's volumeAttributes. The recorded image
+        counts only when it lies in one of the node's pools (loop_pools) under the handle's own name; the device is
+        then still identified by the record's inode (find_device), never by that path."""
+        image = (record or {}).get("image")
+        if "pool" in item.attributes or not isinstance(image, str) or not os.path.isabs(image) or "\x00" in image:
+            return item
+        pool, name = os.path.split(image)
+        real = os.path.realpath(pool)
+        if name != item.volume_handle or real not in self.allowed_pools():
+            return item
+        values = dict((field, getattr(item, field)) for field, _default in item.FIELDS)
+        values["volume_attributes"] = tuple(sorted(dict(item.volume_attributes, pool=real).items()))
+        return type(item)(**values)
 
     # -- kernel and record -------------------------------------------------------------------------
     def loop_devices(self, only=None):
@@ -334,7 +358,7 @@ class LoopDriver(Driver):
         record = self.read_record(item.volume_handle)
         if not record:
             return None
-        image = self.image_path(item)
+        image = self.image_path(self._as_recorded(item, record))
         try:
             st = os.stat(image)
             if (st.st_dev, st.st_ino) != (record.get("backing_dev"), record.get("backing_ino")):
@@ -431,6 +455,7 @@ class LoopDriver(Driver):
             os.close(fd)
 
     def detach(self, item, check_mode=False):
+        item = self._as_recorded(item, self.read_record(item.volume_handle))  # the pool of its holders, too
         device = self.find_device(item)
         if check_mode:
             return device
@@ -438,6 +463,8 @@ class LoopDriver(Driver):
             self.runner.check(["losetup", "-d", device], step="detach",
                               hint="the device may still be open (mounted or used); unmount it first")
         self.remove_record(item.volume_handle)
+        if "pool" not in item.attributes and os.path.realpath(DEFAULT_POOL) not in self.allowed_pools():
+            return device  # no pool known of a volume gone with its PV (nothing recorded): no holder to release
         # the storage side lets go of this node only once its device is gone
         with self._holders_locked(item) as remove_lock:
             holders = self.read_holders(item)

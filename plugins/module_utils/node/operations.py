@@ -384,6 +384,16 @@ def _refuse_unsafe(ctx, paths):
         layout.check_dir(ctx.kubelet_dir, os.path.dirname(path), ctx.node_name)
 
 
+def _names_another(path, item):
+    """A pod's mount of the same PV name whose vol_data.json names another volume (a PV of that name created since
+    this one's was deleted): not this volume's to count or unmount. Mounted from this volume's device, it is still
+    refused below (a mount of the device outside the planned paths)."""
+    if item.block:
+        return False  # one vol_data.json per PV name (block_data_dir): no per-pod identity to tell them apart
+    data, problem = layout.load_vol_data(os.path.dirname(path))
+    return problem is None and not layout.is_ours(data, item)
+
+
 def plan_detach(ctx, item, force=False):
     """Decide everything for one volume before acting; raise StillMounted when blocked."""
     if item.ephemeral:
@@ -397,7 +407,7 @@ def plan_detach(ctx, item, force=False):
             "unmount": [p for p in named if mounts.mounted(p)], "global": None, "detach": False}
     if not item.unmount_device:
         return plan
-    others = [p for p in _pod_paths(ctx, item) if p not in named and mounts.mounted(p)]
+    others = [p for p in _pod_paths(ctx, item) if p not in named and mounts.mounted(p) and not _names_another(p, item)]
     if others and not force:
         raise StillMounted(step="detach", volume=item.pv_name, node=ctx.node_name, paths=", ".join(others))
     _refuse_unsafe(ctx, others)
