@@ -36,11 +36,10 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.stores.base import
     StoreLockTimeout,
     empty_list,
 )
-from ansible_collections.kubevol.volumes.plugins.module_utils.stores.file_text import (  # noqa: F401 (NotStreamable)
+from ansible_collections.kubevol.volumes.plugins.module_utils.stores.file_text import (
     KUBECTL_ERROR_PREFIXES,
     KUBECTL_KINDS,
     YAML_IMPORT_ERROR,
-    NotStreamable,
     cut_short_reason,
     describe_value,
     kubectl_error_reason,
@@ -52,6 +51,8 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.stores.file_text i
     yaml_text_cut_short_problem,
 )
 from ansible_collections.kubevol.volumes.plugins.module_utils.stores import file_text
+# re-exported: cluster.load_cluster_file catches it from here
+from ansible_collections.kubevol.volumes.plugins.module_utils.stores.file_text import NotStreamable  # noqa: F401 pylint: disable=unused-import
 from ansible_collections.kubevol.volumes.plugins.module_utils.stores.file_write import (
     WriteFailed,
     error_text,
