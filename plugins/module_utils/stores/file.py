@@ -332,13 +332,14 @@ class FileStore(ClusterStore):
         target = os.path.realpath(self.path)  # replace a symlink's target, not the symlink
         directory = os.path.dirname(target)
         intact = "The state file %s is unchanged: none of this update is in it" % target
+        step = "reading the mode of %s" % target
         try:
             st = os.stat(target)
+            step = "creating a temp file in %s" % directory
             fd, tmp = tempfile.mkstemp(prefix=self._temp_prefix(target), suffix=TEMP_SUFFIX, dir=directory)
         except OSError as err:
-            raise StoreError(store=self.describe(), reason="could not write the new state: creating a temp file in %s "
-                             "failed: %s. %s and no temp file was left. %s" % (
-                                 directory, error_text(err), intact, sentence(remedy(err, directory))))
+            raise StoreError(store=self.describe(), reason="could not write the new state: %s failed: %s. %s and no "
+                             "temp file was left. %s" % (step, error_text(err), intact, sentence(remedy(err, directory))))
         owner = (st.st_uid, st.st_gid) if hasattr(os, "geteuid") and os.geteuid() == 0 else None
         try:
             write_replace(target, tmp, data, mode=stat.S_IMODE(st.st_mode), owner=owner, opened=fd)
