@@ -36,11 +36,10 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.stores.base import
     StoreLockTimeout,
     empty_list,
 )
-from ansible_collections.kubevol.volumes.plugins.module_utils.stores.file_text import (  # noqa: F401 (NotStreamable)
+from ansible_collections.kubevol.volumes.plugins.module_utils.stores.file_text import (
     KUBECTL_ERROR_PREFIXES,
     KUBECTL_KINDS,
     YAML_IMPORT_ERROR,
-    NotStreamable,
     cut_short_reason,
     describe_value,
     kubectl_error_reason,
@@ -52,6 +51,8 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.stores.file_text i
     yaml_text_cut_short_problem,
 )
 from ansible_collections.kubevol.volumes.plugins.module_utils.stores import file_text
+# re-exported: cluster.load_cluster_file catches it from here
+from ansible_collections.kubevol.volumes.plugins.module_utils.stores.file_text import NotStreamable  # noqa: F401 pylint: disable=unused-import
 from ansible_collections.kubevol.volumes.plugins.module_utils.stores.file_write import (
     WriteFailed,
     error_text,
@@ -331,13 +332,14 @@ class FileStore(ClusterStore):
         target = os.path.realpath(self.path)  # replace a symlink's target, not the symlink
         directory = os.path.dirname(target)
         intact = "The state file %s is unchanged: none of this update is in it" % target
+        step = "reading the mode of %s" % target
         try:
             st = os.stat(target)
+            step = "creating a temp file in %s" % directory
             fd, tmp = tempfile.mkstemp(prefix=self._temp_prefix(target), suffix=TEMP_SUFFIX, dir=directory)
         except OSError as err:
-            raise StoreError(store=self.describe(), reason="could not write the new state: creating a temp file in %s "
-                             "failed: %s. %s and no temp file was left. %s" % (
-                                 directory, error_text(err), intact, sentence(remedy(err, directory))))
+            raise StoreError(store=self.describe(), reason="could not write the new state: %s failed: %s. %s and no "
+                             "temp file was left. %s" % (step, error_text(err), intact, sentence(remedy(err, directory))))
         owner = (st.st_uid, st.st_gid) if hasattr(os, "geteuid") and os.geteuid() == 0 else None
         try:
             write_replace(target, tmp, data, mode=stat.S_IMODE(st.st_mode), owner=owner, opened=fd)

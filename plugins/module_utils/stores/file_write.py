@@ -83,7 +83,7 @@ def write_replace(target, tmp, data, mode=None, owner=None, opened=None):
     removed and WriteFailed raised, ``target`` untouched. Any other exception (an interrupt) removes ``tmp`` too."""
     step = "creating the temp file %s" % tmp
     try:
-        fd = opened if opened is not None else os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        fd = opened if opened is not None else os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_CLOEXEC", 0), 0o644)
         step = "writing the temp file %s" % tmp
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
