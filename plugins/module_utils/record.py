@@ -89,6 +89,8 @@ def validate_record(record, index=None):
     required = REQUIRED_KEYS[rtype]
     if rtype in _VA_BY_NAME_TYPES:
         required = required + _va_identity_keys(record, where)
+    elif rtype == "detached" and _by_name(record):
+        required = ("node", "name")  # a VolumeAttachment whose PV is gone (the audit): named, not derived
     for key in required:
         if key == "device_path" and key in record and record[key] is None:
             continue  # a driver that reports no device path: recorded as ""
@@ -124,6 +126,10 @@ _EXPECTED = {
     "capacity": "must be a Kubernetes quantity such as '10Gi' or a number of bytes",
     "device_path": "must be a string (empty when the driver reports no device path)",
 }
+
+
+def _by_name(record):
+    return record.get("driver") is None and record.get("volume_handle") is None and record.get("name") is not None
 
 
 def _va_identity_keys(record, where):
@@ -362,7 +368,7 @@ class RecordApplier:
             self._delete_va(va)
             objects.append(_label(va))
         node = self._node(record["node"], False, "")
-        if node is not None:
+        if node is not None and not _by_name(record):
             uvn = unique_volume_name(record["driver"], record["volume_handle"])
             changed = self._remove_attached(node, uvn)
             changed = self._set_in_use(node, [uvn], False) or changed
