@@ -73,12 +73,12 @@ def named_images(index, known_drivers):
     named = set()
     for pv in index.cluster.persistent_volumes:
         if pv.csi is not None and pv.csi.driver == LOOP_DRIVER:
-            pool = (pv.csi.volume_attributes or {}).get("pool") or DEFAULT_LOOP_POOLS[0]
+            pool = dict(pv.csi.volume_attributes or ()).get("pool") or DEFAULT_LOOP_POOLS[0]
             named.add((_norm(pool), pv.csi.volume_handle))
     for pod in index.cluster.pods:
         for vol in pod.volumes:
             if vol.kind == "csi" and vol.csi is not None and vol.csi.driver == LOOP_DRIVER and pod.uid:
-                pool = (vol.csi.volume_attributes or {}).get("pool") or DEFAULT_LOOP_POOLS[0]
+                pool = dict(vol.csi.volume_attributes or ()).get("pool") or DEFAULT_LOOP_POOLS[0]
                 named.add((_norm(pool), names.ephemeral_volume_handle(pod.uid, vol.name)))
     return named
 
