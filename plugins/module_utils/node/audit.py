@@ -148,8 +148,8 @@ def scan_tree(root, mounts):
                 empty = False
             elif stat.S_ISDIR(st.st_mode):
                 empty = walk(child) and empty
-            else:
-                files.append(child)
+            else:  # a file, or a Block volume's bind-mounted device file
+                (mounted if _mounted(mounts, child) else files).append(child)
                 empty = False
         dirs.append(path)
         return empty
