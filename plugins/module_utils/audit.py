@@ -126,9 +126,8 @@ def pod_dir_findings(node, report):
             action = ("volume paths are still mounted: run the reconcile (it unmounts kubevol's volumes of gone pods); "
                       "unmount another plugin's by hand; then audit again with clean")
         else:
-            why += "; files are left in it: %s%s" % (", ".join(entry["files"] + entry["symlinks"]),
-                                                      " (%d in all)" % entry["file_count"]
-                                                      if entry["file_count"] > len(entry["files"]) else "")
+            more = " (%d in all)" % entry["file_count"] if entry["file_count"] > len(entry["files"]) else ""
+            why += "; files are left in it: %s%s" % (", ".join(entry["files"] + entry["symlinks"]), more)
             action = ("run the reconcile (it tears down kubevol's volume directories); look at what else is left and "
                       "remove it by hand")
         if removed:

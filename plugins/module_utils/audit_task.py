@@ -84,7 +84,7 @@ def node_scope(params, node, execute):
 
 def _read_lock(store):
     seen = []
-    store._run_lock_swap(lambda current: seen.append(current))  # pylint: disable=protected-access  # reads only
+    store._run_lock_swap(seen.append)  # pylint: disable=protected-access  # reads only: append returns None
     return seen[0] if seen else None
 
 
