@@ -186,3 +186,38 @@ def test_the_flag_cleans_only_what_is_safe(kv):
     assert not any(r.get("changed") for r in list(nodes.values()) + [cluster]), run.describe()
     kinds = set(f["kind"] for f in cluster["findings"])
     assert kinds == {"leaked_image", "orphan_pod_dir"}, cluster["report"]
+
+
+def test_a_gone_pods_mounted_volume_is_reported_never_unmounted_and_contradicting_status_is_cleaned(kv):
+    from e2e_lib import global_mount_path, node_status, unique_name
+    data = kv.cluster()
+    data["items"] = [o for o in data["items"] if not (o["kind"] == "Pod" and o["metadata"]["name"] == "a")]
+    ghost = unique_name("ghost.img")
+    for obj in data["items"]:
+        if obj["kind"] == "Node" and obj["metadata"]["name"] == "node2":
+            obj["status"]["volumesInUse"] = [ghost]
+            # listed attached (and so in use too) with no device: the detached record clears both
+            obj["status"]["volumesAttached"] = [{"name": unique_name("ghost2.img"), "devicePath": "/dev/loop98"}]
+            obj["status"]["volumesInUse"].append(unique_name("ghost2.img"))
+    write(kv, data["items"])
+    mounts = kv.mounts("node1")
+    assert "%s/pods/%s/volumes/kubernetes.io~csi/%s/mount" % (KUBELET, UID_A, PV) in mounts
+    run, _nodes, cluster = audit(kv, clean=True)
+    assert kv.mounts("node1") == mounts, run.describe()  # nothing is unmounted by the audit
+    findings = cluster["findings"]
+    [orphan] = by(findings, "orphaned_pod_volume", "%s/pods/%s/volumes/kubernetes.io~csi/%s" % (KUBELET, UID_A, PV))
+    assert not orphan["cleanable"] and "pod %s is gone from the cluster" % UID_A in orphan["why"], orphan
+    assert "run the reconcile" in orphan["action"]
+    [unused] = by(findings, "unused_global_mount", global_mount_path(PV + ".img"))
+    assert not unused["cleanable"] and unused["node"] == "node1", unused
+    [pod_dir] = by(findings, "orphan_pod_dir", "%s/pods/%s" % (KUBELET, UID_A))
+    assert not pod_dir["cleanable"] and "still mounted" in pod_dir["why"], pod_dir
+    [in_use] = by(findings, "status_in_use_not_mounted")
+    assert in_use["unique_volume_name"] == ghost, findings
+    [attached] = by(findings, "status_attached_no_device")
+    assert attached["unique_volume_name"] == unique_name("ghost2.img"), findings
+    assert in_use["node"] == attached["node"] == "node2" and in_use["cleaned"] and attached["cleaned"], findings
+    after = kv.cluster()
+    assert node_status(after, "node2") == ([], [])
+    assert node_status(after, "node1") == ([unique_name(PV + ".img")], [unique_name(PV + ".img")])
+    assert vas(after)[va_name(PV + ".img", "node1")] == (PV, "node1", True)  # the mounted volume's record stays
