@@ -13,7 +13,7 @@ import subprocess
 import pytest
 import yaml
 
-from e2e_lib import KUBELET, REPO, va_name, vas
+from e2e_lib import KUBELET, REPO, require_compat_python, va_name, vas
 
 NS = "shop"
 PV, CLAIM, UID_A = "pv-audit-keep", "data", "a0d17000-0000-4000-8000-00000000000a"
@@ -69,9 +69,9 @@ def dead_pid():
     return proc.pid
 
 
-def audit(kv, clean=False, check=False, expect_rc=0):
+def audit(kv, clean=False, check=False, expect_rc=0, python=None):
     extra = ["-e", "kubevol_hosts=nodes"] + (["-e", "kubevol_audit_clean=true"] if clean else [])
-    run = kv.reconcile(playbook=AUDIT, extra=extra, check=check, expect_rc=expect_rc)
+    run = kv.reconcile(playbook=AUDIT, extra=extra, check=check, expect_rc=expect_rc, python=python)
     nodes = dict((host, result) for _n, host, _s, result in run.executions(name="Audit each node"))
     [cluster] = [result for _n, _h, _s, result in run.executions(name="Audit the cluster")]
     return run, nodes, cluster
@@ -221,3 +221,13 @@ def test_a_gone_pods_mounted_volume_is_reported_never_unmounted_and_contradictin
     assert node_status(after, "node2") == ([], [])
     assert node_status(after, "node1") == ([unique_name(PV + ".img")], [unique_name(PV + ".img")])
     assert vas(after)[va_name(PV + ".img", "node1")] == (PV, "node1", True)  # the mounted volume's record stays
+
+
+def test_the_audit_runs_on_the_oldest_controller(kv):
+    """ansible-core 2.19 on Python 3.11: the same findings, read only."""
+    python = require_compat_python()
+    before = kv.state_bytes(), kv.snapshot()
+    run, _nodes, cluster = audit(kv, python=python)
+    assert (kv.state_bytes(), kv.snapshot()) == before, run.describe()
+    kinds = set(f["kind"] for f in cluster["findings"])
+    assert {"leaked_image", "orphan_pod_dir", "orphaned_pod_volume", "unused_global_mount"} <= kinds, cluster["report"]
