@@ -119,6 +119,7 @@ def cluster_scope(params, check_mode=False, owner=None, now=utc_now):
     """The cluster's share, from the hosts' node-scope results in ``node_reports``."""
     known = _known(params)
     facts, unreachable, answered, kubelet_dirs, removed, findings = {}, {}, set(), {}, {}, []
+    notes = []
     for report in params["node_reports"] or ():
         if not isinstance(report, dict) or not report.get("node_name"):
             continue
@@ -129,6 +130,8 @@ def cluster_scope(params, check_mode=False, owner=None, now=utc_now):
             kubelet_dirs[node] = report.get("kubelet_dir") or params["kubelet_dir"]
             removed[node] = report.get("removed") or []
             findings.extend(report.get("findings") or [])
+            notes.extend("node %s: %s" % (node, p["reason"]) for p in report.get("pool_problems") or ())
+            notes.extend("node %s: kept %s: %s" % (node, k["path"], k["reason"]) for k in report.get("kept") or ())
         else:
             unreachable[node] = report.get("msg") or "its audit failed"
     store = _store(params)
@@ -146,7 +149,7 @@ def cluster_scope(params, check_mode=False, owner=None, now=utc_now):
         vas, va_records = audit.attachment_findings(index, facts, answered, known, live_lock)
         lock_found = audit.lock_finding(store.run_lock_location(), lock, lock_reason)
         findings.extend(status + vas + lock_found)
-        changed, notes = False, []
+        changed = False
         if params["clean"] and not check_mode:
             if lock_found and _remove_dead_lock(store, now):
                 lock_found[0]["cleaned"] = changed = True

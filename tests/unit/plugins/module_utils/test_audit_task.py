@@ -36,7 +36,8 @@ def _params(state, clean):
     facts = {"node_name": "node1", "reachable": True, "error": None, "kubelet_dir": "/k", "devices": [],
              "global_mounts": [], "pod_mounts": [], "ephemeral_volumes": []}
     args = {"scope": "cluster", "cluster_state": state, "clean": clean,
-            "node_reports": [{"node_name": "node1", "node_facts": facts, "kubelet_dir": "/k", "findings": []},
+            "node_reports": [{"node_name": "node1", "node_facts": facts, "kubelet_dir": "/k", "findings": [],
+                              "pool_problems": [{"pool": "/p", "reason": "cannot list pool /p on node node1"}]},
                              {"node_name": "node2", "failed": True, "msg": "unreachable"}]}
     return ArgumentSpecValidator(audit_task.argspec(), required_if=audit_task.REQUIRED_IF).validate(
         args).validated_parameters
@@ -71,6 +72,7 @@ def test_read_only_by_default_and_in_check_mode(tmp_path):
         assert kinds["stale_volume_attachment"]["cleanable"] and not kinds["stale_volume_attachment"]["cleaned"]
         assert kinds["stale_run_lock"]["cleanable"] and "is gone" in kinds["stale_run_lock"]["why"]
         assert result["unreachable_nodes"] == {"node2": "unreachable"} and not result["changed"]
+        assert result["notes"] == ["node node1: cannot list pool /p on node node1"]
 
 
 def test_clean_removes_the_stale_record_and_the_dead_lock(tmp_path):
