@@ -96,4 +96,4 @@ def test_a_live_runs_lock_keeps_every_record(tmp_path):
     assert open(state, "rb").read() == before and os.path.exists(state + ".run-lock")
     kinds = _kinds(result)
     assert "stale_run_lock" not in kinds and not kinds["stale_volume_attachment"]["cleaned"]
-    assert not kinds["stale_volume_attachment"]["cleanable"] and "live run holds" in result["notes"][0]
+    assert not kinds["stale_volume_attachment"]["cleanable"] and "live run holds" in result["notes"][-1]
