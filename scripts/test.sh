@@ -45,7 +45,8 @@ stage_build() {
     # What a user installs from and what an execution environment is built from (ansible-builder).
     local f lacks=0
     for f in LICENSE README.md requirements.txt bindep.txt meta/runtime.yml meta/execution-environment.yml \
-        playbooks/reconcile.yml playbooks/plan.yml roles/reconcile/meta/argument_specs.yml examples/cluster.yaml; do
+        playbooks/reconcile.yml playbooks/plan.yml playbooks/audit.yml roles/reconcile/meta/argument_specs.yml \
+        examples/cluster.yaml; do
         grep -qx "$f" <<<"$listing" || { echo "the tarball lacks $f"; lacks=1; }
     done
     [ $lacks -eq 0 ] || return 1

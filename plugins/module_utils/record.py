@@ -37,7 +37,7 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.names import (
     volume_attachment_name,
 )
 from ansible_collections.kubevol.volumes.plugins.module_utils.record_claim import ClaimRecords
-from ansible_collections.kubevol.volumes.plugins.module_utils.record_shape import validate_record
+from ansible_collections.kubevol.volumes.plugins.module_utils.record_shape import detached_by_name, validate_record
 from ansible_collections.kubevol.volumes.plugins.module_utils.volume_attachment import attached_volume_attachment
 
 
@@ -252,7 +252,7 @@ class RecordApplier(ClaimRecords):
             self._delete_va(va)
             objects.append(_label(va))
         node = self._node(record["node"], False, "")
-        if node is not None:
+        if node is not None and not detached_by_name(record):
             uvn = unique_volume_name(record["driver"], record["volume_handle"])
             changed = self._remove_attached(node, uvn)
             changed = self._set_in_use(node, [uvn], False) or changed

@@ -46,6 +46,8 @@ def validate_record(record, index=None):
     required = REQUIRED_KEYS[rtype]
     if rtype in _VA_BY_NAME_TYPES:
         required = required + _va_identity_keys(record, where)
+    elif rtype == "detached" and detached_by_name(record):
+        required = ("node", "name")  # a VolumeAttachment whose PV is gone (the audit): named, not derived
     for key in required:
         if key == "device_path" and key in record and record[key] is None:
             continue  # a driver that reports no device path: recorded as ""
@@ -85,6 +87,12 @@ _EXPECTED = {
     "capacity": "must be a Kubernetes quantity such as '10Gi' or a number of bytes",
     "device_path": "must be a string (empty when the driver reports no device path)",
 }
+
+
+def detached_by_name(record):
+    """A ``detached`` record naming its VolumeAttachment (its PV gone) instead of the driver and handle: the
+    VolumeAttachment is deleted and node status, which names volumes by driver and handle, is left alone."""
+    return record.get("driver") is None and record.get("volume_handle") is None and record.get("name") is not None
 
 
 def _va_identity_keys(record, where):
