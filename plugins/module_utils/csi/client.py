@@ -68,7 +68,17 @@ class CsiClient(object):
         self.driver = driver
         self.node = node
         self._channel = None
-        self._grpc = self._json = self.messages = None
+        self._grpc = self._json = self._messages = None
+
+    def _load(self):
+        if self._messages is None:
+            self._grpc, self._json, self._messages = load_modules()
+
+    @property
+    def messages(self):
+        """The CSI message classes (messages.Messages)."""
+        self._load()
+        return self._messages
 
     def __repr__(self):
         return "CsiClient(socket=%r, timeout=%r, open=%r)" % (self.socket_path, self.timeout,
@@ -124,7 +134,7 @@ class CsiClient(object):
         """Check the socket, then open the channel and wait until the driver's gRPC server answers."""
         if self._channel is not None:
             return
-        self._grpc, self._json, self.messages = load_modules()
+        self._load()
         self.check_socket()
         grpc = self._grpc
         channel = grpc.insecure_channel("unix:" + self.socket_path)
@@ -148,8 +158,6 @@ class CsiClient(object):
         if method not in csi_messages.METHODS:
             raise ValueError("%r is no CSI method this client knows (%s)"
                              % (method, ", ".join(sorted(csi_messages.METHODS))))
-        if self.messages is None:
-            self._grpc, self._json, self.messages = load_modules()
         cls = self.messages.request(method)
         if request is None:
             return cls()
@@ -214,8 +222,7 @@ class CsiClient(object):
 
     def to_dict(self, message):
         """A response as a dict with the spec's field names (enum values as names, int64 as int)."""
-        if self._json is None:
-            self._grpc, self._json, self.messages = load_modules()
+        self._load()
         kwargs = {"preserving_proto_field_name": True}
         result = self._json.MessageToDict(message, **kwargs)
         return _ints(message, result)
