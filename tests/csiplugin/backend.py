@@ -23,8 +23,8 @@ class PluginError(Exception):
 
 
 def run(*argv):
-    proc = subprocess.run(list(argv), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                          universal_newlines=True, env=dict(os.environ, LC_ALL="C"))
+    proc = subprocess.run(list(argv), check=False, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, universal_newlines=True, env=dict(os.environ, LC_ALL="C"))
     if proc.returncode != 0:
         raise PluginError("INTERNAL", "%s failed (rc %d): %s" % (" ".join(argv), proc.returncode,
                                                                  (proc.stderr or proc.stdout).strip()))
@@ -157,7 +157,7 @@ class Pool(object):
             if current["majmin"] != majmin(device):
                 raise PluginError("ALREADY_EXISTS", "%s is already a mount of %s" % (target, current["source"]))
             return
-        proc = subprocess.run(["blkid", "-p", "-o", "export", device], stdout=subprocess.PIPE,
+        proc = subprocess.run(["blkid", "-p", "-o", "export", device], check=False, stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, universal_newlines=True)
         found = dict(line.split("=", 1) for line in proc.stdout.splitlines() if "=" in line)
         if proc.returncode == 2:  # blkid -p: no signature at all
@@ -194,7 +194,8 @@ class Pool(object):
             else:
                 raise PluginError("INVALID_ARGUMENT", "cannot grow %s" % mounted["fstype"])
             return
-        out = subprocess.run(["blkid", "-p", "-o", "value", "-s", "TYPE", device], stdout=subprocess.PIPE,
+        out = subprocess.run(["blkid", "-p", "-o", "value", "-s", "TYPE", device], check=False,
+                             stdout=subprocess.PIPE,
                              universal_newlines=True).stdout.strip()
         if not out.startswith("ext"):
             raise PluginError("FAILED_PRECONDITION", "%s (%s) grows only while mounted" % (device, out or "blank"))

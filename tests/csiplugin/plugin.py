@@ -13,7 +13,10 @@ The config file (JSON, read again at every call, so a test can change it between
   plugin_caps       default ["CONTROLLER_SERVICE"]; expansion: "ONLINE" (default), "OFFLINE" or null
   node_caps         default ["STAGE_UNSTAGE_VOLUME", "EXPAND_VOLUME", "GET_VOLUME_STATS", "VOLUME_MOUNT_GROUP"]
   controller_caps   default ["CREATE_DELETE_VOLUME", "EXPAND_VOLUME"]; "PUBLISH_UNPUBLISH_VOLUME" turns on
-                    attach mode (ControllerPublishVolume attaches the loop device, publish_context devicePath)
+                    attach mode (ControllerPublishVolume attaches the loop device, publish_context devicePath).
+                    A call whose capability is off answers UNIMPLEMENTED (INVALID_ARGUMENT for a
+                    volume_mount_group without VOLUME_MOUNT_GROUP); CreateVolume/DeleteVolume always work, so a
+                    test can make volumes whatever it switches off.
   fail              {method: {"code": "INTERNAL", "message": "..."}}: answer that status instead
   sleep             {method: seconds}: sleep before doing the call (past the client's timeout)
   exit_after        [method, ...]: exit the process right after answering that method
@@ -142,11 +145,14 @@ class Plugin(object):
     def stage_mode(self, conf):
         return "STAGE_UNSTAGE_VOLUME" in conf["node_caps"]
 
-    def capability(self, cap):
+    def capability(self, cap, conf):
         if cap.WhichOneof("access_type") is None:
             raise PluginError("INVALID_ARGUMENT", "volume_capability has neither mount nor block")
         if cap.WhichOneof("access_type") == "block":
             return None
+        if cap.mount.volume_mount_group and "VOLUME_MOUNT_GROUP" not in conf["node_caps"]:
+            # spec: the CO SHALL NOT set volume_mount_group unless the plugin has VOLUME_MOUNT_GROUP
+            raise PluginError("INVALID_ARGUMENT", "volume_mount_group is set but VOLUME_MOUNT_GROUP is off")
         return {"fs_type": cap.mount.fs_type, "mount_flags": list(cap.mount.mount_flags),
                 "volume_mount_group": cap.mount.volume_mount_group}
 
@@ -217,6 +223,8 @@ class Plugin(object):
         return self.m.ControllerUnpublishVolumeResponse()
 
     def ControllerExpandVolume(self, request, conf):
+        if "EXPAND_VOLUME" not in conf["controller_caps"]:
+            raise PluginError("UNIMPLEMENTED", "controller EXPAND_VOLUME is off")
         image = self.pool.image(request.volume_id)
         want = request.capacity_range.required_bytes
         if want > os.path.getsize(image):
@@ -249,7 +257,7 @@ class Plugin(object):
         image = self.pool.image(request.volume_id)
         state = self.pool.load()
         device = self.device_for(request, conf, state, image)
-        mount_cap = self.capability(request.volume_capability)
+        mount_cap = self.capability(request.volume_capability, conf)
         try:
             if mount_cap is not None:
                 self.pool.format_and_mount(device, request.staging_target_path, mount_cap)
@@ -278,7 +286,7 @@ class Plugin(object):
             raise PluginError("FAILED_PRECONDITION", "parent of %s does not exist" % target)
         image = self.pool.image(request.volume_id)
         state = self.pool.load()
-        mount_cap = self.capability(request.volume_capability)
+        mount_cap = self.capability(request.volume_capability, conf)
         staged = state["staged"].get(request.volume_id)
         if self.stage_mode(conf):
             if not staged or staged["path"] != request.staging_target_path:

@@ -81,8 +81,8 @@ class CsiClient(object):
         return self._messages
 
     def __repr__(self):
-        return "CsiClient(socket=%r, timeout=%r, open=%r)" % (self.socket_path, self.timeout,
-                                                             self._channel is not None)
+        return "CsiClient(socket=%r, timeout=%r, open=%r)" % (
+            self.socket_path, self.timeout, self._channel is not None)
 
     def __enter__(self):
         self.open()
@@ -120,8 +120,8 @@ class CsiClient(object):
                                      "The driver that created the socket has exited: check its container or "
                                      "process and its log, then restart it", volume_id) from None
         except socket_module.timeout:
-            raise self._socket_error(method, "%s accepts no connection within %gs" % (self.socket_path,
-                                                                                   self.connect_timeout),
+            raise self._socket_error(method, "%s accepts no connection within %gs"
+                                     % (self.socket_path, self.connect_timeout),
                                      "Check that the driver process is running and not stopped or overloaded",
                                      volume_id) from None
         except OSError as exc:

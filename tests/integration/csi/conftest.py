@@ -27,8 +27,8 @@ if os.geteuid() != 0:
     pytest.skip("CSI integration tests need root (loop devices, mount)", allow_module_level=True)
 
 try:
-    import grpc  # noqa: F401
-    import google.protobuf  # noqa: F401
+    import grpc  # noqa: F401  pylint: disable=unused-import
+    import google.protobuf  # noqa: F401  pylint: disable=unused-import
 except ImportError as exc:  # a failure, not a skip: requirements/*.txt pin both
     raise RuntimeError("the CSI tests need grpcio and protobuf in this venv (requirements/controller.txt, "
                        "py311.txt; run scripts/bootstrap.sh): %s" % exc)
@@ -39,7 +39,7 @@ def _plugin_python():
     if wanted:
         return wanted
     if os.path.exists("/usr/bin/python3") and subprocess.run(
-            ["/usr/bin/python3", "-c", "import grpc, google.protobuf"], stdout=subprocess.DEVNULL,
+            ["/usr/bin/python3", "-c", "import grpc, google.protobuf"], check=False, stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL).returncode == 0:
         return "/usr/bin/python3"
     return sys.executable

@@ -40,8 +40,8 @@ def test_identity_and_capabilities(driver):
                  controller_caps=["PUBLISH_UNPUBLISH_VOLUME", "EXPAND_VOLUME"])
     with CsiClient(driver.socket, timeout=10) as csi:
         info = csi.call("GetPluginInfo")
-        assert (info.name, info.vendor_version, dict(info.manifest)) == ("csi.kubevol.test", "0.1.0",
-                                                                          {"backend": "loop"})
+        assert (info.name, info.vendor_version) == ("csi.kubevol.test", "0.1.0")
+        assert dict(info.manifest) == {"backend": "loop"}
         probe = csi.call("Probe")
         assert probe.HasField("ready") and probe.ready.value is True
         plugin = csi.to_dict(csi.call("GetPluginCapabilities"))["capabilities"]
@@ -160,6 +160,13 @@ def test_without_staging_publish_formats_and_mounts_the_target(driver):
     target = driver.path("pods", "p", "mount")
     with CsiClient(driver.socket, timeout=30) as csi:
         csi.call("CreateVolume", {"name": "v3"})
+        # switched-off capabilities are refused as a driver without them refuses
+        err = _final(csi, "NodePublishVolume", {"volume_id": "v3", "target_path": target,
+                                                "volume_capability": mount_cap("xfs", volume_mount_group="5")})
+        assert err.code == "INVALID_ARGUMENT" and driver.mount_of(target) is None and driver.loops() == []
+        driver.configure(controller_caps=["CREATE_DELETE_VOLUME"])
+        err = _final(csi, "ControllerExpandVolume", {"volume_id": "v3", "capacity_range": {"required_bytes": 1}})
+        assert err.code == "UNIMPLEMENTED"
         csi.call("NodePublishVolume", {"volume_id": "v3", "target_path": target,
                                        "volume_capability": mount_cap("xfs")})
         assert driver.mount_of(target)["fstype"] == "xfs"
