@@ -172,11 +172,11 @@ class CsiClient(object):
         try:
             return self._json.ParseDict(request, cls())
         except Exception as exc:  # json_format.ParseError and TypeErrors of bad values
-            raise CsiFinalError(method, self.socket_path, "the request does not fit %s: %s"
-                                % (cls.DESCRIPTOR.name, redact(exc, secrets)),
-                                volume_id=str(request.get("volume_id", "")),
-                                hint="This is a bug in the caller: fix the request",
-                                driver=self.driver, node=self.node) from None
+            problem = redact(exc, secrets)
+        # raised outside the except block: the parser's own exception (it may quote a secret) is not its context
+        raise CsiFinalError(method, self.socket_path, "the request does not fit %s: %s"
+                            % (cls.DESCRIPTOR.name, problem), volume_id=str(request.get("volume_id", "")),
+                            hint="This is a bug in the caller: fix the request", driver=self.driver, node=self.node)
 
     def call(self, method, request=None, timeout=None):
         """Call ``method`` (e.g. "NodeStageVolume") and return its response message.

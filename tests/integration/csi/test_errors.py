@@ -3,6 +3,7 @@ no secret of a request ever shows in an error, a repr or a log line."""
 import logging
 import os
 import signal
+import threading
 import time
 
 import pytest
@@ -86,6 +87,21 @@ def test_driver_gone_between_calls(driver):
     assert isinstance(err, CsiSocketError) and err.final is True
     assert "connection refused" in str(err) and driver.socket in str(err) and "has exited" in str(err)
     assert [c["method"] for c in driver.calls()] == ["NodeGetInfo"]  # the Probe never reached a driver
+
+
+def test_driver_dying_during_a_call_is_uncertain(driver):
+    """A real UNAVAILABLE (not an injected one): the driver got the call and died before answering."""
+    driver.start(sleep={"NodeStageVolume": 5})
+    with CsiClient(driver.socket, timeout=20) as csi:
+        killer = threading.Timer(1.0, driver.proc.kill)
+        killer.start()
+        try:
+            err = _error(csi, "NodeStageVolume", {"volume_id": "v1", "staging_target_path": driver.path("s"),
+                                                  "volume_capability": CAP})
+        finally:
+            killer.cancel()
+    assert isinstance(err, CsiUncertainError) and err.code == "UNAVAILABLE", err
+    assert "went away during the call" in str(err) and driver.socket in str(err)
 
 
 def test_stopped_driver_does_not_answer(driver):

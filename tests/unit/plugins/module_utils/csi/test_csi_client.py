@@ -52,9 +52,14 @@ def test_build_from_dict_and_method_checks():
         csi.build("NodeFormatEverything", {})
     with pytest.raises(TypeError, match="must be a NodeStageVolumeRequest or a dict"):
         csi.build("NodeStageVolume", [1])
-    with pytest.raises(CsiFinalError) as info:
-        csi.build("NodeStageVolume", {"volume_id": "v9", "secrets": {"a": SECRET, "b": 1}, SECRET: SECRET})
-    assert SECRET not in str(info.value) and "does not fit NodeStageVolumeRequest" in str(info.value)
+    for bad in ({"volume_id": "v9", "secrets": {"a": SECRET, "b": 1}, SECRET: SECRET},
+                {"volume_id": "v9", "secrets": {"a": SECRET}, "readonly": SECRET},
+                {"volume_id": "v9", "secrets": {"a": SECRET}, "volume_capability": {"access_mode": {"mode": SECRET}}}):
+        with pytest.raises(CsiFinalError) as info:
+            csi.build("NodeStageVolume", bad)
+        assert "does not fit NodeStageVolumeRequest" in str(info.value)
+        for text in (str(info.value), repr(info.value), str(info.value.__context__), str(info.value.__cause__)):
+            assert SECRET not in text
     assert "volume v9" in str(info.value)
     assert SECRET not in repr(csi)
 
