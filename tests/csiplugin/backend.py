@@ -65,13 +65,18 @@ def mounts_of(device):
 
 
 class Pool(object):
-    """Volumes as sparse image files ``<pool>/<volume_id>.img``; node and controller state in state.json."""
+    """Volumes as sparse image files ``<pool>/<volume_id>.img``; node and controller state in state.json.
 
-    def __init__(self, state_dir):
+    ``pool`` (default STATE/pool) may be shared by several plugins (a controller and the nodes' plugins, as the
+    test nodes share /var/lib/kubevol/pool); the state dir is each plugin's own.
+    """
+
+    def __init__(self, state_dir, pool=None):
         self.state_dir = os.path.abspath(state_dir)
-        self.pool = os.path.join(self.state_dir, "pool")
+        self.pool = os.path.abspath(pool) if pool else os.path.join(self.state_dir, "pool")
         self.state_file = os.path.join(self.state_dir, "state.json")
         os.makedirs(self.pool, exist_ok=True)
+        os.makedirs(self.state_dir, exist_ok=True)
 
     # -- state ---------------------------------------------------------------------------------
     def load(self):

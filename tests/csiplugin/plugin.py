@@ -3,10 +3,12 @@
 Test code only (never shipped). Run it as a script, as root, best in a private mount namespace:
 
     unshare --mount --propagation private python3 tests/csiplugin/plugin.py \\
-        --socket /tmp/x/csi.sock --state-dir /tmp/x/state [--config /tmp/x/config.json] [--log /tmp/x/calls.jsonl]
+        --socket /tmp/x/csi.sock --state-dir /tmp/x/state [--pool DIR] [--config /tmp/x/config.json] \\
+        [--log /tmp/x/calls.jsonl]
 
-Volumes are sparse images in STATE/pool (backend.py). The message classes come from the collection's
-plugins/module_utils/csi/messages.py, loaded by path, so any interpreter with grpcio and protobuf runs it.
+Volumes are sparse images in STATE/pool, or in --pool (a pool several plugins share) (backend.py). The message
+classes come from the collection's plugins/module_utils/csi/messages.py, loaded by path, so any interpreter with
+grpcio and protobuf runs it.
 
 The config file (JSON, read again at every call, so a test can change it between calls):
   name, version, node_id, max_volumes_per_node, ready (Probe; default true)
@@ -64,7 +66,7 @@ class Plugin(object):
         self.json_format = json_format
         self.csi = csi  # the messages module
         self.m = csi.load()
-        self.pool = Pool(args.state_dir)
+        self.pool = Pool(args.state_dir, args.pool)
         self.lock = threading.Lock()
         self.log_lock = threading.Lock()
 
@@ -361,6 +363,7 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description="kubevol's test CSI plugin")
     parser.add_argument("--socket", required=True)
     parser.add_argument("--state-dir", required=True)
+    parser.add_argument("--pool", help="the volume images' directory (default STATE_DIR/pool)")
     parser.add_argument("--config")
     parser.add_argument("--log")
     args = parser.parse_args(argv)

@@ -65,15 +65,25 @@ def loops_backed_under(root):
 class Driver(object):
     """The test plugin in this test's namespace, its work dir and its files."""
 
-    def __init__(self, ns_pid, work):
+    def __init__(self, ns_pid, work, name="csi", pool=None):
         self.ns_pid = ns_pid
         self.work = work
-        self.socket = os.path.join(work, "csi.sock")
-        self.state_dir = os.path.join(work, "state")
-        self.config_file = os.path.join(work, "config.json")
-        self.log = os.path.join(work, "calls.jsonl")
+        self.name = name
+        self.socket = os.path.join(work, name + ".sock")
+        self.state_dir = os.path.join(work, name + "-state")
+        self.pool = pool
+        self.config_file = os.path.join(work, name + "-config.json")
+        self.log = os.path.join(work, name + "-calls.jsonl")
+        self.out = os.path.join(work, name + ".out")
         self.proc = None
         self.config = {}
+        self.others = []
+
+    def another(self, name, pool):
+        """A second plugin in the same namespace and work dir (stopped with this one)."""
+        other = Driver(self.ns_pid, self.work, name, pool)
+        self.others.append(other)
+        return other
 
     def argv(self, *argv):
         return ["nsenter", "-t", str(self.ns_pid), "-m", "--"] + list(argv)
@@ -90,25 +100,27 @@ class Driver(object):
 
     def start(self, **config):
         self.configure(**config)
-        self.proc = subprocess.Popen(self.argv(PLUGIN_PYTHON, PLUGIN, "--socket", self.socket, "--state-dir",
-                                               self.state_dir, "--config", self.config_file, "--log", self.log),
-                                     stdout=open(os.path.join(self.work, "plugin.out"), "a"),
-                                     stderr=subprocess.STDOUT)
+        argv = [PLUGIN_PYTHON, PLUGIN, "--socket", self.socket, "--state-dir", self.state_dir,
+                "--config", self.config_file, "--log", self.log] + (["--pool", self.pool] if self.pool else [])
+        with open(self.out, "a") as out:
+            self.proc = subprocess.Popen(self.argv(*argv), stdout=out, stderr=subprocess.STDOUT)
         deadline = time.time() + 20
         while time.time() < deadline:
             if self.proc.poll() is not None:
                 raise AssertionError("the test plugin exited (rc %s): %s" % (self.proc.returncode, self.output()))
-            with open(os.path.join(self.work, "plugin.out")) as handle:
+            with open(self.out) as handle:
                 if "serving on" in handle.read():
                     return self
             time.sleep(0.05)
         raise AssertionError("the test plugin did not start within 20 s: %s" % self.output())
 
     def output(self):
-        with open(os.path.join(self.work, "plugin.out")) as handle:
+        with open(self.out) as handle:
             return handle.read()
 
     def stop(self):
+        for other in self.others:
+            other.stop()
         if self.proc is not None and self.proc.poll() is None:
             self.proc.send_signal(signal.SIGCONT)
             self.proc.terminate()
@@ -149,7 +161,7 @@ class Driver(object):
         return int(out[-1])
 
     def loops(self):
-        return loops_backed_under(self.state_dir)
+        return loops_backed_under(self.pool or self.state_dir)
 
 
 def _teardown(driver, holder):

@@ -231,3 +231,27 @@ def _final(csi, method, request):
     except CsiFinalError as exc:
         return exc
     raise AssertionError("%s did not fail" % method)
+
+
+def test_controller_and_node_plugins_share_a_pool(driver):
+    """As deployed: a controller plugin (external-attacher's side) and a node plugin (kubelet's side), each its own
+    socket and state, one storage pool."""
+    pool = driver.path("pool")
+    driver.run("mkdir", "-p", pool)
+    attach = ["CREATE_DELETE_VOLUME", "PUBLISH_UNPUBLISH_VOLUME", "EXPAND_VOLUME"]
+    controller = driver.another("controller", pool).start(controller_caps=attach)
+    node = driver.another("node", pool).start(controller_caps=attach)
+    staging = make_dirs(driver, "staging/shared")[0]
+    with CsiClient(controller.socket, timeout=30) as ctrl, CsiClient(node.socket, timeout=30) as csi:
+        ctrl.call("CreateVolume", {"name": "shared", "capacity_range": {"required_bytes": 32 * MiB}})
+        ctx = dict(ctrl.call("ControllerPublishVolume", {"volume_id": "shared", "node_id": "n1"}).publish_context)
+        csi.call("NodeStageVolume", {"volume_id": "shared", "staging_target_path": staging,
+                                     "volume_capability": mount_cap(), "publish_context": ctx})
+        assert driver.mount_of(staging)["source"] == ctx["devicePath"]
+        csi.call("NodeUnstageVolume", {"volume_id": "shared", "staging_target_path": staging})
+        ctrl.call("ControllerUnpublishVolume", {"volume_id": "shared", "node_id": "n1"})
+        ctrl.call("DeleteVolume", {"volume_id": "shared"})
+    assert controller.loops() == [] and driver.run("ls", pool).stdout == ""
+    assert [c["method"] for c in node.calls()] == ["NodeStageVolume", "NodeUnstageVolume"]
+    assert [c["method"] for c in controller.calls()] == ["CreateVolume", "ControllerPublishVolume",
+                                                         "ControllerUnpublishVolume", "DeleteVolume"]
