@@ -38,6 +38,11 @@ kv_bootstrap_apt() {
             [[ " ${missing[*]} " == *" $pkg "* ]] || missing+=("$pkg")
         fi
     done
+    # Debian's Python modules the nodes' CSI client runs on (bindep.txt profile node): the CSI tests check that
+    # the messages behave the same under Debian's grpc/protobuf as under the venv's
+    if [ -x /usr/bin/python3 ] && ! /usr/bin/python3 -c 'import grpc, google.protobuf' >/dev/null 2>&1; then
+        missing+=(python3-grpcio python3-protobuf)
+    fi
     [ ${#missing[@]} -eq 0 ] && return 0
     if [ -n "${KUBEVOL_SKIP_APT:-}" ]; then
         kv_warn "missing Debian packages (KUBEVOL_SKIP_APT set): ${missing[*]}"; return 0
