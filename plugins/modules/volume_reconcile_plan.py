@@ -30,7 +30,7 @@ description:
     with its claim or PV; only its deletion or termination releases them.
   - Every name, quantity and pool a node module would refuse is blocked here first, naming the object, the field,
     the value and the rule (a PV name, volume handle, pod UID or node name that is not one safe path component, NUL
-    in C(volumeAttributes), a negative size or request, a bad mount option, a pool outside O(loop_pools)): nothing of
+    in C(volumeAttributes), a negative size or request, a bad mount option, a pool outside O(loop_pools)); nothing of
     that volume is planned, and a pod that moved keeps it on its old node.
   - Fails, changing nothing, when the plan would tear down more of the mounted volumes than the teardown guard
     allows (O(max_teardown_fraction), O(max_teardown_count), O(allow_mass_teardown)).
