@@ -35,7 +35,7 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.names import (
     DEFAULT_LOOP_POOLS, FS_GROUP_CHANGE_POLICIES, MAX_GROUP_ID, ephemeral_volume_handle, inline_volume_name,
     is_group_id, unique_volume_name)
 from ansible_collections.kubevol.volumes.plugins.module_utils.plan_validation import (
-    inline_refusals, label, pod_refusals, pv_refusals, pvc_refusals, refused_text)
+    inline_refusals, label, normalized_pools, pod_refusals, pv_refusals, pvc_refusals, refused_text)
 from ansible_collections.kubevol.volumes.plugins.module_utils.node.filesystems import FILESYSTEMS
 from ansible_collections.kubevol.volumes.plugins.module_utils.quantity import to_bytes
 
@@ -129,7 +129,7 @@ class _Resolver:
     def __init__(self, index, known_drivers, loop_pools=DEFAULT_LOOP_POOLS):
         self.index = index
         self.known = tuple(known_drivers)
-        self.loop_pools = tuple(loop_pools)
+        self.loop_pools = normalized_pools(loop_pools)
         self.refused = {}  # unique name -> why a node would refuse its PV or claim
         self.cache = {}
         self.pv_by_claim = None

@@ -22,15 +22,19 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import posixpath
 import re
 
 from ansible_collections.kubevol.volumes.plugins.module_utils import names
 from ansible_collections.kubevol.volumes.plugins.module_utils.errors import InvalidInput, KubevolError
 
-# Most names are plain DNS labels or UUIDs: one C-level match, and the full check only for the rest.
-_PLAIN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,252}\Z")
+# Most names are plain DNS labels or UUIDs: one C-level match, and the full check only for the rest. A plain name
+# passes names.check_component and names.check_driver_name both (never '.' or '..': it starts with a letter or digit).
+_PLAIN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,252}\Z").match
 _MAX_VALUE = 80  # characters of a value's repr a message shows
 FILESYSTEM, BLOCK = "Filesystem", "Block"
+_MODES = (FILESYSTEM, BLOCK)
+_EMPTY = {}
 COMPONENT_RULE = ("names that become a path component on a node must be one safe component: no '/', '\\', '.' or "
                   "'..', NUL or control characters, at most 255 bytes")
 
@@ -57,7 +61,7 @@ def refusal(kind, name, field, value, rule):
 
 def _component_rule(field, value):
     """The rule names.check_component breaks, or None."""
-    if value.__class__ is str and _PLAIN.match(value):
+    if value.__class__ is str and _PLAIN(value):
         return None
     try:
         names.check_component(field, value)
@@ -89,6 +93,11 @@ def check_loop_pools(pools):
                                reason="each pool must be an absolute path (reconcile role: kubevol_loop_pools)")
 
 
+def normalized_pools(pools):
+    """The operator's pools as names.check_pool compares them: absolute paths, normalized (a tuple)."""
+    return tuple(posixpath.normpath(p) for p in pools if isinstance(p, str) and p.startswith("/") and "\x00" not in p)
+
+
 def _attributes(refusals, kind, name, field, attributes):
     for key, value in attributes:
         if "\x00" in key or "\x00" in value:
@@ -107,11 +116,33 @@ def _pool(refusals, kind, name, driver, attributes, pools):
                                 exc.kwargs.get("reason") or exc.msg))
 
 
+def _pool_allowed(pools, pool):
+    """The common case of names.check_pool in one set lookup: the pool, as written, is one of the pools."""
+    return (pool or names.DEFAULT_LOOP_POOL) in pools
+
+
+def _plain_attributes(driver, attributes, pools):
+    """No NUL in any volumeAttributes pair and, for the loop driver, a pool that is one of ``pools``."""
+    pool = None
+    for key, value in attributes:
+        if "\x00" in key or "\x00" in value:
+            return False
+        if key == names.POOL_ATTRIBUTE:
+            pool = value
+    return driver != names.LOOP_DRIVER or _pool_allowed(pools, pool)
+
+
 def pv_refusals(pv, pools):
-    """What a node would refuse of a CSI PV (node/volume.py volume_item, drivers/loop.py LoopDriver.pool): texts."""
+    """What a node would refuse of a CSI PV (node/volume.py volume_item, drivers/loop.py LoopDriver.pool): texts.
+    pools: the operator's pools, normalized absolute paths (check_loop_pools)."""
+    csi = pv.csi
+    capacity = pv.capacity_bytes
+    if (_PLAIN(pv.name) and _PLAIN(csi.volume_handle) and _PLAIN(csi.driver) and pv.volume_mode in _MODES
+            and capacity.__class__ is int and capacity >= 0 and not pv.mount_options
+            and _plain_attributes(csi.driver, csi.volume_attributes, pools)):
+        return []  # the common case, one pass; anything else is checked field by field below
     refusals = []
     kind = "PersistentVolume"
-    csi = pv.csi
     component(refusals, kind, pv.name, "metadata.name", pv.name)
     _check(refusals, kind, pv.name, "spec.csi.driver", csi.driver, names.check_driver_name, csi.driver)
     component(refusals, kind, pv.name, "spec.csi.volumeHandle", csi.volume_handle)
@@ -129,6 +160,9 @@ def pv_refusals(pv, pools):
 
 def pvc_refusals(pvc):
     """A claim's name (a key of the plan) and its quantities: a negative request or size is never planned."""
+    if (_PLAIN(pvc.name) and pvc.request_bytes >= 0 and (pvc.capacity_bytes is None or pvc.capacity_bytes >= 0)
+            and (pvc.allocated_bytes is None or pvc.allocated_bytes >= 0)):
+        return []
     refusals = []
     kind, key = "PersistentVolumeClaim", "%s/%s" % (pvc.namespace, pvc.name)
     component(refusals, kind, key, "metadata.name", pvc.name)
@@ -142,6 +176,8 @@ def pvc_refusals(pvc):
 
 def pod_refusals(pod):
     """A pod's uid and nodeName become directories on the node (pods/<uid>/..., the holder records): texts."""
+    if _PLAIN(pod.uid) and _PLAIN(pod.node_name):
+        return []
     refusals = []
     key = "%s/%s" % (pod.namespace, pod.name)
     component(refusals, "Pod", key, "metadata.uid", pod.uid)
@@ -167,13 +203,19 @@ def refused_text(refusals):
 
 # -- the planner's last pass over its own steps --------------------------------------------------------------------
 
-def step_problem(step, pools):
+def step_problem(step, pools, cache=None):
     """What a node module would refuse in this step's item and pod (node/volume.py volume_item, the loop driver's
-    pool), or None. Items are shared by the steps of a (volume, node) pair, so the caller caches by item."""
+    pool), or None. cache: {id(item): problems}, since the steps of a (volume, node) pair share one item."""
     item = step.get("item")
     problems = []
     if item is not None:
-        problems.extend(_item_problems(item, pools))
+        key = id(item)
+        found = cache.get(key) if cache is not None else None
+        if found is None:
+            found = _item_problems(item, pools)
+            if cache is not None:
+                cache[key] = found
+        problems.extend(found)
     uid = step.get("pod_uid")
     if uid is not None and step.get("unique_volume_name") is not None:
         rule = _component_rule("pod uid", uid)
@@ -185,24 +227,60 @@ def step_problem(step, pools):
     return "; ".join(problems) or None
 
 
+def _plain_item(item, pools):
+    """The common case of _item_problems in one pass: plain names, no attribute with NUL, the pool one of ``pools``.
+    A planner item always has these keys (planner._volume_item); anything unexpected takes the full check."""
+    try:
+        pv_name, handle, driver = item["pv_name"], item["volume_handle"], item["driver"]
+        if (driver != names.LOOP_DRIVER and not (driver.__class__ is str and _PLAIN(driver))) or not (
+                pv_name.__class__ is str and handle.__class__ is str and _PLAIN(pv_name) and _PLAIN(handle)):
+            return False
+        if item["mode"] not in _MODES or item["mount_options"]:
+            return False
+        capacity = item["capacity_bytes"]
+        if capacity is not None and (capacity.__class__ is not int or capacity < 0):
+            return False
+        attributes = item["volume_attributes"]
+    except (KeyError, TypeError):
+        return False
+    pool = None
+    if attributes:
+        for key, value in attributes.items():
+            if key.__class__ is not str or value.__class__ is not str or "\x00" in key or "\x00" in value:
+                return False
+            if key == names.POOL_ATTRIBUTE:
+                pool = value
+    if driver == names.LOOP_DRIVER and (pool or names.DEFAULT_LOOP_POOL) not in pools:
+        return False
+    pods = item.get("pods")
+    if pods:
+        for pod in pods:
+            uid = pod.get("uid")
+            if uid.__class__ is not str or not _PLAIN(uid):
+                return False
+    return True
+
+
 def _item_problems(item, pools):
+    if _plain_item(item, pools):
+        return ()
+    attributes = item.get("volume_attributes") or {}
+    capacity = item.get("capacity_bytes")
+    driver = item.get("driver")
     problems = []
-    for field, key in (("PV name", "pv_name"), ("volume handle", "volume_handle")):
+    for field, key in (("PV name", "pv_name"), ("volume handle", "volume_handle")):  # the node's volume_item
         rule = _component_rule(field, item.get(key))
         if rule is not None:
             problems.append("%s %s: %s" % (field, safe_repr(item.get(key)), rule))
-    driver = item.get("driver")
     try:
         names.check_driver_name(driver)
     except KubevolError as exc:
         problems.append("driver %s: %s" % (safe_repr(driver), exc.kwargs.get("reason")))
-    attributes = item.get("volume_attributes") or {}
     for key, value in attributes.items():
         if "\x00" in str(key) or "\x00" in str(value):
             problems.append("volumeAttributes %s: NUL is not allowed" % safe_repr(key))
     if (item.get("mode") or FILESYSTEM) not in (FILESYSTEM, BLOCK):
         problems.append("mode %s: must be Filesystem or Block" % safe_repr(item.get("mode")))
-    capacity = item.get("capacity_bytes")
     if capacity is not None and (capacity.__class__ is not int or capacity < 0):
         problems.append("capacity %s: must be a non-negative integer" % safe_repr(capacity))
     for option in item.get("mount_options") or ():
@@ -228,7 +306,8 @@ def refuse_unsafe_steps(p, phases, pools):
     (volume, node) pair (a device unmount after a refused pod unmount, a mount after a refused attach), and every
     attach of a volume whose detach was dropped (a ReadWriteOnce volume is never attached twice). Runs after the
     rules, before the plan is ordered; a plan of safe names passes untouched, checking each item once."""
-    seen = {}  # id(item) -> problem or None
+    pools = normalized_pools(pools)
+    seen = {}  # id(item) -> the item's problems (the items live as long as the steps: ids stay unique)
     refused_pairs = set()
     undetached = set()
     for phase in phases:
@@ -237,25 +316,30 @@ def refuse_unsafe_steps(p, phases, pools):
             continue
         kept = []
         newly = []
+        check_pairs = bool(refused_pairs) or (phase == ("attach", "device") and bool(undetached))
         for step in steps:
+            item = step.get("item")
+            if item is not None:
+                problems = seen.get(id(item))
+                if problems is None:
+                    problems = seen[id(item)] = _item_problems(item, pools)
+                uid = step.get("pod_uid")
+                if (not problems and not check_pairs and (uid is None or (uid.__class__ is str and _PLAIN(uid)))
+                        and step.get("pod_fs_group") is None):
+                    kept.append(step)  # the common case: nothing refused so far, a plain item and pod
+                    continue
             pair = (step.get("unique_volume_name"), step["node"])
             if pair in refused_pairs or (phase == ("attach", "device") and pair[0] in undetached):
                 why = ("an earlier step of this volume on node %s was refused" % step["node"]
                        if pair in refused_pairs else "its detach from another node was refused")
-                p.block(step["node"], label(step["volume"]), step.get("pod"), "%s %s not planned: %s" % (
+                p.block(step["node"], label(step["volume"]), label(step["pod"]) if step.get("pod") else None,
+                        "%s %s not planned: %s" % (
                     phase[0], phase[1], why))
                 newly.append(pair)
                 if phase == ("detach", "device"):
                     undetached.add(pair[0])
                 continue
-            item = step.get("item")
-            key = id(item)
-            if key in seen and step.get("pod_uid") is None:
-                problem = seen[key]
-            else:
-                problem = step_problem(step, pools)
-                if step.get("pod_uid") is None:
-                    seen[key] = problem
+            problem = step_problem(step, pools, seen)
             if problem is None:
                 kept.append(step)
                 continue
