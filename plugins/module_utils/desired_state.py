@@ -32,8 +32,10 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.drivers import DRI
 from ansible_collections.kubevol.volumes.plugins.module_utils.drivers.base import EPHEMERAL as EPHEMERAL_CAPABILITY
 from ansible_collections.kubevol.volumes.plugins.module_utils.errors import KubevolError
 from ansible_collections.kubevol.volumes.plugins.module_utils.names import (
-    FS_GROUP_CHANGE_POLICIES, MAX_GROUP_ID, ephemeral_volume_handle, inline_volume_name, is_group_id,
-    unique_volume_name)
+    DEFAULT_LOOP_POOLS, FS_GROUP_CHANGE_POLICIES, MAX_GROUP_ID, ephemeral_volume_handle, inline_volume_name,
+    is_group_id, unique_volume_name)
+from ansible_collections.kubevol.volumes.plugins.module_utils.plan_validation import (
+    inline_refusals, label, normalized_pools, pod_refusals, pv_refusals, pvc_refusals, refused_text)
 from ansible_collections.kubevol.volumes.plugins.module_utils.node.filesystems import FILESYSTEMS
 from ansible_collections.kubevol.volumes.plugins.module_utils.quantity import to_bytes
 
@@ -69,15 +71,18 @@ read-only (staging is read-only only then; a pod's readOnly is its own bind moun
 read_only, or every pod's claim source is readOnly (then the filesystem is not grown)."""
 
 DesiredState = namedtuple("DesiredState", "volumes blocked skipped foreign pods_considered protected_pairs "
-                                          "protected_pod_uids pod_by_uid kept_pairs live_pods inline_volumes")
-DesiredState.__new__.__defaults__ = ({},)
+                                          "protected_pod_uids pod_by_uid kept_pairs live_pods inline_volumes "
+                                          "refused_volumes")
+DesiredState.__new__.__defaults__ = ({}, {})
 DesiredState.__doc__ = """volumes: {(unique name, node): NodeVolume}. blocked: [{node, volume, pod, reason}].
 skipped: volumes that are not kubevol's business (nfs, emptyDir, inline CSI, ...); foreign: volumes of a
 driver kubevol has no backend for (also counted in skipped). protected_pairs and protected_pod_uids: what
 pods outside `scope` use; never torn down. pod_by_uid: uid -> "ns/name". kept_pairs: {(unique name, node):
 reason} a live pod holds although its claim cannot be resolved now; never torn down. live_pods: {(pod uid,
 node)} of every scheduled pod that is not terminated: what it has mounted there stays mounted. inline_volumes:
-{(node, pod uid, volume name): InlineVolume}, the inline ephemeral CSI volumes to publish (inline_volume)."""
+{(node, pod uid, volume name): InlineVolume}, the inline ephemeral CSI volumes to publish (inline_volume).
+refused_volumes: {unique name: reason} of volumes whose PV, claim or pod a node would refuse (plan_validation): the
+planner tears none of them down on any node while no pod can have them set up."""
 
 EPHEMERAL_MODE = "Ephemeral"
 INLINE_SIZE_ATTRIBUTE = "size"  # csi.volumeAttributes key: the size of the volume a kubevol driver creates
@@ -121,9 +126,11 @@ _UNRESOLVED = object()  # _Resolver.cache: not resolved yet (None is a result)
 class _Resolver:
     """PVC -> bound PV -> VolumeSpec, cached per claim (util.go getPVCFromCache, getPVSpecFromCache)."""
 
-    def __init__(self, index, known_drivers):
+    def __init__(self, index, known_drivers, loop_pools=DEFAULT_LOOP_POOLS):
         self.index = index
         self.known = tuple(known_drivers)
+        self.loop_pools = normalized_pools(loop_pools)
+        self.refused = {}  # unique name -> why a node would refuse its PV or claim
         self.cache = {}
         self.pv_by_claim = None
 
@@ -173,6 +180,10 @@ class _Resolver:
             # the kubelet would fail the mount (unknown filesystem type); kubevol never formats it either
             return ("PV %s: csi.fsType %r is not one kubevol formats or mounts (%s); fix the PV's csi.fsType"
                     % (pv.name, csi.fs_type, ", ".join(sorted(FILESYSTEMS))))
+        refusals = pvc_refusals(pvc) + pv_refusals(pv, self.loop_pools)
+        if refusals:  # a name, quantity or pool a node would refuse: nothing of it reaches a node
+            reason = self.refused[unique_volume_name(csi.driver, csi.volume_handle)] = refused_text(refusals)
+            return reason
         # csi_plugin.go skipAttach: no CSIDriver object means attach is required
         return volume_spec(pv, pvc, driver_object is None or driver_object.attach_required,
                            driver_object.fs_group_policy if driver_object is not None else FS_GROUP_POLICIES[0])
@@ -218,9 +229,11 @@ def _blocked(node, volume, pod, reason):
     return {"node": node, "volume": volume, "pod": pod, "reason": reason}
 
 
-def build_desired_state(index, known_drivers=DEFAULT_KNOWN_DRIVERS, scope=None):
-    """Walk pods once. scope: a set of "ns/name" pod keys to consider, or None for all pods."""
-    resolver = _Resolver(index, known_drivers)
+def build_desired_state(index, known_drivers=DEFAULT_KNOWN_DRIVERS, scope=None, loop_pools=DEFAULT_LOOP_POOLS):
+    """Walk pods once. scope: a set of "ns/name" pod keys to consider, or None for all pods. loop_pools: the
+    operator's pools, the only ones a loop PV may name (plan_validation)."""
+    resolver = _Resolver(index, known_drivers, loop_pools)
+    refused_volumes = resolver.refused
     node_managed = {}
     keep_terminated = {}
     for node in index.cluster.nodes:
@@ -263,13 +276,20 @@ def build_desired_state(index, known_drivers=DEFAULT_KNOWN_DRIVERS, scope=None):
         # desired_state_of_world_populator.go findAndAddNewPods: no volume is (re)added for a pod whose
         # containers are terminating; what it has mounted stays until they are gone (findAndRemoveDeletedPods)
         holding = None
-        if pod.deletion_timestamp:
+        refusals = pod_refusals(pod)  # a uid or nodeName that would be a path on the node: nothing new for it
+        if refusals:
+            holding = "pod %s: %s" % (label(key), refused_text(refusals))
+            if in_scope:
+                blocked.append(_blocked(node, None, label(key), refused_text(refusals) + "; what the pod has "
+                                        "mounted stays"))
+        elif pod.deletion_timestamp:
             holding = "pod %s is terminating (deleted at %s); its volumes stay until its containers stop" % (
                 key, pod.deletion_timestamp)
         elif pod.fs_group is not None or pod.fs_group_change_policy is not None:
             problem = pod_security_problem(pod)
             if problem is not None:
                 holding = "pod %s: %s" % (key, problem)
+                refusals = [problem]  # a node refuses it too (node/volume.py volume_item)
                 if in_scope:
                     blocked.append(_blocked(node, None, key, problem + "; what the pod has mounted stays"))
         for volume in pod.volumes:
@@ -277,7 +297,7 @@ def build_desired_state(index, known_drivers=DEFAULT_KNOWN_DRIVERS, scope=None):
             if claim is None:
                 if volume.kind == "csi" and in_scope and _add_inline_volume(
                         index, resolver.known, pod, key, node, volume, uses.get(volume.name), inline, blocked,
-                        holding):
+                        holding, resolver.loop_pools):
                     continue
                 skipped += in_scope  # nfs, emptyDir, inline CSI, in-tree disks, ...: the kubelet's or nobody's
                 foreign += in_scope and volume.kind in IN_TREE_ATTACHABLE
@@ -311,6 +331,8 @@ def build_desired_state(index, known_drivers=DEFAULT_KNOWN_DRIVERS, scope=None):
                 continue
             if holding is not None:
                 kept_pairs.setdefault(pair, holding)
+                if refusals:  # a pod move: the old node keeps the volume while the new node's setup is refused
+                    refused_volumes.setdefault(spec.unique_name, holding)
                 continue
             use = uses.get(volume.name)
             if use is not None and use[0] != spec.mode:
@@ -332,7 +354,8 @@ def build_desired_state(index, known_drivers=DEFAULT_KNOWN_DRIVERS, scope=None):
                 volumes[pair] = nv._replace(pods=nv.pods + (key,), mount_pods=nv.mount_pods + mount,
                                             claims_read_only=claims_read_only)
     return DesiredState(volumes, blocked, skipped, foreign, considered, frozenset(protected_pairs),
-                        frozenset(protected_uids), pod_by_uid, kept_pairs, frozenset(live_pods), inline)
+                        frozenset(protected_uids), pod_by_uid, kept_pairs, frozenset(live_pods), inline,
+                        refused_volumes)
 
 
 def lifecycle_mode_error(driver_object, driver, mode=EPHEMERAL_MODE):
@@ -424,7 +447,8 @@ def inline_fs_group(pod, csi, driver_object):
     return None
 
 
-def _add_inline_volume(index, known_drivers, pod, key, node, volume, use, inline, blocked, holding=None):
+def _add_inline_volume(index, known_drivers, pod, key, node, volume, use, inline, blocked, holding=None,
+                       loop_pools=DEFAULT_LOOP_POOLS):
     """build_desired_state's branch for pod.spec.volumes[].csi: True when the volume is kubevol's (added to
     ``inline`` or blocked), False when it is another driver's (counted as skipped, as before). holding: why the
     pod gets no new volume (terminating, or a bad securityContext, blocked once for the pod): nothing is published
@@ -436,7 +460,10 @@ def _add_inline_volume(index, known_drivers, pod, key, node, volume, use, inline
     if holding is not None:
         return True
     found = inline_volume(index, known_drivers, pod, node, volume, use)
-    if found.__class__ is str:
+    refusals = inline_refusals(found, loop_pools) if isinstance(found, InlineVolume) else ()
+    if refusals:
+        blocked.append(_blocked(node, label(volume.name), key, refused_text(refusals)))
+    elif found.__class__ is str:
         blocked.append(_blocked(node, volume.name, key, found))
     elif found is not None:
         inline[(node, pod.uid, volume.name)] = found

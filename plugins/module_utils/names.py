@@ -17,7 +17,7 @@ __metaclass__ = type
 import hashlib
 import os
 
-from ansible_collections.kubevol.volumes.plugins.module_utils.errors import UnsafeName
+from ansible_collections.kubevol.volumes.plugins.module_utils.errors import InvalidInput, UnsafeName
 
 CSI_PLUGIN_NAME = "kubernetes.io/csi"
 CSI_PLUGIN_DIR = "kubernetes.io~csi"  # utilstrings.EscapeQualifiedName(CSI_PLUGIN_NAME)
@@ -121,3 +121,44 @@ def pod_device_path(kubelet_dir, pod_uid, pv_name):
     check_component("pod uid", pod_uid)
     check_component("PV name", pv_name)
     return os.path.join(kubelet_dir, "pods", pod_uid, "volumeDevices", CSI_PLUGIN_DIR, pv_name)
+
+
+# -- pure checks the planner runs before any node sees a value (node/volume.py volume_item and the loop driver's
+# pool check run the same rules on the node, with the node's own realpath as the last line) --------------------
+
+LOOP_DRIVER = "loop.kubevol.io"  # drivers/loop.py LoopDriver.NAME: its PVs name a pool in volumeAttributes.pool
+DEFAULT_LOOP_POOL = "/var/lib/kubevol/pool"  # drivers/loop.py DEFAULT_POOL
+DEFAULT_LOOP_POOLS = (DEFAULT_LOOP_POOL,)
+POOL_ATTRIBUTE = "pool"
+
+
+def check_mount_option(value):
+    """One mount option as node/volume.py volume_item accepts it: non-empty, no ',' (it would add options), no
+    control characters."""
+    if not isinstance(value, str) or not value:
+        raise InvalidInput(field="mount_options", value=value, reason="each option must be a non-empty string")
+    if "," in value or any(ord(c) < 32 for c in value):
+        raise InvalidInput(field="mount_options", value=value,
+                           reason="each option must be one option, without ',' or control characters")
+    return value
+
+
+def check_pool(pool, pools):
+    """The loop pool a volume names, checked without touching any disk: an absolute, normalized path equal to one of
+    the operator's pools (``pools``, the nodes' loop_pools). The node checks it again with realpath
+    (drivers/loop.py LoopDriver.pool), so a symlink on the node can never widen what the operator allowed.
+    A missing or empty pool is the default pool, as on the node. Returns the pool."""
+    pool = pool or DEFAULT_LOOP_POOL
+    if not isinstance(pool, str) or not pool.startswith("/") or "\x00" in pool:
+        raise InvalidInput(field="volumeAttributes.pool", value=pool, reason="must be an absolute path")
+    if pool.startswith("//") or os.path.normpath(pool) != pool:
+        raise InvalidInput(field="volumeAttributes.pool", value=pool,
+                           reason="must be a normalized path (no '.', '..', '//' or trailing '/'), as %s"
+                                  % os.path.normpath(pool))
+    allowed = [os.path.normpath(p) for p in pools if isinstance(p, str) and p.startswith("/") and "\x00" not in p]
+    if pool not in allowed:
+        raise InvalidInput(field="volumeAttributes.pool", value=pool,
+                           reason="the operator keeps loop images only in %s (the nodes' loop_pools); a volume "
+                                  "cannot choose another directory. If the operator means this pool, add it to "
+                                  "loop_pools (reconcile role: kubevol_loop_pools)" % (", ".join(allowed) or "no pool"))
+    return pool

@@ -15,6 +15,7 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.cluster import (
     ClusterIndex, cluster_from_data, gc_paused, load_cluster_file)
 from ansible_collections.kubevol.volumes.plugins.module_utils.desired_state import DEFAULT_KNOWN_DRIVERS
 from ansible_collections.kubevol.volumes.plugins.module_utils.executor import facts_errors
+from ansible_collections.kubevol.volumes.plugins.module_utils.names import DEFAULT_LOOP_POOLS
 from ansible_collections.kubevol.volumes.plugins.module_utils.plan_text import OUTPUTS, blocked_once, nodes_outside, shape
 from ansible_collections.kubevol.volumes.plugins.module_utils.planner import (
     DEFAULT_MAX_TEARDOWN_COUNT, DEFAULT_MAX_TEARDOWN_FRACTION, PlanOptions, TeardownRefused, plan_cluster)
@@ -42,6 +43,8 @@ def argspec():
         allow_mass_teardown=dict(type="bool", default=False),
         output=dict(type="str", default="full", choices=list(OUTPUTS)),
         table_rows=dict(type="int", default=DEFAULT_TABLE_ROWS),
+        # the nodes' loop_pools (node_args.LOCK_SPEC): a loop PV naming another pool is blocked before any node
+        loop_pools=dict(type="list", elements="str", default=list(DEFAULT_LOOP_POOLS)),
     )
 
 
@@ -79,7 +82,8 @@ def _run(params, now, keep_alive):
     scope = None if selected is None else frozenset("%s/%s" % key for key in selected)
     known_drivers = DEFAULT_KNOWN_DRIVERS if params["known_drivers"] is None else tuple(params["known_drivers"])
     options = PlanOptions(params["force_detach"], params["max_wait_for_unmount"], known_drivers, now,
-                          params["max_teardown_fraction"], params["max_teardown_count"], params["allow_mass_teardown"])
+                          params["max_teardown_fraction"], params["max_teardown_count"], params["allow_mass_teardown"],
+                          tuple(params.get("loop_pools") or DEFAULT_LOOP_POOLS))
     index = ClusterIndex(cluster)
     result = plan_cluster(index, params["node_facts"], options, scope)
     if keep_alive is not None:

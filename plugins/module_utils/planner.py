@@ -30,7 +30,9 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.plan_detach import
     detach_clock, ghost_reason, gone_note, gone_volume_name, safe_name, still_mounted_reason, unreachable_reason)
 from ansible_collections.kubevol.volumes.plugins.module_utils.quantity import format_bytes
 from ansible_collections.kubevol.volumes.plugins.module_utils.names import (
-    OUT_OF_SERVICE_TAINT, inline_volume_name, split_unique_volume_name)
+    DEFAULT_LOOP_POOLS, OUT_OF_SERVICE_TAINT, inline_volume_name, split_unique_volume_name)
+from ansible_collections.kubevol.volumes.plugins.module_utils.plan_validation import (
+    check_loop_pools, refuse_unsafe_steps)
 
 PHASES = (("unmount", "pod"), ("unmount", "device"), ("cleanup", "directory"), ("detach", "device"),
           ("attach", "device"), ("mount", "device"), ("mount", "pod"), ("expand", "controller"), ("expand", "node"))
@@ -43,12 +45,13 @@ DEFAULT_MAX_TEARDOWN_FRACTION = 0.5
 DEFAULT_MAX_TEARDOWN_COUNT = 20
 
 PlanOptions = namedtuple("PlanOptions", "force_detach max_wait_for_unmount known_drivers now max_teardown_fraction "
-                                        "max_teardown_count allow_mass_teardown")
+                                        "max_teardown_count allow_mass_teardown loop_pools")
 PlanOptions.__new__.__defaults__ = (True, 360, DEFAULT_KNOWN_DRIVERS, None, DEFAULT_MAX_TEARDOWN_FRACTION,
-                                    DEFAULT_MAX_TEARDOWN_COUNT, False)
+                                    DEFAULT_MAX_TEARDOWN_COUNT, False, DEFAULT_LOOP_POOLS)
 PlanOptions.__doc__ = """force_detach: allow the timeout override (reconciler.go !disableForceDetachOnTimeout).
 max_wait_for_unmount: seconds (ReconcilerMaxWaitForUnmountDuration, 6 min). now: an aware datetime.
-max_teardown_fraction, max_teardown_count, allow_mass_teardown: the teardown guard (teardown_guard)."""
+max_teardown_fraction, max_teardown_count, allow_mass_teardown: the teardown guard (teardown_guard).
+loop_pools: the operator's loop pools (the nodes' loop_pools): a loop volume naming another is refused here."""
 
 
 class TeardownRefused(KubevolError):
@@ -133,6 +136,11 @@ class _Plan:
         # A volume a pod outside `scope` uses is out of this run's hands on every node: tearing down a
         # leftover mount of it (e.g. after that pod moved) would act on a pod the run must not touch.
         self.protected_volumes = frozenset(unique for unique, _node in desired.protected_pairs)
+        # A volume whose PV, claim or pod a node would refuse (plan_validation) and that no pod can have set up: a
+        # pod that moved keeps it where it was, on every node, until the object is fixed.
+        refused = [u for u in desired.refused_volumes if u not in self.spec_by_unique]
+        if refused:
+            self.protected_volumes = self.protected_volumes.union(refused)
         # Pairs a live pod still holds although its claim does not resolve now: never torn down.
         self.kept = dict(desired.kept_pairs)
         # node facts split once by reachability: the mount rules ask per (volume, node) pair
@@ -960,6 +968,7 @@ def plan(desired, actual, index, options=None):
     if not isinstance(options.max_teardown_count, int) or options.max_teardown_count < 0:
         raise InvalidInput(field="max_teardown_count", value=options.max_teardown_count,
                            reason="must be a non-negative number of volumes")
+    check_loop_pools(options.loop_pools)
     p = _Plan(desired, actual, index, options)
     for node, reason in sorted(p.no_picture.items()):
         p.block(node, None, None, reason)
@@ -975,6 +984,7 @@ def plan(desired, actual, index, options=None):
     publish_inline(p)       # kubelet: inline ephemeral volumes, published straight into their pod
     expand_controller(p)    # resizer: grow the backing volume and the PV
     expand_node(p)          # kubelet: then grow the filesystem on the node using it
+    refuse_unsafe_steps(p, PHASES, options.loop_pools)  # last line before any node: what a node would refuse
     steps = []
     summary = {}
     for phase in PHASES:
@@ -996,7 +1006,7 @@ def plan_cluster(index, node_facts=None, options=None, scope=None):
     """Desired state, actual state and plan in one call: what volume_reconcile_plan returns."""
     options = options or PlanOptions()
     with gc_paused():  # the states and the plan are acyclic; see cluster.gc_paused
-        desired = build_desired_state(index, options.known_drivers, scope)
+        desired = build_desired_state(index, options.known_drivers, scope, options.loop_pools)
         actual = build_actual_state(index, node_facts, options.known_drivers)
         result = plan(desired, actual, index, options)
         result["desired"] = summarize_desired(desired)

@@ -28,6 +28,10 @@ description:
     since no node task of this run runs it.
   - A scheduled pod that is not terminated keeps every volume it has mounted and attached, whatever is wrong
     with its claim or PV; only its deletion or termination releases them.
+  - Every name, quantity and pool a node module would refuse is blocked here first, naming the object, the field,
+    the value and the rule (a PV name, volume handle, pod UID or node name that is not one safe path component, NUL
+    in C(volumeAttributes), a negative size or request, a bad mount option, a pool outside O(loop_pools)); nothing of
+    that volume is planned, and a pod that moved keeps it on its old node.
   - Fails, changing nothing, when the plan would tear down more of the mounted volumes than the teardown guard
     allows (O(max_teardown_fraction), O(max_teardown_count), O(allow_mass_teardown)).
 extends_documentation_fragment:
@@ -126,6 +130,17 @@ options:
       - V(0) shows them all.
     type: int
     default: 100
+  loop_pools:
+    description:
+      - The directories the nodes keep C(loop.kubevol.io) images in, as the node modules' C(loop_pools).
+      - A PV or inline volume whose C(volumeAttributes.pool) is not an absolute, normalized path equal to one of
+        these (a missing pool is V(/var/lib/kubevol/pool)) is returned in RV(blocked), naming the object, the
+        field, the value and the rule, and nothing of it is attached, recorded or created on any node. The check is
+        a pure path comparison; each node checks again with its own symlink-resolving check.
+      - The reconcile role passes C(kubevol_loop_pools).
+    type: list
+    elements: str
+    default: [/var/lib/kubevol/pool]
   scope:
     description:
       - A JMESPath expression over the List's items that selects the pods to consider.

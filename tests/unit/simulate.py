@@ -70,7 +70,7 @@ def pod(key, node_name, claims=(), uid=None, phase="Running", read_only_mounts=(
         vols.extend(volumes)
     mounts = [{"name": "v-" + c, "mountPath": "/m/" + c, "readOnly": c in read_only_mounts}
               for c in claims if c not in devices]
-    obj = {"kind": "Pod", "metadata": {"namespace": ns, "name": name, "uid": uid or "uid-" + key},
+    obj = {"kind": "Pod", "metadata": {"namespace": ns, "name": name, "uid": uid or "uid-" + key.replace("/", "-")},
            "spec": {"nodeName": node_name, "volumes": vols,
                     "containers": [{"name": "c", "volumeMounts": mounts,
                                     "volumeDevices": [{"name": "v-" + c, "devicePath": "/d/" + c} for c in devices]}]},

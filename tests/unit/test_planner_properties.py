@@ -59,7 +59,7 @@ def worlds(draw):
             node_facts[name] = facts(
                 name, devices=["pv-%d" % v for v in draw(st.lists(st.sampled_from(volumes), unique=True))],
                 global_mounts=["pv-%d" % v for v in draw(st.lists(st.sampled_from(volumes), unique=True))],
-                pod_mounts=[(draw(st.sampled_from(["uid-ns/p0", "uid-ns/p1", "gone"])), "pv-%d" % v,
+                pod_mounts=[(draw(st.sampled_from(["uid-ns-p0", "uid-ns-p1", "gone"])), "pv-%d" % v,
                              draw(st.booleans()), draw(st.booleans()))
                             for v in draw(st.lists(st.sampled_from(volumes), max_size=3))])
     for p in range(draw(st.integers(0, 4))):

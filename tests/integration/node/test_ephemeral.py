@@ -37,7 +37,7 @@ def cluster(node, pods=True):
 
 
 def plan(node, facts, pods=True):
-    opts = PlanOptions(True, 360, (DRIVER,), NOW)
+    opts = PlanOptions(True, 360, (DRIVER,), NOW, loop_pools=(node.pool,))  # the pool the node allows
     return plan_cluster(cluster(node, pods), {"node1": facts}, opts)
 
 

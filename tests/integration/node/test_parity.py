@@ -114,7 +114,7 @@ def _rwop_cluster(node):
 
 def test_read_write_once_pod_is_published_to_one_pod_only(node):
     index = ClusterIndex(cluster_from_data(_rwop_cluster(node)))
-    opts = PlanOptions(now=datetime.datetime.now(datetime.timezone.utc))
+    opts = PlanOptions(now=datetime.datetime.now(datetime.timezone.utc), loop_pools=(node.pool,))
     os.makedirs(node.kubelet_dir, exist_ok=True)  # a node has its kubelet directory; node_volume_info fails without
     facts = node.module("node_volume_info")["node_facts"]
     result = plan_cluster(index, {node.name: facts}, opts)

@@ -122,7 +122,7 @@ def test_blocked_with_reason(name, data, expected):
 
 def test_generic_ephemeral_volume_claim_name_and_owner():
     eph = [{"name": "scratch", "ephemeral": {"volumeClaimTemplate": {}}}]
-    owned = cluster(node("node1"), pv("pv-e", claim="ns/p-scratch"), pvc("ns/p-scratch", "pv-e", owner="uid-ns/p"),
+    owned = cluster(node("node1"), pv("pv-e", claim="ns/p-scratch"), pvc("ns/p-scratch", "pv-e", owner="uid-ns-p"),
                     pod("ns/p", "node1", [], volumes=eph))
     assert steps(run(owned), "attach") == [("attach", "device", "node1", "pv-e", None)]
     stray = cluster(node("node1"), pv("pv-e", claim="ns/p-scratch"), pvc("ns/p-scratch", "pv-e", owner="other"),
@@ -298,10 +298,10 @@ def test_phase_order():
 
 def test_mount_skips_what_is_mounted_and_remounts_on_read_only_change():
     data = basic(pod("ns/p", "node1", ["a"], read_only_mounts=["a"]), node1=node("node1", attached=[uvn("pv-a")]))
-    ok = {"node1": facts("node1", devices=["pv-a"], global_mounts=["pv-a"], pod_mounts=[("uid-ns/p", "pv-a", True)])}
+    ok = {"node1": facts("node1", devices=["pv-a"], global_mounts=["pv-a"], pod_mounts=[("uid-ns-p", "pv-a", True)])}
     assert run(data, ok)["plan"] == []
     changed = {"node1": facts("node1", devices=["pv-a"], global_mounts=["pv-a"],
-                              pod_mounts=[("uid-ns/p", "pv-a", False)])}
+                              pod_mounts=[("uid-ns-p", "pv-a", False)])}
     result = run(data, changed)
     assert steps(result) == [("mount", "pod", "node1", "pv-a", "ns/p")]
     assert result["plan"][0]["reason"] == "remount: read-only changed"
@@ -369,7 +369,7 @@ def test_no_resize_for_read_only():
 def test_scope_ignores_other_pods_for_desired_and_teardown():
     data = cluster(node("node1", attached=[uvn("pv-b")]), bound("pv-a", "ns/a"), bound("pv-b", "other/b"),
                    pod("ns/p", "node1", ["a"]), pod("other/q", "node1", ["b"]))
-    node_facts = {"node1": facts("node1", devices=["pv-b"], global_mounts=["pv-b"], pod_mounts=[("uid-other/q", "pv-b")])}
+    node_facts = {"node1": facts("node1", devices=["pv-b"], global_mounts=["pv-b"], pod_mounts=[("uid-other-q", "pv-b")])}
     result = run(data, node_facts, scope=frozenset(["ns/p"]))
     assert set(s[3] for s in steps(result)) == {"pv-a"}
 

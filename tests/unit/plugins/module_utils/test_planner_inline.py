@@ -33,7 +33,8 @@ POOL = "/var/lib/kubevol/pool"
 
 def run(data, node_facts=None, scope=None, **options):
     opts = PlanOptions(True, 360, (LOOP,), NOW, options.get("max_teardown_fraction", 0.5),
-                       options.get("max_teardown_count", 20), options.get("allow_mass_teardown", False))
+                       options.get("max_teardown_count", 20), options.get("allow_mass_teardown", False),
+                       options.get("loop_pools", (POOL,)))
     return plan_cluster(ClusterIndex(cluster_from_data(data)), node_facts, opts, scope)
 
 
@@ -117,7 +118,8 @@ def test_ephemeral_driver_publishes_straight_into_the_pod():
 
 def test_read_only_fs_type_and_pool_are_the_pods():
     result = run(cluster(node("node1"), ephemeral_driver(),
-                         inline_pod(attributes={"size": "1Gi", "pool": "/srv/pool"}, read_only=True, fs_type="xfs")))
+                         inline_pod(attributes={"size": "1Gi", "pool": "/srv/pool"}, read_only=True, fs_type="xfs")),
+                 loop_pools=(POOL, "/srv/pool"))
     step = result["plan"][0]
     assert step["pod_read_only"] is True
     item = result["volume_items"]["node1"][UNIQUE]

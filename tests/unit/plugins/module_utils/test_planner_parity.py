@@ -69,7 +69,7 @@ def test_rwop_pod_that_has_it_mounted_keeps_it():
                    created(pod("ns/old", "node1", ["a"]), "2026-01-01T00:00:00Z"),
                    created(pod("ns/new", "node1", ["a"]), "2026-01-02T00:00:00Z"))
     result = run(data, {"node1": facts("node1", devices=["pv-a"], global_mounts=["pv-a"],
-                                       pod_mounts=[("uid-ns/new", "pv-a")])})
+                                       pod_mounts=[("uid-ns-new", "pv-a")])})
     assert steps(result, "mount") == []
     assert any("already in use by another pod (ns/new)" in r for r in reasons(result))
 
@@ -101,7 +101,7 @@ def test_terminating_pod_keeps_what_it_has():
     data = cluster(node("node1", attached=[uvn("pv-a")], in_use=[uvn("pv-a")]), bound("pv-a", "ns/a"),
                    pod("ns/p", "node1", ["a"], deleted=True, states=["running"]))
     result = run(data, {"node1": facts("node1", devices=["pv-a"], global_mounts=["pv-a"],
-                                       pod_mounts=[("uid-ns/p", "pv-a")])})
+                                       pod_mounts=[("uid-ns-p", "pv-a")])})
     assert steps(result) == []
 
 
@@ -109,7 +109,7 @@ def test_terminated_pod_is_torn_down():
     data = cluster(node("node1", attached=[uvn("pv-a")], in_use=[uvn("pv-a")]), bound("pv-a", "ns/a"),
                    pod("ns/p", "node1", ["a"], deleted=True, states=["terminated"]))
     result = run(data, {"node1": facts("node1", devices=["pv-a"], global_mounts=["pv-a"],
-                                       pod_mounts=[("uid-ns/p", "pv-a")])})
+                                       pod_mounts=[("uid-ns-p", "pv-a")])})
     assert [s[:2] for s in steps(result)] == [("unmount", "pod"), ("unmount", "device"), ("detach", "device")]
 
 
@@ -150,20 +150,20 @@ def test_fs_group_change_policy_passed_and_defaults_to_always():
 def test_fs_group_reaches_the_node_item():
     data = cluster(node("node1"), bound("pv-a", "ns/a"), with_security(pod("ns/p", "node1", ["a"]), fsGroup=2000))
     items = executor.phase_items(run(data), "mount", "node1")
-    assert items[0]["pods"] == [{"uid": "uid-ns/p", "name": "ns/p", "read_only": False, "fs_group": 2000,
+    assert items[0]["pods"] == [{"uid": "uid-ns-p", "name": "ns/p", "read_only": False, "fs_group": 2000,
                                  "fs_group_change_policy": "Always"}]
 
 
 def test_mounted_volume_with_wrong_root_group_is_fixed_and_right_one_left():
     data = cluster(node("node1", attached=[uvn("pv-a")], in_use=[uvn("pv-a")]), bound("pv-a", "ns/a"),
                    with_security(pod("ns/p", "node1", ["a"]), fsGroup=2000))
-    wrong = run(data, {"node1": fs_facts("node1", "pv-a", "uid-ns/p", 0, "0755")})
+    wrong = run(data, {"node1": fs_facts("node1", "pv-a", "uid-ns-p", 0, "0755")})
     assert steps(wrong) == [("mount", "pod", "node1", "pv-a", "ns/p")]
     assert "apply fsGroup 2000" in wrong["plan"][0]["reason"]
-    assert steps(run(data, {"node1": fs_facts("node1", "pv-a", "uid-ns/p", 2000, "2775")})) == []
+    assert steps(run(data, {"node1": fs_facts("node1", "pv-a", "uid-ns-p", 2000, "2775")})) == []
     # facts without the root (an older node module): no step, not a loop of remounts
     assert steps(run(data, {"node1": facts("node1", devices=["pv-a"], global_mounts=["pv-a"],
-                                           pod_mounts=[("uid-ns/p", "pv-a")])})) == []
+                                           pod_mounts=[("uid-ns-p", "pv-a")])})) == []
 
 
 def test_block_and_read_only_pods_get_no_fs_group():
@@ -202,7 +202,7 @@ def test_block_volume_expands_on_the_node_too():
                    bound("pv-a", "ns/a", size="1Gi", request="2Gi", capacity="1Gi", mode="Block"),
                    pod("ns/p", "node1", ["a"], devices=["a"]))
     f = facts("node1", devices=["pv-a"])
-    f["pod_mounts"] = [{"pod_uid": "uid-ns/p", "pv_name": "pv-a", "mode": "Block", "path": "/d", "mounted": True,
+    f["pod_mounts"] = [{"pod_uid": "uid-ns-p", "pv_name": "pv-a", "mode": "Block", "path": "/d", "mounted": True,
                         "read_only": False, "device": "/dev/loop0", "unique_volume_name": uvn("pv-a")}]
     result = run(data, {"node1": f})
     expand = [s for s in result["plan"] if s["action"] == "expand"]
@@ -223,7 +223,7 @@ def _resizing(request, capacity, pv_size, allocated, state):
     return cluster(node("node1", attached=[uvn("pv-a")], in_use=[uvn("pv-a")]), objs, pod("ns/p", "node1", ["a"]))
 
 
-MOUNTED = {"node1": facts("node1", devices=["pv-a"], global_mounts=["pv-a"], pod_mounts=[("uid-ns/p", "pv-a")])}
+MOUNTED = {"node1": facts("node1", devices=["pv-a"], global_mounts=["pv-a"], pod_mounts=[("uid-ns-p", "pv-a")])}
 
 
 @pytest.mark.parametrize("state", ["ControllerResizeInfeasible", "NodeResizeInfeasible"])

@@ -52,8 +52,8 @@ def reasons(result):
 
 
 def converged_node1(*pvs):
-    """node1's facts with each PV attached, staged and mounted into pod uid-ns/<pv>."""
-    return facts("node1", devices=pvs, global_mounts=pvs, pod_mounts=[("uid-ns/" + p, p) for p in pvs])
+    """node1's facts with each PV attached, staged and mounted into pod uid-ns-<pv>."""
+    return facts("node1", devices=pvs, global_mounts=pvs, pod_mounts=[("uid-ns-" + p, p) for p in pvs])
 
 
 # ---- 1. a snapshot must look like a cluster -----------------------------------------------------------
@@ -94,7 +94,7 @@ def test_kubectl_json_cut_off_after_an_item_plans_nothing(tmp_path):
     running pod's volume would be unmounted and detached."""
     import json
     full = cluster(node("node1", attached=[uvn("pv-a")], in_use=[uvn("pv-a")]), bound("pv-a", "ns/a"),
-                   pod("ns/p", "node1", ["a"], uid="uid-ns/pv-a"))
+                   pod("ns/p", "node1", ["a"], uid="uid-ns-pv-a"))
     node_facts = {"node1": converged_node1("pv-a")}
     params = dict(cluster_source="file", cluster=None, node_facts=node_facts, force_detach=True,
                   max_wait_for_unmount=360, known_drivers=["loop.kubevol.io"], scope=None, max_teardown_fraction=0.5,
@@ -170,7 +170,7 @@ def test_guard_refusal_through_the_module_names_the_teardown_and_the_override(tm
 
 def test_guard_lets_one_volume_move_and_a_minority_teardown_through():
     data, node_facts = four_mounted()
-    data = data + [pod("ns/" + c, "node1", [c], uid="uid-ns/pv-" + c) for c in "bcd"]  # pod ns/a is gone: 1 of 4
+    data = data + [pod("ns/" + c, "node1", [c], uid="uid-ns-pv-" + c) for c in "bcd"]  # pod ns/a is gone: 1 of 4
     assert not run(cluster(*data), node_facts)["teardown_guard"]["tripped"]
     single = [node("node1", attached=[uvn("pv-a")])] + bound("pv-a", "ns/a")
     result = run(cluster(*single), {"node1": converged_node1("pv-a")})
@@ -179,7 +179,7 @@ def test_guard_lets_one_volume_move_and_a_minority_teardown_through():
 
 def test_guard_absolute_count():
     data, node_facts = four_mounted()
-    data = data + [pod("ns/" + c, "node1", [c], uid="uid-ns/pv-" + c) for c in "cd"]  # 2 of 4: within the fraction
+    data = data + [pod("ns/" + c, "node1", [c], uid="uid-ns-pv-" + c) for c in "cd"]  # 2 of 4: within the fraction
     assert not run(cluster(*data), node_facts)["teardown_guard"]["tripped"]
     assert run(cluster(*data), node_facts, max_teardown_count=1)["teardown_guard"]["tripped"]
 
@@ -200,7 +200,7 @@ def test_running_pod_keeps_its_mounted_volume_whatever_is_wrong_with_its_claim(n
     """desired_state_of_world_populator.go findAndRemoveDeletedPods: only a deleted or terminated pod
     loses its volumes; a claim that stops resolving blocks new mounts, never unmounts."""
     node1 = node("node1", attached=[uvn("pv-a")], in_use=[uvn("pv-a")])
-    data = cluster(node1, pod("ns/p", "node1", ["a"], uid="uid-ns/pv-a"), *objects())
+    data = cluster(node1, pod("ns/p", "node1", ["a"], uid="uid-ns-pv-a"), *objects())
     result = run(data, {"node1": converged_node1("pv-a")})
     assert teardown(result) == []
     assert any(b["pod"] == "ns/p" for b in result["blocked"]), result["blocked"]
@@ -215,8 +215,8 @@ def test_running_pod_keeps_an_attachment_without_node_facts():
 
 def test_terminated_pod_releases_its_volume():
     """pkg/volume/util/util.go IsPodTerminated: deleted with no container running releases the volume."""
-    data = cluster(node("node1", attached=[uvn("pv-a")]),
-                   pod("ns/p", "node1", ["a"], uid="uid-ns/pv-a", deleted=True, states=["terminated"]))
+    data = cluster(node("node1", attached=[uvn("pv-a")]), *bound("pv-a", "ns/a"),
+                   pod("ns/p", "node1", ["a"], uid="uid-ns-pv-a", deleted=True, states=["terminated"]))
     result = run(data, {"node1": converged_node1("pv-a")})
     assert [s[:2] for s in teardown(result)] == [("unmount", "pod"), ("unmount", "device"), ("detach", "device")]
 
@@ -235,7 +235,7 @@ def test_foreign_driver_volumes_are_never_planned_blocked_or_torn_down():
     node_facts["node1"]["pod_mounts"].append({"pod_uid": "uid-gone2", "pv_name": "pv-ebs2", "mounted": True,
                                               "unique_volume_name": None, "driver": EBS, "foreign": True})
     data = cluster(node("node1", attached=[uvn("pv-a"), ebs]), bound("pv-a", "ns/a"),
-                   bound("pv-ebs", "ns/e", driver=EBS), pod("ns/a", "node1", ["a"], uid="uid-ns/pv-a"),
+                   bound("pv-ebs", "ns/e", driver=EBS), pod("ns/a", "node1", ["a"], uid="uid-ns-pv-a"),
                    pod("ns/e", "node1", ["e"]), va("pv-ebs", "node1", driver=EBS))
     result = run(data, node_facts)
     assert result["plan"] == [] and result["blocked"] == []
@@ -262,7 +262,7 @@ def test_staging_is_read_write_when_the_first_pod_is_a_reader():
     publish = [s for s in result["plan"] if (s["action"], s["target"]) == ("mount", "pod")][0]
     assert result["volume_items"]["node1"][stage["unique_volume_name"]]["read_only"] is False
     assert executor.phase_items(result, "mount", "node1")[0]["pods"] == [
-        {"uid": "uid-ns/r", "name": "ns/r", "read_only": True}]
+        {"uid": "uid-ns-r", "name": "ns/r", "read_only": True}]
     assert publish["pod_read_only"] is True
 
 
@@ -275,24 +275,24 @@ def test_staging_is_read_only_when_the_pv_is(pv_kwargs):
 
 
 def test_read_only_staging_left_by_an_older_run_is_remounted_for_a_writer():
-    node_facts = facts("node1", devices=["pv-a"], global_mounts=["pv-a"], pod_mounts=[("uid-ns/r", "pv-a", True)])
+    node_facts = facts("node1", devices=["pv-a"], global_mounts=["pv-a"], pod_mounts=[("uid-ns-r", "pv-a", True)])
     node_facts["global_mounts"][0]["read_only"] = True
     data = cluster(node("node1", attached=[uvn("pv-a")]), bound("pv-a", "ns/a"),
-                   pod("ns/r", "node1", ["a"], uid="uid-ns/r", claim_read_only=["a"]),
-                   pod("ns/w", "node1", ["a"], uid="uid-ns/w"))
+                   pod("ns/r", "node1", ["a"], uid="uid-ns-r", claim_read_only=["a"]),
+                   pod("ns/w", "node1", ["a"], uid="uid-ns-w"))
     result = run(data, {"node1": node_facts})
     assert steps(result) == [("mount", "device", "node1", "pv-a", None), ("mount", "pod", "node1", "pv-a", "ns/w")]
     assert "remount read-write" in result["plan"][0]["reason"] and "ns/w" in result["plan"][0]["reason"]
     # a reader alone keeps the old staging as it is: nothing to fix
     data = cluster(node("node1", attached=[uvn("pv-a")]), bound("pv-a", "ns/a"),
-                   pod("ns/r", "node1", ["a"], uid="uid-ns/r", claim_read_only=["a"]))
+                   pod("ns/r", "node1", ["a"], uid="uid-ns-r", claim_read_only=["a"]))
     assert run(data, {"node1": node_facts})["plan"] == []
 
 
 def test_a_writers_read_only_bind_is_fixed():
-    node_facts = facts("node1", devices=["pv-a"], global_mounts=["pv-a"], pod_mounts=[("uid-ns/w", "pv-a", True)])
+    node_facts = facts("node1", devices=["pv-a"], global_mounts=["pv-a"], pod_mounts=[("uid-ns-w", "pv-a", True)])
     data = cluster(node("node1", attached=[uvn("pv-a")]), bound("pv-a", "ns/a"),
-                   pod("ns/w", "node1", ["a"], uid="uid-ns/w"))
+                   pod("ns/w", "node1", ["a"], uid="uid-ns-w"))
     result = run(data, {"node1": node_facts})
     assert [(s["action"], s["target"], s["reason"]) for s in result["plan"]] == [
         ("mount", "pod", "remount: read-only changed")]
@@ -419,8 +419,8 @@ def test_an_attachment_on_a_node_without_node_object_blocks_a_second_rwo_attach_
 def test_volumes_in_use_that_node_status_lacks_are_repaired():
     """kubelet_node_status.go reports every mounted volume in volumesInUse; a lost record is written again."""
     data = cluster(node("node1", attached=[uvn("pv-a"), uvn("pv-b")], in_use=[uvn("pv-b")]), bound("pv-a", "ns/a"),
-                   bound("pv-b", "ns/b"), pod("ns/a", "node1", ["a"], uid="uid-ns/pv-a"),
-                   pod("ns/b", "node1", ["b"], uid="uid-ns/pv-b"))
+                   bound("pv-b", "ns/b"), pod("ns/a", "node1", ["a"], uid="uid-ns-pv-a"),
+                   pod("ns/b", "node1", ["b"], uid="uid-ns-pv-b"))
     result = run(data, {"node1": converged_node1("pv-a", "pv-b")})
     assert result["plan"] == []
     assert result["in_use_repairs"] == [{"node": "node1", "unique_volume_names": [uvn("pv-a")], "in_use": True}]
@@ -433,13 +433,13 @@ def test_volumes_in_use_a_node_no_longer_has_mounted_are_removed_but_not_other_d
     another driver belongs to its own node plugin; a volume this plan mounts is left to its own record."""
     ebs = "kubernetes.io/csi/ebs.csi.aws.com^vol-1"
     data = cluster(node("node1", attached=[uvn("pv-a")], in_use=[uvn("pv-a"), uvn("pv-gone"), ebs]),
-                   bound("pv-a", "ns/a"), pod("ns/a", "node1", ["a"], uid="uid-ns/pv-a"))
+                   bound("pv-a", "ns/a"), pod("ns/a", "node1", ["a"], uid="uid-ns-pv-a"))
     result = run(data, {"node1": converged_node1("pv-a")})
     assert result["plan"] == []
     assert result["in_use_repairs"] == [{"node": "node1", "unique_volume_names": [uvn("pv-gone")], "in_use": False}]
     # mounted by this very plan: not repaired here (the mount records it)
     data = cluster(node("node1", attached=[uvn("pv-a")], in_use=[uvn("pv-a")]), bound("pv-a", "ns/a"),
-                   pod("ns/a", "node1", ["a"], uid="uid-ns/pv-a"))
+                   pod("ns/a", "node1", ["a"], uid="uid-ns-pv-a"))
     result = run(data, {"node1": facts("node1", devices=["pv-a"])})
     assert ("mount", "device", "node1", "pv-a", None) in steps(result) and result["in_use_repairs"] == []
 

@@ -108,7 +108,7 @@ def test_teardown_refused_with_output_table_carries_the_table_not_the_plan():
     for name in names:
         objects.extend(bound(name, "ns/" + name))  # no pods: a snapshot that lost them
     with pytest.raises(TeardownRefused) as err:
-        mounted = facts("node1", devices=names, global_mounts=names, pod_mounts=[("uid-ns/" + n, n) for n in names])
+        mounted = facts("node1", devices=names, global_mounts=names, pod_mounts=[("uid-ns-" + n, n) for n in names])
         plan_task.run(params(cluster=cluster(*objects), node_facts={"node1": mounted}, output="table"), utc_now())
     fields = err.value.to_result()
     assert fields["table"][-1].startswith("Plan: ") and "Teardown guard: 4 of 4" in fields["table"][-2]
