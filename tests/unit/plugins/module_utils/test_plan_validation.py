@@ -210,8 +210,10 @@ def test_a_planted_pod_directory_with_a_control_character_is_not_unmounted_and_i
     node_facts = {"node1": facts("node1", devices=["pv-a"], global_mounts=["pv-a"], pod_mounts=[("uid\nx", "pv-a")])}
     result = run(data, node_facts)
     assert result["plan"] == [], steps(result)
-    assert any("unmount pod refused at plan time: pod uid 'uid\\nx'" in r for r in reasons(result))
-    assert any("detach device not planned" in r for r in reasons(result))
+    # blocked where the planner meets it (the orphan rule names the directory the node modules would refuse), or by
+    # the last pass over the plan: either way nothing reaches a node and the volume stays attached and mounted
+    assert any("pod uid 'uid\\nx'" in r or "directory 'pv-a' of pod 'uid\\nx'" in r for r in reasons(result)), \
+        reasons(result)
 
 
 def test_every_planned_item_builds_on_the_node():

@@ -108,8 +108,11 @@ def test_no_line_boundary_prefix_of_a_kubectl_file_is_trusted(tmp_path, path):
             plan_module.run(dict(params, cluster_state=str(cut)), NOW)
         assert str(cut) in err.value.msg, (end, err.value.msg)
         assert "Nothing was read from it" in err.value.msg or "the file is empty" in err.value.msg, (end, err.value.msg)
-    # the refusal is what keeps those volumes: read as they parse, many prefixes would unmount and detach
-    assert would_tear_down > 0
+    # the refusal is what keeps those volumes: read as they parse, many prefixes would unmount and detach (unless the
+    # planner blocks the file's volumes anyway: a handle with '/', as GKE's, is not one path component a node takes)
+    handles = [d["volume_handle"] for f in node_facts.values() for d in f["devices"]]
+    if all("/" not in h for h in handles):
+        assert would_tear_down > 0
 
 
 def test_a_cut_inside_the_items_is_refused_naming_the_file_and_how_to_write_it(tmp_path):
