@@ -95,6 +95,15 @@ class UnsafeToFormat(KubevolError):
                "kubevol formats only a device that every probe reports blank")
 
 
+class FilesystemMismatch(KubevolError):
+    """The device holds a filesystem of another type than the volume's fsType (mount-utils FilesystemMismatch)."""
+    message = ("mount of volume {volume} on node {node} refused: failed to mount the volume as \"{expected}\", it already "
+               "contains {found} ({device}). Nothing was mounted or formatted; the data is kept. If {found} is right, "
+               "set the PV's spec.csi.fsType (the volume's fs_type) to {found}; if the volume must be {expected}, move "
+               "the data to a new {expected} volume (force=true erases the device: only for a volume whose data "
+               "is not wanted)")
+
+
 class StillMounted(KubevolError):
     message = ("refusing to {step} volume {volume} on node {node}: still mounted at {paths}; "
                "unmount those pods first or set force=true if the node is fenced")

@@ -16,7 +16,7 @@ import os
 
 from ansible_collections.kubevol.volumes.plugins.module_utils import names
 from ansible_collections.kubevol.volumes.plugins.module_utils.errors import (
-    CommandFailed, DeviceNotFound, KubevolError, StillMounted, UnsafeToFormat)
+    CommandFailed, DeviceNotFound, FilesystemMismatch, KubevolError, StillMounted, UnsafeToFormat)
 from ansible_collections.kubevol.volumes.plugins.module_utils.node import blockdev, ephemeral, layout, mount, ownership
 from ansible_collections.kubevol.volumes.plugins.module_utils.node.context import act as _act
 from ansible_collections.kubevol.volumes.plugins.module_utils.node.filesystems import (
@@ -103,7 +103,7 @@ def _stage(ctx, runner, item, device, mounts, force, res):
                                % (gpath, item.pv_name, ctx.node_name, current.source, device),
                                node=ctx.node_name, volume=item.pv_name, step="mount device")
         res["fs_type"] = current.fstype
-        _check_mismatch(ctx, item, current.fstype, res)
+        _check_mismatch(ctx, item, device, current.fstype, res)
         _repair_vol_data(ctx, res, os.path.dirname(gpath), layout.device_vol_data(item))
         writers = [pod.name or pod.uid for pod in item.pods if not pod.read_only]
         if current.read_only and not item.read_only and writers:
@@ -142,7 +142,7 @@ def _stage(ctx, runner, item, device, mounts, force, res):
             raise UnsafeToFormat(device=device, volume=item.pv_name, node=ctx.node_name,
                                  reason="%s, which kubevol cannot mount; it never formats such a device "
                                         "(force=true erases it)" % found.describe())
-        _check_mismatch(ctx, item, existing, res)
+        _check_mismatch(ctx, item, device, existing, res)
         fs = get_filesystem(existing)
         if not item.read_only:
             _fsck(ctx, runner, item, device, res)
@@ -178,11 +178,16 @@ def _repair_vol_data(ctx, res, directory, data):
         ctx.warn("volume %s: could not rewrite %s (%s): %s" % (res["pv_name"], path, problem, exc))
 
 
-def _check_mismatch(ctx, item, existing, res):
+def _check_mismatch(ctx, item, device, existing, res):
+    """A device that holds a filesystem of another type than the volume's fs_type is not mounted: refused with both
+    types named, and kept (never reformatted; only force=true erases it). mount-utils formatAndMountSensitive
+    (mount_linux.go) answers FilesystemMismatch "failed to mount the volume as %q, it already contains %s" when
+    the mount with the asked type fails; kubevol does not try the mount with the other type at all: mounting xfs
+    for a PV that says ext4 would hand a pod a filesystem nobody asked for, silently."""
     if existing and existing != item.fs_type:
         res["fs_type_mismatch"] = {"expected": item.fs_type, "found": existing}
-        ctx.warn("volume %s: device holds %s but fs_type %s was asked; kept the existing filesystem (not "
-                 "reformatted; only force=true would)" % (item.pv_name, existing, item.fs_type))
+        raise FilesystemMismatch(volume=item.pv_name, node=ctx.node_name, expected=item.fs_type, found=existing,
+                                 device=device, step="mount device (FilesystemMismatch)")
 
 
 def _fsck(ctx, runner, item, device, res):
