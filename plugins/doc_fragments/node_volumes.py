@@ -54,9 +54,10 @@ options:
       - The volumes to act on, one node's whole phase in one call. A single volume is a list of one.
       - Every name is checked before anything runs; a PV name, pod uid or handle with C(/), C(..), NUL or
         control characters is refused.
-      - A volume whose O(volumes[].driver) has no kubevol backend on the node is skipped, not failed; it is left to
-        its own CSI node plugin and nothing runs on it. Its result is C(pv_name), C(unique_volume_name),
-        C(changed=false) and C(skipped) (the reason), with a warning; the other volumes are handled normally.
+      - A volume whose O(volumes[].driver) has no kubevol backend on the node fails, named with its driver, the node
+        and the drivers the node has; nothing runs on it and it is never skipped as done. A volume of another CSI
+        driver is left to that driver's node plugin by not listing it (the planner acts only on
+        C(kubevol_known_drivers)). The other volumes are handled normally.
     type: list
     elements: dict
     required: true

@@ -76,6 +76,14 @@ class UnknownDriver(KubevolError):
                "(known: {known}); use a PV whose spec.csi.driver is one of those")
 
 
+class NoBackend(KubevolError):
+    """A volume item whose driver the node has no backend for: never skipped, never reported done."""
+    message = ("volume {volume} on node {node}: driver {driver} cannot be served there: kubevol on node {node} has no "
+               "backend for {driver} (it drives {known}); nothing was attached, mounted, grown or detached for this "
+               "volume. If {driver}'s own CSI node plugin serves it, remove {driver} from kubevol_known_drivers (the "
+               "planner then leaves its volumes alone); otherwise use a PV whose spec.csi.driver kubevol drives")
+
+
 class CommandFailed(KubevolError):
     message = ("{step} failed on node {node} for volume {volume}: `{cmd}` exited {rc}: {stderr}"
                "{hint}")

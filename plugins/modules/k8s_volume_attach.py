@@ -66,8 +66,8 @@ RETURN = r'''
 volumes:
   description:
     - One entry per volume, in the order given.
-    - A volume of a driver without a kubevol backend has only C(pv_name), C(unique_volume_name),
-      C(changed=false) and C(skipped) (the reason); nothing ran on it.
+    - When the call fails, only the volumes done; each failed one (a driver without a kubevol backend on the node
+      too) is in C(failures).
   returned: always
   type: list
   elements: dict
@@ -87,12 +87,12 @@ volumes:
         status: {attached: true, attachmentMetadata: {devicePath: /dev/loop3}}
       volumes_attached: {name: kubernetes.io/csi/loop.kubevol.io^pvc-a.img, devicePath: /dev/loop3}
 volume_attachments:
-  description: The VolumeAttachment objects of all volumes attached (the C(volume_attachment) of each entry; none for a skipped one).
+  description: The VolumeAttachment objects of all volumes attached (the C(volume_attachment) of each entry).
   returned: success
   type: list
   elements: dict
 volumes_attached:
-  description: The C(node.status.volumesAttached) entries C({name, devicePath}) of all volumes attached (not the skipped ones).
+  description: The C(node.status.volumesAttached) entries C({name, devicePath}) of all volumes attached.
   returned: success
   type: list
   elements: dict

@@ -87,8 +87,8 @@ EXAMPLES = r'''
 RETURN = r'''
 volumes:
   description:
-    - What was done per volume, in the order given. A volume of a driver without a kubevol backend has only
-      C(pv_name), C(unique_volume_name), C(changed=false) and C(skipped) (the reason).
+    - What was done per volume, in the order given; when the call fails, only the volumes done (the failed ones,
+      a driver without a kubevol backend on the node too, are in C(failures)).
     - C(actions) lists what was done (or would be, in check mode), for example C(format), C(mount device),
       C(remount read-write <global mount>), C(publish <pod path>), C(remount read-only <pod path>),
       C(remount read-write <pod path>), C(write <vol_data.json>), C(set group <gid> on <pod path> ...).

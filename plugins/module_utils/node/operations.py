@@ -461,8 +461,9 @@ def _cleanup(ctx, runner, item, plan):
         if item.block:
             keep(layout.unlink_publish_file(path, mounts))
             keep(layout.rmdir_safe(os.path.dirname(path), mounts))
-            continue
-        removed.extend(layout.remove_pod_volume_dir(path, item, mounts))
+        else:
+            removed.extend(layout.remove_pod_volume_dir(path, item, mounts))
+        removed.extend(layout.remove_empty_pod_volumes_dir(ctx.kubelet_dir, path, mounts))  # a moved pod's
     if plan["global"] and not mounts.mounted(plan["global"]):
         gpath = plan["global"]
         keep(layout.rmdir_safe(gpath, mounts))
