@@ -49,6 +49,22 @@ options:
     elements: str
     default: [/var/lib/kubevol/pool]
     version_added: 0.2.0
+  force_release_holders:
+    description:
+      - The operator's release of other nodes' holds on C(loop.kubevol.io) images, for nodes that are down for good
+        (powered off, their devices gone). Attaching an image whose pool holder record
+        (C(<pool>/.kubevol-holders/)) names a node listed here drops that node's hold first, reported in
+        C(released_holders) of the volume and with a warning.
+      - Otherwise an image another node holds is never attached, adopted or reused (unless the volume is
+        multi-attach): the attach fails naming the holder and since when, and waits for that node's own detach.
+        The out-of-service taint does not release a hold: a node that was only unreachable still has its device.
+      - A loop device that still backs the image (the released node is not down, on a shared kernel) is still
+        refused, never adopted and never doubled.
+      - The reconcile role passes C(kubevol_force_release_holders).
+    type: list
+    elements: str
+    default: []
+    version_added: 0.2.0
   volumes:
     description:
       - The volumes to act on, one node's whole phase in one call. A single volume is a list of one.
@@ -115,14 +131,7 @@ options:
             VolumeInUse (for C(loop.kubevol.io), the holder record kept in the pool, under a lock).
         type: bool
         default: false
-      release_holders:
-        description:
-          - Nodes the controller knows are down (the out-of-service taint, or a detach recorded without the node);
-            their hold on the backing volume is released when this node attaches it. The planner sets it.
-        type: list
-        elements: str
-        default: []
-      pods:
+          pods:
         description:
           - Pod mounts. For M(kubevol.volumes.node_volume_mount) the pods to publish the volume to; for
             M(kubevol.volumes.volume_detach) the pod mounts to remove.

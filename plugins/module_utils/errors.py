@@ -59,8 +59,11 @@ class UnsafePath(KubevolError):
 class VolumeInUse(KubevolError):
     """The backend refuses to attach an image another node holds (a cloud disk API's VolumeInUse)."""
     message = ("attach of volume {volume} on node {node} refused: image {image} is held by {holders} and the volume "
-               "allows one node only (ReadWriteOnce); detach it there first. If that node is gone for good, taint it "
-               "node.kubernetes.io/out-of-service so that its hold is released")
+               "allows one node only (ReadWriteOnce). Nothing was attached or adopted; node {node} waits until that "
+               "hold is released on the holding node itself, by its own detach (volume_detach there: the reconcile's "
+               "cleanup when that node comes back), or by the operator, only for a node that is down for good with "
+               "its devices gone: kubevol_force_release_holders: [{names}] (force_release_holders). The "
+               "out-of-service taint alone does not release it")
 
 
 class MalformedObject(KubevolError):

@@ -283,20 +283,44 @@ class LoopDriver(Driver):
         layout.write_json(self.pool(item), self._holders_dir(item), os.path.basename(path),
                           {"volume_handle": item.volume_handle, "nodes": holders}, self.node_name)
 
-    def _hold(self, item, holders):
-        """Record this node as a holder of the image (under _holders_locked)."""
-        if self.node_name not in holders:
-            holders[self.node_name] = _now()
+    def _hold(self, item, holders, released=None):
+        """Record this node as a holder of the image (under _holders_locked), without the holds the operator
+        released (``released``)."""
+        if self.node_name not in holders or released:
+            holders.setdefault(self.node_name, _now())
             self._write_holders(item, holders)
 
+    def _release_forced(self, holders):
+        """Drop the holds of the nodes the operator listed (force_release_holders): {node: since} of those dropped.
+        Only the operator's word releases another node's hold here. The out-of-service taint or a detach the
+        controller recorded without the node does not: on a shared kernel (test nodes) or a node that was only
+        unreachable, that node still has the device and may still write to it, and its own detach, when it comes
+        back, would `losetup -d` a device another node had adopted (issue 25)."""
+        forced = set(self.options.get("force_release_holders") or ())
+        return dict((n, holders.pop(n)) for n in sorted(holders) if n in forced and n != self.node_name)
+
     def _refuse_if_held_elsewhere(self, item, holders):
-        # a node the controller knows is down (out-of-service, or its detach recorded without it) lets go
-        for node in [n for n in holders if n in item.release_holders and n != self.node_name]:
-            del holders[node]
         others = sorted(n for n in holders if n != self.node_name)
         if others and not item.multi_attach:
             raise VolumeInUse(volume=item.pv_name, node=self.node_name, image=self.image_path(item),
-                              holders=", ".join("%s (since %s)" % (n, holders[n]) for n in others))
+                              holders=", ".join("node %s (since %s)" % (n, holders[n]) for n in others),
+                              names=", ".join(others), holder_nodes=others)
+
+    def _refuse_foreign_device(self, item, image, backing, released):
+        """A loop device backs the image, and the pool's holder record does not give it to this node: it is another
+        node's (a node whose hold the operator released, on this shared kernel; or an attach that kept no record).
+        Neither adopted (that node's detach would pull it from under this node's pods) nor doubled (a second
+        loop device on the image is a second superblock on the same filesystem)."""
+        whose = ("node(s) %s, whose hold on it the operator released here (force_release_holders), still have it: "
+                 "they are not down" % ", ".join(sorted(released))) if released else (
+                 "the pool's holder record names no node for it, so it is no node's that kubevol knows")
+        raise VolumeInUse(
+            "attach of volume %s on node %s refused: loop device %s already backs image %s and %s. kubevol neither "
+            "adopts another node's device nor attaches a second one on the same image. Nothing was changed. Detach "
+            "it on the node that has it (its own volume_detach, e.g. when it comes back and its cleanup runs) or, "
+            "after checking that nothing mounts or uses it, losetup -d %s; then run again"
+            % (item.pv_name, self.node_name, ", ".join(backing), image, whose, backing[0]),
+            volume=item.pv_name, node=self.node_name, image=image, device=backing[0])
 
     def read_record(self, volume_handle):
         try:
@@ -367,6 +391,7 @@ class LoopDriver(Driver):
         st = os.stat(image)
         with contextlib.nullcontext() if check_mode else self._holders_locked(item):
             holders = self.read_holders(item)
+            released = self._release_forced(holders)
             # the storage side answers first, as a cloud disk API does: held by another node, not for us
             self._refuse_if_held_elsewhere(item, holders)
             devices = self.loop_devices()
@@ -378,22 +403,23 @@ class LoopDriver(Driver):
                 device = self._recorded_device(record, devices)
                 if device:
                     if not check_mode:
-                        self._hold(item, holders)
-                    return Attachment(device=device, provisioned=provisioned)
+                        self._hold(item, holders, released)
+                    return Attachment(device=device, provisioned=provisioned, released=released)
             backing = sorted(d.name for d in devices if d.backs(st.st_dev, st.st_ino))
             if backing:
-                # No other live node holds it (refused above), so the device is this node's own whose local record
-                # was lost (a killed run), a multi-attach image another node of this same kernel holds (test
-                # nodes), or what a node that released it, or is known down, left in a shared kernel: one device,
-                # never a second superblock on the same image.
+                # Adopted only when the pool gives the image to this node: its own device whose local record was lost
+                # (a run killed between the holder record and its own), or a multi-attach image another node of this
+                # same kernel holds (test nodes: one device, one superblock, never a second one on the image).
+                if self.node_name not in holders and not (item.multi_attach and holders):
+                    self._refuse_foreign_device(item, image, backing, released)
                 if not check_mode:
-                    self._hold(item, holders)
+                    self._hold(item, holders, released)
                     self.write_record(item, image, backing[0], st)
-                return Attachment(device=backing[0], provisioned=provisioned, adopted=True)
+                return Attachment(device=backing[0], provisioned=provisioned, adopted=True, released=released)
             if check_mode:
-                return Attachment(device=None, attached=True)
+                return Attachment(device=None, attached=True, released=released)
             # the intent first: a run killed after losetup still leaves the pool saying who holds it
-            self._hold(item, holders)
+            self._hold(item, holders, released)
             argv = ["losetup", "--find", "--show"] + (["--read-only"] if item.read_only else []) + [image]
             hint = "check that a free loop device exists (losetup -f) and the image is readable"
             rc, out, err = self.runner.check(argv, step="attach", hint=hint)
@@ -401,7 +427,7 @@ class LoopDriver(Driver):
             if not device.startswith("/dev/loop"):
                 raise ParseError(cmd=" ".join(argv), reason="expected a /dev/loopN path", output=out)
             self.write_record(item, image, device, st)
-            return Attachment(device=device, attached=True, provisioned=provisioned)
+            return Attachment(device=device, attached=True, provisioned=provisioned, released=released)
 
     def reads_as_zeros(self, item, device):
         """The image the loop device is bound to has no data extent at all (lseek SEEK_DATA: ENXIO), so every byte

@@ -41,7 +41,8 @@ def _check_dir(field, value):
 
 class NodeContext:
     def __init__(self, raw_runner, node_name=None, kubelet_dir=names.DEFAULT_KUBELET_DIR,
-                 run_dir=DEFAULT_RUN_DIR, lock_timeout=60, check_mode=False, loop_pools=None):
+                 run_dir=DEFAULT_RUN_DIR, lock_timeout=60, check_mode=False, loop_pools=None,
+                 force_release_holders=None):
         self.node_name = node_name or default_node_name()
         names.check_component("node name", self.node_name)
         self.kubelet_dir = _check_dir("kubelet_dir", kubelet_dir)
@@ -49,7 +50,9 @@ class NodeContext:
         self.lock_timeout = lock_timeout
         self.check_mode = check_mode
         self.runner = Runner(raw_runner, node=self.node_name)
-        self.driver_options = {"loop_pools": loop_pools}  # the node's configuration, never the PV's
+        # the node's configuration, never the PV's; force_release_holders: the operator's word that these nodes are
+        # down for good (their holds on a backing volume may be dropped), never the planner's
+        self.driver_options = {"loop_pools": loop_pools, "force_release_holders": tuple(force_release_holders or ())}
         self.warnings = []
         self.step = None  # the last step a volume's phase started (operations._act): named in unexpected errors
         self.refused = []  # (item, error) of the volumes items() refused

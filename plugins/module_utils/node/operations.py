@@ -34,6 +34,12 @@ ONLINE_RESIZE_HINT = ("online resize of a mounted ext filesystem needs CAP_SYS_R
 # -- attach ----------------------------------------------------------------------------------------
 def attach_volume(ctx, item, provision=False):
     att = ctx.driver(item).attach(item, provision=provision, check_mode=ctx.check_mode)
+    released = dict(att.released or {})
+    if released:
+        ctx.warn("volume %s: node %s %s the hold of node(s) %s on its image, forced by the operator "
+                 "(force_release_holders), not by their own detach" % (
+                     item.pv_name, ctx.node_name, "would release" if ctx.check_mode else "released",
+                     ", ".join("%s (held since %s)" % (n, released[n]) for n in sorted(released))))
     return {
         "pv_name": item.pv_name,
         "unique_volume_name": item.unique_name,
@@ -41,7 +47,8 @@ def attach_volume(ctx, item, provision=False):
         "attached": att.attached,
         "provisioned": att.provisioned,
         "adopted": att.adopted,
-        "changed": att.attached or att.provisioned,  # adopting only records what the kernel already has
+        "released_holders": released,  # {node: since}: holds the operator released (force_release_holders)
+        "changed": att.attached or att.provisioned or bool(released),  # adopting only records what the kernel already has
         "volume_attachment": attached_volume_attachment(item.driver, item.volume_handle, ctx.node_name, item.pv_name,
                                                         att.device),
         "volumes_attached": {"name": item.unique_name, "devicePath": att.device or ""},
