@@ -89,24 +89,27 @@ def converged(kv):
 
 def test_a_known_driver_without_a_backend_fails_and_is_never_recorded_attached(kv):
     saved = kv.state_bytes()
-    uid = "0e850000-0000-4000-8000-0000000000a1"
-    edit_state(kv, lambda data: data["items"].extend(
-        claim_objects("hp", HOSTPATH, "hp-vol-1", "ext4", "node1", uid)))
-    run = kv.reconcile(["-e", json.dumps({"kubevol_known_drivers": [HOSTPATH, "loop.kubevol.io"]})],
-                       expect_rc="nonzero")
-    planned = [(s["action"], s["target"]) for s in run.plan() if s["volume"] == "pv-hp"]
-    assert ("attach", "device") in planned and ("mount", "device") in planned, run.plan()
-    errors = run.report().get("errors") or []
-    assert [(e["node"], e["phase"]) for e in errors] == [("node1", "attach")], run.report()
-    assert HOSTPATH in errors[0]["msg"] and "node1" in errors[0]["msg"] and "no backend" in errors[0]["msg"]
-    assert not [line for line in node_counts(run, "node1") if " 0 failed" in line], run.summary_lines()
-    records = vas(kv.cluster())
-    assert records.get(va_name("hp-vol-1", "node1"), (None, None, False))[2] is False, records
-    assert not [p for p in kv.mounts("node1") if "pv-hp" in p]
-    blocked = run.report().get("blocked") or []
-    assert any(b["volume"] == "pv-hp" and b["action"] == "mount" for b in blocked), blocked
-    with open(kv.state, "wb") as handle:
-        handle.write(saved)
+    try:
+        uid = "0e850000-0000-4000-8000-0000000000a1"
+        edit_state(kv, lambda data: data["items"].extend(
+            claim_objects("hp", HOSTPATH, "hp-vol-1", "ext4", "node1", uid)))
+        run = kv.reconcile(["-e", json.dumps({"kubevol_known_drivers": [HOSTPATH, "loop.kubevol.io"]})],
+                           expect_rc="nonzero")
+        planned = [(s["action"], s["target"]) for s in run.plan() if s["volume"] == "pv-hp"]
+        assert ("attach", "device") in planned and ("mount", "device") in planned, run.plan()
+        errors = run.report().get("errors") or []
+        assert [(e["node"], e["phase"]) for e in errors] == [("node1", "attach")], run.report()
+        assert HOSTPATH in errors[0]["msg"] and "node1" in errors[0]["msg"] and "no backend" in errors[0]["msg"]
+        counts = node_counts(run, "node1")
+        assert len(counts) == 1 and " 0 applied, 1 failed" in counts[0], run.summary_lines()  # not "applied"
+        records = vas(kv.cluster())
+        assert records.get(va_name("hp-vol-1", "node1"), (None, None, False))[2] is False, records
+        assert not [p for p in kv.mounts("node1") if "pv-hp" in p]
+        blocked = run.report().get("blocked") or []
+        assert any(b["volume"] == "pv-hp" and b["action"] == "mount" for b in blocked), blocked
+    finally:
+        with open(kv.state, "wb") as handle:
+            handle.write(saved)
 
 
 # -- 2. a filesystem of another type than the PV's fsType (issue 25) -------------------------------------
