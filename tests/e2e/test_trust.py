@@ -7,8 +7,6 @@ volumes, read-only per pod, and (last, it kills node2) an out-of-service node wh
 import contextlib
 import hashlib
 import json
-import os
-import subprocess
 
 import pytest
 import yaml
@@ -275,25 +273,6 @@ def test_read_only_is_per_pod(kv):
 
 # -- 6. an out-of-service node (last: it kills node2) ----------------------------------------------------
 
-def power_off_devices(kv, node):
-    """``node`` is gone for good and its kernel state with it: detach (from the host) the loop devices backing the
-    images the pool says only ``node`` holds. On these test nodes its devices outlive it in the shared kernel."""
-    holders_dir = os.path.join(kv.dir, "pool", ".kubevol-holders")
-    handles = []
-    for name in sorted(os.listdir(holders_dir)):
-        if name.endswith(".json"):
-            with open(os.path.join(holders_dir, name)) as handle:
-                record = json.load(handle)
-            if list(record.get("nodes") or {}) == [node]:
-                handles.append(record["volume_handle"])
-    for handle in handles:
-        st = os.stat(os.path.join(kv.dir, "pool", handle))
-        for name, ino, _ro in kv.loops():
-            if int(ino) == st.st_ino:
-                subprocess.run(["losetup", "-d", name], check=True)
-    return handles
-
-
 def test_out_of_service_node_releases_its_volume_and_the_volume_moves(kv):
     """node2 (db-0 with its RWO xfs volume) dies; the operator taints it out-of-service and the pod is
     rescheduled to node1: the attachment is released in the records at once, and the unreachable out-of-service
@@ -325,7 +304,7 @@ def test_out_of_service_node_releases_its_volume_and_the_volume_moves(kv):
     force = ["-e", json.dumps({"kubevol_force_release_holders": ["node2"]})]
     run = kv.reconcile(force, expect_rc="nonzero")
     assert "already backs image" in run.report()["errors"][0]["msg"], run.report()
-    assert DB_HANDLE in power_off_devices(kv, "node2")
+    assert DB_HANDLE in kv.power_off_devices("node2")
     run = kv.reconcile(force)
     data = kv.cluster()
     records = vas(data)
