@@ -56,8 +56,9 @@ options:
         (C(<pool>/.kubevol-holders/)) names a node listed here drops that node's hold first, reported in
         C(released_holders) of the volume and with a warning.
       - Otherwise an image another node holds is never attached, adopted or reused (unless the volume is
-        multi-attach): the attach fails naming the holder and since when, and waits for that node's own detach.
-        The out-of-service taint does not release a hold: a node that was only unreachable still has its device.
+        multi-attach); the attach fails naming the holder and since when, and waits for that node's own detach.
+        The out-of-service taint does not release a hold, since a node that was only unreachable still has its
+        device.
       - A loop device that still backs the image (the released node is not down, on a shared kernel) is still
         refused, never adopted and never doubled.
       - The reconcile role passes C(kubevol_force_release_holders).
@@ -131,7 +132,7 @@ options:
             VolumeInUse (for C(loop.kubevol.io), the holder record kept in the pool, under a lock).
         type: bool
         default: false
-          pods:
+      pods:
         description:
           - Pod mounts. For M(kubevol.volumes.node_volume_mount) the pods to publish the volume to; for
             M(kubevol.volumes.volume_detach) the pod mounts to remove.

@@ -68,6 +68,9 @@ volumes:
     - One entry per volume, in the order given.
     - When the call fails, only the volumes done; each failed one (a driver without a kubevol backend on the node
       too) is in C(failures).
+    - C(released_holders) is C({node - since}) of the other nodes' holds this attach dropped because the operator
+      listed them in O(force_release_holders) (empty otherwise). An image another node holds is otherwise refused
+      (C(VolumeInUse), naming the holder and since when), never adopted.
   returned: always
   type: list
   elements: dict
@@ -78,6 +81,7 @@ volumes:
       attached: true
       provisioned: false
       adopted: false
+      released_holders: {}
       changed: true
       volume_attachment:
         apiVersion: storage.k8s.io/v1

@@ -19,7 +19,7 @@ description:
     C(<kubelet_dir>/plugins/kubernetes.io/csi/<driver>/<sha256 handle>/globalmount) and bind-mounts it at each
     pod's C(<kubelet_dir>/pods/<uid>/volumes/kubernetes.io~csi/<pv>/mount), writing C(vol_data.json) as the
     kubelet does.
-  - A device that holds a filesystem of another type than O(volumes[].fs_type) is not mounted: that volume fails
+  - A device that holds a filesystem of another type than O(volumes[].fs_type) is not mounted; that volume fails
     (as mount-utils words it, C(failed to mount the volume as "ext4", it already contains xfs)), its data is kept
     and never reformatted (only O(force) erases it); fix the PV's C(fsType) or move the data.
   - A partition table or a non-filesystem signature (swap, LUKS, ...) is

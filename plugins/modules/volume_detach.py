@@ -24,7 +24,7 @@ description:
   - A volume whose driver has no kubevol backend on the node fails (named in C(failures) with its driver and what the
     node drives); nothing runs on it and it is never reported done. The other volumes are handled.
   - One volume that cannot be torn down (still mounted outside kubevol's pod mounts, a failing C(umount)) fails
-    alone: every other volume of the call is torn down and returned in C(volumes). An empty
+    alone; every other volume of the call is torn down and returned in C(volumes). An empty
     C(pods/<uid>/volumes) or C(pods/<uid>/volumeDevices) directory left by the teardown is removed (only when
     empty, never through a mount), as the kubelet's orphaned pod cleanup does.
   - O(stale_paths) removes volume directories the planner found stale (no C(vol_data.json) names their volume and

@@ -132,6 +132,7 @@ def test_another_filesystem_under_the_pv_is_refused_kept_and_the_others_go_on(kv
     assert pod_mount_path(fine_uid, "pv-fine") in mounts  # the node's other volume went on
     assert image_sum(kv, "pv-mixed.img") == before  # never formatted, never mounted
     # the PV's fsType fixed, the data is there
+
     def fix(data):
         get(data, "PersistentVolume", "pv-mixed")["spec"]["csi"]["fsType"] = "xfs"
     edit_state(kv, fix)

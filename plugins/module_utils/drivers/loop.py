@@ -311,9 +311,11 @@ class LoopDriver(Driver):
         node's (a node whose hold the operator released, on this shared kernel; or an attach that kept no record).
         Neither adopted (that node's detach would pull it from under this node's pods) nor doubled (a second
         loop device on the image is a second superblock on the same filesystem)."""
-        whose = ("node(s) %s, whose hold on it the operator released here (force_release_holders), still have it: "
-                 "they are not down" % ", ".join(sorted(released))) if released else (
-                 "the pool's holder record names no node for it, so it is no node's that kubevol knows")
+        if released:
+            whose = ("node(s) %s, whose hold on it the operator released here (force_release_holders), still have it: "
+                     "they are not down" % ", ".join(sorted(released)))
+        else:
+            whose = "the pool's holder record names no node for it, so it is no node's that kubevol knows"
         raise VolumeInUse(
             "attach of volume %s on node %s refused: loop device %s already backs image %s and %s. kubevol neither "
             "adopts another node's device nor attaches a second one on the same image. Nothing was changed. Detach "

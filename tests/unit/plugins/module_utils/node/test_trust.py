@@ -249,5 +249,3 @@ def test_run_volumes_foreign_fails_that_volume_and_runs_nothing_for_it():
     assert [(f["volume"], f["node"], f["step"]) for f in out["failures"]] == [("pv-e", "n1", "find driver")]
     assert "driver ebs.csi.aws.com cannot be served" in out["msg"] and "node n1" in out["msg"], out["msg"]
     assert out["extra"] == 1  # the call's own finish still ran
-
-
