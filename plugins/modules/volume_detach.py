@@ -66,7 +66,8 @@ options:
       - A path that is a mountpoint, is not empty, whose C(vol_data.json) does name a volume, or whose driver has no
         kubevol backend is kept (returned in C(stale_kept) with the reason), not a failure.
       - Otherwise the empty directory is removed with C(rmdir), then the C(vol_data.json) beside it (it names no
-        volume), then the parent directory if now empty; for a pod path also an empty C(kubernetes.io~csi) directory.
+        volume), then the parent directory if now empty; for a pod path also an empty C(kubernetes.io~csi) directory
+        and then the pod's C(volumes) directory if empty.
         Never recursive, never through a symlink. In check mode nothing is removed and C(stale_removed) lists what
         would be.
     type: list

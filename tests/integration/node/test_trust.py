@@ -279,7 +279,8 @@ def test_uncertain_directories_reported_and_stale_ones_removed(node):
 
     stale = [stale_g, stale_p, busy_g, full_g]
     expected = [stale_g, os.path.join(os.path.dirname(stale_g), "vol_data.json"), os.path.dirname(stale_g),
-                stale_p, os.path.dirname(stale_p), os.path.dirname(os.path.dirname(stale_p))]
+                stale_p, os.path.dirname(stale_p), os.path.dirname(os.path.dirname(stale_p)),
+                os.path.join(node.kubelet_dir, "pods", GONE, "volumes")]
     chk = node.module("volume_detach", check_mode=True, stale_paths=stale)
     assert chk["_rc"] == 0 and chk["changed"] and chk["stale_removed"] == expected, chk
     assert os.path.isdir(stale_g) and os.path.isdir(stale_p)
@@ -290,7 +291,8 @@ def test_uncertain_directories_reported_and_stale_ones_removed(node):
     assert sorted(kept) == sorted([busy_g, full_g])
     assert "mountpoint" in kept[busy_g] and "not empty" in kept[full_g]
     assert not os.path.exists(os.path.dirname(stale_g)) and not os.path.exists(os.path.dirname(stale_p))
-    assert os.path.isdir(os.path.join(node.kubelet_dir, "pods", GONE, "volumes"))  # the pod dir is the kubelet's
+    # the moved pod's empty volumes directory goes too; the pod directory itself is the kubelet's
+    assert os.listdir(os.path.join(node.kubelet_dir, "pods", GONE)) == []
     assert busy_g in node.mounts_under() and os.path.exists(os.path.join(full_g, "keep"))
     again = node.module("volume_detach", stale_paths=stale)
     assert again["_rc"] == 0 and again["changed"] is False and again["stale_removed"] == [], again

@@ -193,7 +193,8 @@ def test_stale_plan(tmp_path):
     os.makedirs(ppath)
     steps, reason = stale.plan_removal(ctx, ppath, stale.POD, table)
     vol_dir = os.path.dirname(ppath)
-    assert steps == [("rmdir", ppath), ("rmdir", vol_dir), ("rmdir", os.path.dirname(vol_dir))]
+    assert steps == [("rmdir", ppath), ("rmdir", vol_dir), ("rmdir", os.path.dirname(vol_dir)),
+                     ("rmdir", os.path.dirname(os.path.dirname(vol_dir)))]  # the pod's empty volumes directory too
     with open(os.path.join(vol_dir, "vol_data.json"), "w") as handle:
         json.dump({"driverName": EBS}, handle)
     assert "no kubevol backend" in stale.plan_removal(ctx, ppath, stale.POD, table)[1]
