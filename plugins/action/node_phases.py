@@ -40,6 +40,8 @@ def module_args(phase, node_name, items, stale, forced, params):
     """The arguments of one phase's node module call."""
     args = {"volumes": items, "node_name": node_name, "lock_timeout": params["lock_timeout"],
             "loop_pools": params["loop_pools"]}
+    if phase == "attach" and params.get("force_release_holders"):
+        args["force_release_holders"] = params["force_release_holders"]
     args.update(PHASE_MODULES[phase][1])
     if phase != "attach":
         args["kubelet_dir"] = params["kubelet_dir"]
@@ -152,6 +154,8 @@ class ActionModule(ActionBase):
             args[phase] = {"volumes": items}
         if "attach" in args:
             args["attach"]["provision"] = params["provision"]
+            if params.get("force_release_holders"):
+                args["force_release_holders"] = params["force_release_holders"]
         try:
             outcome = self._execute(task_vars, "kubevol.volumes.node_volume_setup", args, params)
         except AnsibleConnectionFailure as err:

@@ -49,14 +49,32 @@ options:
     elements: str
     default: [/var/lib/kubevol/pool]
     version_added: 0.2.0
+  force_release_holders:
+    description:
+      - The operator's release of other nodes' holds on C(loop.kubevol.io) images, for nodes that are down for good
+        (powered off, their devices gone). Attaching an image whose pool holder record
+        (C(<pool>/.kubevol-holders/)) names a node listed here drops that node's hold first, reported in
+        C(released_holders) of the volume and with a warning.
+      - Otherwise an image another node holds is never attached, adopted or reused (unless the volume is
+        multi-attach); the attach fails naming the holder and since when, and waits for that node's own detach.
+        The out-of-service taint does not release a hold, since a node that was only unreachable still has its
+        device.
+      - A loop device that still backs the image (the released node is not down, on a shared kernel) is still
+        refused, never adopted and never doubled.
+      - The reconcile role passes C(kubevol_force_release_holders).
+    type: list
+    elements: str
+    default: []
+    version_added: 0.2.0
   volumes:
     description:
       - The volumes to act on, one node's whole phase in one call. A single volume is a list of one.
       - Every name is checked before anything runs; a PV name, pod uid or handle with C(/), C(..), NUL or
         control characters is refused.
-      - A volume whose O(volumes[].driver) has no kubevol backend on the node is skipped, not failed; it is left to
-        its own CSI node plugin and nothing runs on it. Its result is C(pv_name), C(unique_volume_name),
-        C(changed=false) and C(skipped) (the reason), with a warning; the other volumes are handled normally.
+      - A volume whose O(volumes[].driver) has no kubevol backend on the node fails, named with its driver, the node
+        and the drivers the node has; nothing runs on it and it is never skipped as done. A volume of another CSI
+        driver is left to that driver's node plugin by not listing it (the planner acts only on
+        C(kubevol_known_drivers)). The other volumes are handled normally.
     type: list
     elements: dict
     required: true
@@ -114,13 +132,6 @@ options:
             VolumeInUse (for C(loop.kubevol.io), the holder record kept in the pool, under a lock).
         type: bool
         default: false
-      release_holders:
-        description:
-          - Nodes the controller knows are down (the out-of-service taint, or a detach recorded without the node);
-            their hold on the backing volume is released when this node attaches it. The planner sets it.
-        type: list
-        elements: str
-        default: []
       pods:
         description:
           - Pod mounts. For M(kubevol.volumes.node_volume_mount) the pods to publish the volume to; for

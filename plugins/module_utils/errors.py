@@ -59,8 +59,11 @@ class UnsafePath(KubevolError):
 class VolumeInUse(KubevolError):
     """The backend refuses to attach an image another node holds (a cloud disk API's VolumeInUse)."""
     message = ("attach of volume {volume} on node {node} refused: image {image} is held by {holders} and the volume "
-               "allows one node only (ReadWriteOnce); detach it there first. If that node is gone for good, taint it "
-               "node.kubernetes.io/out-of-service so that its hold is released")
+               "allows one node only (ReadWriteOnce). Nothing was attached or adopted; node {node} waits until that "
+               "hold is released on the holding node itself, by its own detach (volume_detach there: the reconcile's "
+               "cleanup when that node comes back), or by the operator, only for a node that is down for good with "
+               "its devices gone: kubevol_force_release_holders: [{names}] (force_release_holders). The "
+               "out-of-service taint alone does not release it")
 
 
 class MalformedObject(KubevolError):
@@ -74,6 +77,14 @@ class QuantityError(InvalidInput):
 class UnknownDriver(KubevolError):
     message = ("unknown volume driver {driver!r} for volume {volume}: kubevol has no backend for it "
                "(known: {known}); use a PV whose spec.csi.driver is one of those")
+
+
+class NoBackend(KubevolError):
+    """A volume item whose driver the node has no backend for: never skipped, never reported done."""
+    message = ("volume {volume} on node {node}: driver {driver} cannot be served there: kubevol on node {node} has no "
+               "backend for {driver} (it drives {known}); nothing was attached, mounted, grown or detached for this "
+               "volume. If {driver}'s own CSI node plugin serves it, remove {driver} from kubevol_known_drivers (the "
+               "planner then leaves its volumes alone); otherwise use a PV whose spec.csi.driver kubevol drives")
 
 
 class CommandFailed(KubevolError):
@@ -93,6 +104,15 @@ class DeviceNotFound(KubevolError):
 class UnsafeToFormat(KubevolError):
     message = ("refusing to format {device} for volume {volume} on node {node}: {reason}; "
                "kubevol formats only a device that every probe reports blank")
+
+
+class FilesystemMismatch(KubevolError):
+    """The device holds a filesystem of another type than the volume's fsType (mount-utils FilesystemMismatch)."""
+    message = ("mount of volume {volume} on node {node} refused: failed to mount the volume as \"{expected}\", it already "
+               "contains {found} ({device}). Nothing was mounted or formatted; the data is kept. If {found} is right, "
+               "set the PV's spec.csi.fsType (the volume's fs_type) to {found}; if the volume must be {expected}, move "
+               "the data to a new {expected} volume (force=true erases the device: only for a volume whose data "
+               "is not wanted)")
 
 
 class StillMounted(KubevolError):

@@ -167,13 +167,26 @@ def _volume_outcomes(result):
 
     A node module that fails lists in `volumes` only the volumes it completed and, in `failures`, one
     entry per volume that failed (node/context.py run_each); a successful one lists them all.
+
+    A volume result that says it was ``skipped`` (what an older node module returned for a driver it has no
+    backend for) is not done: it is that volume's failure, and the node's, never an applied step or an
+    attachment to record. Only a node-side expansion's ``skipped`` (a Block or read-only volume: nothing to grow,
+    its result has a ``stage``) is a volume done.
     """
     failed_msg = result.get("msg") if result.get("failed") or result.get("unreachable") else None
     outcomes = {}
+    skipped = []
     for vol in result.get("volumes") or ():
         key = vol.get("unique_volume_name") or _unique_name(vol)
-        if key:
+        if not key:
+            continue
+        if vol.get("skipped") and not vol.get("stage"):
+            outcomes[key] = "the node did not act on volume %s: %s" % (vol.get("pv_name") or key, vol["skipped"])
+            skipped.append(outcomes[key])
+        else:
             outcomes[key] = True
+    if skipped and not failed_msg:
+        failed_msg = "; ".join(skipped)
     for entry in result.get("failures") or ():
         if isinstance(entry, dict) and entry.get("unique_volume_name"):
             outcomes[entry["unique_volume_name"]] = entry.get("msg") or failed_msg or "failed"

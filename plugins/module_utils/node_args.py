@@ -34,7 +34,6 @@ VOLUME_SPEC = dict(
     mount_options=dict(type="list", elements="str", default=[]),
     read_only=dict(type="bool", default=False),
     multi_attach=dict(type="bool", default=False),
-    release_holders=dict(type="list", elements="str", default=[]),
     pods=dict(type="list", elements="dict", default=[], options=POD_SPEC),
     detach=dict(type="bool", default=True),
     unmount_device=dict(type="bool"),
@@ -53,6 +52,8 @@ LOCK_SPEC = dict(
     lock_timeout=dict(type="int", default=60),
     # the node's own configuration: a PV's volumeAttributes.pool must name one of these
     loop_pools=dict(type="list", elements="str", default=list(DEFAULT_LOOP_POOLS)),
+    # the operator's: nodes down for good whose holds on a loop image this node may drop at attach
+    force_release_holders=dict(type="list", elements="str", default=[]),
 )
 
 
@@ -110,6 +111,7 @@ def node_phases_argspec():
         provision=dict(type="bool", default=False),
         lock_timeout=copy.deepcopy(LOCK_SPEC["lock_timeout"]),
         loop_pools=copy.deepcopy(LOCK_SPEC["loop_pools"]),
+        force_release_holders=copy.deepcopy(LOCK_SPEC["force_release_holders"]),
         run_lock=dict(type="dict"),
         cluster_store=dict(type="dict", no_log=True),
         runner=dict(type="str", default="auto", choices=["auto", "module"]),

@@ -447,10 +447,6 @@ def _multi_attach_error(p, nv, holders, pod):
 def attach(p):
     """Desired attachments not confirmed: reconciler.go attachDesiredVolumes with the multi-attach check."""
     attached = p.actual.attached
-    released = {}  # unique -> nodes whose detach this plan records without them (down, gone)
-    for step in p.phases[("detach", "device")]:
-        if step.get("record_only"):
-            released.setdefault(step["unique_volume_name"], set()).add(step["node"])
     reachable_facts, unreachable_errors = p.reachable_facts, p.unreachable_errors
     for pair, nv in p.desired.volumes.items():
         av = attached.get(pair)
@@ -488,10 +484,11 @@ def attach(p):
                 _block_multi_attach(p, nv, holders)
                 continue
         p.attached_to.setdefault(unique, set()).add(node)
-        item = p.item_of(nv)
-        # the backend's own hold of a node the controller knows is down is released with this attach
-        item["release_holders"] = sorted(p.out_of_service | released.get(unique, frozenset()))
-        p.add(_step("attach", "device", node, nv.spec.pv_name, unique, why, item))
+        # No release of another node's hold in the backend goes with the attach: the out-of-service taint and a
+        # detach recorded without the node release the records, not the node's device (a node that was only
+        # unreachable still has it). The backend waits for that node's own detach, or the operator's
+        # force_release_holders (drivers/loop.py attach).
+        p.add(_step("attach", "device", node, nv.spec.pv_name, unique, why, p.item_of(nv)))
 
 
 def _holders(p, unique, node):

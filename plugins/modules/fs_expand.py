@@ -65,8 +65,8 @@ RETURN = r'''
 volumes:
   description:
     - Per volume, the sizes before and after in bytes.
-    - A volume of a driver without a kubevol backend has only C(pv_name), C(unique_volume_name),
-      C(changed=false) and C(skipped) (the reason); nothing ran on it.
+    - When the call fails, only the volumes done; each failed one (a driver without a kubevol backend on the node
+      too) is in C(failures).
   returned: always
   type: list
   elements: dict

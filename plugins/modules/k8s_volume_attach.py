@@ -66,8 +66,11 @@ RETURN = r'''
 volumes:
   description:
     - One entry per volume, in the order given.
-    - A volume of a driver without a kubevol backend has only C(pv_name), C(unique_volume_name),
-      C(changed=false) and C(skipped) (the reason); nothing ran on it.
+    - When the call fails, only the volumes done; each failed one (a driver without a kubevol backend on the node
+      too) is in C(failures).
+    - C(released_holders) is C({node - since}) of the other nodes' holds this attach dropped because the operator
+      listed them in O(force_release_holders) (empty otherwise). An image another node holds is otherwise refused
+      (C(VolumeInUse), naming the holder and since when), never adopted.
   returned: always
   type: list
   elements: dict
@@ -78,6 +81,7 @@ volumes:
       attached: true
       provisioned: false
       adopted: false
+      released_holders: {}
       changed: true
       volume_attachment:
         apiVersion: storage.k8s.io/v1
@@ -87,12 +91,12 @@ volumes:
         status: {attached: true, attachmentMetadata: {devicePath: /dev/loop3}}
       volumes_attached: {name: kubernetes.io/csi/loop.kubevol.io^pvc-a.img, devicePath: /dev/loop3}
 volume_attachments:
-  description: The VolumeAttachment objects of all volumes attached (the C(volume_attachment) of each entry; none for a skipped one).
+  description: The VolumeAttachment objects of all volumes attached (the C(volume_attachment) of each entry).
   returned: success
   type: list
   elements: dict
 volumes_attached:
-  description: The C(node.status.volumesAttached) entries C({name, devicePath}) of all volumes attached (not the skipped ones).
+  description: The C(node.status.volumesAttached) entries C({name, devicePath}) of all volumes attached.
   returned: success
   type: list
   elements: dict

@@ -103,6 +103,13 @@ options:
     type: list
     elements: str
     default: [/var/lib/kubevol/pool]
+  force_release_holders:
+    description:
+      - Passed to the attach (the nodes down for good whose holds on a C(loop.kubevol.io) image this node may drop;
+        see M(kubevol.volumes.k8s_volume_attach)). The reconcile role passes C(kubevol_force_release_holders).
+    type: list
+    elements: str
+    default: []
   run_lock:
     description:
       - The M(kubevol.volumes.cluster_run_lock) result of this run. With O(cluster_store), the lock is renewed every

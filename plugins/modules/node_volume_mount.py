@@ -19,8 +19,10 @@ description:
     C(<kubelet_dir>/plugins/kubernetes.io/csi/<driver>/<sha256 handle>/globalmount) and bind-mounts it at each
     pod's C(<kubelet_dir>/pods/<uid>/volumes/kubernetes.io~csi/<pv>/mount), writing C(vol_data.json) as the
     kubelet does.
-  - An existing filesystem of another type is kept, mounted with its own type and reported in
-    C(fs_type_mismatch) with a warning. A partition table or a non-filesystem signature (swap, LUKS, ...) is
+  - A device that holds a filesystem of another type than O(volumes[].fs_type) is not mounted; that volume fails
+    (as mount-utils words it, C(failed to mount the volume as "ext4", it already contains xfs)), its data is kept
+    and never reformatted (only O(force) erases it); fix the PV's C(fsType) or move the data.
+  - A partition table or a non-filesystem signature (swap, LUKS, ...) is
     never formatted; the call fails. A probe that fails or is inconclusive never leads to a format.
   - In Block mode the device node is bind-mounted onto a file at
     C(<kubelet_dir>/pods/<uid>/volumeDevices/kubernetes.io~csi/<pv>).
@@ -85,8 +87,8 @@ EXAMPLES = r'''
 RETURN = r'''
 volumes:
   description:
-    - What was done per volume, in the order given. A volume of a driver without a kubevol backend has only
-      C(pv_name), C(unique_volume_name), C(changed=false) and C(skipped) (the reason).
+    - What was done per volume, in the order given; when the call fails, only the volumes done (the failed ones,
+      a driver without a kubevol backend on the node too, are in C(failures)).
     - C(actions) lists what was done (or would be, in check mode), for example C(format), C(mount device),
       C(remount read-write <global mount>), C(publish <pod path>), C(remount read-only <pod path>),
       C(remount read-write <pod path>), C(write <vol_data.json>), C(set group <gid> on <pod path> ...).

@@ -70,6 +70,22 @@ options:
     type: list
     elements: str
     default: [/var/lib/kubevol/pool]
+  force_release_holders:
+    description:
+      - The operator's release of other nodes' holds on C(loop.kubevol.io) images, for nodes that are down for good
+        (powered off, their devices gone). Attaching an image whose pool holder record
+        (C(<pool>/.kubevol-holders/)) names a node listed here drops that node's hold first, reported in
+        C(released_holders) of the volume and with a warning.
+      - Otherwise an image another node holds is never attached, adopted or reused (unless the volume is
+        multi-attach); the attach fails naming the holder and since when, and waits for that node's own detach.
+        The out-of-service taint does not release a hold, since a node that was only unreachable still has its
+        device.
+      - A loop device that still backs the image (the released node is not down, on a shared kernel) is still
+        refused, never adopted and never doubled.
+      - The reconcile role passes C(kubevol_force_release_holders).
+    type: list
+    elements: str
+    default: []
 '''
 
 EXAMPLES = r'''

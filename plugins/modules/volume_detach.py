@@ -21,8 +21,12 @@ description:
   - It removes only what kubevol created and only when empty; the C(mount) directory, the C(vol_data.json) it wrote,
     the pod volume directory and an empty C(kubernetes.io~csi) parent, the global mount directory. It never removes
     a mountpoint and never deletes recursively.
-  - A volume whose driver has no kubevol backend on the node is skipped, not failed (its result has C(skipped) and
-    a warning is issued); nothing runs on it, the other volumes are handled. Its names are still checked.
+  - A volume whose driver has no kubevol backend on the node fails (named in C(failures) with its driver and what the
+    node drives); nothing runs on it and it is never reported done. The other volumes are handled.
+  - One volume that cannot be torn down (still mounted outside kubevol's pod mounts, a failing C(umount)) fails
+    alone; every other volume of the call is torn down and returned in C(volumes). An empty
+    C(pods/<uid>/volumes) or C(pods/<uid>/volumeDevices) directory left by the teardown is removed (only when
+    empty, never through a mount), as the kubelet's orphaned pod cleanup does.
   - O(stale_paths) removes volume directories the planner found stale (no C(vol_data.json) names their volume and
     nothing is mounted there), after the volumes. This needs no O(volumes).
 extends_documentation_fragment:
@@ -62,7 +66,8 @@ options:
       - A path that is a mountpoint, is not empty, whose C(vol_data.json) does name a volume, or whose driver has no
         kubevol backend is kept (returned in C(stale_kept) with the reason), not a failure.
       - Otherwise the empty directory is removed with C(rmdir), then the C(vol_data.json) beside it (it names no
-        volume), then the parent directory if now empty; for a pod path also an empty C(kubernetes.io~csi) directory.
+        volume), then the parent directory if now empty; for a pod path also an empty C(kubernetes.io~csi) directory
+        and then the pod's C(volumes) directory if empty.
         Never recursive, never through a symlink. In check mode nothing is removed and C(stale_removed) lists what
         would be.
     type: list
@@ -106,8 +111,8 @@ EXAMPLES = r'''
 RETURN = r'''
 volumes:
   description:
-    - What was done per volume, in the order given. A volume of a driver without a kubevol backend has only
-      C(pv_name), C(unique_volume_name), C(changed=false) and C(skipped) (the reason).
+    - What was done per volume, in the order given; when the call fails, only the volumes done (the others are in
+      C(failures)).
     - An inline ephemeral volume (O(volumes[].ephemeral)) is unmounted from its pod and detached. Then the image created
       for it is deleted, C(deleted) (null when there was none), but only when the driver's record or its
       C(vol_data.json) names that image as the pod's ephemeral one. A directory that nothing names as
@@ -128,10 +133,6 @@ volumes:
       removed: [/var/lib/kubelet/pods/1b6f.../volumes/kubernetes.io~csi/pv-a/mount]
       detached: /dev/loop3
       actions: ["unmount /var/lib/kubelet/pods/1b6f.../volumes/kubernetes.io~csi/pv-a/mount"]
-    - pv_name: pv-ebs
-      unique_volume_name: kubernetes.io/csi/ebs.csi.aws.com^vol-0abc
-      changed: false
-      skipped: "driver ebs.csi.aws.com has no kubevol backend on node node1: left to its own CSI node plugin"
 stale_removed:
   description:
     - Every path removed for O(stale_paths), in order (the directory, the C(vol_data.json) beside it, the emptied

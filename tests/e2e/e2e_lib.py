@@ -361,6 +361,26 @@ class Cluster:
                 raise AssertionError("%s: processes %s do not die" % (node, alive))
             time.sleep(0.05)
 
+    def power_off_devices(self, node):
+        """``node`` lost its kernel state (powered off, rebooted): detach, from the host, the loop devices backing the
+        images the pool's holder records say only ``node`` holds. On these test nodes a node's devices outlive it
+        in the shared kernel, and kubevol never adopts a device the pool does not give to the attaching node.
+        Returns the handles of those images."""
+        holders_dir = os.path.join(self.dir, "pool", ".kubevol-holders")
+        handles = []
+        for name in sorted(os.listdir(holders_dir)):
+            if name.endswith(".json"):
+                with open(os.path.join(holders_dir, name)) as handle:
+                    record = json.load(handle)
+                if list(record.get("nodes") or {}) == [node]:
+                    handles.append(record["volume_handle"])
+        for handle in handles:
+            st = os.stat(os.path.join(self.dir, "pool", handle))
+            for name, ino, _ro in self.loops():
+                if int(ino) == st.st_ino:
+                    subprocess.run(["losetup", "-d", name], check=True)
+        return handles
+
     # -- the cluster file -----------------------------------------------------------------------
     def load_example(self):
         shutil.copyfile(EXAMPLE, self.state)

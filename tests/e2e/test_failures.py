@@ -79,6 +79,7 @@ def test_unreachable_node_blocks_only_what_depends_on_it(kv):
 def test_node_back_converges(kv):
     assert kv.shared.get("blocked_run"), "needs the run with node3 down"
     kv.testnodes("up", "3")  # restarts the dead node3 (fresh, empty kubelet dir: a rebooted machine)
+    assert LOGS_HANDLE in kv.power_off_devices("node3")  # and its loop devices are gone with its kernel
     run = kv.reconcile()
     data = kv.cluster()
     logs_path = pod_mount_path(pod_uid(data, "tools/log-writer"), "pv-shared-logs")

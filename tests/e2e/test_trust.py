@@ -301,8 +301,10 @@ def test_read_only_is_per_pod(kv):
 
 def test_out_of_service_node_releases_its_volume_and_the_volume_moves(kv):
     """node2 (db-0 with its RWO xfs volume) dies; the operator taints it out-of-service and the pod is
-    rescheduled to node1: the attachment is released in the records at once, the volume moves, the data
-    is there, and the unreachable out-of-service node does not fail the run."""
+    rescheduled to node1: the attachment is released in the records at once, and the unreachable out-of-service
+    node does not fail the run. The storage keeps node2's hold: node1 does not adopt node2's device and waits,
+    naming node2. The operator, knowing node2 is gone for good (its devices gone), releases its holds
+    (kubevol_force_release_holders): the volume moves and the data is there."""
     data = kv.cluster()
     kv.shared["web_path"] = pod_mount_path(pod_uid(data, "shop/web-0"), "pv-web-content")
     kv.shared["web_sum"] = kv.write_data("node2", kv.shared["web_path"], "index.html")
@@ -317,9 +319,19 @@ def test_out_of_service_node_releases_its_volume_and_the_volume_moves(kv):
                 cond["status"] = "Unknown"
     edit_state(kv, change)
     assert kv.edit("move-pod", DB_POD, "node1") == "changed"
-    run = kv.reconcile()
+    run = kv.reconcile(expect_rc="nonzero")
     detaches = [s for s in run.plan() if s["action"] == "detach" and s["volume"] == DB_PV]
     assert len(detaches) == 1 and detaches[0]["record_only"] and detaches[0]["forced"], run.plan()
+    errors = run.report().get("errors") or []
+    assert [(e["node"], e["phase"]) for e in errors] == [("node1", "attach")], errors
+    assert "held by node node2 (since" in errors[0]["msg"], errors
+    assert va_name(DB_HANDLE, "node2") not in vas(kv.cluster())
+    # a forced release of a node whose device still backs the image: still refused, never adopted
+    force = ["-e", json.dumps({"kubevol_force_release_holders": ["node2"]})]
+    run = kv.reconcile(force, expect_rc="nonzero")
+    assert "already backs image" in run.report()["errors"][0]["msg"], run.report()
+    assert DB_HANDLE in kv.power_off_devices("node2")
+    run = kv.reconcile(force)
     data = kv.cluster()
     records = vas(data)
     assert va_name(DB_HANDLE, "node2") not in records
@@ -352,7 +364,8 @@ def test_deleted_node_releases_after_max_wait_for_unmount(kv):
     web_va = get(data, "VolumeAttachment", va_name("pv-web-content.img", "node2"))
     assert web_va["metadata"]["annotations"].get("kubevol.io/detach-requested-at"), web_va
 
-    run = kv.reconcile(limit + ["-e", "kubevol_max_wait_for_unmount=0"])
+    run = kv.reconcile(limit + ["-e", "kubevol_max_wait_for_unmount=0",
+                                "-e", json.dumps({"kubevol_force_release_holders": ["node2"]})])
     detach = [s for s in run.plan() if s["action"] == "detach" and s["volume"] == "pv-web-content"]
     assert len(detach) == 1 and detach[0]["record_only"] and detach[0]["forced"], run.plan()
     data = kv.cluster()

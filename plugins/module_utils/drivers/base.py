@@ -29,6 +29,7 @@ class Attachment(Value):
         ("attached", False),  # bool: a device was attached now
         ("provisioned", False),  # bool: the backing volume was created now
         ("adopted", False),  # bool: an existing attachment was found and recorded for this node
+        ("released", None),  # Optional[Dict[str, str]]: other nodes' holds the operator released ({node: since})
     )
 
 

@@ -17,7 +17,6 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import contextlib
-import datetime
 import errno
 import fcntl
 import hashlib
@@ -28,10 +27,11 @@ import struct
 
 from ansible_collections.kubevol.volumes.plugins.module_utils import names
 from ansible_collections.kubevol.volumes.plugins.module_utils.errors import (
-    DeviceNotFound, InvalidInput, ParseError, UnsafeName, UnsafePath, VolumeInUse)
+    DeviceNotFound, InvalidInput, ParseError, UnsafeName)
 from ansible_collections.kubevol.volumes.plugins.module_utils.drivers.base import (
     ATTACHABLE, BLOCK, CONTROLLER_EXPAND, EPHEMERAL, NODE_EXPAND, AttachedDevice, Attachment, Driver,
     EphemeralVolume, Expansion)
+from ansible_collections.kubevol.volumes.plugins.module_utils.drivers.loop_holders import Holders
 from ansible_collections.kubevol.volumes.plugins.module_utils.node import blockdev, layout
 from ansible_collections.kubevol.volumes.plugins.module_utils.value import REQUIRED, Value
 
@@ -54,7 +54,6 @@ class LoopDevice(Value):
 
 
 EPHEMERAL_IMAGE_KEY = "kubevol.io/image"  # in an inline volume's vol_data.json: the image created for it
-HOLDERS_DIR = ".kubevol-holders"  # in the pool: which node holds each image (the storage side's view)
 LOOP_GET_STATUS64 = 0x4C05
 LO_FLAGS_READ_ONLY = 1
 # struct loop_info64 (linux/loop.h): lo_device, lo_inode, lo_rdevice, lo_offset, lo_sizelimit (u64);
@@ -147,20 +146,7 @@ def _other_owner(record, item, node):
             % (node, owner, wanted, fix))
 
 
-def _same_file(st, name, dir_fd):
-    """Whether ``name`` in ``dir_fd`` is still the file ``st`` describes (not removed, not replaced)."""
-    try:
-        current = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
-    except OSError:
-        return False
-    return (current.st_dev, current.st_ino) == (st.st_dev, st.st_ino)
-
-
-def _now():
-    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-class LoopDriver(Driver):
+class LoopDriver(Holders, Driver):
     NAME = "loop.kubevol.io"
     CAPABILITIES = frozenset((ATTACHABLE, NODE_EXPAND, CONTROLLER_EXPAND, BLOCK, EPHEMERAL))
 
@@ -243,85 +229,6 @@ class LoopDriver(Driver):
         rc, out, err = self.runner.check(LOSETUP_LIST, step="list loop devices")
         return parse_losetup(out)
 
-    # -- the storage side: who holds each image (kept in the pool, shared by every node using it) ----
-    def _holders_dir(self, item):
-        return os.path.join(self.pool(item), HOLDERS_DIR)
-
-    def _holder_path(self, item, suffix=".json"):
-        return os.path.join(self._holders_dir(item), hashlib.sha256(item.volume_handle.encode("utf-8")).hexdigest()
-                            + suffix)
-
-    @contextlib.contextmanager
-    def _holders_locked(self, item):
-        """An exclusive flock on the image's holder record, ``<sha256(handle)>.lock``: attach and detach of one image
-        on every node take it in turn, while other images attach in parallel (a pool-wide lock made ten nodes wait
-        on each other's losetup). Yields a function that removes the lock file; detach calls it with the last
-        holder gone, so a waiter checks once it has the lock that the name still points to the file it locked."""
-        name = os.path.basename(self._holder_path(item, ".lock"))
-        while True:
-            with contextlib.ExitStack() as attempt:
-                dir_fd = layout.open_dir(self.pool(item), self._holders_dir(item), True, self.node_name)
-                attempt.callback(os.close, dir_fd)
-                try:
-                    fd = os.open(name, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600, dir_fd=dir_fd)
-                except OSError as err:
-                    if err.errno != errno.ELOOP:
-                        raise
-                    raise UnsafePath(path=os.path.join(self._holders_dir(item), name), node=self.node_name,
-                                     kubelet_dir=self.pool(item), reason="a symlink where volume %s's holder lock "
-                                                                         "belongs" % item.pv_name)
-                attempt.callback(os.close, fd)  # closing the descriptor releases the flock
-                fcntl.flock(fd, fcntl.LOCK_EX)
-                if _same_file(os.fstat(fd), name, dir_fd):
-                    held = attempt.pop_all()  # both stay open until the caller is done
-                    break
-            # removed (and maybe created anew) while this node waited: lock the current one
-
-        def remove():
-            try:
-                os.unlink(name, dir_fd=dir_fd)
-            except OSError:
-                pass  # an empty lock file left behind is harmless: the next attach locks it again
-
-        with held:
-            yield remove
-
-    def read_holders(self, item):
-        """{node: since} of the nodes the pool records as holding the image ({} when none)."""
-        try:
-            with open(self._holder_path(item)) as handle:
-                data = json.load(handle)
-            holders = data.get("nodes") if isinstance(data, dict) else None
-            return dict(holders) if isinstance(holders, dict) else {}
-        except (IOError, OSError, ValueError):
-            return {}
-
-    def _write_holders(self, item, holders):
-        path = self._holder_path(item)
-        if not holders:
-            try:
-                os.unlink(path)
-            except OSError:
-                pass
-            return
-        layout.write_json(self.pool(item), self._holders_dir(item), os.path.basename(path),
-                          {"volume_handle": item.volume_handle, "nodes": holders}, self.node_name)
-
-    def _hold(self, item, holders):
-        """Record this node as a holder of the image (under _holders_locked)."""
-        if self.node_name not in holders:
-            holders[self.node_name] = _now()
-            self._write_holders(item, holders)
-
-    def _refuse_if_held_elsewhere(self, item, holders):
-        # a node the controller knows is down (out-of-service, or its detach recorded without it) lets go
-        for node in [n for n in holders if n in item.release_holders and n != self.node_name]:
-            del holders[node]
-        others = sorted(n for n in holders if n != self.node_name)
-        if others and not item.multi_attach:
-            raise VolumeInUse(volume=item.pv_name, node=self.node_name, image=self.image_path(item),
-                              holders=", ".join("%s (since %s)" % (n, holders[n]) for n in others))
-
     def read_record(self, volume_handle):
         try:
             with open(self.record_path(volume_handle)) as handle:
@@ -391,6 +298,7 @@ class LoopDriver(Driver):
         st = os.stat(image)
         with contextlib.nullcontext() if check_mode else self._holders_locked(item):
             holders = self.read_holders(item)
+            released = self._release_forced(holders)
             # the storage side answers first, as a cloud disk API does: held by another node, not for us
             self._refuse_if_held_elsewhere(item, holders)
             devices = self.loop_devices()
@@ -402,22 +310,23 @@ class LoopDriver(Driver):
                 device = self._recorded_device(record, devices)
                 if device:
                     if not check_mode:
-                        self._hold(item, holders)
-                    return Attachment(device=device, provisioned=provisioned)
+                        self._hold(item, holders, released)
+                    return Attachment(device=device, provisioned=provisioned, released=released)
             backing = sorted(d.name for d in devices if d.backs(st.st_dev, st.st_ino))
             if backing:
-                # No other live node holds it (refused above), so the device is this node's own whose local record
-                # was lost (a killed run), a multi-attach image another node of this same kernel holds (test
-                # nodes), or what a node that released it, or is known down, left in a shared kernel: one device,
-                # never a second superblock on the same image.
+                # Adopted only when the pool gives the image to this node: its own device whose local record was lost
+                # (a run killed between the holder record and its own), or a multi-attach image another node of this
+                # same kernel holds (test nodes: one device, one superblock, never a second one on the image).
+                if self.node_name not in holders and not (item.multi_attach and holders):
+                    self._refuse_foreign_device(item, image, backing, released)
                 if not check_mode:
-                    self._hold(item, holders)
+                    self._hold(item, holders, released)
                     self.write_record(item, image, backing[0], st)
-                return Attachment(device=backing[0], provisioned=provisioned, adopted=True)
+                return Attachment(device=backing[0], provisioned=provisioned, adopted=True, released=released)
             if check_mode:
-                return Attachment(device=None, attached=True)
+                return Attachment(device=None, attached=True, released=released)
             # the intent first: a run killed after losetup still leaves the pool saying who holds it
-            self._hold(item, holders)
+            self._hold(item, holders, released)
             argv = ["losetup", "--find", "--show"] + (["--read-only"] if item.read_only else []) + [image]
             hint = "check that a free loop device exists (losetup -f) and the image is readable"
             rc, out, err = self.runner.check(argv, step="attach", hint=hint)
@@ -425,7 +334,7 @@ class LoopDriver(Driver):
             if not device.startswith("/dev/loop"):
                 raise ParseError(cmd=" ".join(argv), reason="expected a /dev/loopN path", output=out)
             self.write_record(item, image, device, st)
-            return Attachment(device=device, attached=True, provisioned=provisioned)
+            return Attachment(device=device, attached=True, provisioned=provisioned, released=released)
 
     def reads_as_zeros(self, item, device):
         """The image the loop device is bound to has no data extent at all (lseek SEEK_DATA: ENXIO), so every byte

@@ -11,7 +11,7 @@ import os
 
 from ansible_collections.kubevol.volumes.plugins.module_utils import names
 from ansible_collections.kubevol.volumes.plugins.module_utils.drivers import DRIVERS, get_driver
-from ansible_collections.kubevol.volumes.plugins.module_utils.errors import InvalidInput, KubevolError
+from ansible_collections.kubevol.volumes.plugins.module_utils.errors import InvalidInput, KubevolError, NoBackend
 from ansible_collections.kubevol.volumes.plugins.module_utils.node.lock import DEFAULT_RUN_DIR, VolumeLock
 from ansible_collections.kubevol.volumes.plugins.module_utils.node.runner import Runner
 from ansible_collections.kubevol.volumes.plugins.module_utils.node.volume import volume_item
@@ -41,7 +41,8 @@ def _check_dir(field, value):
 
 class NodeContext:
     def __init__(self, raw_runner, node_name=None, kubelet_dir=names.DEFAULT_KUBELET_DIR,
-                 run_dir=DEFAULT_RUN_DIR, lock_timeout=60, check_mode=False, loop_pools=None):
+                 run_dir=DEFAULT_RUN_DIR, lock_timeout=60, check_mode=False, loop_pools=None,
+                 force_release_holders=None):
         self.node_name = node_name or default_node_name()
         names.check_component("node name", self.node_name)
         self.kubelet_dir = _check_dir("kubelet_dir", kubelet_dir)
@@ -49,7 +50,9 @@ class NodeContext:
         self.lock_timeout = lock_timeout
         self.check_mode = check_mode
         self.runner = Runner(raw_runner, node=self.node_name)
-        self.driver_options = {"loop_pools": loop_pools}  # the node's configuration, never the PV's
+        # the node's configuration, never the PV's; force_release_holders: the operator's word that these nodes are
+        # down for good (their holds on a backing volume may be dropped), never the planner's
+        self.driver_options = {"loop_pools": loop_pools, "force_release_holders": tuple(force_release_holders or ())}
         self.warnings = []
         self.step = None  # the last step a volume's phase started (operations._act): named in unexpected errors
         self.refused = []  # (item, error) of the volumes items() refused
@@ -74,21 +77,22 @@ class NodeContext:
         return VolumeLock(self.run_dir, item.unique_name, self.lock_timeout, node=self.node_name, volume=item.pv_name)
 
     def has_backend(self, item):
-        """False for a volume of a driver kubevol has no backend for: its own CSI node plugin owns it."""
+        """False for a volume of a driver kubevol has no backend for on this node."""
         return item.driver in DRIVERS
 
-    def skip_foreign(self, item):
-        """The result of a volume left alone because kubevol has no backend for its driver (nothing runs)."""
-        reason = ("driver %s has no kubevol backend on node %s: left to its own CSI node plugin"
-                  % (item.driver, self.node_name))
-        self.warn("volume %s skipped: %s" % (item.pv_name, reason))
-        return {"pv_name": item.pv_name, "unique_volume_name": item.unique_name, "changed": False, "skipped": reason}
+    def no_backend(self, item):
+        """The error of a volume this node cannot serve: it fails that volume, named with its driver and what the node
+        lacks. A volume is never skipped silently: a skip read as done had the controller record an attachment
+        nothing made (the kubelet's operation generator fails a volume whose plugin it cannot find, too:
+        operation_generator.go, "MountVolume.FindPluginBySpec failed")."""
+        return NoBackend(volume=item.pv_name, node=self.node_name, driver=item.driver,
+                         known=", ".join(sorted(DRIVERS)) or "no driver", step="find driver")
 
     def items(self, raw_volumes):
-        """Validate every item (names; driver paths of the drivers kubevol has) before anything runs.
+        """Validate every item (names; driver paths) before anything runs.
 
-        A volume of a driver without a kubevol backend is still name-checked but not refused: the
-        caller skips it (has_backend, skip_foreign)."""
+        A volume refused here (a driver without a kubevol backend, a PV naming another pool, a handle escaping it)
+        is kept in ``refused``: run_each reports it with the others' results, as that volume's failure."""
         items = [volume_item(raw) for raw in raw_volumes or ()]
         seen = set()
         for item in items:
@@ -98,12 +102,12 @@ class NodeContext:
         valid = []
         for item in items:
             try:
-                if self.has_backend(item):
-                    self.driver(item).validate(item)
+                if not self.has_backend(item):
+                    raise self.no_backend(item)
+                self.driver(item).validate(item)
                 valid.append(item)
             except KubevolError as err:
-                # refused before anything runs for it (a PV naming another pool, a handle escaping it), and
-                # reported by run_each with the others' results: one hostile PV never stops a node's other volumes
+                # one volume that cannot be served never stops a node's other volumes
                 err.kwargs.setdefault("step", "validate")
                 self.refused.append((item, err))
         return valid

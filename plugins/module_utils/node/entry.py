@@ -63,17 +63,16 @@ def _fs_expand(module):
 def _volume_detach(module):
     from ansible_collections.kubevol.volumes.plugins.module_utils.node import stale
     from ansible_collections.kubevol.volumes.plugins.module_utils.node.module import run_volumes
-    from ansible_collections.kubevol.volumes.plugins.module_utils.node.operations import detach_volume, plan_detach
+    from ansible_collections.kubevol.volumes.plugins.module_utils.node.operations import detach_volume
 
     force = module.params["force"]
     checked = []
 
     def prepare(ctx, items):
-        # Decide for every volume and check every stale path before acting on any: a blocked detach or a
-        # refused path fails with nothing changed.
+        # Every stale path is checked before anything runs: a refused path fails the call with nothing changed.
+        # Each volume decides for itself before it acts (detach_volume calls plan_detach first): one blocked
+        # volume (still mounted, an unsafe path) fails alone, never the node's other volumes.
         checked.extend(stale.check_paths(ctx, module.params["stale_paths"]))
-        for item in items:
-            plan_detach(ctx, item, force=force)
 
     run_volumes(module, lambda ctx, item: detach_volume(ctx, item, force=force), prepare=prepare,
                 finish=lambda ctx: stale.remove_stale(ctx, checked))

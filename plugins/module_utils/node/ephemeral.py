@@ -25,7 +25,7 @@ import os
 
 from ansible_collections.kubevol.volumes.plugins.module_utils import names
 from ansible_collections.kubevol.volumes.plugins.module_utils.drivers.loop import EPHEMERAL_IMAGE_KEY
-from ansible_collections.kubevol.volumes.plugins.module_utils.errors import KubevolError, UnsafeToFormat
+from ansible_collections.kubevol.volumes.plugins.module_utils.errors import FilesystemMismatch, KubevolError, UnsafeToFormat
 from ansible_collections.kubevol.volumes.plugins.module_utils.node import blockdev, layout, mount, ownership
 from ansible_collections.kubevol.volumes.plugins.module_utils.node.context import act as _act
 from ansible_collections.kubevol.volumes.plugins.module_utils.node.filesystems import (
@@ -133,9 +133,10 @@ def publish(ctx, item):
         # a run killed after mkfs: the filesystem is this volume's own (its image was created for this pod)
         fs = get_filesystem(found.fs_type)
         if found.fs_type != item.fs_type:
+            # as for a PV (operations._check_mismatch): never mounted as another type, never reformatted
             res["fs_type_mismatch"] = {"expected": item.fs_type, "found": found.fs_type}
-            ctx.warn("inline volume %s: its image holds %s but fsType %s was asked; kept it"
-                     % (item.pv_name, found.fs_type, item.fs_type))
+            raise FilesystemMismatch(volume=item.pv_name, node=ctx.node_name, expected=item.fs_type,
+                                     found=found.fs_type, device=device, step="publish (FilesystemMismatch)")
     else:
         raise UnsafeToFormat(device=device, volume=item.pv_name, node=ctx.node_name,
                              reason="%s, which kubevol cannot mount and never formats" % found.describe())

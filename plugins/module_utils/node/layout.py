@@ -246,6 +246,23 @@ def remove_pod_volume_dir(target, item, mounts):
     return [path for path in removed if path]
 
 
+def remove_empty_pod_volumes_dir(kubelet_dir, path, mounts):
+    """After a pod's volume was torn down: rmdir the pod's ``volumes`` or ``volumeDevices`` directory (``path`` is a
+    publish path below it) and an empty ``kubernetes.io~csi`` in it, only when empty and not a mountpoint. A moved
+    pod's directories would stay otherwise; the kubelet removes them in its orphaned pod cleanup
+    (kubelet_volumes.go cleanupOrphanedPodDirs, removeOrphanedPodVolumeDirs: only empty directories, never
+    through a mount). The pod directory itself is the kubelet's. Returns the paths removed."""
+    pods = os.path.join(kubelet_dir, "pods") + os.sep
+    if not path.startswith(pods):
+        return []
+    parts = path[len(pods):].split(os.sep)
+    if len(parts) < 3 or parts[1] not in ("volumes", "volumeDevices"):
+        return []
+    top = os.path.join(pods, parts[0], parts[1])
+    removed = [rmdir_safe(os.path.join(top, names.CSI_PLUGIN_DIR), mounts), rmdir_safe(top, mounts)]
+    return [p for p in removed if p]
+
+
 def unlink_publish_file(path, mounts):
     """Remove the empty regular file a Block volume was bind-mounted on, once nothing is mounted there."""
     if mounts.mounted(path) or os.path.ismount(path) or os.path.islink(path):

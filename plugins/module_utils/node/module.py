@@ -17,7 +17,8 @@ def context_from(module, params=None):
     return NodeContext(process_runner(), node_name=params.get("node_name"),
                        kubelet_dir=params.get("kubelet_dir"), run_dir=params.get("run_dir") or "/run/kubevol",
                        lock_timeout=params.get("lock_timeout") or 0, check_mode=module.check_mode,
-                       loop_pools=params.get("loop_pools"))
+                       loop_pools=params.get("loop_pools"),
+                       force_release_holders=params.get("force_release_holders"))
 
 
 def merge_diff(results):
@@ -31,12 +32,12 @@ def merge_diff(results):
 
 
 def run_volumes(module, phase, prepare=None, finish=None, **extra_results):
-    """Validate all volumes, run ``prepare(ctx, items)`` (decisions that may refuse the whole call),
-    then ``phase(ctx, item)`` per volume under its lock, then ``finish(ctx)`` (a dict of extra
-    results; its ``changed`` is or-ed into the call's); exit or fail.
+    """Validate all volumes, run ``prepare(ctx, items)`` (checks of the call's own input that refuse it as a
+    whole before anything runs), then ``phase(ctx, item)`` per volume under its lock, then ``finish(ctx)`` (a
+    dict of extra results; its ``changed`` is or-ed into the call's); exit or fail.
 
-    Volumes of a driver kubevol has no backend for are skipped (a ``skipped`` result and a warning),
-    never passed to ``prepare`` or ``phase``; ``extra_results`` builders see only the others.
+    A volume that fails (refused at validation, a driver the node has no backend for, its phase raising) fails
+    alone: the others run and are returned in ``volumes``; ``extra_results`` builders see only those done.
     """
     failed, out, warnings = volumes_result(module, module.params, module.params["volumes"], phase, prepare, finish,
                                            extra_results)
@@ -47,32 +48,47 @@ def run_volumes(module, phase, prepare=None, finish=None, **extra_results):
     module.exit_json(**out)
 
 
+def _failed(err, ctx):
+    result = err.to_result()
+    if isinstance(result.get("volumes"), list):
+        merge_diff(result["volumes"])
+    result["msg"] = err.msg
+    return True, result, list(ctx.warnings if ctx else ())
+
+
 def volumes_result(module, params, volumes, phase, prepare=None, finish=None, extra_results=None):
     """One node phase over ``volumes`` as run_volumes runs it, returned instead of exiting:
     (failed, the module result, warnings). ``params`` give node_name, kubelet_dir, run_dir, lock_timeout."""
     ctx = None
-    skipped = {}
     try:
         ctx = context_from(module, params)
         items = ctx.items(volumes)
-        active = [item for item in items if ctx.has_backend(item)]
-        skipped = dict((item.unique_name, ctx.skip_foreign(item)) for item in items if not ctx.has_backend(item))
         if prepare is not None:
-            prepare(ctx, active)
-        done = ctx.run_each(active, lambda item: phase(ctx, item))
+            prepare(ctx, items)  # refuses the call as a whole: nothing has run yet
+    except KubevolError as err:
+        return _failed(err, ctx)
+    error = None
+    try:
+        done = ctx.run_each(items, lambda item: phase(ctx, item))
+    except KubevolError as err:
+        error = err  # carries the volumes done (run_each): the finish still runs, and they are reported
+        done = list(err.kwargs.get("volumes") or ())
+    try:
         extra = dict(finish(ctx)) if finish is not None else {}
     except KubevolError as err:
-        result = err.to_result()
-        if isinstance(result.get("volumes"), list):
-            merge_diff(result["volumes"])
-            result["volumes"] = result["volumes"] + list(skipped.values())
-        result["msg"] = err.msg
-        return True, result, list(ctx.warnings if ctx else ())
+        # the volumes done stay reported as done: a failure after them never takes them back
+        extra = {}
+        if error is None:
+            err.kwargs.update(volumes=done, completed=[r["pv_name"] for r in done], failures=[],
+                              changed=any(r.get("changed") for r in done), node=ctx.node_name)
+            error = err
+        else:
+            error.msg = "%s; then: %s" % (error.msg, err.msg)
+    if error is not None:
+        error.kwargs.update((k, v) for k, v in extra.items() if k != "changed")
+        return _failed(error, ctx)
     diff = merge_diff(done)
-    by_name = dict((res["unique_volume_name"], res) for res in done)
-    by_name.update(skipped)
-    results = [by_name[item.unique_name] for item in items]
-    out = dict(changed=any(r["changed"] for r in results), volumes=results, node_name=ctx.node_name)
+    out = dict(changed=any(r["changed"] for r in done), volumes=done, node_name=ctx.node_name)
     for key, build in (extra_results or {}).items():
         out[key] = build(done)
     extra_changed = extra.pop("changed", False)

@@ -16,7 +16,7 @@ import os
 
 from ansible_collections.kubevol.volumes.plugins.module_utils import names
 from ansible_collections.kubevol.volumes.plugins.module_utils.errors import (
-    CommandFailed, DeviceNotFound, KubevolError, StillMounted, UnsafeToFormat)
+    CommandFailed, DeviceNotFound, FilesystemMismatch, KubevolError, StillMounted, UnsafeToFormat)
 from ansible_collections.kubevol.volumes.plugins.module_utils.node import blockdev, ephemeral, layout, mount, ownership
 from ansible_collections.kubevol.volumes.plugins.module_utils.node.context import act as _act
 from ansible_collections.kubevol.volumes.plugins.module_utils.node.filesystems import (
@@ -34,6 +34,12 @@ ONLINE_RESIZE_HINT = ("online resize of a mounted ext filesystem needs CAP_SYS_R
 # -- attach ----------------------------------------------------------------------------------------
 def attach_volume(ctx, item, provision=False):
     att = ctx.driver(item).attach(item, provision=provision, check_mode=ctx.check_mode)
+    released = dict(att.released or {})
+    if released:
+        ctx.warn("volume %s: node %s %s the hold of node(s) %s on its image, forced by the operator "
+                 "(force_release_holders), not by their own detach" % (
+                     item.pv_name, ctx.node_name, "would release" if ctx.check_mode else "released",
+                     ", ".join("%s (held since %s)" % (n, released[n]) for n in sorted(released))))
     return {
         "pv_name": item.pv_name,
         "unique_volume_name": item.unique_name,
@@ -41,7 +47,8 @@ def attach_volume(ctx, item, provision=False):
         "attached": att.attached,
         "provisioned": att.provisioned,
         "adopted": att.adopted,
-        "changed": att.attached or att.provisioned,  # adopting only records what the kernel already has
+        "released_holders": released,  # {node: since}: holds the operator released (force_release_holders)
+        "changed": att.attached or att.provisioned or bool(released),  # adopting only records what the kernel already has
         "volume_attachment": attached_volume_attachment(item.driver, item.volume_handle, ctx.node_name, item.pv_name,
                                                         att.device),
         "volumes_attached": {"name": item.unique_name, "devicePath": att.device or ""},
@@ -103,7 +110,7 @@ def _stage(ctx, runner, item, device, mounts, force, res):
                                % (gpath, item.pv_name, ctx.node_name, current.source, device),
                                node=ctx.node_name, volume=item.pv_name, step="mount device")
         res["fs_type"] = current.fstype
-        _check_mismatch(ctx, item, current.fstype, res)
+        _check_mismatch(ctx, item, device, current.fstype, res)
         _repair_vol_data(ctx, res, os.path.dirname(gpath), layout.device_vol_data(item))
         writers = [pod.name or pod.uid for pod in item.pods if not pod.read_only]
         if current.read_only and not item.read_only and writers:
@@ -142,7 +149,7 @@ def _stage(ctx, runner, item, device, mounts, force, res):
             raise UnsafeToFormat(device=device, volume=item.pv_name, node=ctx.node_name,
                                  reason="%s, which kubevol cannot mount; it never formats such a device "
                                         "(force=true erases it)" % found.describe())
-        _check_mismatch(ctx, item, existing, res)
+        _check_mismatch(ctx, item, device, existing, res)
         fs = get_filesystem(existing)
         if not item.read_only:
             _fsck(ctx, runner, item, device, res)
@@ -178,11 +185,16 @@ def _repair_vol_data(ctx, res, directory, data):
         ctx.warn("volume %s: could not rewrite %s (%s): %s" % (res["pv_name"], path, problem, exc))
 
 
-def _check_mismatch(ctx, item, existing, res):
+def _check_mismatch(ctx, item, device, existing, res):
+    """A device that holds a filesystem of another type than the volume's fs_type is not mounted: refused with both
+    types named, and kept (never reformatted; only force=true erases it). mount-utils formatAndMountSensitive
+    (mount_linux.go) answers FilesystemMismatch "failed to mount the volume as %q, it already contains %s" when
+    the mount with the asked type fails; kubevol does not try the mount with the other type at all: mounting xfs
+    for a PV that says ext4 would hand a pod a filesystem nobody asked for, silently."""
     if existing and existing != item.fs_type:
         res["fs_type_mismatch"] = {"expected": item.fs_type, "found": existing}
-        ctx.warn("volume %s: device holds %s but fs_type %s was asked; kept the existing filesystem (not "
-                 "reformatted; only force=true would)" % (item.pv_name, existing, item.fs_type))
+        raise FilesystemMismatch(volume=item.pv_name, node=ctx.node_name, expected=item.fs_type, found=existing,
+                                 device=device, step="mount device (FilesystemMismatch)")
 
 
 def _fsck(ctx, runner, item, device, res):
@@ -466,8 +478,9 @@ def _cleanup(ctx, runner, item, plan):
         if item.block:
             keep(layout.unlink_publish_file(path, mounts))
             keep(layout.rmdir_safe(os.path.dirname(path), mounts))
-            continue
-        removed.extend(layout.remove_pod_volume_dir(path, item, mounts))
+        else:
+            removed.extend(layout.remove_pod_volume_dir(path, item, mounts))
+        removed.extend(layout.remove_empty_pod_volumes_dir(ctx.kubelet_dir, path, mounts))  # a moved pod's
     if plan["global"] and not mounts.mounted(plan["global"]):
         gpath = plan["global"]
         keep(layout.rmdir_safe(gpath, mounts))

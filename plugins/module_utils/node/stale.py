@@ -145,6 +145,10 @@ def plan_removal(ctx, path, kind, mounts):
             csi_dir = os.path.dirname(parent)
             if _listing(csi_dir) == {os.path.basename(parent)} and not _mounted(mounts, csi_dir):
                 steps.append(("rmdir", csi_dir))
+                # and the pod's volumes directory, empty now (kubelet_volumes.go removeOrphanedPodVolumeDirs)
+                volumes_dir = os.path.dirname(csi_dir)
+                if _listing(volumes_dir) == {names.CSI_PLUGIN_DIR} and not _mounted(mounts, volumes_dir):
+                    steps.append(("rmdir", volumes_dir))
     return steps, None
 
 

@@ -40,9 +40,6 @@ class VolumeItem(Value):
         ("pods", ()),  # Tuple[PodMount, ...]
         # ReadWriteMany / ReadOnlyMany: the backend lets more than one node attach it
         ("multi_attach", False),  # bool
-        # nodes the controller knows are down (out-of-service taint, detach recorded without them): their hold
-        # on the backing volume is released when this node attaches it
-        ("release_holders", ()),  # Tuple[str, ...]
         ("detach", True),  # bool
         # Unmount the global mount once no pod mount remains (defaults to `detach`): a volume the
         # node keeps attached (e.g. its detach is blocked elsewhere) can still lose its device mount.
@@ -113,8 +110,7 @@ def volume_item(raw):
         volume_attributes=tuple(sorted((str(k), str(v)) for k, v in attrs.items())),
         capacity_bytes=capacity, mode=mode, fs_type=raw.get("fs_type") or "ext4",
         mount_options=options, read_only=bool(raw.get("read_only")), pods=tuple(pods),
-        multi_attach=bool(raw.get("multi_attach")), release_holders=tuple(raw.get("release_holders") or ()),
-        detach=detach,
+        multi_attach=bool(raw.get("multi_attach")), detach=detach,
         unmount_device=detach if raw.get("unmount_device") is None else bool(raw.get("unmount_device")) or detach,
         ephemeral=_ephemeral(raw, pods, mode),
     )

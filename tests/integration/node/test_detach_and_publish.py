@@ -16,15 +16,20 @@ def test_detach_refused_while_a_pod_mount_remains(node):
     other = node.vol("pv-g2")
     assert node.module("k8s_volume_attach", volumes=[other], provision=True)["_rc"] == 0
 
-    # Detaching other (fine) together with pv-g naming only POD1: the whole call is refused first.
-    res = node.module("volume_detach", volumes=[other, dict(vol, pods=[{"uid": POD1}])])
+    # pv-g (still mounted for POD2) is refused and untouched; pv-g2, in the same call, is detached all the same:
+    # one volume's refusal never takes the others of the node's batch with it.
+    res = node.module("volume_detach", volumes=[dict(vol, pods=[{"uid": POD1}]), other])
     assert res["_rc"] != 0 and "still mounted" in res["msg"], res
     assert names.pod_mount_path(node.kubelet_dir, POD2, "pv-g") in res["msg"]
-    assert node.mounts_under() == before and len(node.loops()) == 2  # nothing changed, not even pv-g2
+    assert [f["volume"] for f in res["failures"]] == ["pv-g"] and res["completed"] == ["pv-g2"], res
+    assert [v["detached"] for v in res["volumes"]] and res["volumes"][0]["pv_name"] == "pv-g2"
+    assert node.mounts_under() == before and len(node.loops()) == 1  # pv-g as it was; pv-g2 detached
 
     res = node.module("volume_detach", volumes=[dict(vol, pods=[{"uid": POD1}], detach=False)])
     assert res["_rc"] == 0 and res["volumes"][0]["unmounted"] == [names.pod_mount_path(node.kubelet_dir, POD1, "pv-g")]
-    assert not os.path.exists(os.path.join(node.kubelet_dir, "pods", POD1, "volumes", "kubernetes.io~csi"))
+    # the moved pod's empty volumes directory goes too (the kubelet's orphaned pod cleanup); POD2's stays
+    assert not os.path.exists(os.path.join(node.kubelet_dir, "pods", POD1, "volumes"))
+    assert os.path.isdir(os.path.join(node.kubelet_dir, "pods", POD2, "volumes", "kubernetes.io~csi", "pv-g"))
     res = node.module("volume_detach", volumes=[dict(vol, pods=[{"uid": POD2}]), other])
     assert res["_rc"] == 0 and res["changed"], res
     assert node.mounts_under() == [] and node.loops() == []

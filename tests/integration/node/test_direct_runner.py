@@ -24,7 +24,7 @@ def same(direct, module):
             dict((k, v) for k, v in module.items() if k not in strip))
 
 
-def test_a_foreign_drivers_volume_is_left_alone_by_a_direct_run(node):
+def test_a_foreign_drivers_volume_fails_and_is_left_alone_by_a_direct_run(node):
     fgpath, fppath = make_foreign(node)
     data = os.path.join(fppath, "data")
     before = node.sha256(data)
@@ -33,10 +33,12 @@ def test_a_foreign_drivers_volume_is_left_alone_by_a_direct_run(node):
                                               "mount": {"volumes": [foreign]}}),
                        ("volume_detach", {"volumes": [foreign], "stale_paths": [fgpath]})):
         direct = node.direct(name, **args)
-        assert direct["_rc"] == 0 and direct["changed"] is False, direct
+        failed = direct["phase_results"]["attach"] if name == "node_volume_setup" else direct
+        assert failed["failed"] and failed["changed"] is False, direct
+        assert "driver ebs.csi.aws.com cannot be served there" in failed["msg"], failed
+        assert [f["step"] for f in failed["failures"]] == ["find driver"] and failed["volumes"] == []
         a, b = same(direct, node.module(name, **args))
         assert a == b
-    assert direct["volumes"][0]["skipped"].startswith("driver ebs.csi.aws.com has no kubevol backend on node node1")
     assert direct["stale_kept"][0]["path"] == fgpath and "no kubevol backend" in direct["stale_kept"][0]["reason"]
     assert node.mounts_under() == sorted([fgpath, fppath]) and node.loops() == []
     assert node.sha256(data) == before

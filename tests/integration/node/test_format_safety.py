@@ -60,19 +60,37 @@ def test_partition_table_or_other_signature_never_formatted(node, prepare, expec
     assert head_digest(node.image(vol)) == before
 
 
-def test_existing_filesystem_of_other_type_is_kept_and_reported(node):
-    vol = node.vol("pv-x", fs_type="xfs", pods=[{"uid": POD}])
-    node.run("truncate", "-s", "64M", node.image(vol))
-    subprocess.run(["mkfs.ext4", "-q", "-F", node.image(vol)], check=True)
-    assert node.module("k8s_volume_attach", volumes=[vol])["_rc"] == 0
-    res = node.module("node_volume_mount", volumes=[vol])
-    assert res["_rc"] == 0, res
-    vres = res["volumes"][0]
-    assert vres["formatted"] is False and vres["fs_type"] == "ext4"
-    assert vres["fs_type_mismatch"] == {"expected": "xfs", "found": "ext4"}
-    assert "kept the existing filesystem" in json.dumps(res.get("warnings"))
+def image_digest(path):
+    with open(path, "rb") as handle:
+        return hashlib.sha256(handle.read()).hexdigest()
+
+
+@pytest.mark.parametrize("on_device,asked,size", [("xfs", "ext4", 320 * MiB), ("ext4", "xfs", 64 * MiB)])
+def test_existing_filesystem_of_other_type_is_refused_and_kept(node, on_device, asked, size):
+    """A device holding another filesystem than the PV's fsType is not mounted: that volume fails naming both types
+    (as mount-utils words it), its image is unchanged to the byte, and the other volume of the call is mounted."""
+    vol = node.vol("pv-x", fs_type=asked, size=size, pods=[{"uid": POD}])
+    good = node.vol("pv-good", fs_type="ext4", pods=[{"uid": POD}])
+    node.run("truncate", "-s", str(size), node.image(vol))
+    subprocess.run(["mkfs.%s" % on_device, "-q"] + (["-F"] if on_device == "ext4" else ["-f"]) + [node.image(vol)],
+                   check=True)
+    before = image_digest(node.image(vol))
+    assert node.module("k8s_volume_attach", volumes=[vol, good], provision=True)["_rc"] == 0
+    res = node.module("node_volume_mount", volumes=[vol, good])
+    assert res["_rc"] != 0 and res["failed"], res
+    assert 'failed to mount the volume as "%s", it already contains %s' % (asked, on_device) in res["msg"], res["msg"]
+    assert "node1" in res["msg"] and "pv-x" in res["msg"] and "fsType" in res["msg"]
+    assert [f["volume"] for f in res["failures"]] == ["pv-x"], res["failures"]
+    assert [v["pv_name"] for v in res["volumes"]] == ["pv-good"] and res["completed"] == ["pv-good"]
     gpath = names.device_mount_path(node.kubelet_dir, vol["driver"], vol["volume_handle"])
-    assert [m["fstype"] for m in node.mounts() if m["target"] == gpath] == ["ext4"]
+    targets = [m["target"] for m in node.mounts()]
+    assert gpath not in targets and not [t for t in targets if "/pv-x/" in t], targets
+    assert names.pod_mount_path(node.kubelet_dir, POD, "pv-good") in targets
+    # a second try changes nothing either, and the image is unchanged (no mkfs, no fsck repair, no mount)
+    again = node.module("node_volume_mount", volumes=[vol, good])
+    assert again["_rc"] != 0 and not again["changed"], again
+    assert node.module("volume_detach", volumes=[vol])["_rc"] == 0
+    assert image_digest(node.image(vol)) == before
 
 
 def test_force_reformats_other_type(node):

@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from conftest import DRIVER
+from conftest import DRIVER, warnings_of
 
 from ansible_collections.kubevol.volumes.plugins.module_utils import names
 
@@ -101,7 +101,7 @@ def test_the_pool_refuses_a_second_node_for_an_rwo_image_and_never_adopts_its_de
     assert first["_rc"] == 0, first
     device = first["volumes"][0]["device"]
     res = node2.module("k8s_volume_attach", volumes=[shared(node2, node, vol)], loop_pools=[node.pool])
-    assert res["_rc"] != 0 and "held by node1 (since" in res["msg"] and "node2" in res["msg"], res
+    assert res["_rc"] != 0 and "held by node node1 (since" in res["msg"] and "node2" in res["msg"], res
     assert node.loops() == [device]  # node2 neither attached nor adopted node1's device
     # ReadWriteMany: both may hold it
     rwx = node.vol("pv-rwx", multi_attach=True)
@@ -118,17 +118,60 @@ def test_the_pool_refuses_a_second_node_for_an_rwo_image_and_never_adopts_its_de
     assert node.loops() == []
 
 
-def test_a_node_the_controller_knows_is_down_lets_go(node, node2):
-    vol = node.vol("pv-down")
+def test_another_nodes_hold_waits_for_its_own_detach_or_the_operator(node, node2):
+    """Issue 25: a node that was only unreachable (out-of-service for the controller) still has its device. The new
+    node never adopts or reuses it: its attach fails naming the holder and since when, while node1's data and device
+    stay; node1's own detach releases the image and node2 then attaches a device of its own. An operator's release
+    (force_release_holders) of a node whose device still backs the image is refused too; of a node whose device is
+    gone, it drops the hold and says so."""
+    vol = node.vol("pv-down", pods=[{"uid": "44444444-4444-4444-8444-444444444441"}])
+    assert node.module("k8s_volume_attach", volumes=[vol], provision=True)["_rc"] == 0
+    assert node.module("node_volume_mount", volumes=[vol])["_rc"] == 0
+    path = names.pod_mount_path(node.kubelet_dir, "44444444-4444-4444-8444-444444444441", "pv-down")
+    node.write_random(os.path.join(path, "data"))
+    checksum = node.sha256(os.path.join(path, "data"))
+    [device] = node.loops()
+    other = dict(shared(node2, node, vol), pods=[])
+    held = node2.module("k8s_volume_attach", volumes=[other], loop_pools=[node.pool])
+    assert held["_rc"] != 0 and "held by node node1 (since 20" in held["msg"] and "node2" in held["msg"], held
+    assert "own detach" in held["msg"] and "kubevol_force_release_holders: [node1]" in held["msg"], held["msg"]
+    assert held["volumes"] == [] and node.loops() == [device]  # neither adopted nor a second device
+    # the operator says node1 is down, but its device still backs the image on this kernel: refused, not adopted
+    forced = node2.module("k8s_volume_attach", volumes=[other], loop_pools=[node.pool],
+                          force_release_holders=["node1"])
+    assert forced["_rc"] != 0 and "loop device %s already backs image" % device in forced["msg"], forced
+    assert "node(s) node1" in forced["msg"] and "they are not down" in forced["msg"], forced["msg"]
+    assert node.loops() == [device] and node.sha256(os.path.join(path, "data")) == checksum
+    # node1 comes back and its cleanup runs: its own detach releases the hold; node2 attaches its own device
+    assert node.module("volume_detach", volumes=[vol])["_rc"] == 0
+    moved = node2.module("k8s_volume_attach", volumes=[other], loop_pools=[node.pool])
+    assert moved["_rc"] == 0 and not moved["volumes"][0]["adopted"] and moved["volumes"][0]["attached"], moved
+    assert moved["volumes"][0]["released_holders"] == {}
+    assert node2.module("volume_detach", volumes=[other], loop_pools=[node.pool])["_rc"] == 0
+    assert node.loops() == []
+
+
+def test_the_operator_releases_the_hold_of_a_node_down_for_good(node, node2):
+    """node1 held the image and is gone for good (its device is gone with its kernel: detached here by hand, its
+    hold left in the pool). Without the operator node2 waits; with force_release_holders: [node1] it attaches and
+    says whose hold it released."""
+    vol = node.vol("pv-gone")
     device = node.module("k8s_volume_attach", volumes=[vol], provision=True)["volumes"][0]["device"]
-    held = node2.module("k8s_volume_attach", volumes=[shared(node2, node, vol)], loop_pools=[node.pool])
-    assert held["_rc"] != 0 and "held by node1" in held["msg"], held
-    taken = dict(shared(node2, node, vol), release_holders=["node1"])
-    res = node2.module("k8s_volume_attach", volumes=[taken], loop_pools=[node.pool])
-    # node1 is down for the controller: its hold is released; on this shared kernel its device is the one used
-    assert res["_rc"] == 0 and res["volumes"][0]["device"] == device and res["volumes"][0]["adopted"], res
-    assert node.loops() == [device]
-    assert node2.module("volume_detach", volumes=[taken], loop_pools=[node.pool])["_rc"] == 0
+    node.run("losetup", "-d", device)  # the machine lost its kernel state; the pool (shared storage) did not
+    other = shared(node2, node, vol)
+    held = node2.module("k8s_volume_attach", volumes=[other], loop_pools=[node.pool])
+    assert held["_rc"] != 0 and "held by node node1" in held["msg"], held
+    check = node2.module("k8s_volume_attach", check_mode=True, volumes=[other], loop_pools=[node.pool],
+                         force_release_holders=["node1"])
+    assert check["_rc"] == 0 and list(check["volumes"][0]["released_holders"]) == ["node1"], check
+    res = node2.module("k8s_volume_attach", volumes=[other], loop_pools=[node.pool], force_release_holders=["node1"])
+    assert res["_rc"] == 0 and res["volumes"][0]["attached"] and not res["volumes"][0]["adopted"], res
+    assert list(res["volumes"][0]["released_holders"]) == ["node1"]
+    assert any("forced by the operator" in w and "node1" in w for w in warnings_of(res)), res
+    again = node2.module("k8s_volume_attach", volumes=[other], loop_pools=[node.pool], force_release_holders=["node1"])
+    assert again["_rc"] == 0 and not again["changed"], again  # idempotent: node1's hold is gone
+    assert node2.module("volume_detach", volumes=[other], loop_pools=[node.pool])["_rc"] == 0
+    assert node.loops() == []
 
 
 def test_a_lost_local_record_is_adopted_only_by_the_holder(node):

@@ -5,7 +5,7 @@ import os
 
 import pytest
 
-from conftest import MiB, warnings_of
+from conftest import MiB
 
 from ansible_collections.kubevol.volumes.plugins.module_utils import names
 from ansible_collections.kubevol.volumes.plugins.module_utils.node.lock import lock_path
@@ -45,17 +45,15 @@ def test_handle_symlink_escaping_the_pool_refused(node, tmp_path):
     assert node.loops() == []
 
 
-def test_unknown_driver_skipped_not_refused(node):
-    """A volume of a driver without a kubevol backend is left to its own CSI node plugin: skipped with a
-    warning, nothing runs on it; a hostile name still refuses the whole call."""
+def test_unknown_driver_fails_that_volume(node):
+    """A volume of a driver without a kubevol backend fails, named with its driver and node (issue 26: a skip
+    was reported done); nothing runs on it; a hostile name still refuses the whole call."""
     res = node.module("k8s_volume_attach", volumes=[node.vol("pv-u", driver="nfs.example.com")])
-    assert res["_rc"] == 0 and res["changed"] is False, res
-    [vol] = res["volumes"]
-    assert vol == {"pv_name": "pv-u", "unique_volume_name": "kubernetes.io/csi/nfs.example.com^pv-u.img",
-                   "changed": False,
-                   "skipped": "driver nfs.example.com has no kubevol backend on node node1: left to its own CSI node "
-                              "plugin"}
-    assert res["volume_attachments"] == [] and any("pv-u" in w for w in warnings_of(res)), res
+    assert res["_rc"] != 0 and res["changed"] is False, res
+    assert res["volumes"] == [] and res.get("volume_attachments") is None, res
+    [failure] = res["failures"]
+    assert (failure["volume"], failure["node"], failure["step"]) == ("pv-u", "node1", "find driver")
+    assert "driver nfs.example.com cannot be served there" in failure["msg"] and "loop.kubevol.io" in failure["msg"]
     assert node.loops() == [] and not os.path.exists(node.run_dir)  # not even a lock
     res = node.module("k8s_volume_attach", volumes=[node.vol("pv-u", driver="nfs.example.com"),
                                                     node.vol("../x", driver="nfs.example.com")])

@@ -7,7 +7,7 @@ when nothing is mounted there). Every test checks the real state: findmnt, files
 import json
 import os
 
-from conftest import DRIVER, warnings_of
+from conftest import DRIVER
 
 from ansible_collections.kubevol.volumes.plugins.module_utils import names
 
@@ -71,16 +71,16 @@ def test_foreign_volumes_reported_and_left_alone(node):
     data_sum = node.sha256(os.path.join(fppath, "data"))
     ours = node.vol("pv-own", pods=[{"uid": WRITER}])
     foreign = node.vol("pv-ebs", driver=EBS, handle="vol-0abc", pods=[{"uid": WRITER}])
+    # a volume kubevol cannot drive fails (never skipped as done); the other one of the call is served
     att = node.module("k8s_volume_attach", volumes=[foreign, ours], provision=True)
-    assert att["_rc"] == 0, att
-    assert att["volumes"][0]["skipped"].startswith("driver ebs.csi.aws.com has no kubevol backend on node node1")
-    assert [va["spec"]["source"]["persistentVolumeName"] for va in att["volume_attachments"]] == ["pv-own"]
+    assert att["_rc"] != 0 and [f["volume"] for f in att["failures"]] == ["pv-ebs"], att
+    assert "driver ebs.csi.aws.com cannot be served there" in att["msg"] and "node node1" in att["msg"]
+    assert [v["pv_name"] for v in att["volumes"]] == ["pv-own"] and att["volumes"][0]["attached"]
     mnt = node.module("node_volume_mount", volumes=[ours, foreign])
-    assert mnt["_rc"] == 0 and mnt["volumes"][0]["published"] == [WRITER], mnt
-    assert mnt["volumes"][1]["changed"] is False and mnt["volumes"][1]["skipped"], mnt
-    assert any("pv-ebs" in w for w in warnings_of(mnt)), mnt
+    assert mnt["_rc"] != 0 and [f["volume"] for f in mnt["failures"]] == ["pv-ebs"], mnt
+    assert [v["published"] for v in mnt["volumes"]] == [[WRITER]], mnt
     exp = node.module("fs_expand", volumes=[foreign])
-    assert exp["_rc"] == 0 and exp["changed"] is False and exp["volumes"][0]["skipped"], exp
+    assert exp["_rc"] != 0 and exp["changed"] is False and exp["volumes"] == [], exp
 
     facts = node.module("node_volume_info")
     assert facts["_rc"] == 0, facts
@@ -99,13 +99,11 @@ def test_foreign_volumes_reported_and_left_alone(node):
     own_p = names.pod_mount_path(node.kubelet_dir, WRITER, "pv-own")
     assert gms[own_g]["foreign"] is False and pms[own_p]["foreign"] is False and pms[own_p]["driver"] == DRIVER
 
-    # One teardown batch: the kubevol volume goes, the foreign one (same pod) is skipped, untouched.
+    # One teardown batch: the kubevol volume goes, the foreign one (same pod) fails, untouched.
     det = node.module("volume_detach", volumes=[foreign, ours], stale_paths=[fgpath])
-    assert det["_rc"] == 0 and det["changed"], det
-    skipped, done = det["volumes"]
-    assert skipped == {"pv_name": "pv-ebs", "unique_volume_name": uvn(EBS, "vol-0abc"), "changed": False,
-                       "skipped": "driver ebs.csi.aws.com has no kubevol backend on node node1: left to its own "
-                                  "CSI node plugin"}
+    assert det["_rc"] != 0 and det["changed"], det
+    assert [f["volume"] for f in det["failures"]] == ["pv-ebs"], det
+    [done] = det["volumes"]
     assert done["detached"] and sorted(done["unmounted"]) == sorted([own_g, own_p]), done
     assert det["stale_removed"] == [] and det["stale_kept"][0]["path"] == fgpath
     assert "no kubevol backend" in det["stale_kept"][0]["reason"]
@@ -281,7 +279,8 @@ def test_uncertain_directories_reported_and_stale_ones_removed(node):
 
     stale = [stale_g, stale_p, busy_g, full_g]
     expected = [stale_g, os.path.join(os.path.dirname(stale_g), "vol_data.json"), os.path.dirname(stale_g),
-                stale_p, os.path.dirname(stale_p), os.path.dirname(os.path.dirname(stale_p))]
+                stale_p, os.path.dirname(stale_p), os.path.dirname(os.path.dirname(stale_p)),
+                os.path.join(node.kubelet_dir, "pods", GONE, "volumes")]
     chk = node.module("volume_detach", check_mode=True, stale_paths=stale)
     assert chk["_rc"] == 0 and chk["changed"] and chk["stale_removed"] == expected, chk
     assert os.path.isdir(stale_g) and os.path.isdir(stale_p)
@@ -292,7 +291,8 @@ def test_uncertain_directories_reported_and_stale_ones_removed(node):
     assert sorted(kept) == sorted([busy_g, full_g])
     assert "mountpoint" in kept[busy_g] and "not empty" in kept[full_g]
     assert not os.path.exists(os.path.dirname(stale_g)) and not os.path.exists(os.path.dirname(stale_p))
-    assert os.path.isdir(os.path.join(node.kubelet_dir, "pods", GONE, "volumes"))  # the pod dir is the kubelet's
+    # the moved pod's empty volumes directory goes too; the pod directory itself is the kubelet's
+    assert os.listdir(os.path.join(node.kubelet_dir, "pods", GONE)) == []
     assert busy_g in node.mounts_under() and os.path.exists(os.path.join(full_g, "keep"))
     again = node.module("volume_detach", stale_paths=stale)
     assert again["_rc"] == 0 and again["changed"] is False and again["stale_removed"] == [], again

@@ -311,3 +311,66 @@ def test_a_node_task_past_kubevol_node_timeout_counts_as_unreachable():
     assert result["unreachable"] is True and result["failed"] is True
     assert "node node3 did not answer within 20s (kubevol_node_timeout)" in result["msg"]
     assert timed_out({"failed": True, "msg": "other"}, "node3") is None
+
+
+HOSTPATH = "hostpath.csi.k8s.io"
+
+
+def foreign_plan():
+    hp = step("attach", "device", "n2", "pv-h", unique_volume_name=unique_volume_name(HOSTPATH, "pv-h.img"))
+    hp["item"]["driver"] = HOSTPATH
+    mount = step("mount", "device", "n2", "pv-h", unique_volume_name=unique_volume_name(HOSTPATH, "pv-h.img"))
+    mount["item"]["driver"] = HOSTPATH
+    return lean_plan([hp, mount, step("attach", "device", "n2", "pv-c")])
+
+
+def test_a_volume_the_node_cannot_serve_is_failed_not_applied_nor_recorded():
+    """Issue 26: a driver the node has no backend for. The node fails that volume (node/context.py no_backend);
+    the outcome records no attachment for it, names it in the node's error and blocks its mount, while the other
+    volume of the call is recorded."""
+    key_h, key_c = unique_volume_name(HOSTPATH, "pv-h.img"), unique_volume_name(DRIVER, "pv-c.img")
+    msg = ("volume pv-h on node n2: driver hostpath.csi.k8s.io cannot be served there: kubevol on node n2 has no "
+           "backend for hostpath.csi.k8s.io (it drives loop.kubevol.io)")
+    result = {"failed": True, "msg": "1 of 2 volume(s) failed on node n2: " + msg, "completed": ["pv-c"],
+              "volumes": [{"pv_name": "pv-c", "unique_volume_name": key_c, "device": "/dev/loop8"}],
+              "failures": [{"volume": "pv-h", "unique_volume_name": key_h, "node": "n2", "step": "find driver",
+                            "msg": msg}]}
+    out = executor.phase_outcome(foreign_plan(), "attach", {"n2": result})
+    assert [(r["type"], r["pv_name"]) for r in out["records"]] == [("attached", "pv-c")]
+    assert HOSTPATH in out["failures"]["volumes"][key_h] and "n2" in out["failures"]["volumes"][key_h]
+    assert key_c not in out["failures"]["volumes"]
+    assert [(e["node"], e["phase"], e["volumes"]) for e in out["errors"]] == [("n2", "attach", ["pv-h"])]
+    assert HOSTPATH in out["errors"][0]["msg"]
+    assert [(b["volume"], b["action"]) for b in out["blocked"]] == [("pv-h", "mount")]
+
+
+def test_a_volume_result_saying_skipped_is_not_done():
+    """An older node module answered a foreign driver's volume with ``skipped`` and exit 0: counted as applied and
+    recorded attached. A skip is that volume's failure; an expansion's skip (a Block volume) stays done."""
+    key_h, key_c = unique_volume_name(HOSTPATH, "pv-h.img"), unique_volume_name(DRIVER, "pv-c.img")
+    result = {"changed": True, "volumes": [
+        {"pv_name": "pv-h", "unique_volume_name": key_h, "changed": False,
+         "skipped": "driver hostpath.csi.k8s.io has no kubevol backend on node n2: left to its own CSI node plugin"},
+        {"pv_name": "pv-c", "unique_volume_name": key_c, "device": "/dev/loop8"}]}
+    outcomes, failed_msg = executor._volume_outcomes(result)
+    assert outcomes[key_c] is True and outcomes[key_h] is not True and HOSTPATH in outcomes[key_h]
+    assert HOSTPATH in failed_msg
+    out = executor.phase_outcome(foreign_plan(), "attach", {"n2": result})
+    assert [r["pv_name"] for r in out["records"]] == ["pv-c"]
+    assert [(e["node"], e["volumes"]) for e in out["errors"]] == [("n2", ["pv-h"])]
+    grown = {"changed": True, "volumes": [{"pv_name": "pv-c", "unique_volume_name": key_c, "stage": "node",
+                                           "skipped": "Block volume: no filesystem to grow (device rescanned)"}]}
+    assert executor._volume_outcomes(grown) == ({key_c: True}, None)
+
+
+def test_one_failed_detach_does_not_take_the_other_volumes_of_the_batch():
+    """run_each's shape for a teardown where pv-a's unmount failed: pv-b's teardown is recorded, only pv-a is
+    named, and nothing says "volumes not done" of pv-b."""
+    key_a, key_b = unique_volume_name(DRIVER, "pv-a.img"), unique_volume_name(DRIVER, "pv-b.img")
+    msg = "unmount failed on node n1 for volume pv-a: target is busy"
+    result = {"failed": True, "msg": "1 of 2 volume(s) failed on node n1: " + msg, "completed": ["pv-b"],
+              "volumes": [{"pv_name": "pv-b", "unique_volume_name": key_b, "changed": True}],
+              "failures": [{"volume": "pv-a", "unique_volume_name": key_a, "node": "n1", "msg": msg}]}
+    out = executor.phase_outcome(PLAN, "teardown", {"n1": result})
+    assert key_a in out["failures"]["volumes"] and key_b not in out["failures"]["volumes"]
+    assert [e["volumes"] for e in out["errors"]] == [["pv-a"]] and "not done" not in out["errors"][0]["msg"]

@@ -193,7 +193,8 @@ def test_stale_plan(tmp_path):
     os.makedirs(ppath)
     steps, reason = stale.plan_removal(ctx, ppath, stale.POD, table)
     vol_dir = os.path.dirname(ppath)
-    assert steps == [("rmdir", ppath), ("rmdir", vol_dir), ("rmdir", os.path.dirname(vol_dir))]
+    assert steps == [("rmdir", ppath), ("rmdir", vol_dir), ("rmdir", os.path.dirname(vol_dir)),
+                     ("rmdir", os.path.dirname(os.path.dirname(vol_dir)))]  # the pod's empty volumes directory too
     with open(os.path.join(vol_dir, "vol_data.json"), "w") as handle:
         json.dump({"driverName": EBS}, handle)
     assert "no kubevol backend" in stale.plan_removal(ctx, ppath, stale.POD, table)[1]
@@ -203,14 +204,16 @@ def test_stale_plan(tmp_path):
     assert stale.plan_removal(ctx, ppath, stale.POD, table) == ([], None)  # already gone: neither removed nor kept
 
 
-def test_context_skips_foreign_but_checks_names():
+def test_context_refuses_foreign_and_checks_names():
+    """A volume of a driver the node has no backend for is refused (kept in ``refused``, failed by run_each), named
+    with its driver, the node and what the node drives; it is never skipped as if done."""
     ctx = NodeContext(no_commands, node_name="n1", kubelet_dir="/k")
     items = ctx.items([{"pv_name": "pv-e", "driver": EBS, "volume_handle": "vol-1"}])
-    assert not ctx.has_backend(items[0])
-    assert ctx.skip_foreign(items[0]) == {
-        "pv_name": "pv-e", "unique_volume_name": names.unique_volume_name(EBS, "vol-1"), "changed": False,
-        "skipped": "driver ebs.csi.aws.com has no kubevol backend on node n1: left to its own CSI node plugin"}
-    assert ctx.warnings and "pv-e" in ctx.warnings[0]
+    assert items == []
+    [(item, err)] = ctx.refused
+    assert item.pv_name == "pv-e" and not ctx.has_backend(item)
+    assert "driver ebs.csi.aws.com cannot be served" in err.msg and "node n1" in err.msg, err.msg
+    assert "loop.kubevol.io" in err.msg and "kubevol_known_drivers" in err.msg, err.msg
     with pytest.raises(UnsafeName):
         ctx.items([{"pv_name": "../x", "driver": EBS, "volume_handle": "vol-1"}])
     with pytest.raises(InvalidInput):
@@ -235,7 +238,7 @@ class FakeModule:
         raise SystemExit(("fail", out))
 
 
-def test_run_volumes_only_foreign_runs_nothing():
+def test_run_volumes_foreign_fails_that_volume_and_runs_nothing_for_it():
     module = FakeModule(volumes=[{"pv_name": "pv-e", "driver": EBS, "volume_handle": "vol-1"}])
     with pytest.raises(SystemExit) as exc:
         run_volumes(module, lambda ctx, item: pytest.fail("phase ran on a foreign volume"),
@@ -243,5 +246,7 @@ def test_run_volumes_only_foreign_runs_nothing():
                     finish=lambda ctx: {"extra": 1, "changed": False},
                     built=lambda results: results)
     kind, out = exc.value.args[0]
-    assert kind == "exit" and out["changed"] is False and out["extra"] == 1 and out["built"] == []
-    assert [v["skipped"] is not None for v in out["volumes"]] == [True] and module.warnings
+    assert kind == "fail" and out["changed"] is False and out["volumes"] == [] and out["completed"] == []
+    assert [(f["volume"], f["node"], f["step"]) for f in out["failures"]] == [("pv-e", "n1", "find driver")]
+    assert "driver ebs.csi.aws.com cannot be served" in out["msg"] and "node n1" in out["msg"], out["msg"]
+    assert out["extra"] == 1  # the call's own finish still ran
