@@ -112,5 +112,4 @@ def node_phases_argspec():
         loop_pools=copy.deepcopy(LOCK_SPEC["loop_pools"]),
         run_lock=dict(type="dict"),
         cluster_store=dict(type="dict", no_log=True),
-        runner=dict(type="str", default="auto", choices=["auto", "module"]),
     )
