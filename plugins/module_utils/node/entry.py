@@ -8,7 +8,7 @@ The reconcile role's engine (plugins/action/node_phases.py) runs those same publ
 Ansible's own module execution.
 
 Node code only: this file and what it imports travel in every node module's AnsiballZ payload, so it imports
-nothing of the planner, the stores or the cluster's credentials (tests/unit/plugins/modules/test_node_payload.py
+nothing of the planner, the cluster store or the cluster's credentials (tests/unit/plugins/modules/test_node_payload.py
 checks each module's payload). The imports of the work are inside the functions: a module's process imports
 only the node code it runs.
 """
