@@ -102,3 +102,11 @@ def test_the_direct_runner_and_its_code_cache_are_gone():
     it no_log, no_target_syslog and check mode as Ansible defines them), no code cache left on the nodes."""
     assert not os.path.exists(os.path.join(REPO, "plugins", "plugin_utils", "node_runner.py"))
     assert not hasattr(entry, "direct_main") and not hasattr(entry, "DirectModule")
+    # node_phases refuses the removed option instead of ignoring it: a task that still chooses a runner is told so
+    from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
+
+    from ansible_collections.kubevol.volumes.plugins.module_utils.node_args import node_phases_argspec
+
+    errors = ArgumentSpecValidator(node_phases_argspec()).validate(
+        {"phases": ["facts"], "node_name": "node1", "runner": "module"}).error_messages
+    assert len(errors) == 1 and errors[0].startswith("runner. Supported parameters include"), errors
