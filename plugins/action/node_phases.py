@@ -8,6 +8,11 @@ slice of the plan is cut here (module_utils/executor.py), each phase with work i
 of its public node module, and a volume that failed in an earlier phase on this node is not
 carried into the next one. Nothing runs when the host has no work. What the nodes did is turned
 into cluster records once, on the controller, by executor.task_outcome over all hosts' results.
+
+Each node module runs as Ansible runs any module an action plugin calls (ActionBase._execute_module): the
+module and what it imports travel in an AnsiballZ payload, so pipelining, become, no_log, no_target_syslog,
+check mode and diff behave as Ansible defines them, and any strategy (linear, free, Mitogen's) can run it.
+What makes a run fast is Ansible's own settings: pipelining and an SSH ControlPersist (docs/performance.md).
 """
 
 from __future__ import absolute_import, division, print_function
@@ -21,7 +26,6 @@ from ansible.plugins.action import ActionBase
 from ansible_collections.kubevol.volumes.plugins.module_utils import executor
 from ansible_collections.kubevol.volumes.plugins.module_utils.node_args import node_phases_argspec
 from ansible_collections.kubevol.volumes.plugins.module_utils.run_lock_task import kept_renewed
-from ansible_collections.kubevol.volumes.plugins.plugin_utils import node_runner
 
 # The phases one node_volume_setup execution runs in order (attach, mount, expand).
 SETUP_PHASES = ("attach", "mount", "expand_controller", "expand_node")
@@ -84,8 +88,6 @@ class ActionModule(ActionBase):
             changed=any(r.get("changed") for r in phase_results.values()),
             phase_results=phase_results,
             module_runs=executed,
-            # one decision per task and host (node_runner.direct_interpreter): every execution ran the same way
-            node_runner=self._node_runner,
             node_name=node,
             errors=[{"phase": phase, "msg": r.get("msg")} for phase, r in phase_results.items()
                     if r.get("failed") or r.get("unreachable")],
@@ -102,19 +104,17 @@ class ActionModule(ActionBase):
         if params["phases"] != ["facts"]:
             raise AnsibleActionFail("kubevol.volumes.node_phases: facts runs alone, not with %s"
                                     % ", ".join(p for p in params["phases"] if p != "facts"))
-        outcome = node_runner.execute(self, task_vars, "kubevol.volumes.node_volume_info",
-                                      {"node_name": params["node_name"], "kubelet_dir": params["kubelet_dir"],
-                                       "fs_sizes": False}, params["runner"])
+        outcome = self._execute(task_vars, "kubevol.volumes.node_volume_info",
+                                {"node_name": params["node_name"], "kubelet_dir": params["kubelet_dir"],
+                                 "fs_sizes": False})
         result.update(outcome)
         result["module_runs"] = ["kubevol.volumes.node_volume_info"]
         return result
 
-    _node_runner = None  # how this task's node modules ran (direct or module); None until one ran
-
-    def _execute(self, task_vars, module, args, params):
-        outcome = node_runner.execute(self, task_vars, module, args, params["runner"])
-        self._node_runner = outcome.pop("node_runner", None)
-        return outcome
+    def _execute(self, task_vars, module, args):
+        """Node module ``module``'s result for ``args`` on this host, run as Ansible runs a module. A connection
+        failure raises (AnsibleConnectionFailure), as it does for a module task."""
+        return self._execute_module(module_name=module, module_args=args, task_vars=task_vars)
 
     def _run_phases(self, plan, phases, node, failures, params, task_vars):
         """Run the node's share of ``phases`` over the host's connection: ({phase: module result}, modules run)."""
@@ -134,8 +134,7 @@ class ActionModule(ActionBase):
                 continue
             module, _extra = PHASE_MODULES[phase]
             try:
-                outcome = self._execute(task_vars, module, module_args(phase, node, items, stale, forced, params),
-                                        params)
+                outcome = self._execute(task_vars, module, module_args(phase, node, items, stale, forced, params))
             except AnsibleConnectionFailure as err:
                 # keep what the earlier phases did: it is recorded; this phase and the rest are not
                 outcome = {"unreachable": True, "failed": True, "msg": "%s: %s" % (module, err)}
@@ -157,7 +156,7 @@ class ActionModule(ActionBase):
             if params.get("force_release_holders"):
                 args["force_release_holders"] = params["force_release_holders"]
         try:
-            outcome = self._execute(task_vars, "kubevol.volumes.node_volume_setup", args, params)
+            outcome = self._execute(task_vars, "kubevol.volumes.node_volume_setup", args)
         except AnsibleConnectionFailure as err:
             outcome = {"unreachable": True, "failed": True, "msg": "kubevol.volumes.node_volume_setup: %s" % err}
         if outcome.get("failed") or "phase_results" not in outcome:

@@ -114,5 +114,4 @@ def node_phases_argspec():
         force_release_holders=copy.deepcopy(LOCK_SPEC["force_release_holders"]),
         run_lock=dict(type="dict"),
         cluster_store=dict(type="dict", no_log=True),
-        runner=dict(type="str", default="auto", choices=["auto", "module"]),
     )

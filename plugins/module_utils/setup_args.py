@@ -3,9 +3,8 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """node_volume_setup's second level of arguments: each phase's options, checked against its spec.
 
-One check for both callers: the module file (under AnsibleModule) and the engine's direct runner
-(plugin_utils/node_runner.py, on the controller). It imports Ansible's validator, so it is not node
-code: node/entry.py, which the direct runner's node runs without Ansible, does not import it.
+The module file calls it under AnsibleModule, after the first level is parsed. It ships in the module's
+payload with Ansible's validator, which the payload holds anyway.
 """
 
 from __future__ import absolute_import, division, print_function

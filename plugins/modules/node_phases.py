@@ -25,12 +25,9 @@ description:
     role reports it once every node has run, with the records of what did succeed.
   - With O(phases=[facts]) it gathers the node's actual state instead, as M(kubevol.volumes.node_volume_info) does
     (without filesystem sizes), and returns that module's result; no plan is needed.
-  - How the node modules run is O(runner). With V(auto), where Ansible would pipe a module to the host (pipelining on
-    and allowed by the connection and the become method), the task is not delegated, and the host's Python is known
-    (C(ansible_python_interpreter) or the C(interpreter_python) setting, or when that is C(auto) the interpreter
-    Ansible discovered on an earlier module run), the node modules' own code and arguments, the
-    arguments checked here against the module's own spec, go to that Python on stdin and run there without Ansible's
-    module wrapper, which costs a node about 0.15 s of CPU per run. Elsewhere the public module runs.
+  - Each node module runs as Ansible runs a module (the AnsiballZ payload of the module and the node code it imports),
+    so pipelining, become, C(no_log), C(no_target_syslog), check mode and diff apply as they do to any module task.
+    Pipelining and an SSH ControlPersist are what make it fast.
   - The reconcile role's engine; the node modules stay the public modules for ad-hoc use.
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
@@ -121,13 +118,6 @@ options:
       - The cluster store's options, as M(kubevol.volumes.cluster_volume_record) takes them (C(cluster_source),
         C(cluster_state), the Kubernetes auth options), for the renewals of O(run_lock).
     type: dict
-  runner:
-    description:
-      - V(auto) runs the node modules' code directly on the host's Python where it can (see the description), else as
-        Ansible modules; V(module) always runs them as Ansible modules.
-    type: str
-    default: auto
-    choices: [auto, module]
 """
 
 EXAMPLES = r"""
@@ -158,12 +148,6 @@ errors:
   elements: dict
 node_name:
   description: The node name used.
-  returned: always
-  type: str
-node_runner:
-  description:
-    - How the node modules ran, V(direct) (the modules' code on the host's Python) or V(module); null when nothing
-      ran.
   returned: always
   type: str
 node_facts:

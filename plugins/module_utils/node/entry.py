@@ -1,16 +1,16 @@
 # -*- coding: utf-8 -*-
 # Copyright: kubevol contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""What each node module does once its arguments are parsed, in one place for its two callers.
+"""What each node module does once its arguments are parsed: its argument spec and its work, by module name.
 
-A module file parses its arguments with AnsibleModule and calls ``run(name, module)``. The reconcile
-role's engine (plugins/action/node_phases.py, plugin_utils/node_runner.py) parses the same arguments on
-the controller with the same spec (``argspec(name)``) and calls ``run`` on the node through
-``direct_main``, with a stand-in that has the five things the node code asks of AnsibleModule:
-``params``, ``check_mode``, ``_diff``, ``warn`` and ``exit_json``/``fail_json``. The node code
-then runs exactly as the module runs it, without Ansible's module wrapper on the node.
+A module file parses its arguments with AnsibleModule (``argspec(name)``) and calls ``run(name, module)``.
+The reconcile role's engine (plugins/action/node_phases.py) runs those same public modules, through
+Ansible's own module execution.
 
-The imports are inside the functions: each module compiles only the node code it runs.
+Node code only: this file and what it imports travel in every node module's AnsiballZ payload, so it imports
+nothing of the planner, the cluster store or the cluster's credentials (tests/unit/plugins/modules/test_node_payload.py
+checks each module's payload). The imports of the work are inside the functions: a module's process imports
+only the node code it runs.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -113,58 +113,3 @@ def argspec(name):
 def run(name, module):
     """Node module ``name``'s work; ends in module.exit_json or module.fail_json."""
     MODULES[name][1](module)
-
-
-class _Exit(BaseException):
-    """exit_json or fail_json was called: the result is on the stand-in. A BaseException, as AnsibleModule's
-    SystemExit is: a handler of Exception in the node code does not swallow the end of the run."""
-
-
-class DirectModule(object):
-    """What the node code asks of AnsibleModule, for arguments the controller has already parsed."""
-
-    def __init__(self, params, check_mode=False, diff=False):
-        self.params = params
-        self.check_mode = check_mode
-        self._diff = diff
-        self.warnings = []
-        self.result = None
-
-    def warn(self, warning):
-        self.warnings.append(warning)
-
-    def exit_json(self, **result):
-        self.result = result
-        raise _Exit()
-
-    def fail_json(self, msg, **result):
-        result.update(failed=True, msg=msg)
-        self.exit_json(**result)
-
-
-def _log_invocation(name, params):
-    """The "Invoked with" line AnsibleModule writes to the node's syslog for each module run: the audit trail of
-    what ran there stays the same whichever way the module's work ran."""
-    try:
-        import syslog
-
-        syslog.openlog("ansible-%s" % name, 0, syslog.LOG_USER)
-        syslog.syslog(syslog.LOG_INFO, "Invoked with %s" % " ".join("%s=%s" % (k, params[k]) for k in sorted(params)))
-    except Exception:  # pylint: disable=broad-except
-        pass  # as AnsibleModule: a node without syslog runs the module all the same
-
-
-def direct_main(request):
-    """Run ``request`` ({module, params, check_mode, diff}) as the node module would: its result dict."""
-    module = DirectModule(request["params"], bool(request.get("check_mode")), bool(request.get("diff")))
-    _log_invocation(request["module"], module.params)
-    try:
-        run(request["module"], module)
-    except _Exit:
-        pass
-    result = module.result
-    if result is None:
-        result = {"failed": True, "msg": "node module %s ended without a result" % request["module"]}
-    if module.warnings:
-        result["warnings"] = list(result.get("warnings") or ()) + module.warnings
-    return result

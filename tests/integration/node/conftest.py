@@ -52,7 +52,6 @@ class Node:
         self.name = name
         self.kubelet_dir = os.path.join(self.tmp, "kubelet")
         self.pool = os.path.join(self.tmp, "pool")
-        self.code_cache = os.path.join(self.tmp, "code")
         self.run_dir = os.path.join(self.tmp, "run")
         os.makedirs(self.pool)
         self._n = 0
@@ -90,30 +89,6 @@ class Node:
         proc = subprocess.run(self.module_cmd(name, args, check_mode, diff), stdout=subprocess.PIPE, check=False,
                               stderr=subprocess.PIPE, universal_newlines=True, env=self.module_env(extra_path))
         return parse_module_output(proc)
-
-    def direct(self, name, check_mode=False, **args):
-        """Node module ``name`` as the reconcile engine's direct runner runs it (plugin_utils/node_runner.py): the
-        arguments checked with the module's spec, the code and arguments on stdin of its exact command line,
-        through /bin/sh, in this node's namespace, with the node's code cache (``code_cache``: from the second run on
-        the code comes from it, as on a node the role reaches again). Same defaults as module(); the result has
-        ``_rc`` too."""
-        from ansible_collections.kubevol.volumes.plugins.plugin_utils import node_runner
-
-        args.setdefault("kubelet_dir", self.kubelet_dir)
-        args.setdefault("node_name", self.name)
-        if name != "node_volume_info":
-            args.setdefault("run_dir", self.run_dir)
-            args.setdefault("loop_pools", [self.pool])
-        params, errors = node_runner.check_args(name, args)
-        assert not errors, errors
-        proc = subprocess.run(self.argv("/bin/sh", "-c", node_runner.command(NODE_PYTHON)), stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE,
-                              input=node_runner.payload(name, params, check_mode, True, self.code_cache),
-                              check=False)
-        res = {"rc": proc.returncode, "stdout": proc.stdout.decode("utf-8"), "stderr": proc.stderr.decode("utf-8")}
-        result = node_runner.parse_output("kubevol.volumes." + name, res)
-        result["_rc"] = 1 if result.get("failed") else proc.returncode
-        return result
 
     def start_module(self, name, **args):
         return subprocess.Popen(self.module_cmd(name, args), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
