@@ -27,7 +27,6 @@ KV_APT_NEEDS=(
     nsenter:util-linux mount:mount sfdisk:fdisk git:git openssl:openssl wipefs:util-linux
     shellcheck:shellcheck   # else ansible-test sanity skips its shellcheck test
     dot:graphviz            # tests/unit/test_pictures.py renders docs/pictures/*.dot
-    tcsh:tcsh               # tests/unit/plugins/plugin_utils: the node runner's command under a csh login shell
 )
 
 kv_bootstrap_apt() {
