@@ -338,23 +338,43 @@ class Cluster:
         with open(os.path.join(self.dir, "nodes.json")) as handle:
             return json.load(handle)
 
+    def node_pids(self, node):
+        """The live processes of ``node``'s mount namespace: its sshd and the per-connection sshd children that
+        ssh ControlPersist keeps alive (zombies left out)."""
+        info = [n for n in self.nodes_json()["nodes"] if n["name"] == node][0]
+        ns = "mnt:[%d]" % info["mnt_ns"]
+        pids = []
+        for pid in (int(p) for p in os.listdir("/proc") if p.isdigit()):
+            try:
+                if os.readlink("/proc/%d/ns/mnt" % pid) != ns:
+                    continue
+            except OSError:
+                continue
+            if _process_state(pid) not in (None, "Z"):
+                pids.append(pid)
+        return pids
+
+    def signal_node(self, node, sig):
+        """Send ``sig`` to every process of ``node`` (SIGSTOP: the node freezes behind its open ControlMaster)."""
+        pids = self.node_pids(node)
+        assert pids, "no process of %s" % node
+        for pid in pids:
+            try:
+                os.kill(pid, sig)
+            except OSError:
+                pass
+
     def kill_node(self, node):
         """The node crashes: SIGKILL every process of its mount namespace (its sshd, and the
         per-connection sshd children that ssh ControlPersist keeps alive), so it is unreachable."""
-        info = [n for n in self.nodes_json()["nodes"] if n["name"] == node][0]
-        ns = "mnt:[%d]" % info["mnt_ns"]
         deadline = time.time() + 10
         while True:
-            alive = []
-            for pid in (int(p) for p in os.listdir("/proc") if p.isdigit()):
+            alive = self.node_pids(node)
+            for pid in alive:
                 try:
-                    if os.readlink("/proc/%d/ns/mnt" % pid) != ns:
-                        continue
-                except OSError:
-                    continue
-                if _process_state(pid) not in (None, "Z"):
-                    alive.append(pid)
                     os.kill(pid, signal.SIGKILL)
+                except OSError:
+                    pass
             if not alive:
                 return
             if time.time() > deadline:
@@ -548,6 +568,58 @@ class Cluster:
                 facts[host.strip()] = json.loads(rest)["node_facts"]
         assert sorted(facts) == self.nodes, proc.stdout
         return facts
+
+
+# -- cluster objects as kubectl prints them ---------------------------------------------------------
+
+def node_object(name):
+    """A Ready Node the attach/detach controller manages."""
+    return {"apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": name,
+                         "annotations": {"volumes.kubernetes.io/controller-managed-attach-detach": "true"}},
+            "spec": {}, "status": {"conditions": [{"type": "Ready", "status": "True"}]}}
+
+
+def bound_volume(pv, namespace, claim, size="64Mi", modes=("ReadWriteOnce",), fs_type="ext4"):
+    """A loop.kubevol.io PV (handle <pv>.img in the default pool) and the claim bound to it: [pv, pvc]."""
+    claim_uid = "uid-claim-%s-%s" % (namespace, claim)
+    return [{"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": pv},
+             "spec": {"capacity": {"storage": size}, "accessModes": list(modes), "volumeMode": "Filesystem",
+                      "claimRef": {"namespace": namespace, "name": claim, "uid": claim_uid},
+                      "csi": {"driver": DRIVER, "volumeHandle": pv + ".img", "fsType": fs_type}},
+             "status": {"phase": "Bound"}},
+            {"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+             "metadata": {"namespace": namespace, "name": claim, "uid": claim_uid},
+             "spec": {"accessModes": list(modes), "volumeName": pv, "resources": {"requests": {"storage": size}}},
+             "status": {"phase": "Bound", "capacity": {"storage": size}}}]
+
+
+def running_pod(namespace, name, uid, node, claim, labels=None):
+    """A running pod on ``node`` whose one container mounts ``claim`` at /d."""
+    meta = {"namespace": namespace, "name": name, "uid": uid}
+    if labels:
+        meta["labels"] = dict(labels)
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta,
+            "spec": {"nodeName": node, "volumes": [{"name": "d", "persistentVolumeClaim": {"claimName": claim}}],
+                     "containers": [{"name": "c", "volumeMounts": [{"name": "d", "mountPath": "/d"}]}]},
+            "status": {"phase": "Running"}}
+
+
+def write_list(path, objects):
+    """A List file as kubectl writes it (keys sorted: apiVersion, items, kind, metadata)."""
+    with open(path, "w") as handle:
+        yaml.safe_dump({"apiVersion": "v1", "items": list(objects), "kind": "List",
+                        "metadata": {"resourceVersion": ""}}, handle)
+
+
+def taint_out_of_service(data, node):
+    """``node`` is shut down: the out-of-service taint and a Ready condition that is no longer True."""
+    obj = get(data, "Node", node)
+    obj.setdefault("spec", {})["taints"] = [{"key": "node.kubernetes.io/out-of-service", "value": "nodeshutdown",
+                                             "effect": "NoExecute"}]
+    for cond in obj["status"].get("conditions") or []:
+        if cond["type"] == "Ready":
+            cond["status"] = "Unknown"
 
 
 # -- cluster file queries ---------------------------------------------------------------------------

@@ -11,9 +11,9 @@ import socket
 import subprocess
 
 import pytest
-import yaml
 
-from e2e_lib import KUBELET, REPO, require_compat_python, va_name, vas
+from e2e_lib import (KUBELET, REPO, bound_volume, node_object, require_compat_python, running_pod, va_name, vas,
+                     write_list)
 
 NS = "shop"
 PV, CLAIM, UID_A = "pv-audit-keep", "data", "a0d17000-0000-4000-8000-00000000000a"
@@ -25,34 +25,13 @@ DELETED_PV = "pv-audit-deleted"
 AUDIT = os.path.join(REPO, "playbooks", "audit.yml")
 
 
-def node(name):
-    return {"apiVersion": "v1", "kind": "Node",
-            "metadata": {"name": name,
-                         "annotations": {"volumes.kubernetes.io/controller-managed-attach-detach": "true"}},
-            "spec": {}, "status": {"conditions": [{"type": "Ready", "status": "True"}]}}
-
-
 def objects():
-    pv = {"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": PV},
-          "spec": {"capacity": {"storage": "64Mi"}, "accessModes": ["ReadWriteOnce"], "volumeMode": "Filesystem",
-                   "claimRef": {"namespace": NS, "name": CLAIM, "uid": "uid-claim-audit"},
-                   "csi": {"driver": "loop.kubevol.io", "volumeHandle": PV + ".img", "fsType": "ext4"}},
-          "status": {"phase": "Bound"}}
-    pvc = {"apiVersion": "v1", "kind": "PersistentVolumeClaim",
-           "metadata": {"namespace": NS, "name": CLAIM, "uid": "uid-claim-audit"},
-           "spec": {"accessModes": ["ReadWriteOnce"], "volumeName": PV, "resources": {"requests": {"storage": "64Mi"}}},
-           "status": {"phase": "Bound", "capacity": {"storage": "64Mi"}}}
-    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"namespace": NS, "name": "a", "uid": UID_A},
-           "spec": {"nodeName": "node1", "volumes": [{"name": "d", "persistentVolumeClaim": {"claimName": CLAIM}}],
-                    "containers": [{"name": "c", "volumeMounts": [{"name": "d", "mountPath": "/d"}]}]},
-           "status": {"phase": "Running"}}
-    return [node("node1"), node("node2"), pv, pvc, pod]
+    return ([node_object("node1"), node_object("node2")] + bound_volume(PV, NS, CLAIM)
+            + [running_pod(NS, "a", UID_A, "node1", CLAIM)])
 
 
 def write(kv, items):
-    with open(kv.state, "w") as handle:
-        yaml.safe_dump({"apiVersion": "v1", "items": items, "kind": "List", "metadata": {"resourceVersion": ""}},
-                       handle)
+    write_list(kv.state, items)
 
 
 def stale_va(node_name):

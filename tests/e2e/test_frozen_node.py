@@ -21,39 +21,16 @@ def kv(make_cluster):
     return cluster
 
 
-def node_processes(kv, node):
-    info = [n for n in kv.nodes_json()["nodes"] if n["name"] == node][0]
-    ns = "mnt:[%d]" % info["mnt_ns"]
-    pids = []
-    for pid in (int(p) for p in os.listdir("/proc") if p.isdigit()):
-        try:
-            if os.readlink("/proc/%d/ns/mnt" % pid) == ns:
-                pids.append(pid)
-        except OSError:
-            continue
-    return pids
-
-
-def signal_node(kv, node, sig):
-    pids = node_processes(kv, node)
-    assert pids, "no process of %s" % node
-    for pid in pids:
-        try:
-            os.kill(pid, sig)
-        except OSError:
-            pass
-
-
 def test_a_frozen_node_is_given_up_and_the_others_converge(kv):
     kv.reconcile()  # every ControlMaster is open (ControlPersist) when the node freezes
     assert kv.edit("move-pod", "shop/web-0", "node1") == "changed"  # work for node1 and node2, none for node3
-    signal_node(kv, "node3", signal.SIGSTOP)
+    kv.signal_node("node3", signal.SIGSTOP)
     try:
         start = time.monotonic()
         run = kv.reconcile(extra=["-e", "kubevol_node_timeout=20"], expect_rc="nonzero")
         took = time.monotonic() - start
     finally:
-        signal_node(kv, "node3", signal.SIGCONT)
+        kv.signal_node("node3", signal.SIGCONT)
     assert took < 180, "the run took %.0fs with a frozen node" % took
     errors = run.report().get("errors") or []
     assert [e["node"] for e in errors] == ["node3"], run.describe()

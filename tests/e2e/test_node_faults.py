@@ -18,7 +18,8 @@ import os
 import pytest
 import yaml
 
-from e2e_lib import KUBELET, get, global_mount_path, pod_device_path, pod_mount_path, pod_uid, va_name, vas
+from e2e_lib import (KUBELET, get, global_mount_path, pod_device_path, pod_mount_path, pod_uid, taint_out_of_service,
+                     va_name, vas)
 
 HOSTPATH = "hostpath.csi.k8s.io"
 DB_POD, DB_PV, DB_HANDLE = "shop/db-0", "pv-db-data", "pv-db-data.img"
@@ -200,14 +201,7 @@ def test_an_out_of_service_nodes_device_is_not_adopted_and_its_return_releases_i
     checksum = kv.write_data("node2", db_path, "table.dat")
     loops_before = kv.loops()
 
-    def out_of_service(data):
-        node = get(data, "Node", "node2")
-        node.setdefault("spec", {})["taints"] = [{"key": "node.kubernetes.io/out-of-service",
-                                                  "value": "nodeshutdown", "effect": "NoExecute"}]
-        for cond in node["status"].get("conditions") or []:
-            if cond["type"] == "Ready":
-                cond["status"] = "Unknown"
-    edit_state(kv, out_of_service)
+    edit_state(kv, lambda data: taint_out_of_service(data, "node2"))
     assert kv.edit("move-pod", DB_POD, "node1") == "changed"
     run = kv.reconcile(inventory=unreachable_inventory(kv, "node2"), expect_rc="nonzero")
     detaches = [s for s in run.plan() if s["action"] == "detach" and s["volume"] == DB_PV]

@@ -6,45 +6,24 @@ import os
 import pytest
 import yaml
 
+from e2e_lib import bound_volume, node_object, running_pod, write_list
+
 NS = "shop"
 CLAIM, PV = "data", "pv-wait-data"
 UID_A = "7a7a7a7a-0000-4000-8000-00000000000a"
 UID_B = "7a7a7a7a-0000-4000-8000-00000000000b"
 
 
-def node(name):
-    return {"apiVersion": "v1", "kind": "Node",
-            "metadata": {"name": name,
-                         "annotations": {"volumes.kubernetes.io/controller-managed-attach-detach": "true"}},
-            "spec": {}, "status": {"conditions": [{"type": "Ready", "status": "True"}]}}
+def cluster(pods):
+    return [node_object("node1"), node_object("node2")] + bound_volume(PV, NS, CLAIM) + pods
 
 
 def pod(name, uid, node_name, labels):
-    return {"apiVersion": "v1", "kind": "Pod",
-            "metadata": {"namespace": NS, "name": name, "uid": uid, "labels": labels},
-            "spec": {"nodeName": node_name,
-                     "volumes": [{"name": "d", "persistentVolumeClaim": {"claimName": CLAIM}}],
-                     "containers": [{"name": "c", "volumeMounts": [{"name": "d", "mountPath": "/d"}]}]},
-            "status": {"phase": "Running"}}
-
-
-def cluster(pods):
-    pv = {"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": PV},
-          "spec": {"capacity": {"storage": "64Mi"}, "accessModes": ["ReadWriteOnce"], "volumeMode": "Filesystem",
-                   "claimRef": {"namespace": NS, "name": CLAIM, "uid": "uid-claim-data"},
-                   "csi": {"driver": "loop.kubevol.io", "volumeHandle": PV + ".img", "fsType": "ext4"}},
-          "status": {"phase": "Bound"}}
-    pvc = {"apiVersion": "v1", "kind": "PersistentVolumeClaim",
-           "metadata": {"namespace": NS, "name": CLAIM, "uid": "uid-claim-data"},
-           "spec": {"accessModes": ["ReadWriteOnce"], "volumeName": PV, "resources": {"requests": {"storage": "64Mi"}}},
-           "status": {"phase": "Bound", "capacity": {"storage": "64Mi"}}}
-    return [node("node1"), node("node2"), pv, pvc] + pods
+    return running_pod(NS, name, uid, node_name, CLAIM, labels)
 
 
 def write(kv, objects):
-    data = {"apiVersion": "v1", "items": objects, "kind": "List", "metadata": {"resourceVersion": ""}}
-    with open(kv.state, "w") as handle:
-        yaml.safe_dump(data, handle)  # sorted keys: kubectl's order
+    write_list(kv.state, objects)
 
 
 def wait(kv, expect_rc=0, check=False, **args):

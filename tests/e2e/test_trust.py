@@ -11,7 +11,8 @@ import json
 import pytest
 import yaml
 
-from e2e_lib import KUBELET, get, global_mount_path, pod_mount_path, pod_uid, va_name, vas
+from e2e_lib import (KUBELET, get, global_mount_path, pod_mount_path, pod_uid, taint_out_of_service, va_name,
+                     vas)
 
 DB_POD, DB_PV, DB_HANDLE = "shop/db-0", "pv-db-data", "pv-db-data.img"
 EBS = "ebs.csi.aws.com"
@@ -310,14 +311,7 @@ def test_out_of_service_node_releases_its_volume_and_the_volume_moves(kv):
     kv.shared["web_sum"] = kv.write_data("node2", kv.shared["web_path"], "index.html")
     kv.kill_node("node2")
 
-    def change(data):
-        node = get(data, "Node", "node2")
-        node.setdefault("spec", {})["taints"] = [{"key": "node.kubernetes.io/out-of-service",
-                                                  "value": "nodeshutdown", "effect": "NoExecute"}]
-        for cond in node["status"].get("conditions") or []:
-            if cond["type"] == "Ready":
-                cond["status"] = "Unknown"
-    edit_state(kv, change)
+    edit_state(kv, lambda data: taint_out_of_service(data, "node2"))
     assert kv.edit("move-pod", DB_POD, "node1") == "changed"
     run = kv.reconcile(expect_rc="nonzero")
     detaches = [s for s in run.plan() if s["action"] == "detach" and s["volume"] == DB_PV]
