@@ -43,7 +43,8 @@ PHASE_MODULES = {
 def module_args(phase, node_name, items, stale, forced, params):
     """The arguments of one phase's node module call."""
     args = {"volumes": items, "node_name": node_name, "lock_timeout": params["lock_timeout"],
-            "loop_pools": params["loop_pools"]}
+            "loop_pools": params["loop_pools"], "command_timeout": params["command_timeout"],
+            "long_command_timeout": params["long_command_timeout"]}
     if phase == "attach" and params.get("force_release_holders"):
         args["force_release_holders"] = params["force_release_holders"]
     args.update(PHASE_MODULES[phase][1])
@@ -148,7 +149,8 @@ class ActionModule(ActionBase):
     def _setup(self, setup, node, params, task_vars):
         """The setup phases ({phase: items}) in one node_volume_setup execution: {phase: result}."""
         args = {"node_name": node, "kubelet_dir": params["kubelet_dir"], "lock_timeout": params["lock_timeout"],
-                "loop_pools": params["loop_pools"]}
+                "loop_pools": params["loop_pools"], "command_timeout": params["command_timeout"],
+                "long_command_timeout": params["long_command_timeout"]}
         for phase, items in setup.items():
             args[phase] = {"volumes": items}
         if "attach" in args:

@@ -54,6 +54,9 @@ LOCK_SPEC = dict(
     loop_pools=dict(type="list", elements="str", default=list(DEFAULT_LOOP_POOLS)),
     # the operator's: nodes down for good whose holds on a loop image this node may drop at attach
     force_release_holders=dict(type="list", elements="str", default=[]),
+    # every node command is bounded (node/runner.py): the whole-device tools get the long limit
+    command_timeout=dict(type="int", default=300),
+    long_command_timeout=dict(type="int", default=3600),
 )
 
 
@@ -112,6 +115,8 @@ def node_phases_argspec():
         lock_timeout=copy.deepcopy(LOCK_SPEC["lock_timeout"]),
         loop_pools=copy.deepcopy(LOCK_SPEC["loop_pools"]),
         force_release_holders=copy.deepcopy(LOCK_SPEC["force_release_holders"]),
+        command_timeout=copy.deepcopy(LOCK_SPEC["command_timeout"]),
+        long_command_timeout=copy.deepcopy(LOCK_SPEC["long_command_timeout"]),
         run_lock=dict(type="dict"),
         cluster_store=dict(type="dict", no_log=True),
     )

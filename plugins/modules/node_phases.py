@@ -100,6 +100,14 @@ options:
     type: list
     elements: str
     default: [/var/lib/kubevol/pool]
+  command_timeout:
+    description: Passed to the node modules (seconds each node command may run).
+    type: int
+    default: 300
+  long_command_timeout:
+    description: Passed to the node modules (seconds mkfs, fsck, filesystem growth and wipefs may run).
+    type: int
+    default: 3600
   force_release_holders:
     description:
       - Passed to the attach (the nodes down for good whose holds on a C(loop.kubevol.io) image this node may drop;

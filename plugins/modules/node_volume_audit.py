@@ -10,7 +10,7 @@ __metaclass__ = type
 DOCUMENTATION = r'''
 module: node_volume_audit
 short_description: List what a node holds that nothing may need any more (orphan pod directories, pool images)
-version_added: 0.3.0
+version_added: 0.2.0
 author: kubevol contributors (@kubevol)
 description:
   - The node's share of the audit (playbook C(kubevol.volumes.audit), action M(kubevol.volumes.volume_audit), which

@@ -70,6 +70,19 @@ options:
     type: list
     elements: str
     default: [/var/lib/kubevol/pool]
+  command_timeout:
+    description:
+      - Seconds each node command (mount, losetup, blkid, ...) may run. A command past it is killed and fails its
+        volume, naming the command line and the time waited; the other volumes of the call go on.
+      - The reconcile role passes C(kubevol_command_timeout).
+    type: int
+    default: 300
+  long_command_timeout:
+    description:
+      - The same for the tools that walk a whole device (mkfs, fsck, filesystem growth, wipefs).
+      - The reconcile role passes C(kubevol_long_command_timeout).
+    type: int
+    default: 3600
   force_release_holders:
     description:
       - The operator's release of other nodes' holds on C(loop.kubevol.io) images, for nodes that are down for good

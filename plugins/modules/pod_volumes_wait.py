@@ -10,7 +10,7 @@ __metaclass__ = type
 DOCUMENTATION = r"""
 module: pod_volumes_wait
 short_description: Wait until every volume of some pods is attached and mounted for them on their nodes
-version_added: 0.3.0
+version_added: 0.2.0
 author: kubevol contributors (@kubevol)
 description:
   - What the kubelet's C(WaitForAttachAndMount) tells a pod, for a deploy pipeline that runs kubevol and then starts

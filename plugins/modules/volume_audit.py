@@ -10,7 +10,7 @@ __metaclass__ = type
 DOCUMENTATION = r"""
 module: volume_audit
 short_description: Report what the nodes and the cluster hold that nothing needs any more, and clean what is safe
-version_added: 0.3.0
+version_added: 0.2.0
 author: kubevol contributors (@kubevol)
 description:
   - The operator's audit - orphaned pod volume directories and pod directories of gone pods, global mounts no pod

@@ -9,12 +9,15 @@ __metaclass__ = type
 
 from ansible_collections.kubevol.volumes.plugins.module_utils.errors import KubevolError
 from ansible_collections.kubevol.volumes.plugins.module_utils.node.context import NodeContext
-from ansible_collections.kubevol.volumes.plugins.module_utils.node.runner import process_runner
+from ansible_collections.kubevol.volumes.plugins.module_utils.node.runner import (
+    COMMAND_TIMEOUT, LONG_COMMAND_TIMEOUT, process_runner)
 
 
 def context_from(module, params=None):
     params = module.params if params is None else params
-    return NodeContext(process_runner(), node_name=params.get("node_name"),
+    runner = process_runner(params.get("command_timeout") or COMMAND_TIMEOUT,
+                            params.get("long_command_timeout") or LONG_COMMAND_TIMEOUT)
+    return NodeContext(runner, node_name=params.get("node_name"),
                        kubelet_dir=params.get("kubelet_dir"), run_dir=params.get("run_dir") or "/run/kubevol",
                        lock_timeout=params.get("lock_timeout") or 0, check_mode=module.check_mode,
                        loop_pools=params.get("loop_pools"),

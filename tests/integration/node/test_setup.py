@@ -58,3 +58,25 @@ def test_check_mode_changes_nothing(node):
     assert res["_rc"] == 0 and res["changed"], res
     assert node.mounts_under() == [] and node.loops() == []
     assert not os.path.exists(node.image(vol))
+
+
+def test_a_command_past_its_limit_fails_its_volume_alone_naming_it_and_the_time(node, tmp_path):
+    """Bounded node commands (node/runner.py): a hung mkfs.xfs (a wrapper that sleeps, first on PATH) is killed at
+    long_command_timeout; that volume fails naming the command line and the time waited, and the ext4 volume of the
+    same call is formatted and mounted."""
+    slow = tmp_path / "bin"
+    slow.mkdir()
+    wrapper = slow / "mkfs.xfs"
+    wrapper.write_text("#!/bin/sh\nexec sleep 60\n")
+    wrapper.chmod(0o755)
+    fast = node.vol("pv-fast", fs_type="ext4", pods=[{"uid": POD1, "name": "default/a"}])
+    hung = node.vol("pv-hung", size=320 * MiB, fs_type="xfs", pods=[{"uid": POD2, "name": "default/b"}])
+    res = node.module("node_volume_setup", extra_path=str(slow), long_command_timeout=2,
+                      attach={"volumes": [fast, hung], "provision": True}, mount={"volumes": [fast, hung]})
+    mount = res["phase_results"]["mount"]
+    assert mount["failed"] and [v["pv_name"] for v in mount["volumes"]] == ["pv-fast"], mount
+    [failure] = mount["failures"]
+    assert failure["volume"] == "pv-hung" and failure["node"] == "node1"
+    assert "mkfs.xfs" in failure["cmd"] and "timed out after 2s" in failure["msg"], failure
+    assert names.pod_mount_path(node.kubelet_dir, POD1, "pv-fast") in node.mounts_under()
+    assert node.run("blkid", "-p", node.image(hung), check=False).returncode == 2  # nothing was written to it

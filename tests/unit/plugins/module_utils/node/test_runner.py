@@ -75,3 +75,20 @@ def test_whole_device_tools_get_the_long_limit():
     assert command_timeout(["mkfs.xfs", "-f", "/dev/loop0"], 5, 50) == 50
     assert command_timeout(["/sbin/e2fsck", "-f", "/dev/loop0"], 5, 50) == 50
     assert command_timeout(["mount", "/dev/loop0", "/mnt"], 5, 50) == 5
+
+
+def test_the_node_modules_options_set_the_limits():
+    """command_timeout / long_command_timeout (the role's kubevol_command_timeout, kubevol_long_command_timeout) reach
+    the runner every node command goes through."""
+    import time
+    from ansible_collections.kubevol.volumes.plugins.module_utils.node.module import context_from
+
+    class Module(object):
+        check_mode = False
+        params = {"node_name": "n1", "kubelet_dir": "/var/lib/kubelet", "command_timeout": 1,
+                  "long_command_timeout": 2}
+
+    ctx = context_from(Module())
+    start = time.monotonic()
+    rc, _out, err = ctx.runner(["sleep", "30"])
+    assert rc == 124 and "timed out after 1s" in err and time.monotonic() - start < 10
