@@ -40,7 +40,6 @@ def _now():
     return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-
 class Holders:
     """Mixed into LoopDriver: ``pool(item)``, ``image_path(item)``, ``node_name`` and ``options`` are the driver's."""
 
