@@ -6,8 +6,7 @@ import os
 import subprocess
 
 import pytest
-
-from ansible_collections.kubevol.volumes.plugins.module_utils.errors import CommandFailed
+from conftest import loops_backed_under
 
 if os.geteuid() != 0:
     pytest.skip("needs root (loop devices, mount)", allow_module_level=True)
@@ -37,6 +36,7 @@ def mounted(tmp_path):
     procs = []
 
     def run(*argv, **kw):
+        kw.setdefault("check", False)
         return subprocess.run(["nsenter", "-t", str(ns.pid), "-m", "--"] + list(argv), stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, universal_newlines=True, **kw)
 
@@ -49,7 +49,7 @@ def mounted(tmp_path):
 
     try:
         import time
-        for _ in range(50):  # unshare has set up the namespace once its mountinfo differs from ours
+        for _attempt in range(50):  # unshare has set up the namespace once its mount namespace differs from ours
             if os.readlink("/proc/%d/ns/mnt" % ns.pid) != os.readlink("/proc/self/ns/mnt"):
                 break
             time.sleep(0.05)
@@ -62,9 +62,8 @@ def mounted(tmp_path):
         run("umount", "-l", str(target))
         ns.kill()
         ns.wait()
-        out = subprocess.run(["losetup", "-j", str(image)], stdout=subprocess.PIPE, universal_newlines=True).stdout
-        for line in out.splitlines():
-            subprocess.run(["losetup", "-d", line.split(":", 1)[0]])
+        for device in loops_backed_under(str(tmp_path)):  # by the image's inode, never by path text
+            subprocess.run(["losetup", "-d", device], check=False)
 
 
 def _unmount(run, target):
