@@ -35,10 +35,9 @@ def mounted(tmp_path):
     ns = subprocess.Popen(["unshare", "--mount", "--propagation", "private", "sleep", "infinity"])
     procs = []
 
-    def run(*argv, **kw):
-        kw.setdefault("check", False)
+    def run(*argv, check=False, env=None):
         return subprocess.run(["nsenter", "-t", str(ns.pid), "-m", "--"] + list(argv), stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, universal_newlines=True, **kw)
+                              stderr=subprocess.PIPE, universal_newlines=True, check=check, env=env)
 
     def spawn(*argv):
         proc = subprocess.Popen(["nsenter", "-t", str(ns.pid), "-m", "--"] + list(argv), stdout=subprocess.PIPE,
