@@ -25,8 +25,9 @@ options:
     type: str
 '''
 
-    # The volume modules (together with NODE): the volume item of docs/contracts.md section 1, plus locking.
-    DOCUMENTATION = r'''
+    # The node's own settings every volume module takes (node_volume_setup too): locking, the loop pools, the
+    # commands' time limits and the operator's release of holds.
+    SETTINGS = r'''
 options:
   run_dir:
     description:
@@ -81,6 +82,11 @@ options:
     elements: str
     default: []
     version_added: 0.2.0
+'''
+
+    # The volume modules (together with NODE and SETTINGS): the volume item of docs/contracts.md section 1.
+    DOCUMENTATION = r'''
+options:
   volumes:
     description:
       - The volumes to act on, one node's whole phase in one call. A single volume is a list of one.

@@ -26,6 +26,7 @@ extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
   - kubevol.volumes.node_volumes
   - kubevol.volumes.node_volumes.node
+  - kubevol.volumes.node_volumes.settings
 attributes:
   check_mode:
     support: full

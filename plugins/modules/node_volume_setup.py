@@ -23,6 +23,7 @@ description:
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
   - kubevol.volumes.node_volumes.node
+  - kubevol.volumes.node_volumes.settings
 attributes:
   check_mode:
     support: full
@@ -55,50 +56,6 @@ options:
     description:
       - "The node-side expansion: C(volumes), as M(kubevol.volumes.fs_expand) with C(stage=node) takes them."
     type: dict
-  run_dir:
-    description: Directory for the per-volume lock files.
-    type: str
-    default: /run/kubevol
-  lock_timeout:
-    description: Seconds to wait for another kubevol run that holds a volume's lock.
-    type: int
-    default: 60
-  loop_pools:
-    description:
-      - The directories this node keeps C(loop.kubevol.io) images in (the node's configuration); a volume whose
-        C(volumeAttributes.pool) is not one of them is refused before anything runs.
-    type: list
-    elements: str
-    default: [/var/lib/kubevol/pool]
-  command_timeout:
-    description:
-      - Seconds each node command (mount, losetup, blkid, ...) may run. A command past it is killed and fails its
-        volume, naming the command line and the time waited; the other volumes of the call go on.
-      - The reconcile role passes C(kubevol_command_timeout).
-    type: int
-    default: 300
-  long_command_timeout:
-    description:
-      - The same for the tools that walk a whole device (mkfs, fsck, filesystem growth, wipefs).
-      - The reconcile role passes C(kubevol_long_command_timeout).
-    type: int
-    default: 3600
-  force_release_holders:
-    description:
-      - The operator's release of other nodes' holds on C(loop.kubevol.io) images, for nodes that are down for good
-        (powered off, their devices gone). Attaching an image whose pool holder record
-        (C(<pool>/.kubevol-holders/)) names a node listed here drops that node's hold first, reported in
-        C(released_holders) of the volume and with a warning.
-      - Otherwise an image another node holds is never attached, adopted or reused (unless the volume is
-        multi-attach); the attach fails naming the holder and since when, and waits for that node's own detach.
-        The out-of-service taint does not release a hold, since a node that was only unreachable still has its
-        device.
-      - A loop device that still backs the image (the released node is not down, on a shared kernel) is still
-        refused, never adopted and never doubled.
-      - The reconcile role passes C(kubevol_force_release_holders).
-    type: list
-    elements: str
-    default: []
 '''
 
 EXAMPLES = r'''
