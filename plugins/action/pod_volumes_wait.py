@@ -14,19 +14,16 @@ __metaclass__ = type
 
 import time
 
-from ansible.errors import AnsibleActionFail, AnsibleConnectionFailure
-from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
-from ansible.plugins.action import ActionBase
-
 from ansible_collections.kubevol.volumes.plugins.module_utils import pod_wait
 from ansible_collections.kubevol.volumes.plugins.module_utils.actual_state import build_actual_state
 from ansible_collections.kubevol.volumes.plugins.module_utils.cluster import ClusterIndex, cluster_from_data
 from ansible_collections.kubevol.volumes.plugins.module_utils.desired_state import (
     DEFAULT_KNOWN_DRIVERS, build_desired_state)
-from ansible_collections.kubevol.volumes.plugins.module_utils.errors import KubevolError
+from ansible_collections.kubevol.volumes.plugins.module_utils.errors import InvalidInput, KubevolError
 from ansible_collections.kubevol.volumes.plugins.module_utils.planner import PlanOptions, plan, utc_now
 from ansible_collections.kubevol.volumes.plugins.module_utils.pod_wait import REQUIRED_ONE_OF, argspec
 from ansible_collections.kubevol.volumes.plugins.module_utils.stores import get_store, store_options
+from ansible_collections.kubevol.volumes.plugins.plugin_utils.in_process import InProcessAction
 
 
 def _load(params):
@@ -37,22 +34,17 @@ def _load(params):
         store.close()
 
 
-class ActionModule(ActionBase):
-    TRANSFERS_FILES = False
-    _supports_check_mode = True
-    _supports_async = False
+class ActionModule(InProcessAction):
+    NAME = "kubevol.volumes.pod_volumes_wait"
 
-    def run(self, tmp=None, task_vars=None):
-        result = super(ActionModule, self).run(tmp, task_vars)
-        validated = ArgumentSpecValidator(argspec(), required_one_of=REQUIRED_ONE_OF).validate(
-            self._task.args)
-        if validated.error_messages:
-            raise AnsibleActionFail("kubevol.volumes.pod_volumes_wait: %s" % "; ".join(validated.error_messages))
-        params = validated.validated_parameters
+    def argspec_kwargs(self):
+        return dict(argument_spec=argspec(), required_one_of=REQUIRED_ONE_OF)
+
+    def run_task(self, params, check_mode, diff):
         if params["timeout"] < 0 or params["interval"] < 1:
-            raise AnsibleActionFail("kubevol.volumes.pod_volumes_wait: timeout must be >= 0 and interval >= 1 "
-                                    "(seconds)")
-        task_vars = task_vars or {}
+            raise InvalidInput(field="timeout/interval", value=(params["timeout"], params["interval"]),
+                               reason="timeout must be >= 0 and interval >= 1 (seconds)")
+        task_vars = self.task_vars
         node = params["node_name"] or task_vars.get("kubevol_node_name") or task_vars.get("inventory_hostname")
         # the pods of nodes that no host of the play answers for (not scheduled, or another inventory's) are
         # reported by the play's first host, so that each pod is reported once
@@ -61,31 +53,29 @@ class ActionModule(ActionBase):
         play_nodes = set((hostvars.get(h) or {}).get("kubevol_node_name") or h for h in play_hosts)
         first = task_vars.get("inventory_hostname") == play_hosts[0]
         known = tuple(params["known_drivers"]) if params["known_drivers"] is not None else DEFAULT_KNOWN_DRIVERS
-        check_mode = bool(self._play_context.check_mode)
         deadline = time.monotonic() + params["timeout"]
         start = time.monotonic()
         polls = 0
         try:
             while True:
                 polls += 1
-                states = self._poll(params, node, known, play_nodes, first, task_vars)
+                states = self._poll(params, node, known, play_nodes, first)
                 waited = int(time.monotonic() - start)
                 ready = all(entry["ready"] for entry in states)
                 if ready or check_mode or time.monotonic() + params["interval"] > deadline:
                     break
                 time.sleep(params["interval"])
         except KubevolError as err:
-            result.update(err.to_result())
-            result.update(failed=True, msg="node %s: %s" % (node, err.msg))
-            return result
-        result.update(changed=False, ready=ready, pods=states, polls=polls, waited=waited, node_name=node)
+            err.msg = "node %s: %s" % (node, err.msg)
+            raise
+        result = dict(changed=False, ready=ready, pods=states, polls=polls, waited=waited, node_name=node)
         if not ready and not check_mode:
             result.update(failed=True, msg=pod_wait.not_ready_message(states, waited))
             if any(e.get("reason", "").startswith("node %s is unreachable" % node) for e in states):
                 result["unreachable"] = True
         return result
 
-    def _poll(self, params, node, known, play_nodes, first, task_vars):
+    def _poll(self, params, node, known, play_nodes, first):
         """One look: the cluster from the store, this node's facts, the plan; the selected pods' states."""
         data = _load(params)
         items = [obj for obj in (data.get("items") or ()) if isinstance(obj, dict)]
@@ -98,13 +88,8 @@ class ActionModule(ActionBase):
             return []
         facts, unreachable = {}, {}
         if mine:
-            try:
-                out = self._execute_module(module_name="kubevol.volumes.node_volume_info",
-                                           module_args={"node_name": node, "kubelet_dir": params["kubelet_dir"],
-                                                        "fs_sizes": False},
-                                           task_vars=task_vars)
-            except AnsibleConnectionFailure as err:
-                out = {"unreachable": True, "msg": str(err)}
+            out = self.node_module("kubevol.volumes.node_volume_info",
+                                   {"node_name": node, "kubelet_dir": params["kubelet_dir"], "fs_sizes": False})
             if out.get("unreachable") or out.get("failed") or "node_facts" not in out:
                 unreachable[node] = out.get("msg") or "its facts could not be gathered"
             else:

@@ -8,13 +8,15 @@ controller holds: run as modules they paid, per call, for a Python start, a modu
 JSON round trip of their whole input and result (about 1.5 s each on a ten-node run). An action
 plugin built on this class validates the module's own argument spec and calls the same module_utils
 function the module file calls, whatever host the task names; a relative path is read from the
-directory the command was started in.
+directory the command was started in. An action that also needs its host's node (pod_volumes_wait, volume_audit)
+reads the task's variables (``task_vars``) and runs a node module over the host's own connection (``node_module``).
 """
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible.errors import AnsibleConnectionFailure
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.plugins.action import ActionBase
 
@@ -29,6 +31,7 @@ class InProcessAction(ActionBase):
     _supports_check_mode = True
     _supports_async = False
     NAME = None
+    task_vars = None  # the task's variables, for run_task
 
     def argspec_kwargs(self):
         raise NotImplementedError
@@ -38,6 +41,7 @@ class InProcessAction(ActionBase):
 
     def run(self, tmp=None, task_vars=None):
         result = super(InProcessAction, self).run(tmp, task_vars)
+        self.task_vars = task_vars or {}
         kwargs = self.argspec_kwargs()
         argument_spec = kwargs.pop("argument_spec")
         args = self._task.args
@@ -59,3 +63,11 @@ class InProcessAction(ActionBase):
             result.update(err.to_result())
             result.update(failed=True, msg=err.msg)
         return result
+
+    def node_module(self, name, args):
+        """Node module ``name``'s result for ``args`` on this task's host, run as Ansible runs a module; a host that
+        cannot be reached gives ``{unreachable: true, failed: true, msg}`` instead of raising."""
+        try:
+            return self._execute_module(module_name=name, module_args=args, task_vars=self.task_vars)
+        except AnsibleConnectionFailure as err:
+            return {"unreachable": True, "failed": True, "msg": "%s: %s" % (name, err)}

@@ -6,7 +6,7 @@ import os
 import subprocess
 
 import pytest
-from conftest import loops_backed_under
+from conftest import loops_backed_under, start_namespace
 
 if os.geteuid() != 0:
     pytest.skip("needs root (loop devices, mount)", allow_module_level=True)
@@ -32,7 +32,7 @@ def mounted(tmp_path):
     with open(image, "wb") as handle:
         handle.truncate(16 * 1024 * 1024)
     subprocess.run(["mkfs.ext4", "-q", "-F", str(image)], check=True)
-    ns = subprocess.Popen(["unshare", "--mount", "--propagation", "private", "sleep", "infinity"])
+    ns = start_namespace()
     procs = []
 
     def run(*argv, check=False, env=None):
@@ -47,11 +47,6 @@ def mounted(tmp_path):
         return proc
 
     try:
-        import time
-        for _attempt in range(50):  # unshare has set up the namespace once its mount namespace differs from ours
-            if os.readlink("/proc/%d/ns/mnt" % ns.pid) != os.readlink("/proc/self/ns/mnt"):
-                break
-            time.sleep(0.05)
         run("mount", "-o", "loop", str(image), str(target), check=True)
         yield target, run, spawn
     finally:
