@@ -37,9 +37,11 @@ sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tests"))
 importlib.import_module("conftest")  # creates the ansible_collections link
 
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator  # noqa: E402
-from ansible_collections.kubevol.volumes.plugins.module_utils import executor, plan_task, reconcile_run_task  # noqa: E402
-from ansible_collections.kubevol.volumes.plugins.module_utils.names import unique_volume_name  # noqa: E402
-from ansible_collections.kubevol.volumes.plugins.module_utils.planner import utc_now  # noqa: E402
+from ansible_collections.kubevol.volumes.plugins.module_utils.run import executor
+from ansible_collections.kubevol.volumes.plugins.module_utils.plan import plan_task
+from ansible_collections.kubevol.volumes.plugins.module_utils.run import reconcile_run_task  # noqa: E402
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.names import unique_volume_name  # noqa: E402
+from ansible_collections.kubevol.volumes.plugins.module_utils.plan.planner import utc_now  # noqa: E402
 
 DRIVER = "loop.kubevol.io"
 MANAGED = {"volumes.kubernetes.io/controller-managed-attach-detach": "true"}

@@ -30,10 +30,10 @@ sys.path.insert(0, os.path.join(os.path.dirname(HERE), ".build", "collections"))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tests"))
 importlib.import_module("conftest")  # creates the ansible_collections link
 
-from ansible_collections.kubevol.volumes.plugins.module_utils.cluster import (  # noqa: E402
+from ansible_collections.kubevol.volumes.plugins.module_utils.cluster.objects import (  # noqa: E402
     ClusterIndex, cluster_from_data, gc_paused)
-from ansible_collections.kubevol.volumes.plugins.module_utils.names import unique_volume_name  # noqa: E402
-from ansible_collections.kubevol.volumes.plugins.module_utils.planner import PlanOptions, plan_cluster  # noqa
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.names import unique_volume_name  # noqa: E402
+from ansible_collections.kubevol.volumes.plugins.module_utils.plan.planner import PlanOptions, plan_cluster  # noqa
 
 MANAGED = {"volumes.kubernetes.io/controller-managed-attach-detach": "true"}
 
@@ -118,8 +118,8 @@ def fresh_json_load(path):
 FOOTPRINT = """
 import json, os, resource, sys, time
 sys.path.insert(0, sys.argv[2])
-from ansible_collections.kubevol.volumes.plugins.module_utils import plan_task
-from ansible_collections.kubevol.volumes.plugins.module_utils.planner import utc_now
+from ansible_collections.kubevol.volumes.plugins.module_utils.plan import plan_task
+from ansible_collections.kubevol.volumes.plugins.module_utils.plan.planner import utc_now
 params = dict((key, spec.get("default")) for key, spec in plan_task.argspec().items())
 params.update(cluster_state=sys.argv[1], output="summary")
 start = time.perf_counter()

@@ -18,7 +18,7 @@ import uuid
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, ".build", "collections"))  # the checkout as a collection
 try:
-    from ansible_collections.kubevol.volumes.plugins.module_utils.errors import KubevolError
+    from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import KubevolError
     from ansible_collections.kubevol.volumes.plugins.module_utils.stores.file import FileStore
 except ImportError as err:
     sys.exit("cannot import kubevol.volumes from %s/.build/collections (%s): run scripts/bootstrap.sh first"

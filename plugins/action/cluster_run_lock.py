@@ -14,8 +14,8 @@ __metaclass__ = type
 
 import os
 
-from ansible_collections.kubevol.volumes.plugins.module_utils import run_lock
-from ansible_collections.kubevol.volumes.plugins.module_utils.run_lock_task import REQUIRED_IF, argspec, run
+from ansible_collections.kubevol.volumes.plugins.module_utils.run import run_lock
+from ansible_collections.kubevol.volumes.plugins.module_utils.run.run_lock_task import REQUIRED_IF, argspec, run
 from ansible_collections.kubevol.volumes.plugins.plugin_utils.in_process import InProcessAction
 
 

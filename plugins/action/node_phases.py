@@ -4,7 +4,7 @@
 """node_phases: run one node's share of one or more phases of a plan, over that host's own connection.
 
 The reconcile role calls this once per host per task instead of one task per phase: the host's
-slice of the plan is cut here (module_utils/executor.py), each phase with work is one execution
+slice of the plan is cut here (module_utils/run/executor.py), each phase with work is one execution
 of its public node module, and a volume that failed in an earlier phase on this node is not
 carried into the next one. Nothing runs when the host has no work. What the nodes did is turned
 into cluster records once, on the controller, by executor.task_outcome over all hosts' results.
@@ -23,9 +23,9 @@ from ansible.errors import AnsibleActionFail, AnsibleConnectionFailure
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.kubevol.volumes.plugins.module_utils import executor
-from ansible_collections.kubevol.volumes.plugins.module_utils.node_args import node_phases_argspec
-from ansible_collections.kubevol.volumes.plugins.module_utils.run_lock_task import kept_renewed
+from ansible_collections.kubevol.volumes.plugins.module_utils.run import executor
+from ansible_collections.kubevol.volumes.plugins.module_utils.node.node_args import node_phases_argspec
+from ansible_collections.kubevol.volumes.plugins.module_utils.run.run_lock_task import kept_renewed
 
 # The phases one node_volume_setup execution runs in order (attach, mount, expand).
 SETUP_PHASES = ("attach", "mount", "expand_controller", "expand_node")

@@ -5,7 +5,7 @@
 
 Runs per host of the play (each host answers for the pods scheduled to its own node, over its own connection:
 node_volume_info through Ansible's module execution), reading the cluster in the controller's process each poll,
-so records a reconcile writes meanwhile are seen. The decisions are module_utils/pod_wait.py's.
+so records a reconcile writes meanwhile are seen. The decisions are module_utils/run/pod_wait.py's.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -14,14 +14,14 @@ __metaclass__ = type
 
 import time
 
-from ansible_collections.kubevol.volumes.plugins.module_utils import pod_wait
-from ansible_collections.kubevol.volumes.plugins.module_utils.actual_state import build_actual_state
-from ansible_collections.kubevol.volumes.plugins.module_utils.cluster import ClusterIndex, cluster_from_data
-from ansible_collections.kubevol.volumes.plugins.module_utils.desired_state import (
+from ansible_collections.kubevol.volumes.plugins.module_utils.run import pod_wait
+from ansible_collections.kubevol.volumes.plugins.module_utils.plan.actual_state import build_actual_state
+from ansible_collections.kubevol.volumes.plugins.module_utils.cluster.objects import ClusterIndex, cluster_from_data
+from ansible_collections.kubevol.volumes.plugins.module_utils.plan.desired_state import (
     DEFAULT_KNOWN_DRIVERS, build_desired_state)
-from ansible_collections.kubevol.volumes.plugins.module_utils.errors import InvalidInput, KubevolError
-from ansible_collections.kubevol.volumes.plugins.module_utils.planner import PlanOptions, plan, utc_now
-from ansible_collections.kubevol.volumes.plugins.module_utils.pod_wait import REQUIRED_ONE_OF, argspec
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import InvalidInput, KubevolError
+from ansible_collections.kubevol.volumes.plugins.module_utils.plan.planner import PlanOptions, plan, utc_now
+from ansible_collections.kubevol.volumes.plugins.module_utils.run.pod_wait import REQUIRED_ONE_OF, argspec
 from ansible_collections.kubevol.volumes.plugins.module_utils.stores import get_store, store_options
 from ansible_collections.kubevol.volumes.plugins.plugin_utils.in_process import InProcessAction
 

@@ -3,7 +3,7 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """volume_audit: the node's share per host (node_volume_audit over the host's own connection, judged against the
 cluster store read in the controller's process), or the cluster's share once (run_once) from the hosts' results.
-The decisions are module_utils/audit.py's; the calls module_utils/audit_task.py's."""
+The decisions are module_utils/audit/audit.py's; the calls module_utils/audit/audit_task.py's."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -11,7 +11,9 @@ __metaclass__ = type
 
 import os
 
-from ansible_collections.kubevol.volumes.plugins.module_utils import audit_task, run_lock
+from ansible_collections.kubevol.volumes.plugins.module_utils.audit import audit_task
+
+from ansible_collections.kubevol.volumes.plugins.module_utils.run import run_lock
 from ansible_collections.kubevol.volumes.plugins.plugin_utils.in_process import InProcessAction
 
 

@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: kubevol contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Filters the reconcile role uses to run a plan phase by phase (see module_utils/executor.py).
+"""Filters the reconcile role uses to run a plan phase by phase (see module_utils/run/executor.py).
 
 Internal to roles/reconcile, not a public interface (each one's DOCUMENTATION says so): they may change in
 any release. The public filter is plan_table (plan_table.py)."""
@@ -11,9 +11,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
-from ansible_collections.kubevol.volumes.plugins.module_utils import executor
-
-
+from ansible_collections.kubevol.volumes.plugins.module_utils.run import executor
 def _node_of(hostvars, host):
     return hostvars[host].get("kubevol_node_name") or host
 

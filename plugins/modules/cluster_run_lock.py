@@ -139,8 +139,8 @@ released:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.kubevol.volumes.plugins.module_utils.errors import KubevolError
-from ansible_collections.kubevol.volumes.plugins.module_utils.run_lock_task import REQUIRED_IF, argspec, run
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import KubevolError
+from ansible_collections.kubevol.volumes.plugins.module_utils.run.run_lock_task import REQUIRED_IF, argspec, run
 
 
 def main():

@@ -97,8 +97,8 @@ source:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.kubevol.volumes.plugins.module_utils.errors import KubevolError
-from ansible_collections.kubevol.volumes.plugins.module_utils.scope import search
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import KubevolError
+from ansible_collections.kubevol.volumes.plugins.module_utils.cluster.scope import search
 from ansible_collections.kubevol.volumes.plugins.module_utils.stores import (
     CLUSTER_STORE_ARGSPEC,
     CLUSTER_STORE_REQUIRED_IF,

@@ -149,8 +149,8 @@ source:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.kubevol.volumes.plugins.module_utils.errors import KubevolError
-from ansible_collections.kubevol.volumes.plugins.module_utils.record_task import REQUIRED_IF, argspec, run
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import KubevolError
+from ansible_collections.kubevol.volumes.plugins.module_utils.records.record_task import REQUIRED_IF, argspec, run
 
 
 def main():

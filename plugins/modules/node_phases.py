@@ -166,7 +166,7 @@ node_facts:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.kubevol.volumes.plugins.module_utils.node_args import node_phases_argspec
+from ansible_collections.kubevol.volumes.plugins.module_utils.node.node_args import node_phases_argspec
 
 
 def main():

@@ -79,7 +79,7 @@ phase_results:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.kubevol.volumes.plugins.module_utils.node import entry
-from ansible_collections.kubevol.volumes.plugins.module_utils.setup_args import check_setup_phases
+from ansible_collections.kubevol.volumes.plugins.module_utils.node.setup_args import check_setup_phases
 
 
 def main():

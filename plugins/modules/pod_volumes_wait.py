@@ -127,7 +127,7 @@ node_name:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.kubevol.volumes.plugins.module_utils.pod_wait import REQUIRED_ONE_OF, argspec
+from ansible_collections.kubevol.volumes.plugins.module_utils.run.pod_wait import REQUIRED_ONE_OF, argspec
 
 
 def main():

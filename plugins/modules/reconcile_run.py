@@ -152,8 +152,8 @@ summary:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.kubevol.volumes.plugins.module_utils.errors import KubevolError
-from ansible_collections.kubevol.volumes.plugins.module_utils.reconcile_run_task import REQUIRED_IF, argspec, run
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import KubevolError
+from ansible_collections.kubevol.volumes.plugins.module_utils.run.reconcile_run_task import REQUIRED_IF, argspec, run
 
 
 def main():

@@ -158,7 +158,7 @@ notes:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.kubevol.volumes.plugins.module_utils.audit_task import REQUIRED_IF, argspec
+from ansible_collections.kubevol.volumes.plugins.module_utils.audit.audit_task import REQUIRED_IF, argspec
 
 
 def main():

@@ -306,10 +306,10 @@ summary:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.kubevol.volumes.plugins.module_utils.errors import KubevolError
-from ansible_collections.kubevol.volumes.plugins.module_utils.plan_task import (
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import KubevolError
+from ansible_collections.kubevol.volumes.plugins.module_utils.plan.plan_task import (
     REQUIRED_IF, argspec, run)
-from ansible_collections.kubevol.volumes.plugins.module_utils.planner import utc_now
+from ansible_collections.kubevol.volumes.plugins.module_utils.plan.planner import utc_now
 
 
 # The module's process exits right after exit_json: what it parsed and planned is left to the exit, not freed one

@@ -20,7 +20,7 @@ from ansible.errors import AnsibleConnectionFailure
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.kubevol.volumes.plugins.module_utils.errors import KubevolError
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import KubevolError
 
 
 class InProcessAction(ActionBase):

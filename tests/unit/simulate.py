@@ -10,7 +10,7 @@ mounts, PV capacity and PVC status capacity for expansion, and the detach-reques
 
 import copy
 
-from ansible_collections.kubevol.volumes.plugins.module_utils.names import (
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.names import (
     DETACH_REQUESTED_AT_ANNOTATION, MANAGED_ATTACH_DETACH_ANNOTATION, volume_attachment_name)
 
 LOOP = "loop.kubevol.io"

@@ -22,13 +22,13 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from simulate import cluster, facts, node, pod, pv, pvc  # noqa: E402
 
-from ansible_collections.kubevol.volumes.plugins.module_utils import executor  # noqa: E402
-from ansible_collections.kubevol.volumes.plugins.module_utils.cluster import ClusterIndex, cluster_from_data  # noqa
+from ansible_collections.kubevol.volumes.plugins.module_utils.run import executor  # noqa: E402
+from ansible_collections.kubevol.volumes.plugins.module_utils.cluster.objects import ClusterIndex, cluster_from_data  # noqa
 from ansible_collections.kubevol.volumes.plugins.module_utils.drivers.loop import LoopDriver  # noqa: E402
-from ansible_collections.kubevol.volumes.plugins.module_utils.errors import MalformedObject  # noqa: E402
-from ansible_collections.kubevol.volumes.plugins.module_utils.names import unique_volume_name  # noqa: E402
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import MalformedObject  # noqa: E402
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.names import unique_volume_name  # noqa: E402
 from ansible_collections.kubevol.volumes.plugins.module_utils.node.volume import volume_item  # noqa: E402
-from ansible_collections.kubevol.volumes.plugins.module_utils.planner import PlanOptions, plan_cluster  # noqa
+from ansible_collections.kubevol.volumes.plugins.module_utils.plan.planner import PlanOptions, plan_cluster  # noqa
 
 NOW = datetime.datetime(2026, 11, 22, 12, 0, 0, tzinfo=datetime.timezone.utc)
 LOOP = "loop.kubevol.io"

@@ -7,7 +7,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.kubevol.volumes.plugins.module_utils.errors import UnknownDriver
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import UnknownDriver
 from ansible_collections.kubevol.volumes.plugins.module_utils.drivers.loop import LoopDriver
 
 DRIVERS = {

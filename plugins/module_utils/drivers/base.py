@@ -12,7 +12,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.kubevol.volumes.plugins.module_utils.value import REQUIRED, Value
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.value import REQUIRED, Value
 
 ATTACHABLE = "attachable"
 NODE_EXPAND = "node_expand"  # the filesystem must be grown on the node after the backing volume grows

@@ -25,15 +25,15 @@ import os
 import stat
 import struct
 
-from ansible_collections.kubevol.volumes.plugins.module_utils import names
-from ansible_collections.kubevol.volumes.plugins.module_utils.errors import (
+from ansible_collections.kubevol.volumes.plugins.module_utils.common import names
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import (
     DeviceNotFound, InvalidInput, ParseError, UnsafeName)
 from ansible_collections.kubevol.volumes.plugins.module_utils.drivers.base import (
     ATTACHABLE, BLOCK, CONTROLLER_EXPAND, EPHEMERAL, NODE_EXPAND, AttachedDevice, Attachment, Driver,
     EphemeralVolume, Expansion)
 from ansible_collections.kubevol.volumes.plugins.module_utils.drivers.loop_holders import Holders
 from ansible_collections.kubevol.volumes.plugins.module_utils.node import blockdev, layout
-from ansible_collections.kubevol.volumes.plugins.module_utils.value import REQUIRED, Value
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.value import REQUIRED, Value
 
 DEFAULT_POOL = "/var/lib/kubevol/pool"
 LOSETUP_LIST = ["losetup", "-J", "--list", "-O", "NAME,BACK-FILE,BACK-INO,BACK-MAJ:MIN,RO"]

@@ -21,7 +21,7 @@ import hashlib
 import json
 import os
 
-from ansible_collections.kubevol.volumes.plugins.module_utils.errors import UnsafePath, VolumeInUse
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import UnsafePath, VolumeInUse
 from ansible_collections.kubevol.volumes.plugins.module_utils.node import layout
 
 HOLDERS_DIR = ".kubevol-holders"  # in the pool: which node holds each image (the storage side's view)

@@ -28,7 +28,9 @@ __metaclass__ = type
 import os
 import stat
 
-from ansible_collections.kubevol.volumes.plugins.module_utils import names, node_args
+from ansible_collections.kubevol.volumes.plugins.module_utils.common import names
+
+from ansible_collections.kubevol.volumes.plugins.module_utils.node import node_args
 from ansible_collections.kubevol.volumes.plugins.module_utils.node import mount
 from ansible_collections.kubevol.volumes.plugins.module_utils.node.blockdev import BLKID_NOTHING_FOUND, parse_blkid_export
 
@@ -252,7 +254,7 @@ def audit(ctx, params):
 
 def run(module):
     """node_volume_audit's work; ends in module.exit_json or module.fail_json."""
-    from ansible_collections.kubevol.volumes.plugins.module_utils.errors import KubevolError
+    from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import KubevolError
     from ansible_collections.kubevol.volumes.plugins.module_utils.node.context import NodeContext
     from ansible_collections.kubevol.volumes.plugins.module_utils.node.runner import process_runner
 

@@ -23,8 +23,8 @@ import os
 import stat
 import time
 
-from ansible_collections.kubevol.volumes.plugins.module_utils.errors import ParseError, UnsafeToFormat
-from ansible_collections.kubevol.volumes.plugins.module_utils.value import REQUIRED, Value
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import ParseError, UnsafeToFormat
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.value import REQUIRED, Value
 
 BLKID_NOTHING_FOUND = 2
 

@@ -9,9 +9,9 @@ __metaclass__ = type
 
 import os
 
-from ansible_collections.kubevol.volumes.plugins.module_utils import names
+from ansible_collections.kubevol.volumes.plugins.module_utils.common import names
 from ansible_collections.kubevol.volumes.plugins.module_utils.drivers import DRIVERS, get_driver
-from ansible_collections.kubevol.volumes.plugins.module_utils.errors import InvalidInput, KubevolError, NoBackend
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import InvalidInput, KubevolError, NoBackend
 from ansible_collections.kubevol.volumes.plugins.module_utils.node.lock import DEFAULT_RUN_DIR, VolumeLock
 from ansible_collections.kubevol.volumes.plugins.module_utils.node.runner import Runner
 from ansible_collections.kubevol.volumes.plugins.module_utils.node.volume import volume_item

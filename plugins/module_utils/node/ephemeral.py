@@ -23,9 +23,9 @@ __metaclass__ = type
 
 import os
 
-from ansible_collections.kubevol.volumes.plugins.module_utils import names
+from ansible_collections.kubevol.volumes.plugins.module_utils.common import names
 from ansible_collections.kubevol.volumes.plugins.module_utils.drivers.loop import EPHEMERAL_IMAGE_KEY
-from ansible_collections.kubevol.volumes.plugins.module_utils.errors import FilesystemMismatch, KubevolError, UnsafeToFormat
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import FilesystemMismatch, KubevolError, UnsafeToFormat
 from ansible_collections.kubevol.volumes.plugins.module_utils.node import blockdev, layout, mount, ownership
 from ansible_collections.kubevol.volumes.plugins.module_utils.node.context import act as _act
 from ansible_collections.kubevol.volumes.plugins.module_utils.node.filesystems import (

@@ -16,9 +16,9 @@ import glob
 import os
 import stat
 
-from ansible_collections.kubevol.volumes.plugins.module_utils import names
+from ansible_collections.kubevol.volumes.plugins.module_utils.common import names
 from ansible_collections.kubevol.volumes.plugins.module_utils.drivers import DRIVERS
-from ansible_collections.kubevol.volumes.plugins.module_utils.errors import KubevolError, UnsafePath
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import KubevolError, UnsafePath
 from ansible_collections.kubevol.volumes.plugins.module_utils.node import blockdev, ephemeral, layout, mount
 from ansible_collections.kubevol.volumes.plugins.module_utils.node.filesystems import get_filesystem
 

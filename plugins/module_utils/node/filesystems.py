@@ -14,7 +14,7 @@ __metaclass__ = type
 
 import re
 
-from ansible_collections.kubevol.volumes.plugins.module_utils.errors import InvalidInput, ParseError
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import InvalidInput, ParseError
 
 
 class Filesystem:

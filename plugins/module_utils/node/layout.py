@@ -20,8 +20,8 @@ import json
 import os
 import stat
 
-from ansible_collections.kubevol.volumes.plugins.module_utils import names
-from ansible_collections.kubevol.volumes.plugins.module_utils.errors import UnsafePath
+from ansible_collections.kubevol.volumes.plugins.module_utils.common import names
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import UnsafePath
 
 VOL_DATA = "vol_data.json"
 VOL_DATA_MAX_BYTES = 1 << 20

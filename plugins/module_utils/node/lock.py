@@ -13,7 +13,7 @@ import hashlib
 import os
 import time
 
-from ansible_collections.kubevol.volumes.plugins.module_utils.errors import LockTimeout
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import LockTimeout
 
 DEFAULT_RUN_DIR = "/run/kubevol"
 

@@ -7,7 +7,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.kubevol.volumes.plugins.module_utils.errors import KubevolError
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import KubevolError
 from ansible_collections.kubevol.volumes.plugins.module_utils.node.context import NodeContext
 from ansible_collections.kubevol.volumes.plugins.module_utils.node.runner import (
     COMMAND_TIMEOUT, LONG_COMMAND_TIMEOUT, process_runner)

@@ -10,9 +10,9 @@ __metaclass__ = type
 import json
 import re
 
-from ansible_collections.kubevol.volumes.plugins.module_utils.errors import ParseError
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import ParseError
 from ansible_collections.kubevol.volumes.plugins.module_utils.node import blockdev, holders
-from ansible_collections.kubevol.volumes.plugins.module_utils.value import REQUIRED, Value
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.value import REQUIRED, Value
 
 # OPTIONS is what a writer sees (ro when either the mount or its superblock is read-only);
 # VFS-OPTIONS is the per-mount flag a bind remount changes, FS-OPTIONS the superblock's.

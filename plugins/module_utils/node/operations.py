@@ -14,14 +14,14 @@ __metaclass__ = type
 import glob
 import os
 
-from ansible_collections.kubevol.volumes.plugins.module_utils import names
-from ansible_collections.kubevol.volumes.plugins.module_utils.errors import (
+from ansible_collections.kubevol.volumes.plugins.module_utils.common import names
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import (
     CommandFailed, DeviceNotFound, FilesystemMismatch, KubevolError, StillMounted, UnsafeToFormat)
 from ansible_collections.kubevol.volumes.plugins.module_utils.node import blockdev, ephemeral, layout, mount, ownership
 from ansible_collections.kubevol.volumes.plugins.module_utils.node.context import act as _act
 from ansible_collections.kubevol.volumes.plugins.module_utils.node.filesystems import (
     FILESYSTEMS, filesystem_to_create, get_filesystem)
-from ansible_collections.kubevol.volumes.plugins.module_utils.volume_attachment import attached_volume_attachment
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.volume_attachment import attached_volume_attachment
 
 FSCK_CORRECTED = 1
 FSCK_UNCORRECTED = 4

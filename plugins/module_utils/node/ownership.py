@@ -16,7 +16,7 @@ __metaclass__ = type
 import os
 import stat
 
-from ansible_collections.kubevol.volumes.plugins.module_utils.errors import KubevolError
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import KubevolError
 from ansible_collections.kubevol.volumes.plugins.module_utils.node.context import act
 
 RW_MASK = 0o660

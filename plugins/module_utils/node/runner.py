@@ -17,7 +17,7 @@ import errno
 import os
 import subprocess
 
-from ansible_collections.kubevol.volumes.plugins.module_utils.errors import CommandFailed
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import CommandFailed
 
 LANG_C = {"LANG": "C", "LC_ALL": "C", "LC_MESSAGES": "C"}
 SBIN_DIRS = ("/usr/local/sbin", "/usr/sbin", "/sbin", "/usr/local/bin", "/usr/bin", "/bin")

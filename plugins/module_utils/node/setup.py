@@ -12,7 +12,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.kubevol.volumes.plugins.module_utils import names
+from ansible_collections.kubevol.volumes.plugins.module_utils.common import names
 from ansible_collections.kubevol.volumes.plugins.module_utils.node.module import volumes_result
 from ansible_collections.kubevol.volumes.plugins.module_utils.node.operations import (
     attach_volume, expand_controller, expand_node, mount_volume)

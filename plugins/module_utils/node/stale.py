@@ -20,9 +20,9 @@ import os
 import re
 import stat
 
-from ansible_collections.kubevol.volumes.plugins.module_utils import names
+from ansible_collections.kubevol.volumes.plugins.module_utils.common import names
 from ansible_collections.kubevol.volumes.plugins.module_utils.drivers import DRIVERS
-from ansible_collections.kubevol.volumes.plugins.module_utils.errors import InvalidInput, StalePathRefused, UnsafeName
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import InvalidInput, StalePathRefused, UnsafeName
 from ansible_collections.kubevol.volumes.plugins.module_utils.node import layout, mount
 
 DEVICE = "device"

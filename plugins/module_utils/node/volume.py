@@ -7,9 +7,9 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.kubevol.volumes.plugins.module_utils import names
-from ansible_collections.kubevol.volumes.plugins.module_utils.errors import InvalidInput
-from ansible_collections.kubevol.volumes.plugins.module_utils.value import REQUIRED, Value
+from ansible_collections.kubevol.volumes.plugins.module_utils.common import names
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import InvalidInput
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.value import REQUIRED, Value
 
 FILESYSTEM = "Filesystem"
 BLOCK = "Block"

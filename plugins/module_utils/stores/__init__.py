@@ -12,8 +12,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.kubevol.volumes.plugins.module_utils.errors import InvalidInput
-from ansible_collections.kubevol.volumes.plugins.module_utils.k8s_auth import K8S_AUTH_ARGSPEC
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import InvalidInput
+from ansible_collections.kubevol.volumes.plugins.module_utils.stores.k8s_auth import K8S_AUTH_ARGSPEC
 from ansible_collections.kubevol.volumes.plugins.module_utils.stores.base import DEFAULT_PAGE_SIZE
 from ansible_collections.kubevol.volumes.plugins.module_utils.stores.file import FileStore
 

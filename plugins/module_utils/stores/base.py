@@ -15,8 +15,8 @@ __metaclass__ = type
 
 import time
 
-from ansible_collections.kubevol.volumes.plugins.module_utils import run_lock
-from ansible_collections.kubevol.volumes.plugins.module_utils.errors import KubevolError, LockTimeout
+from ansible_collections.kubevol.volumes.plugins.module_utils.run import run_lock
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import KubevolError, LockTimeout
 
 DELETE = object()  # what a run-lock change returns to remove the lock
 DEFAULT_PAGE_SIZE = 500  # the kubernetes store's list page size (the page_size option)
@@ -79,7 +79,7 @@ class ClusterStore:
         """A short human description, e.g. "file /srv/cluster.yaml"."""
         raise NotImplementedError
 
-    # -- the run lock (module_utils/run_lock.py) -----------------------------------------------------
+    # -- the run lock (module_utils/run/run_lock.py) -----------------------------------------------------
     def _run_lock_swap(self, change):
         """Atomically: read the run-lock record (None when there is none), ``change(record)`` -> a record to write,
         DELETE, or None (leave it); write that. Subclasses implement it (a flock, or resourceVersion)."""

@@ -13,7 +13,7 @@ __metaclass__ = type
 
 import re
 
-from ansible_collections.kubevol.volumes.plugins.module_utils import k8s_auth
+from ansible_collections.kubevol.volumes.plugins.module_utils.stores import k8s_auth
 from ansible_collections.kubevol.volumes.plugins.module_utils.stores.base import StoreError
 
 # (API group, resource, verbs): every request the store sends. Leases live in the run lock's namespace (a Role);

@@ -34,10 +34,11 @@ import json
 import random
 import time
 
-from ansible_collections.kubevol.volumes.plugins.module_utils import k8s_auth, run_lock
-from ansible_collections.kubevol.volumes.plugins.module_utils.errors import InvalidInput
-from ansible_collections.kubevol.volumes.plugins.module_utils.names import volume_attachment_name
-from ansible_collections.kubevol.volumes.plugins.module_utils.record import RecordApplier, validate_record
+from ansible_collections.kubevol.volumes.plugins.module_utils.stores import k8s_auth
+from ansible_collections.kubevol.volumes.plugins.module_utils.run import run_lock
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import InvalidInput
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.names import volume_attachment_name
+from ansible_collections.kubevol.volumes.plugins.module_utils.records.record import RecordApplier, validate_record
 from ansible_collections.kubevol.volumes.plugins.module_utils.stores.base import (
     DEFAULT_PAGE_SIZE, DELETE, ClusterStore, empty_list)
 from ansible_collections.kubevol.volumes.plugins.module_utils.stores.k8s_errors import (

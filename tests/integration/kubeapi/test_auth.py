@@ -13,7 +13,7 @@ from fakeapi.oidc import OidcIssuer, make_jwt
 from fakeapi.proxy import ForwardProxy
 from test_modules import OBJECTS, run_module
 
-from ansible_collections.kubevol.volumes.plugins.module_utils import k8s_auth
+from ansible_collections.kubevol.volumes.plugins.module_utils.stores import k8s_auth
 from ansible_collections.kubevol.volumes.plugins.module_utils.stores.kubernetes import KubernetesApiError, KubernetesStore
 
 TOKEN = "kubevol-test-token"  # as in conftest.py

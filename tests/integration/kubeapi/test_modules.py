@@ -5,7 +5,7 @@ import os
 import subprocess
 import sys
 
-from ansible_collections.kubevol.volumes.plugins.module_utils.names import unique_volume_name, volume_attachment_name
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.names import unique_volume_name, volume_attachment_name
 
 TOKEN = "kubevol-test-token"  # as in conftest.py
 

@@ -18,7 +18,7 @@ import yaml
 
 from fakeapi import Die
 
-from ansible_collections.kubevol.volumes.plugins.module_utils.names import unique_volume_name, volume_attachment_name
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.names import unique_volume_name, volume_attachment_name
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 TESTNODES = os.path.join(REPO, "scripts", "testnodes.py")

@@ -13,7 +13,7 @@ if os.geteuid() != 0:
 
 SCRIPT = r"""
 import json, mmap, os, sys
-from ansible_collections.kubevol.volumes.plugins.module_utils.errors import CommandFailed
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import CommandFailed
 from ansible_collections.kubevol.volumes.plugins.module_utils.node import mount
 from ansible_collections.kubevol.volumes.plugins.module_utils.node.runner import Runner, process_runner
 try:

@@ -1,8 +1,7 @@
 """Detach guards, read-only pod mounts, Block mode publishing."""
 import os
 
-from ansible_collections.kubevol.volumes.plugins.module_utils import names
-
+from ansible_collections.kubevol.volumes.plugins.module_utils.common import names
 POD1 = "55555555-5555-4555-8555-555555555551"
 POD2 = "55555555-5555-4555-8555-555555555552"
 

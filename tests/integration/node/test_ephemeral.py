@@ -5,9 +5,9 @@ import os
 
 from conftest import DRIVER, MiB
 
-from ansible_collections.kubevol.volumes.plugins.module_utils import names
-from ansible_collections.kubevol.volumes.plugins.module_utils.cluster import ClusterIndex, cluster_from_data
-from ansible_collections.kubevol.volumes.plugins.module_utils.planner import PlanOptions, plan_cluster
+from ansible_collections.kubevol.volumes.plugins.module_utils.common import names
+from ansible_collections.kubevol.volumes.plugins.module_utils.cluster.objects import ClusterIndex, cluster_from_data
+from ansible_collections.kubevol.volumes.plugins.module_utils.plan.planner import PlanOptions, plan_cluster
 
 POD1 = "11111111-1111-4111-8111-111111111111"
 HANDLE = names.ephemeral_volume_handle(POD1, "scratch")

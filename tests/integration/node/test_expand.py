@@ -6,8 +6,7 @@ import pytest
 
 from conftest import MiB
 
-from ansible_collections.kubevol.volumes.plugins.module_utils import names
-
+from ansible_collections.kubevol.volumes.plugins.module_utils.common import names
 POD = "44444444-4444-4444-8444-444444444444"
 
 

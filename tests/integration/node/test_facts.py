@@ -6,8 +6,7 @@ import sys
 
 from conftest import COLLECTIONS, DRIVER, MiB
 
-from ansible_collections.kubevol.volumes.plugins.module_utils import names
-
+from ansible_collections.kubevol.volumes.plugins.module_utils.common import names
 POD1 = "77777777-7777-4777-8777-777777777771"
 POD2 = "77777777-7777-4777-8777-777777777772"
 

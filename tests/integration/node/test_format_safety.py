@@ -10,7 +10,7 @@ import pytest
 
 from conftest import MiB
 
-from ansible_collections.kubevol.volumes.plugins.module_utils import names
+from ansible_collections.kubevol.volumes.plugins.module_utils.common import names
 from ansible_collections.kubevol.volumes.plugins.module_utils.drivers.loop import (
     LOOP_GET_STATUS64, LOOP_INFO64)
 

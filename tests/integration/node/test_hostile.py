@@ -8,8 +8,7 @@ import pytest
 
 from conftest import DRIVER, warnings_of
 
-from ansible_collections.kubevol.volumes.plugins.module_utils import names
-
+from ansible_collections.kubevol.volumes.plugins.module_utils.common import names
 VICTIM = "99999999-9999-4999-8999-999999999991"
 BYSTANDER = "99999999-9999-4999-8999-999999999992"
 

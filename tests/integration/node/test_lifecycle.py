@@ -4,8 +4,7 @@ import os
 
 from conftest import DRIVER, MiB
 
-from ansible_collections.kubevol.volumes.plugins.module_utils import names
-
+from ansible_collections.kubevol.volumes.plugins.module_utils.common import names
 POD1 = "11111111-1111-4111-8111-111111111111"
 POD2 = "22222222-2222-4222-8222-222222222222"
 

@@ -5,9 +5,11 @@ import os
 
 from conftest import MiB
 
-from ansible_collections.kubevol.volumes.plugins.module_utils import executor, names
-from ansible_collections.kubevol.volumes.plugins.module_utils.cluster import ClusterIndex, cluster_from_data
-from ansible_collections.kubevol.volumes.plugins.module_utils.planner import PlanOptions, plan_cluster
+from ansible_collections.kubevol.volumes.plugins.module_utils.run import executor
+
+from ansible_collections.kubevol.volumes.plugins.module_utils.common import names
+from ansible_collections.kubevol.volumes.plugins.module_utils.cluster.objects import ClusterIndex, cluster_from_data
+from ansible_collections.kubevol.volumes.plugins.module_utils.plan.planner import PlanOptions, plan_cluster
 
 POD1 = "55555555-5555-4555-8555-555555555551"
 POD2 = "55555555-5555-4555-8555-555555555552"

@@ -7,7 +7,7 @@ import pytest
 
 from conftest import MiB
 
-from ansible_collections.kubevol.volumes.plugins.module_utils import names
+from ansible_collections.kubevol.volumes.plugins.module_utils.common import names
 from ansible_collections.kubevol.volumes.plugins.module_utils.node.lock import lock_path
 
 POD = "66666666-6666-4666-8666-666666666666"

@@ -3,8 +3,7 @@ import os
 
 from conftest import DRIVER, MiB
 
-from ansible_collections.kubevol.volumes.plugins.module_utils import names
-
+from ansible_collections.kubevol.volumes.plugins.module_utils.common import names
 POD1 = "33333333-3333-4333-8333-333333333333"
 POD2 = "44444444-4444-4444-8444-444444444444"
 

@@ -9,8 +9,7 @@ import os
 
 from conftest import DRIVER
 
-from ansible_collections.kubevol.volumes.plugins.module_utils import names
-
+from ansible_collections.kubevol.volumes.plugins.module_utils.common import names
 READER = "88888888-8888-4888-8888-888888888881"
 WRITER = "88888888-8888-4888-8888-888888888882"
 WRITER2 = "88888888-8888-4888-8888-888888888883"

@@ -10,10 +10,10 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 from simulate import bound, cluster, csidriver, facts, node, uvn, va  # noqa: E402
 
-from ansible_collections.kubevol.volumes.plugins.module_utils.actual_state import (  # noqa: E402
+from ansible_collections.kubevol.volumes.plugins.module_utils.plan.actual_state import (  # noqa: E402
     ATTACHED, UNCERTAIN, build_actual_state)
-from ansible_collections.kubevol.volumes.plugins.module_utils.cluster import ClusterIndex, cluster_from_data  # noqa
-from ansible_collections.kubevol.volumes.plugins.module_utils.errors import InvalidInput  # noqa: E402
+from ansible_collections.kubevol.volumes.plugins.module_utils.cluster.objects import ClusterIndex, cluster_from_data  # noqa
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import InvalidInput  # noqa: E402
 
 
 def actual(*objs, node_facts=None):

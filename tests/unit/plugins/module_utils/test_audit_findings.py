@@ -1,16 +1,16 @@
 # -*- coding: utf-8 -*-
 # Copyright: kubevol contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The audit's judgements (module_utils/audit.py) and the by-name detached record it cleans with."""
+"""The audit's judgements (module_utils/audit/audit.py) and the by-name detached record it cleans with."""
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.kubevol.volumes.plugins.module_utils import audit
-from ansible_collections.kubevol.volumes.plugins.module_utils.cluster import ClusterIndex, cluster_from_data
-from ansible_collections.kubevol.volumes.plugins.module_utils.names import (
+from ansible_collections.kubevol.volumes.plugins.module_utils.audit import audit
+from ansible_collections.kubevol.volumes.plugins.module_utils.cluster.objects import ClusterIndex, cluster_from_data
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.names import (
     ephemeral_volume_handle, unique_volume_name, volume_attachment_name)
-from ansible_collections.kubevol.volumes.plugins.module_utils.record import apply_records
+from ansible_collections.kubevol.volumes.plugins.module_utils.records.record import apply_records
 
 DRIVER = "loop.kubevol.io"
 KNOWN = (DRIVER,)

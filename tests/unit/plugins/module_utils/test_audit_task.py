@@ -14,8 +14,10 @@ import subprocess
 
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
-from ansible_collections.kubevol.volumes.plugins.module_utils import audit_task, run_lock
-from ansible_collections.kubevol.volumes.plugins.module_utils.names import volume_attachment_name
+from ansible_collections.kubevol.volumes.plugins.module_utils.audit import audit_task
+
+from ansible_collections.kubevol.volumes.plugins.module_utils.run import run_lock
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.names import volume_attachment_name
 
 DRIVER = "loop.kubevol.io"
 GONE_VA = volume_attachment_name("pv-gone.img", DRIVER, "node1")

@@ -6,9 +6,9 @@ import os
 
 import pytest
 
-from ansible_collections.kubevol.volumes.plugins.module_utils.cluster import (
+from ansible_collections.kubevol.volumes.plugins.module_utils.cluster.objects import (
     ClusterIndex, cluster_from_data, load_cluster_file, node_is_managed)
-from ansible_collections.kubevol.volumes.plugins.module_utils.errors import KubevolError, MalformedObject
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import KubevolError, MalformedObject
 from ansible_collections.kubevol.volumes.plugins.module_utils.stores.base import StoreError
 
 EXAMPLE = os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "examples", "cluster.yaml")
@@ -96,8 +96,8 @@ def _corrupt(data, kind, name, path, value):
     ("PersistentVolume", "pv-db-data", ["spec", "csi", "fsType"], ["xfs"], "spec.csi"),
 ])
 def test_a_field_of_the_wrong_type_is_a_malformed_object_not_a_crash_later(kind, name, path, value, field):
-    from ansible_collections.kubevol.volumes.plugins.module_utils import plan_task
-    from ansible_collections.kubevol.volumes.plugins.module_utils.planner import utc_now
+    from ansible_collections.kubevol.volumes.plugins.module_utils.plan import plan_task
+    from ansible_collections.kubevol.volumes.plugins.module_utils.plan.planner import utc_now
     _cluster, data = load_cluster_file(EXAMPLE)
     _corrupt(data, kind, name, path, value)
     params = dict(cluster_source="file", cluster_state=None, cluster=data, node_facts=None, force_detach=True, max_wait_for_unmount=360,

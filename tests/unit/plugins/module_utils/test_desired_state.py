@@ -3,8 +3,8 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 import pytest
 
-from ansible_collections.kubevol.volumes.plugins.module_utils.cluster import Pod
-from ansible_collections.kubevol.volumes.plugins.module_utils.desired_state import (
+from ansible_collections.kubevol.volumes.plugins.module_utils.cluster.objects import Pod
+from ansible_collections.kubevol.volumes.plugins.module_utils.plan.desired_state import (
     is_multi_attach_allowed, is_pod_terminated)
 
 

@@ -1,9 +1,9 @@
 """The phase executor: plan steps -> one module call per node per phase -> cluster records."""
 import pytest
 
-from ansible_collections.kubevol.volumes.plugins.module_utils import executor
-from ansible_collections.kubevol.volumes.plugins.module_utils.names import unique_volume_name
-from ansible_collections.kubevol.volumes.plugins.module_utils.planner import lean_plan
+from ansible_collections.kubevol.volumes.plugins.module_utils.run import executor
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.names import unique_volume_name
+from ansible_collections.kubevol.volumes.plugins.module_utils.plan.planner import lean_plan
 
 DRIVER = "loop.kubevol.io"
 
@@ -305,7 +305,7 @@ def test_check_mode_steps_write_nothing_and_a_task_not_in_the_run_is_refused():
 
 
 def test_a_node_task_past_kubevol_node_timeout_counts_as_unreachable():
-    from ansible_collections.kubevol.volumes.plugins.module_utils.executor import _phase_result, timed_out
+    from ansible_collections.kubevol.volumes.plugins.module_utils.run.executor import _phase_result, timed_out
     host = {"failed": True, "msg": "Task failed: Timed out after 20 second(s).", "timedout": {"period": 20}}
     result = _phase_result(host, "teardown", "node3")
     assert result["unreachable"] is True and result["failed"] is True

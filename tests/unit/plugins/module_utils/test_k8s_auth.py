@@ -17,8 +17,8 @@ import yaml
 pytest.importorskip("kubernetes")
 
 from ansible_collections.kubevol.volumes.plugins.doc_fragments.k8s_auth import ModuleDocFragment  # noqa: E402
-from ansible_collections.kubevol.volumes.plugins.module_utils import k8s_auth  # noqa: E402
-from ansible_collections.kubevol.volumes.plugins.module_utils.errors import InvalidInput  # noqa: E402
+from ansible_collections.kubevol.volumes.plugins.module_utils.stores import k8s_auth  # noqa: E402
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import InvalidInput  # noqa: E402
 
 NO_ENV = {}
 
@@ -209,7 +209,7 @@ def test_a_run_against_a_cluster_file_never_imports_the_client():
             "assert 'kubernetes' not in sys.modules, 'imported'\n"
             "get_store('kubernetes', host='http://127.0.0.1:1', api_key='t')\n"
             "assert 'kubernetes' in sys.modules\n")
-    for module in ("plan_task", "record_task", "run_lock_task", "executor"):
+    for module in ("plan.plan_task", "records.record_task", "run.run_lock_task", "run.executor"):
         res = subprocess.run([sys.executable, "-c", code % module], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                              universal_newlines=True, check=False)
         assert res.returncode == 0, (module, res.stderr[-2000:])

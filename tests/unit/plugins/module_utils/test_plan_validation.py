@@ -15,13 +15,15 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 from simulate import bound, cluster, facts, node, pod, pv, pvc, uvn  # noqa: E402
 
-from ansible_collections.kubevol.volumes.plugins.module_utils import executor, names  # noqa: E402
-from ansible_collections.kubevol.volumes.plugins.module_utils.cluster import ClusterIndex, cluster_from_data  # noqa
-from ansible_collections.kubevol.volumes.plugins.module_utils.errors import InvalidInput  # noqa: E402
+from ansible_collections.kubevol.volumes.plugins.module_utils.run import executor
+
+from ansible_collections.kubevol.volumes.plugins.module_utils.common import names  # noqa: E402
+from ansible_collections.kubevol.volumes.plugins.module_utils.cluster.objects import ClusterIndex, cluster_from_data  # noqa
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import InvalidInput  # noqa: E402
 from ansible_collections.kubevol.volumes.plugins.module_utils.node.volume import volume_item  # noqa: E402
-from ansible_collections.kubevol.volumes.plugins.module_utils.plan_task import argspec, run as run_task  # noqa
-from ansible_collections.kubevol.volumes.plugins.module_utils.plan_validation import safe_repr  # noqa: E402
-from ansible_collections.kubevol.volumes.plugins.module_utils.planner import PlanOptions, plan_cluster  # noqa
+from ansible_collections.kubevol.volumes.plugins.module_utils.plan.plan_task import argspec, run as run_task  # noqa
+from ansible_collections.kubevol.volumes.plugins.module_utils.plan.validation import safe_repr  # noqa: E402
+from ansible_collections.kubevol.volumes.plugins.module_utils.plan.planner import PlanOptions, plan_cluster  # noqa
 
 NOW = datetime.datetime(2026, 11, 22, 12, 0, 0, tzinfo=datetime.timezone.utc)
 POOL = "/var/lib/kubevol/pool"

@@ -14,11 +14,11 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from simulate import (apply_plan, bound, cluster, csidriver, facts, node, pod, pv, pvc, uvn,  # noqa: E402
                       va)
 
-from ansible_collections.kubevol.volumes.plugins.module_utils.cluster import ClusterIndex, cluster_from_data  # noqa
-from ansible_collections.kubevol.volumes.plugins.module_utils.names import (  # noqa: E402
+from ansible_collections.kubevol.volumes.plugins.module_utils.cluster.objects import ClusterIndex, cluster_from_data  # noqa
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.names import (  # noqa: E402
     DETACH_REQUESTED_AT_ANNOTATION, OUT_OF_SERVICE_TAINT)
-from ansible_collections.kubevol.volumes.plugins.module_utils import planner  # noqa: E402
-from ansible_collections.kubevol.volumes.plugins.module_utils.planner import PHASES, PlanOptions, plan_cluster  # noqa
+from ansible_collections.kubevol.volumes.plugins.module_utils.plan import planner  # noqa: E402
+from ansible_collections.kubevol.volumes.plugins.module_utils.plan.planner import PHASES, PlanOptions, plan_cluster  # noqa
 
 NOW = datetime.datetime(2026, 11, 22, 12, 0, 0, tzinfo=datetime.timezone.utc)
 OOS = {"key": OUT_OF_SERVICE_TAINT, "value": "nodeshutdown", "effect": "NoExecute"}

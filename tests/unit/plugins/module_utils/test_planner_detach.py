@@ -17,12 +17,14 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 from simulate import bound, cluster, facts, node, pod, uvn, va  # noqa: E402
 
-from ansible_collections.kubevol.volumes.plugins.module_utils import executor, record  # noqa: E402
-from ansible_collections.kubevol.volumes.plugins.module_utils.cluster import ClusterIndex, cluster_from_data  # noqa
-from ansible_collections.kubevol.volumes.plugins.module_utils.names import (  # noqa: E402
+from ansible_collections.kubevol.volumes.plugins.module_utils.run import executor
+
+from ansible_collections.kubevol.volumes.plugins.module_utils.records import record  # noqa: E402
+from ansible_collections.kubevol.volumes.plugins.module_utils.cluster.objects import ClusterIndex, cluster_from_data  # noqa
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.names import (  # noqa: E402
     DETACH_REQUESTED_AT_ANNOTATION, check_component)
 from ansible_collections.kubevol.volumes.plugins.module_utils.node.volume import volume_item  # noqa: E402
-from ansible_collections.kubevol.volumes.plugins.module_utils.planner import PlanOptions, plan_cluster  # noqa: E402
+from ansible_collections.kubevol.volumes.plugins.module_utils.plan.planner import PlanOptions, plan_cluster  # noqa: E402
 
 NOW = datetime.datetime(2026, 11, 22, 12, 0, 0, tzinfo=datetime.timezone.utc)
 LONG_AGO = {DETACH_REQUESTED_AT_ANNOTATION: "2026-11-22T11:00:00Z"}

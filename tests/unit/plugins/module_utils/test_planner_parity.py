@@ -14,9 +14,9 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 from simulate import bound, cluster, csidriver, facts, node, pod, uvn  # noqa: E402
 
-from ansible_collections.kubevol.volumes.plugins.module_utils.cluster import ClusterIndex, cluster_from_data  # noqa
-from ansible_collections.kubevol.volumes.plugins.module_utils import executor  # noqa: E402
-from ansible_collections.kubevol.volumes.plugins.module_utils.planner import PlanOptions, plan_cluster  # noqa: E402
+from ansible_collections.kubevol.volumes.plugins.module_utils.cluster.objects import ClusterIndex, cluster_from_data  # noqa
+from ansible_collections.kubevol.volumes.plugins.module_utils.run import executor  # noqa: E402
+from ansible_collections.kubevol.volumes.plugins.module_utils.plan.planner import PlanOptions, plan_cluster  # noqa: E402
 
 NOW = datetime.datetime(2026, 11, 23, 12, 0, 0, tzinfo=datetime.timezone.utc)
 

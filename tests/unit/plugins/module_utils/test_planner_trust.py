@@ -16,11 +16,11 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 from simulate import bound, cluster, facts, node, pod, pv, pvc, uvn, va  # noqa: E402
 
-from ansible_collections.kubevol.volumes.plugins.module_utils import executor  # noqa: E402
-from ansible_collections.kubevol.volumes.plugins.module_utils.cluster import ClusterIndex, cluster_from_data  # noqa
-from ansible_collections.kubevol.volumes.plugins.module_utils.names import (  # noqa: E402
+from ansible_collections.kubevol.volumes.plugins.module_utils.run import executor  # noqa: E402
+from ansible_collections.kubevol.volumes.plugins.module_utils.cluster.objects import ClusterIndex, cluster_from_data  # noqa
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.names import (  # noqa: E402
     DETACH_REQUESTED_AT_ANNOTATION, OUT_OF_SERVICE_TAINT)
-from ansible_collections.kubevol.volumes.plugins.module_utils.planner import (  # noqa: E402
+from ansible_collections.kubevol.volumes.plugins.module_utils.plan.planner import (  # noqa: E402
     PlanOptions, TeardownRefused, plan_cluster)
 from ansible_collections.kubevol.volumes.plugins.module_utils.stores.base import StoreError  # noqa: E402
 from ansible_collections.kubevol.volumes.plugins.module_utils.stores.file import FileStore  # noqa: E402
@@ -461,7 +461,7 @@ def test_an_unsafe_path_in_node_facts_is_blocked_never_cleaned():
 
 def test_attach_intents_are_recorded_before_the_attach_and_create_an_unattached_va():
     """csi_attacher.go Attach: the VolumeAttachment exists before the attacher acts."""
-    from ansible_collections.kubevol.volumes.plugins.module_utils.record import RecordApplier
+    from ansible_collections.kubevol.volumes.plugins.module_utils.records.record import RecordApplier
     data = cluster(node("node1"), bound("pv-a", "ns/a"), pod("ns/p", "node1", ["a"]))
     result = run(data, {"node1": facts("node1")})
     (intent,) = executor.attach_intents(result)

@@ -1,8 +1,8 @@
-"""pod_wait's selection (module_utils/pod_wait.py): the pods named or matched by an equality label selector."""
+"""pod_wait's selection (module_utils/run/pod_wait.py): the pods named or matched by an equality label selector."""
 import pytest
 
-from ansible_collections.kubevol.volumes.plugins.module_utils.errors import InvalidInput
-from ansible_collections.kubevol.volumes.plugins.module_utils.pod_wait import parse_selector, select_pods
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import InvalidInput
+from ansible_collections.kubevol.volumes.plugins.module_utils.run.pod_wait import parse_selector, select_pods
 
 
 def pod(ns, name, **labels):

@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings, strategies as st
 from kubernetes.utils import parse_quantity as k8s_parse
 
-from ansible_collections.kubevol.volumes.plugins.module_utils.errors import QuantityError
-from ansible_collections.kubevol.volumes.plugins.module_utils.quantity import (
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import QuantityError
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.quantity import (
     compare, format_bytes, format_quantity, parse_quantity, to_bytes)
 
 SAME_AS_CLIENT = ["0", "1", "10Gi", "10G", "1.5Gi", "100m", "1k", "1M", "1Ki", "1Mi", "1Ti", "1Pi", "1Ei", "1E",

@@ -9,19 +9,19 @@ import copy
 
 import pytest
 
-from ansible_collections.kubevol.volumes.plugins.module_utils.errors import InvalidInput, KubevolError, MalformedObject
-from ansible_collections.kubevol.volumes.plugins.module_utils.names import (
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import InvalidInput, KubevolError, MalformedObject
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.names import (
     DETACH_REQUESTED_AT_ANNOTATION,
     unique_volume_name,
     volume_attachment_name,
 )
-from ansible_collections.kubevol.volumes.plugins.module_utils.record import (
+from ansible_collections.kubevol.volumes.plugins.module_utils.records.record import (
     ObjectNotFound,
     RecordApplier,
     apply_record,
     apply_records,
 )
-from ansible_collections.kubevol.volumes.plugins.module_utils.record_claim import is_resize_condition
+from ansible_collections.kubevol.volumes.plugins.module_utils.records.claim import is_resize_condition
 
 DRIVER = "loop.kubevol.io"
 

@@ -14,9 +14,9 @@ import re
 import pytest
 import yaml
 
-from ansible_collections.kubevol.volumes.plugins.module_utils.errors import InvalidInput
-from ansible_collections.kubevol.volumes.plugins.module_utils.record import apply_record, apply_records
-from ansible_collections.kubevol.volumes.plugins.module_utils.record_claim import FS_RESIZE_PENDING_MESSAGE
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import InvalidInput
+from ansible_collections.kubevol.volumes.plugins.module_utils.records.record import apply_record, apply_records
+from ansible_collections.kubevol.volumes.plugins.module_utils.records.claim import FS_RESIZE_PENDING_MESSAGE
 from ansible_collections.kubevol.volumes.plugins.module_utils.stores import get_store
 
 DRIVER = "loop.kubevol.io"

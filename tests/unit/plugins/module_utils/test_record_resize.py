@@ -9,8 +9,8 @@ __metaclass__ = type
 
 import pytest
 
-from ansible_collections.kubevol.volumes.plugins.module_utils.errors import InvalidInput
-from ansible_collections.kubevol.volumes.plugins.module_utils.record import apply_record, apply_records
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import InvalidInput
+from ansible_collections.kubevol.volumes.plugins.module_utils.records.record import apply_record, apply_records
 
 DRIVER = "loop.kubevol.io"
 

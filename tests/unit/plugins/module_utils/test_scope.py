@@ -7,8 +7,8 @@ __metaclass__ = type
 
 import pytest
 
-from ansible_collections.kubevol.volumes.plugins.module_utils.errors import InvalidInput
-from ansible_collections.kubevol.volumes.plugins.module_utils.scope import select_pods
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import InvalidInput
+from ansible_collections.kubevol.volumes.plugins.module_utils.cluster.scope import select_pods
 
 
 def pod(namespace, name, labels=None):

@@ -16,11 +16,11 @@ import os
 import pytest
 import yaml
 
-from ansible_collections.kubevol.volumes.plugins.module_utils.cluster import (
+from ansible_collections.kubevol.volumes.plugins.module_utils.cluster.objects import (
     ClusterIndex, MalformedObject, cluster_from_data, load_cluster_file)
-from ansible_collections.kubevol.volumes.plugins.module_utils.errors import KubevolError
-from ansible_collections.kubevol.volumes.plugins.module_utils.names import unique_volume_name
-from ansible_collections.kubevol.volumes.plugins.module_utils.planner import PlanOptions, plan_cluster
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import KubevolError
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.names import unique_volume_name
+from ansible_collections.kubevol.volumes.plugins.module_utils.plan.planner import PlanOptions, plan_cluster
 from ansible_collections.kubevol.volumes.plugins.module_utils.stores import file_text
 from ansible_collections.kubevol.volumes.plugins.module_utils.stores.base import StoreError
 from ansible_collections.kubevol.volumes.plugins.module_utils.stores.file import FileStore

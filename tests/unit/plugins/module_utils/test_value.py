@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: kubevol contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The node code's value objects (module_utils/value.py): what a frozen dataclass gave them."""
+"""The node code's value objects (module_utils/common/value.py): what a frozen dataclass gave them."""
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
@@ -12,7 +12,7 @@ import sys
 import pytest
 
 from ansible_collections.kubevol.volumes.plugins.module_utils.node.volume import PodMount, VolumeItem
-from ansible_collections.kubevol.volumes.plugins.module_utils.value import REQUIRED, Value
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.value import REQUIRED, Value
 
 
 class Pair(Value):

@@ -11,11 +11,11 @@ from types import SimpleNamespace
 import pytest
 
 from ansible_collections.kubevol.volumes.plugins.module_utils.drivers.base import Attachment
-from ansible_collections.kubevol.volumes.plugins.module_utils.names import volume_attachment_name
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.names import volume_attachment_name
 from ansible_collections.kubevol.volumes.plugins.module_utils.node.operations import attach_volume
 from ansible_collections.kubevol.volumes.plugins.module_utils.node.volume import volume_item
-from ansible_collections.kubevol.volumes.plugins.module_utils.record import apply_record
-from ansible_collections.kubevol.volumes.plugins.module_utils.volume_attachment import attached_volume_attachment
+from ansible_collections.kubevol.volumes.plugins.module_utils.records.record import apply_record
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.volume_attachment import attached_volume_attachment
 
 DRIVER = "loop.kubevol.io"
 

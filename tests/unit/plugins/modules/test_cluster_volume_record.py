@@ -14,7 +14,7 @@ import sys
 import pytest
 import yaml
 
-from ansible_collections.kubevol.volumes.plugins.module_utils.names import unique_volume_name, volume_attachment_name
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.names import unique_volume_name, volume_attachment_name
 
 DRIVER = "loop.kubevol.io"
 UVN = unique_volume_name(DRIVER, "pv-a.img")

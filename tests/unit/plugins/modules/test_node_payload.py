@@ -21,12 +21,9 @@ NODE_MODULES = ["node_volume_info", "k8s_volume_attach", "node_volume_mount", "f
 PREFIX = "ansible_collections/kubevol/volumes/plugins/module_utils/"
 
 # the collection's module_utils a node module may ship
-NODE_CODE = ("node/", "drivers/", "names.py", "errors.py", "value.py", "node_args.py", "setup_args.py",
-             "volume_attachment.py", "__init__.py")
+NODE_CODE = ("node/", "drivers/", "csi/", "common/", "__init__.py")
 # what must never be there (named so that a failure says which rule broke)
-CONTROLLER_CODE = ("planner.py", "desired_state.py", "actual_state.py", "cluster.py", "executor.py", "stores/",
-                   "k8s_auth.py", "record.py", "record_task.py", "plan_task.py", "plan_text.py", "scope.py",
-                   "run_lock.py", "run_lock_task.py", "reconcile_run_task.py", "quantity.py")
+CONTROLLER_CODE = ("plan/", "cluster/", "run/", "records/", "stores/", "audit/")
 
 
 def payloads(python, modules_dir, names):
@@ -61,7 +58,7 @@ def test_each_node_module_ships_node_code_only(python):
     for name, files in found.items():
         shipped = collection_files(files)
         # the finder did find the module's own code: the check below is about something real
-        assert "node/entry.py" in shipped and "node/context.py" in shipped and "errors.py" in shipped, (name, shipped)
+        assert "node/entry.py" in shipped and "node/context.py" in shipped and "common/errors.py" in shipped, (name, shipped)
         assert not_node_code(files) == [], "%s ships controller code to the nodes: %s" % (name, not_node_code(files))
     setup = collection_files(found["node_volume_setup"])
     assert "drivers/loop.py" in setup and "node/setup.py" in setup and "node/operations.py" in setup
@@ -74,13 +71,13 @@ def test_the_check_catches_a_node_module_that_imports_planning_or_store_code(tmp
         source = handle.read()
     anchor = "from ansible_collections.kubevol.volumes.plugins.module_utils.node import entry\n"
     assert anchor in source
-    bad = source.replace(anchor, anchor + "from ansible_collections.kubevol.volumes.plugins.module_utils import "
+    bad = source.replace(anchor, anchor + "from ansible_collections.kubevol.volumes.plugins.module_utils.plan import "
                                           "planner  # noqa\nfrom ansible_collections.kubevol.volumes.plugins."
                                           "module_utils.stores import file  # noqa\n")
     (tmp_path / "fs_expand_bad.py").write_text(bad)
     found = payloads(sys.executable, str(tmp_path), ["fs_expand_bad"])["fs_expand_bad"]
     refused = not_node_code(found)
-    assert "planner.py" in refused and "stores/file.py" in refused, refused
+    assert "plan/planner.py" in refused and "stores/file.py" in refused, refused
 
 
 @pytest.mark.parametrize("module", NODE_MODULES)
@@ -105,7 +102,7 @@ def test_the_direct_runner_and_its_code_cache_are_gone():
     # node_phases refuses the removed option instead of ignoring it: a task that still chooses a runner is told so
     from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
-    from ansible_collections.kubevol.volumes.plugins.module_utils.node_args import node_phases_argspec
+    from ansible_collections.kubevol.volumes.plugins.module_utils.node.node_args import node_phases_argspec
 
     errors = ArgumentSpecValidator(node_phases_argspec()).validate(
         {"phases": ["facts"], "node_name": "node1", "runner": "module"}).error_messages

@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: kubevol contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""reconcile_run on a real cluster state file: the run's steps, each one write (module_utils/reconcile_run_task.py,
+"""reconcile_run on a real cluster state file: the run's steps, each one write (module_utils/run/reconcile_run_task.py,
 what the action plugin calls), and the module file's clean failure on bad input."""
 from __future__ import absolute_import, division, print_function
 
@@ -15,8 +15,10 @@ import sys
 
 import yaml
 
-from ansible_collections.kubevol.volumes.plugins.module_utils import plan_task, reconcile_run_task
-from ansible_collections.kubevol.volumes.plugins.module_utils.planner import utc_now
+from ansible_collections.kubevol.volumes.plugins.module_utils.plan import plan_task
+
+from ansible_collections.kubevol.volumes.plugins.module_utils.run import reconcile_run_task
+from ansible_collections.kubevol.volumes.plugins.module_utils.plan.planner import utc_now
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", ".."))
 EXAMPLE = os.path.join(REPO, "examples", "cluster.yaml")

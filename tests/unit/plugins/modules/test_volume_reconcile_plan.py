@@ -9,8 +9,8 @@ import sys
 import pytest
 
 from ansible_collections.kubevol.volumes.plugins.filter.plan_table import plan_table
-from ansible_collections.kubevol.volumes.plugins.module_utils import plan_task
-from ansible_collections.kubevol.volumes.plugins.module_utils.planner import utc_now
+from ansible_collections.kubevol.volumes.plugins.module_utils.plan import plan_task
+from ansible_collections.kubevol.volumes.plugins.module_utils.plan.planner import utc_now
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", ".."))
 EXAMPLE = os.path.join(REPO, "examples", "cluster.yaml")
@@ -67,7 +67,7 @@ def test_table_lists_blocked():
 
 
 def test_known_drivers_unset_means_the_driver_registry():
-    from ansible_collections.kubevol.volumes.plugins.module_utils.desired_state import DEFAULT_KNOWN_DRIVERS
+    from ansible_collections.kubevol.volumes.plugins.module_utils.plan.desired_state import DEFAULT_KNOWN_DRIVERS
     from ansible_collections.kubevol.volumes.plugins.module_utils.drivers import DRIVERS
     assert "default" not in plan_task.argspec()["known_drivers"]
     assert DEFAULT_KNOWN_DRIVERS == tuple(sorted(DRIVERS))
@@ -100,7 +100,7 @@ def test_blocked_items_carry_their_action_and_steps_outside_the_play_warn():
 
 
 def test_teardown_refused_with_output_table_carries_the_table_not_the_plan():
-    from ansible_collections.kubevol.volumes.plugins.module_utils.planner import TeardownRefused
+    from ansible_collections.kubevol.volumes.plugins.module_utils.plan.planner import TeardownRefused
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
     from simulate import bound, cluster, facts, node, uvn
     names = ["pv-" + c for c in "abcd"]

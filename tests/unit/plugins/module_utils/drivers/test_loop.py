@@ -4,7 +4,7 @@ import os
 
 import pytest
 
-from ansible_collections.kubevol.volumes.plugins.module_utils.errors import InvalidInput, UnknownDriver, UnsafeName
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import InvalidInput, UnknownDriver, UnsafeName
 from ansible_collections.kubevol.volumes.plugins.module_utils.drivers import get_driver
 from ansible_collections.kubevol.volumes.plugins.module_utils.drivers.loop import LoopDriver, parse_losetup
 from ansible_collections.kubevol.volumes.plugins.module_utils.node.runner import Runner
@@ -66,7 +66,7 @@ def test_loop_pool_must_be_one_of_the_nodes_pools(tmp_path):
 # -- inline ephemeral volumes ------------------------------------------------------------------------
 
 def _ephemeral_item(pool, uid="u1", name="scratch"):
-    from ansible_collections.kubevol.volumes.plugins.module_utils.names import ephemeral_volume_handle
+    from ansible_collections.kubevol.volumes.plugins.module_utils.common.names import ephemeral_volume_handle
     return volume_item({"pv_name": name, "driver": "loop.kubevol.io",
                         "volume_handle": ephemeral_volume_handle(uid, name), "volume_attributes": {"pool": str(pool)}, "ephemeral": True,
                         "pods": [{"uid": uid, "name": "ns/p"}]})
@@ -250,7 +250,7 @@ def test_a_record_naming_a_device_that_is_not_a_loop_device_detaches_nothing(tmp
 def test_a_symlink_where_the_holder_lock_belongs_is_refused_and_leaks_nothing(tmp_path):
     """The holder lock is opened with O_NOFOLLOW under the pool: a symlink planted there (to a file outside the
     pool) is refused naming the volume, the file it points to is untouched, and no descriptor stays open."""
-    from ansible_collections.kubevol.volumes.plugins.module_utils.errors import UnsafePath
+    from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import UnsafePath
     pool = tmp_path / "pool"
     pool.mkdir()
     outside = tmp_path / "outside"

@@ -9,7 +9,7 @@ import pytest
 
 from ansible_collections.kubevol.volumes.plugins.module_utils.drivers import loop
 from ansible_collections.kubevol.volumes.plugins.module_utils.drivers.loop import LoopDriver
-from ansible_collections.kubevol.volumes.plugins.module_utils.errors import InvalidInput
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import InvalidInput
 from ansible_collections.kubevol.volumes.plugins.module_utils.node.runner import Runner
 from ansible_collections.kubevol.volumes.plugins.module_utils.node.volume import volume_item
 

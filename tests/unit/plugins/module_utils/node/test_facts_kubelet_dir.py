@@ -4,7 +4,7 @@ import os
 
 import pytest
 
-from ansible_collections.kubevol.volumes.plugins.module_utils.errors import KubevolError
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import KubevolError
 from ansible_collections.kubevol.volumes.plugins.module_utils.node import facts
 from ansible_collections.kubevol.volumes.plugins.module_utils.node.context import NodeContext
 

@@ -3,7 +3,7 @@ import json
 
 import pytest
 
-from ansible_collections.kubevol.volumes.plugins.module_utils.errors import (
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import (
     LockTimeout, ParseError, UnsafeName, UnsafeToFormat)
 from ansible_collections.kubevol.volumes.plugins.module_utils.node import blockdev, mount
 from ansible_collections.kubevol.volumes.plugins.module_utils.node.filesystems import FILESYSTEMS, get_filesystem

@@ -4,7 +4,7 @@ import stat
 
 import pytest
 
-from ansible_collections.kubevol.volumes.plugins.module_utils.errors import CommandFailed
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import CommandFailed
 from ansible_collections.kubevol.volumes.plugins.module_utils.node.runner import (
     CANNOT_RUN_RC, NOT_FOUND_RC, Runner, process_runner)
 

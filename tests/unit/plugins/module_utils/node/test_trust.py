@@ -4,8 +4,8 @@ import os
 
 import pytest
 
-from ansible_collections.kubevol.volumes.plugins.module_utils import names
-from ansible_collections.kubevol.volumes.plugins.module_utils.errors import InvalidInput, UnsafeName
+from ansible_collections.kubevol.volumes.plugins.module_utils.common import names
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import InvalidInput, UnsafeName
 from ansible_collections.kubevol.volumes.plugins.module_utils.node import facts, layout, mount, stale
 from ansible_collections.kubevol.volumes.plugins.module_utils.node.context import NodeContext
 from ansible_collections.kubevol.volumes.plugins.module_utils.node.module import run_volumes

@@ -16,14 +16,14 @@ pytest.importorskip("kubernetes")
 
 from fakeapi import FakeApiServer, make_certs, write_kubeconfig  # noqa: E402  (tests/ is on sys.path)
 
-from ansible_collections.kubevol.volumes.plugins.module_utils import k8s_auth  # noqa: E402
-from ansible_collections.kubevol.volumes.plugins.module_utils.errors import InvalidInput  # noqa: E402
-from ansible_collections.kubevol.volumes.plugins.module_utils.names import (  # noqa: E402
+from ansible_collections.kubevol.volumes.plugins.module_utils.stores import k8s_auth  # noqa: E402
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import InvalidInput  # noqa: E402
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.names import (  # noqa: E402
     DETACH_REQUESTED_AT_ANNOTATION,
     unique_volume_name,
     volume_attachment_name,
 )
-from ansible_collections.kubevol.volumes.plugins.module_utils.record import ObjectNotFound, RecordApplier  # noqa: E402
+from ansible_collections.kubevol.volumes.plugins.module_utils.records.record import ObjectNotFound, RecordApplier  # noqa: E402
 from ansible_collections.kubevol.volumes.plugins.module_utils.stores import get_store, store_options  # noqa: E402
 from ansible_collections.kubevol.volumes.plugins.module_utils.stores import CLUSTER_STORE_ARGSPEC  # noqa: E402
 from ansible_collections.kubevol.volumes.plugins.module_utils.stores.base import MissingLibrary, StoreError  # noqa: E402
@@ -572,7 +572,7 @@ def test_node_side_modules_do_not_import_kubernetes():
 
 # -- the run lock: a coordination.k8s.io/v1 Lease -------------------------------------------------------
 def test_run_lock_is_a_lease_taken_renewed_and_released(store, api):
-    from ansible_collections.kubevol.volumes.plugins.module_utils import run_lock
+    from ansible_collections.kubevol.volumes.plugins.module_utils.run import run_lock
     first, second = store(), store()
     alive = {"host": "controller-a", "pid": None, "pid_start": None}
     taken = first.acquire_run_lock("run-a", 60, 0, who=alive)
@@ -594,7 +594,7 @@ def test_run_lock_is_a_lease_taken_renewed_and_released(store, api):
 
 def test_an_expired_lease_is_taken_over(store, api):
     import datetime
-    from ansible_collections.kubevol.volumes.plugins.module_utils import run_lock
+    from ansible_collections.kubevol.volumes.plugins.module_utils.run import run_lock
     who = {"host": "elsewhere", "pid": None, "pid_start": None}
 
     def long_ago():

@@ -24,11 +24,11 @@ from fakeapi import FakeApiServer, write_kubeconfig  # noqa: E402  (tests/ is on
 from fakeapi.journal import nodes_per_volume, reporting_nodes  # noqa: E402
 from simulate import bound, cluster, csidriver, facts, node, pod, uvn, va  # noqa: E402
 
-from ansible_collections.kubevol.volumes.plugins.module_utils import executor  # noqa: E402
-from ansible_collections.kubevol.volumes.plugins.module_utils.cluster import ClusterIndex, cluster_from_data  # noqa
-from ansible_collections.kubevol.volumes.plugins.module_utils.names import volume_attachment_name  # noqa: E402
-from ansible_collections.kubevol.volumes.plugins.module_utils.planner import plan_cluster  # noqa: E402
-from ansible_collections.kubevol.volumes.plugins.module_utils.record import RecordApplier  # noqa: E402
+from ansible_collections.kubevol.volumes.plugins.module_utils.run import executor  # noqa: E402
+from ansible_collections.kubevol.volumes.plugins.module_utils.cluster.objects import ClusterIndex, cluster_from_data  # noqa
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.names import volume_attachment_name  # noqa: E402
+from ansible_collections.kubevol.volumes.plugins.module_utils.plan.planner import plan_cluster  # noqa: E402
+from ansible_collections.kubevol.volumes.plugins.module_utils.records.record import RecordApplier  # noqa: E402
 from ansible_collections.kubevol.volumes.plugins.module_utils.stores import get_store  # noqa: E402
 from ansible_collections.kubevol.volumes.plugins.module_utils.stores.kubernetes import (  # noqa: E402
     KubernetesStore, write_stages)

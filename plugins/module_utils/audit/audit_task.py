@@ -18,12 +18,14 @@ __metaclass__ = type
 
 import copy
 
-from ansible_collections.kubevol.volumes.plugins.module_utils import audit, run_lock
-from ansible_collections.kubevol.volumes.plugins.module_utils.cluster import ClusterIndex, cluster_from_data
-from ansible_collections.kubevol.volumes.plugins.module_utils.desired_state import DEFAULT_KNOWN_DRIVERS
-from ansible_collections.kubevol.volumes.plugins.module_utils.node_args import DEFAULT_LOOP_POOLS
-from ansible_collections.kubevol.volumes.plugins.module_utils.planner import PlanOptions, plan_cluster, utc_now
-from ansible_collections.kubevol.volumes.plugins.module_utils.run_lock_task import LOCK_OPTIONS
+from ansible_collections.kubevol.volumes.plugins.module_utils.audit import audit
+
+from ansible_collections.kubevol.volumes.plugins.module_utils.run import run_lock
+from ansible_collections.kubevol.volumes.plugins.module_utils.cluster.objects import ClusterIndex, cluster_from_data
+from ansible_collections.kubevol.volumes.plugins.module_utils.plan.desired_state import DEFAULT_KNOWN_DRIVERS
+from ansible_collections.kubevol.volumes.plugins.module_utils.node.node_args import DEFAULT_LOOP_POOLS
+from ansible_collections.kubevol.volumes.plugins.module_utils.plan.planner import PlanOptions, plan_cluster, utc_now
+from ansible_collections.kubevol.volumes.plugins.module_utils.run.run_lock_task import LOCK_OPTIONS
 from ansible_collections.kubevol.volumes.plugins.module_utils.stores import (
     CLUSTER_STORE_ARGSPEC, CLUSTER_STORE_REQUIRED_IF, get_store, store_options)
 from ansible_collections.kubevol.volumes.plugins.module_utils.stores.base import DELETE

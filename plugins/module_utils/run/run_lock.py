@@ -24,7 +24,7 @@ import os
 import socket
 import uuid
 
-from ansible_collections.kubevol.volumes.plugins.module_utils.errors import KubevolError
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import KubevolError
 
 DEFAULT_DURATION = 600      # seconds a lock lives without a renewal
 DEFAULT_TIMEOUT = 60        # seconds a second run waits for the lock before it fails

@@ -35,7 +35,7 @@ import os
 import re
 import traceback
 
-from ansible_collections.kubevol.volumes.plugins.module_utils.errors import InvalidInput, KubevolError
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import InvalidInput, KubevolError
 
 HAS_KUBERNETES = None  # not known until require_client() first runs
 KUBERNETES_IMPORT_ERROR = None

@@ -23,8 +23,8 @@ __metaclass__ = type
 
 import datetime
 
-from ansible_collections.kubevol.volumes.plugins.module_utils.errors import UnsafeName
-from ansible_collections.kubevol.volumes.plugins.module_utils.names import (
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import UnsafeName
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.names import (
     OUT_OF_SERVICE_TAINT, check_component, handle_hash, split_unique_volume_name, volume_attachment_name)
 
 

@@ -34,8 +34,8 @@ __metaclass__ = type
 import copy
 import datetime
 
-from ansible_collections.kubevol.volumes.plugins.module_utils.errors import InvalidInput
-from ansible_collections.kubevol.volumes.plugins.module_utils.quantity import compare, format_bytes
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import InvalidInput
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.quantity import compare, format_bytes
 
 # Condition types MergeResizeConditionOnPVC treats as resize conditions (resize_util.go knownResizeConditions).
 RESIZE_CONDITION_TYPES = frozenset(["Resizing", "FileSystemResizePending", "ControllerResizeError", "NodeResizeError"])

@@ -22,7 +22,7 @@ import re
 from decimal import Decimal
 from functools import lru_cache
 
-from ansible_collections.kubevol.volumes.plugins.module_utils.errors import QuantityError
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import QuantityError
 
 BINARY_SI = "BinarySI"
 DECIMAL_SI = "DecimalSI"

@@ -27,8 +27,8 @@ __metaclass__ = type
 
 import os
 
-from ansible_collections.kubevol.volumes.plugins.module_utils import names
-from ansible_collections.kubevol.volumes.plugins.module_utils.node_args import DEFAULT_LOOP_POOLS
+from ansible_collections.kubevol.volumes.plugins.module_utils.common import names
+from ansible_collections.kubevol.volumes.plugins.module_utils.node.node_args import DEFAULT_LOOP_POOLS
 
 LOOP_DRIVER = "loop.kubevol.io"
 KINDS = {

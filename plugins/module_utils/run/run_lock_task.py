@@ -16,8 +16,8 @@ import threading
 
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
-from ansible_collections.kubevol.volumes.plugins.module_utils import run_lock
-from ansible_collections.kubevol.volumes.plugins.module_utils.errors import InvalidInput
+from ansible_collections.kubevol.volumes.plugins.module_utils.run import run_lock
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import InvalidInput
 from ansible_collections.kubevol.volumes.plugins.module_utils.stores import (
     CLUSTER_STORE_ARGSPEC,
     CLUSTER_STORE_REQUIRED_IF,

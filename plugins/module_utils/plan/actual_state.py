@@ -24,9 +24,9 @@ __metaclass__ = type
 
 from collections import namedtuple
 
-from ansible_collections.kubevol.volumes.plugins.module_utils.cluster import annotation
-from ansible_collections.kubevol.volumes.plugins.module_utils.errors import InvalidInput
-from ansible_collections.kubevol.volumes.plugins.module_utils.names import (
+from ansible_collections.kubevol.volumes.plugins.module_utils.cluster.objects import annotation
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import InvalidInput
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.names import (
     DETACH_REQUESTED_AT_ANNOTATION, split_unique_volume_name, unique_volume_name)
 
 ATTACHED = "attached"

@@ -11,15 +11,15 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.kubevol.volumes.plugins.module_utils.cluster import (
+from ansible_collections.kubevol.volumes.plugins.module_utils.cluster.objects import (
     ClusterIndex, cluster_from_data, gc_paused, load_cluster_file)
-from ansible_collections.kubevol.volumes.plugins.module_utils.desired_state import DEFAULT_KNOWN_DRIVERS
-from ansible_collections.kubevol.volumes.plugins.module_utils.executor import facts_errors
-from ansible_collections.kubevol.volumes.plugins.module_utils.names import DEFAULT_LOOP_POOLS
-from ansible_collections.kubevol.volumes.plugins.module_utils.plan_text import OUTPUTS, blocked_once, nodes_outside, shape
-from ansible_collections.kubevol.volumes.plugins.module_utils.planner import (
+from ansible_collections.kubevol.volumes.plugins.module_utils.plan.desired_state import DEFAULT_KNOWN_DRIVERS
+from ansible_collections.kubevol.volumes.plugins.module_utils.run.executor import facts_errors
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.names import DEFAULT_LOOP_POOLS
+from ansible_collections.kubevol.volumes.plugins.module_utils.plan.plan_text import OUTPUTS, blocked_once, nodes_outside, shape
+from ansible_collections.kubevol.volumes.plugins.module_utils.plan.planner import (
     DEFAULT_MAX_TEARDOWN_COUNT, DEFAULT_MAX_TEARDOWN_FRACTION, PlanOptions, TeardownRefused, plan_cluster)
-from ansible_collections.kubevol.volumes.plugins.module_utils.scope import select_pods
+from ansible_collections.kubevol.volumes.plugins.module_utils.cluster.scope import select_pods
 from ansible_collections.kubevol.volumes.plugins.module_utils.stores import CLUSTER_STORE_ARGSPEC, get_store, store_options
 
 # The cluster: data (cluster), else the store's (a file, cluster_state, or the Kubernetes API). Given data wins over

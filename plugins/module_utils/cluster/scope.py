@@ -13,7 +13,7 @@ __metaclass__ = type
 
 import traceback
 
-from ansible_collections.kubevol.volumes.plugins.module_utils.errors import InvalidInput
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import InvalidInput
 from ansible_collections.kubevol.volumes.plugins.module_utils.stores.base import MissingLibrary
 
 JMESPATH_IMPORT_ERROR = None

@@ -27,17 +27,17 @@ __metaclass__ = type
 
 from collections import namedtuple
 
-from ansible_collections.kubevol.volumes.plugins.module_utils.cluster import node_is_managed, annotation
+from ansible_collections.kubevol.volumes.plugins.module_utils.cluster.objects import node_is_managed, annotation
 from ansible_collections.kubevol.volumes.plugins.module_utils.drivers import DRIVERS
 from ansible_collections.kubevol.volumes.plugins.module_utils.drivers.base import EPHEMERAL as EPHEMERAL_CAPABILITY
-from ansible_collections.kubevol.volumes.plugins.module_utils.errors import KubevolError
-from ansible_collections.kubevol.volumes.plugins.module_utils.names import (
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import KubevolError
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.names import (
     DEFAULT_LOOP_POOLS, FS_GROUP_CHANGE_POLICIES, MAX_GROUP_ID, ephemeral_volume_handle, inline_volume_name,
     is_group_id, unique_volume_name)
-from ansible_collections.kubevol.volumes.plugins.module_utils.plan_validation import (
+from ansible_collections.kubevol.volumes.plugins.module_utils.plan.validation import (
     inline_refusals, label, normalized_pools, pod_refusals, pv_refusals, pvc_refusals, refused_text)
 from ansible_collections.kubevol.volumes.plugins.module_utils.node.filesystems import FILESYSTEMS
-from ansible_collections.kubevol.volumes.plugins.module_utils.quantity import to_bytes
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.quantity import to_bytes
 
 DEFAULT_KNOWN_DRIVERS = tuple(sorted(DRIVERS))  # every driver kubevol has a backend for (the driver registry)
 DEFAULT_FS_TYPE = "ext4"

@@ -11,8 +11,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.kubevol.volumes.plugins.module_utils import run_lock
-from ansible_collections.kubevol.volumes.plugins.module_utils.cluster import gc_paused
+from ansible_collections.kubevol.volumes.plugins.module_utils.run import run_lock
+from ansible_collections.kubevol.volumes.plugins.module_utils.cluster.objects import gc_paused
 from ansible_collections.kubevol.volumes.plugins.module_utils.stores import (
     CLUSTER_STORE_ARGSPEC,
     CLUSTER_STORE_REQUIRED_IF,

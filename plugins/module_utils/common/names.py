@@ -17,7 +17,7 @@ __metaclass__ = type
 import hashlib
 import os
 
-from ansible_collections.kubevol.volumes.plugins.module_utils.errors import InvalidInput, UnsafeName
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import InvalidInput, UnsafeName
 
 CSI_PLUGIN_NAME = "kubernetes.io/csi"
 CSI_PLUGIN_DIR = "kubernetes.io~csi"  # utilstrings.EscapeQualifiedName(CSI_PLUGIN_NAME)

@@ -25,8 +25,8 @@ __metaclass__ = type
 import posixpath
 import re
 
-from ansible_collections.kubevol.volumes.plugins.module_utils import names
-from ansible_collections.kubevol.volumes.plugins.module_utils.errors import InvalidInput, KubevolError
+from ansible_collections.kubevol.volumes.plugins.module_utils.common import names
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import InvalidInput, KubevolError
 
 # Most names are plain DNS labels or UUIDs: one C-level match, and the full check only for the rest. A plain name
 # passes names.check_component and names.check_driver_name both (never '.' or '..': it starts with a letter or digit).

@@ -21,7 +21,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.kubevol.volumes.plugins.module_utils.names import unique_volume_name
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.names import unique_volume_name
 
 # (phase, the plan step kinds it runs), in order; the role runs each with one node module
 # (volume_detach, k8s_volume_attach, node_volume_mount, fs_expand stage=controller, stage=node).

@@ -14,8 +14,12 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.kubevol.volumes.plugins.module_utils import executor, plan_text, record_task
-from ansible_collections.kubevol.volumes.plugins.module_utils.errors import KubevolError
+from ansible_collections.kubevol.volumes.plugins.module_utils.run import executor
+
+from ansible_collections.kubevol.volumes.plugins.module_utils.plan import plan_text
+
+from ansible_collections.kubevol.volumes.plugins.module_utils.records import record_task
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import KubevolError
 from ansible_collections.kubevol.volumes.plugins.module_utils.stores import CLUSTER_STORE_REQUIRED_IF
 
 REQUIRED_IF = CLUSTER_STORE_REQUIRED_IF + [("after", task, ["state", "results"]) for task in executor.NODE_TASKS]

@@ -22,10 +22,10 @@ import gc
 from collections import namedtuple
 from contextlib import contextmanager
 
-from ansible_collections.kubevol.volumes.plugins.module_utils.errors import (
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import (
     InvalidInput, MalformedObject, QuantityError)
-from ansible_collections.kubevol.volumes.plugins.module_utils.names import MANAGED_ATTACH_DETACH_ANNOTATION
-from ansible_collections.kubevol.volumes.plugins.module_utils.quantity import to_bytes
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.names import MANAGED_ATTACH_DETACH_ANNOTATION
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.quantity import to_bytes
 
 Taint = namedtuple("Taint", "key value effect")
 AttachedVolumeStatus = namedtuple("AttachedVolumeStatus", "name device_path")
@@ -436,7 +436,7 @@ class ClusterIndex:
                  "va_by_pair")
 
     def __init__(self, cluster):
-        from ansible_collections.kubevol.volumes.plugins.module_utils.names import unique_volume_name
+        from ansible_collections.kubevol.volumes.plugins.module_utils.common.names import unique_volume_name
         self.cluster = cluster
         self.pv_by_name = dict((pv.name, pv) for pv in cluster.persistent_volumes)
         self.pvc_by_key = dict((c.namespace + "/" + c.name, c) for c in cluster.claims)

@@ -26,19 +26,19 @@ __metaclass__ = type
 
 import copy
 
-from ansible_collections.kubevol.volumes.plugins.module_utils.errors import (
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import (
     InvalidInput,
     KubevolError,
     MalformedObject,
 )
-from ansible_collections.kubevol.volumes.plugins.module_utils.names import (
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.names import (
     DETACH_REQUESTED_AT_ANNOTATION,
     unique_volume_name,
     volume_attachment_name,
 )
-from ansible_collections.kubevol.volumes.plugins.module_utils.record_claim import ClaimRecords
-from ansible_collections.kubevol.volumes.plugins.module_utils.record_shape import detached_by_name, validate_record
-from ansible_collections.kubevol.volumes.plugins.module_utils.volume_attachment import attached_volume_attachment
+from ansible_collections.kubevol.volumes.plugins.module_utils.records.claim import ClaimRecords
+from ansible_collections.kubevol.volumes.plugins.module_utils.records.shape import detached_by_name, validate_record
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.volume_attachment import attached_volume_attachment
 
 
 class ObjectNotFound(KubevolError):

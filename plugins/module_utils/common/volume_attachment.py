@@ -16,7 +16,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.kubevol.volumes.plugins.module_utils.names import volume_attachment_name
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.names import volume_attachment_name
 
 API_VERSION = "storage.k8s.io/v1"
 KIND = "VolumeAttachment"

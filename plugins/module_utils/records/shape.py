@@ -8,9 +8,9 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.kubevol.volumes.plugins.module_utils.errors import InvalidInput
-from ansible_collections.kubevol.volumes.plugins.module_utils.names import volume_attachment_name
-from ansible_collections.kubevol.volumes.plugins.module_utils.quantity import parse_quantity
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import InvalidInput
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.names import volume_attachment_name
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.quantity import parse_quantity
 
 _VOLUME_KEYS = ("node", "pv_name", "driver", "volume_handle")
 REQUIRED_KEYS = {

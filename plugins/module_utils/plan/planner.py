@@ -20,18 +20,18 @@ import datetime
 import re
 from collections import namedtuple
 
-from ansible_collections.kubevol.volumes.plugins.module_utils.actual_state import (
+from ansible_collections.kubevol.volumes.plugins.module_utils.plan.actual_state import (
     ATTACHED, UNCERTAIN, build_actual_state, summarize_actual)
-from ansible_collections.kubevol.volumes.plugins.module_utils.cluster import gc_paused
-from ansible_collections.kubevol.volumes.plugins.module_utils.desired_state import (
+from ansible_collections.kubevol.volumes.plugins.module_utils.cluster.objects import gc_paused
+from ansible_collections.kubevol.volumes.plugins.module_utils.plan.desired_state import (
     DEFAULT_KNOWN_DRIVERS, PodToMount, build_desired_state, summarize_desired, volume_spec)
-from ansible_collections.kubevol.volumes.plugins.module_utils.errors import InvalidInput, KubevolError
-from ansible_collections.kubevol.volumes.plugins.module_utils.plan_detach import (
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import InvalidInput, KubevolError
+from ansible_collections.kubevol.volumes.plugins.module_utils.plan.detach import (
     detach_clock, ghost_reason, gone_note, gone_volume_name, safe_name, still_mounted_reason, unreachable_reason)
-from ansible_collections.kubevol.volumes.plugins.module_utils.quantity import format_bytes
-from ansible_collections.kubevol.volumes.plugins.module_utils.names import (
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.quantity import format_bytes
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.names import (
     DEFAULT_LOOP_POOLS, OUT_OF_SERVICE_TAINT, inline_volume_name, split_unique_volume_name)
-from ansible_collections.kubevol.volumes.plugins.module_utils.plan_validation import (
+from ansible_collections.kubevol.volumes.plugins.module_utils.plan.validation import (
     check_loop_pools, refuse_unsafe_steps)
 
 PHASES = (("unmount", "pod"), ("unmount", "device"), ("cleanup", "directory"), ("detach", "device"),

@@ -12,8 +12,7 @@ __metaclass__ = type
 
 import copy
 
-from ansible_collections.kubevol.volumes.plugins.module_utils import names
-
+from ansible_collections.kubevol.volumes.plugins.module_utils.common import names
 POD_SPEC = dict(
     uid=dict(type="str", required=True),
     name=dict(type="str", default=""),

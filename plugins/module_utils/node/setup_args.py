@@ -13,7 +13,7 @@ __metaclass__ = type
 
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
-from ansible_collections.kubevol.volumes.plugins.module_utils.node_args import setup_phase_specs
+from ansible_collections.kubevol.volumes.plugins.module_utils.node.node_args import setup_phase_specs
 
 
 def check_setup_phases(params):
