@@ -53,6 +53,8 @@ _value:
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.kubevol.volumes.plugins.module_utils.plan import plan_text
+
+
 def plan_table(result, max_rows=None, more_hint="raise max_rows"):
     """The plan result as text: steps, blocked items (each once, with its action), summary line."""
     if not isinstance(result, dict) or "plan" not in result:

@@ -12,6 +12,8 @@ __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
 from ansible_collections.kubevol.volumes.plugins.module_utils.run import executor
+
+
 def _node_of(hostvars, host):
     return hostvars[host].get("kubevol_node_name") or host
 

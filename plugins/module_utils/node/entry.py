@@ -18,6 +18,8 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.kubevol.volumes.plugins.module_utils.node import node_args
+
+
 def _volume_info(module):
     from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import KubevolError
     from ansible_collections.kubevol.volumes.plugins.module_utils.node.context import NodeContext

@@ -15,6 +15,8 @@ import os
 from test_trust import EBS, GONE, WRITER, make_foreign
 
 from ansible_collections.kubevol.volumes.plugins.module_utils.common import names
+
+
 def test_a_foreign_drivers_volume_fails_and_is_left_alone(node):
     fgpath, fppath = make_foreign(node)
     data = os.path.join(fppath, "data")

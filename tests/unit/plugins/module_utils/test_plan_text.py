@@ -8,6 +8,8 @@ from ansible.errors import AnsibleFilterError
 
 from ansible_collections.kubevol.volumes.plugins.filter.plan_table import plan_table, run_summary as run_summary_filter
 from ansible_collections.kubevol.volumes.plugins.module_utils.plan import plan_text
+
+
 def step(action, target, node, volume, pod=None, **extra):
     return dict({"action": action, "target": target, "node": node, "volume": volume, "pod": pod,
                  "unique_volume_name": "kubernetes.io/csi/loop.kubevol.io^%s.img" % volume, "reason": "why"}, **extra)
