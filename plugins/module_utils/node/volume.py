@@ -180,9 +180,17 @@ def volume_item(raw):
         capacity_bytes=capacity, mode=mode, fs_type=raw.get("fs_type") or "ext4",
         mount_options=options, read_only=bool(raw.get("read_only")), pods=tuple(pods),
         multi_attach=bool(raw.get("multi_attach")), detach=detach,
-        unmount_device=detach if raw.get("unmount_device") is None else bool(raw.get("unmount_device")) or detach,
+        unmount_device=_unmount_device(raw, plugin, detach),
         ephemeral=_ephemeral(raw, pods, mode), plugin=plugin, path=path, host_path_type=host_path_type,
     )
+
+
+def _unmount_device(raw, plugin, detach):
+    """A CSI volume being detached loses its device mount too; a local or hostPath item has no detach, so its own
+    ``unmount_device`` alone says whether the global mount goes (default: ``detach``, true)."""
+    if raw.get("unmount_device") is None:
+        return detach
+    return bool(raw.get("unmount_device")) or (detach and plugin == CSI)
 
 
 def _ephemeral(raw, pods, mode):
