@@ -231,7 +231,8 @@ def node_facts(ctx, fs_sizes=True):
         "error": None,
         "kubelet_dir": ctx.kubelet_dir,
         "devices": devs,
-        "global_mounts": global_mounts(ctx, mounts, devs, fs_sizes) + plugin_facts.global_mounts(ctx, mounts, fs_sizes),
+        "global_mounts": sorted(global_mounts(ctx, mounts, devs, fs_sizes)
+                                + plugin_facts.global_mounts(ctx, mounts, fs_sizes), key=lambda m: m["path"]),
         "pod_mounts": pods,
         "ephemeral_volumes": ephemeral.ephemeral_facts(ctx, mounts, pods),
     }

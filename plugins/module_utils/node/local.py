@@ -99,8 +99,8 @@ def _publish(ctx, runner, item, source, mounts, res):
         current = mounts.at(target)
         if current:
             if not _same_root(target, source):
-                raise KubevolError("pod mount %s of local volume %s on node %s is mounted from %s, not from %s; unmount "
-                                   "it first" % (target, item.pv_name, ctx.node_name, current.source, source),
+                raise KubevolError("pod mount %s of local volume %s on node %s is mounted from %s, not from %s; "
+                                   "unmount it first" % (target, item.pv_name, ctx.node_name, current.source, source),
                                    node=ctx.node_name, volume=item.pv_name, step="publish")
             if read_only != current.mount_read_only:
                 fix = mount.remount_read_only if read_only else mount.remount_bind_read_write

@@ -32,8 +32,8 @@ ONLINE_GROW_HINT = ("online resize of a mounted ext filesystem needs CAP_SYS_RES
 
 
 class LocalFilesystemMismatch(FilesystemMismatch):
-    message = ("mount of local volume {volume} on node {node} refused: failed to mount the volume as \"{expected}\", it "
-               "already contains {found} ({device}). Nothing was mounted or formatted; the data is kept. If {found} "
+    message = ("mount of local volume {volume} on node {node} refused: failed to mount the volume as \"{expected}\", "
+               "it already contains {found} ({device}). Nothing was mounted or formatted; the data is kept. If {found} "
                "is right, set the PV's spec.local.fsType to {found}; otherwise give the PV a blank device")
 
 
@@ -109,7 +109,8 @@ def _fsck(ctx, runner, item, device, res):
     if rc == FSCK_UNCORRECTED:
         raise CommandFailed(step="fsck (HasFilesystemErrors)", node=ctx.node_name, volume=item.pv_name,
                             cmd=" ".join(argv), rc=rc, stderr=(err or out).strip(),
-                            hint="the filesystem has errors fsck -a cannot fix; repair it by hand (fsck -y %s)" % device)
+                            hint="the filesystem has errors fsck -a cannot fix; repair it by hand (fsck -y %s)"
+                                 % device)
     if rc > FSCK_UNCORRECTED:
         ctx.warn("fsck -a %s exited %s (%s); continuing as Kubernetes does" % (device, rc, (err or out).strip()))
 
@@ -168,7 +169,8 @@ def expand(ctx, runner, item, device, res):
     argv = fs.grow_argv(device, mountpoint)
     rc, out, err = runner(argv)
     if rc != 0:
-        hint = ONLINE_GROW_HINT if fs.EXT and mountpoint else "the filesystem was not changed; check the tool's message"
+        hint = (ONLINE_GROW_HINT if fs.EXT and mountpoint
+                else "the filesystem was not changed; check the tool's message")
         raise runner.fail("grow filesystem %s" % ("online" if mountpoint else "offline"), argv, rc, err or out, hint)
     res["fs_size_bytes"]["new"] = fs.fs_size(runner, device, mountpoint)
     return res

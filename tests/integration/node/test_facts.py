@@ -13,11 +13,12 @@ POD2 = "77777777-7777-4777-8777-777777777772"
 FACT_KEYS = {"node_name", "reachable", "error", "kubelet_dir", "devices", "global_mounts", "pod_mounts",
              "ephemeral_volumes"}
 DEVICE_KEYS = {"unique_volume_name", "driver", "volume_handle", "device", "size_bytes", "read_only"}
-GLOBAL_KEYS = {"unique_volume_name", "driver", "volume_handle", "pv_name", "path", "mounted", "device", "fs_type",
-               "fs_size_bytes", "read_only", "foreign", "uncertain", "unsafe"}
-POD_KEYS = {"pod_uid", "pv_name", "mode", "path", "mounted", "read_only", "device", "unique_volume_name", "driver",
-            "foreign", "uncertain", "unsafe", "root_gid", "root_mode", "size_bytes", "ephemeral"}
-HEALTHY = {"plugin": names.CSI_PLUGIN_NAME, "driver": DRIVER, "foreign": False, "uncertain": None, "unsafe": False, "ephemeral": False}
+GLOBAL_KEYS = {"plugin", "unique_volume_name", "driver", "volume_handle", "pv_name", "path", "mounted", "device",
+               "fs_type", "fs_size_bytes", "read_only", "foreign", "uncertain", "unsafe"}
+POD_KEYS = {"plugin", "pod_uid", "pv_name", "mode", "path", "mounted", "read_only", "device", "unique_volume_name",
+            "driver", "foreign", "uncertain", "unsafe", "root_gid", "root_mode", "size_bytes", "ephemeral"}
+HEALTHY = {"plugin": names.CSI_PLUGIN_NAME, "driver": DRIVER, "foreign": False, "uncertain": None, "unsafe": False,
+           "ephemeral": False}
 
 
 def check_schema(facts):
