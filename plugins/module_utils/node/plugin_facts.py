@@ -66,7 +66,8 @@ def pod_mounts(ctx, mounts):
     found = []
     for sub, mode in (("volumes", "Filesystem"), ("volumeDevices", "Block")):
         for path in glob.glob(os.path.join(pods, "*", sub, local.DIR, "*")):
-            unsafe = _unsafe(ctx, os.path.dirname(path))
+            # a Filesystem mount point is a directory itself; a Block one is a file in one
+            unsafe = _unsafe(ctx, path if mode == "Filesystem" else os.path.dirname(path))
             current = mounts.at(path)
             entry = _entry(LOCAL, path, mode, current, unsafe)
             if mode == "Block" and current is not None:
