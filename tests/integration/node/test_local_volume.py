@@ -170,3 +170,33 @@ def test_refused_paths_create_nothing(node, disks, case):
     if case in ("file", "missing"):
         assert "only directory and block device are supported" in res["msg"]
     assert tree(node) == before and node.mounts_under() == []
+
+
+def test_check_mode_formats_nothing_and_readers_get_ro(node, disk):
+    opts = {LOCAL: {"paths": [disk]}}
+    vol = item("pv-ro", disk, pods=[{"uid": POD1}, {"uid": POD2, "read_only": True}])
+    check = run(node, "mount", [vol], opts, check_mode=True)
+    assert check["ok"] and check["changed"] and node.mounts_under() == [], check
+    assert any(a.startswith("format") for a in check["volumes"][0]["actions"]), check
+    blkid = subprocess.run(["blkid", "-p", disk], stdout=subprocess.PIPE, universal_newlines=True)
+    assert blkid.returncode == 2 and not os.path.exists(node.kubelet_dir)  # still blank, nothing created
+    res = run(node, "mount", [vol], opts)
+    assert res["ok"] and len(node.mounts_under()) == 3, res
+    ro = node.run("touch", os.path.join(pod_dir(node, POD2, "pv-ro"), "x"), check=False)
+    assert ro.returncode != 0 and "Read-only" in ro.stderr
+    node.run("touch", os.path.join(pod_dir(node, POD1, "pv-ro"), "x"))
+
+
+def test_planted_symlink_in_the_kubelet_dir_is_refused(node, disks):
+    path = os.path.join(disks, "vol")
+    os.makedirs(path)
+    outside = os.path.join(node.tmp, "outside")
+    os.makedirs(outside)
+    plugin_dir = os.path.dirname(pod_dir(node, POD1, "pv-sym"))
+    os.makedirs(plugin_dir)
+    os.symlink(outside, pod_dir(node, POD1, "pv-sym"))
+    res = run(node, "mount", [item("pv-sym", path, pods=[{"uid": POD1}])], {LOCAL: {"paths": [disks]}})
+    assert not res["ok"] and "symlink" in res["msg"] and node.mounts_under() == [], res
+    facts = run(node, "facts")["node_facts"]
+    [entry] = [m for m in facts["pod_mounts"] if m["plugin"] == LOCAL]
+    assert entry["unsafe"] is True and entry["unique_volume_name"] is None
