@@ -19,7 +19,7 @@ __metaclass__ = type
 import os
 
 from ansible_collections.kubevol.volumes.plugins.module_utils.common import driver_options
-from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import KubevolError
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import InvalidInput, KubevolError
 
 
 class PathNotAllowed(KubevolError):
@@ -37,7 +37,12 @@ def roots(ctx, plugin):
     """The allowed directories of ``plugin`` on this node (ctx.options_for, defaults merged)."""
     options_for = getattr(ctx, "options_for", None)
     found = options_for(plugin) if options_for is not None else driver_options.options_for({}, plugin)
-    return list(found.get("paths") or ())
+    value = found.get("paths") or []
+    # a string here would be iterated as characters, and "/" would allow everything: refused, never guessed
+    if not isinstance(value, (list, tuple)) or not all(isinstance(root, str) for root in value):
+        raise InvalidInput(field='driver_options["%s"].paths on node %s' % (plugin, ctx.node_name), value=value,
+                           reason="must be a list of absolute directories (role variable kubevol_driver_options)")
+    return list(value)
 
 
 def _refuse(ctx, item, roots_, reason, path=None):

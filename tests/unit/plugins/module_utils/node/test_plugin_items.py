@@ -116,3 +116,10 @@ def test_root_that_is_a_symlink(tmp_path):
 def test_context_serves_local_items_without_a_driver(tmp_path):
     ctx = _ctx(tmp_path, ["/mnt/disks"])
     assert ctx.items([local()])[0].plugin == LOCAL and ctx.refused == []
+
+
+def test_paths_option_must_be_a_list(tmp_path):
+    ctx = _ctx(tmp_path, "/mnt/disks")  # a string: its characters would include "/"
+    with pytest.raises(InvalidInput) as err:
+        paths.resolve(ctx, volume_item(local(path="/etc")))
+    assert 'driver_options["kubernetes.io/local-volume"].paths on node node1' in err.value.msg
