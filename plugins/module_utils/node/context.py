@@ -9,6 +9,7 @@ __metaclass__ = type
 
 import os
 
+from ansible_collections.kubevol.volumes.plugins.module_utils.common import driver_options as plugin_options
 from ansible_collections.kubevol.volumes.plugins.module_utils.common import names
 from ansible_collections.kubevol.volumes.plugins.module_utils.drivers import DRIVERS, get_driver
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import InvalidInput, KubevolError, NoBackend
@@ -42,7 +43,7 @@ def _check_dir(field, value):
 class NodeContext:
     def __init__(self, raw_runner, node_name=None, kubelet_dir=names.DEFAULT_KUBELET_DIR,
                  run_dir=DEFAULT_RUN_DIR, lock_timeout=60, check_mode=False, loop_pools=None,
-                 force_release_holders=None):
+                 force_release_holders=None, driver_options=None):
         self.node_name = node_name or default_node_name()
         names.check_component("node name", self.node_name)
         self.kubelet_dir = _check_dir("kubelet_dir", kubelet_dir)
@@ -53,6 +54,7 @@ class NodeContext:
         # the node's configuration, never the PV's; force_release_holders: the operator's word that these nodes are
         # down for good (their holds on a backing volume may be dropped), never the planner's
         self.driver_options = {"loop_pools": loop_pools, "force_release_holders": tuple(force_release_holders or ())}
+        self.plugin_options = dict(driver_options or {})  # {plugin-or-driver: {option: value}} (issue 26)
         self.warnings = []
         self.step = None  # the last step a volume's phase started (operations._act): named in unexpected errors
         self.refused = []  # (item, error) of the volumes items() refused
@@ -60,6 +62,10 @@ class NodeContext:
 
     def warn(self, text):
         self.warnings.append(text)
+
+    def options_for(self, name):
+        """The options of volume plugin or CSI driver ``name``, defaults merged (common/driver_options.py)."""
+        return plugin_options.options_for(self.plugin_options, name)
 
     def runner_for(self, item):
         return self.runner.for_volume(item.pv_name)
@@ -78,7 +84,7 @@ class NodeContext:
 
     def has_backend(self, item):
         """False for a volume of a driver kubevol has no backend for on this node."""
-        return item.driver in DRIVERS
+        return not item.csi or item.driver in DRIVERS  # local and hostPath are served by node/plugin_ops.py
 
     def no_backend(self, item):
         """The error of a volume this node cannot serve: it fails that volume, named with its driver and what the node
@@ -104,7 +110,8 @@ class NodeContext:
             try:
                 if not self.has_backend(item):
                     raise self.no_backend(item)
-                self.driver(item).validate(item)
+                if item.csi:
+                    self.driver(item).validate(item)
                 valid.append(item)
             except KubevolError as err:
                 # one volume that cannot be served never stops a node's other volumes

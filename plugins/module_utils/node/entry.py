@@ -41,8 +41,8 @@ def _volume_attach(module):
 
     provision = module.params["provision"]
     run_volumes(module, lambda ctx, item: attach_volume(ctx, item, provision=provision),
-                volume_attachments=lambda results: [r["volume_attachment"] for r in results],
-                volumes_attached=lambda results: [r["volumes_attached"] for r in results])
+                volume_attachments=lambda results: [r["volume_attachment"] for r in results if r["volume_attachment"]],
+                volumes_attached=lambda results: [r["volumes_attached"] for r in results if r["volumes_attached"]])
 
 
 def _volume_mount(module):

@@ -20,6 +20,7 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.common import name
 from ansible_collections.kubevol.volumes.plugins.module_utils.drivers import DRIVERS
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import KubevolError, UnsafePath
 from ansible_collections.kubevol.volumes.plugins.module_utils.node import blockdev, ephemeral, layout, mount
+from ansible_collections.kubevol.volumes.plugins.module_utils.node import plugin_facts
 from ansible_collections.kubevol.volumes.plugins.module_utils.node.filesystems import get_filesystem
 
 
@@ -109,6 +110,7 @@ def global_mounts(ctx, mounts, devs=(), fs_sizes=True):
         fs_type = current.fstype if current else None
         pv_name = (data or {}).get("specVolID")
         found.append({
+            "plugin": names.CSI_PLUGIN_NAME,
             "unique_volume_name": unique,
             "driver": driver,
             "volume_handle": handle,
@@ -176,6 +178,7 @@ def _pod_entry(vol_path, mode, path, current, device, loaded, by_device):
     if unique is None and dev is not None and driver in (None, dev["driver"]):
         unique, driver = dev["unique_volume_name"], dev["driver"]
     return {
+        "plugin": names.CSI_PLUGIN_NAME,
         "pod_uid": parts[-4],
         "pv_name": parts[-1],
         "mode": mode,
@@ -220,14 +223,16 @@ def node_facts(ctx, fs_sizes=True):
     check_kubelet_dir(ctx)
     mounts = mount.list_mounts(ctx.runner)
     devs = devices(ctx)
-    pods = pod_mounts(ctx, mounts, devs)
+    # the local and hostPath plugins' entries beside CSI's (node/plugin_facts.py)
+    pods = sorted(pod_mounts(ctx, mounts, devs) + plugin_facts.pod_mounts(ctx, mounts), key=lambda m: m["path"])
     return {
         "node_name": ctx.node_name,
         "reachable": True,
         "error": None,
         "kubelet_dir": ctx.kubelet_dir,
         "devices": devs,
-        "global_mounts": global_mounts(ctx, mounts, devs, fs_sizes),
+        "global_mounts": sorted(global_mounts(ctx, mounts, devs, fs_sizes)
+                                + plugin_facts.global_mounts(ctx, mounts, fs_sizes), key=lambda m: m["path"]),
         "pod_mounts": pods,
         "ephemeral_volumes": ephemeral.ephemeral_facts(ctx, mounts, pods),
     }

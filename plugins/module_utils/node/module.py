@@ -21,7 +21,8 @@ def context_from(module, params=None):
                        kubelet_dir=params.get("kubelet_dir"), run_dir=params.get("run_dir") or "/run/kubevol",
                        lock_timeout=params.get("lock_timeout") or 0, check_mode=module.check_mode,
                        loop_pools=params.get("loop_pools"),
-                       force_release_holders=params.get("force_release_holders"))
+                       force_release_holders=params.get("force_release_holders"),
+                       driver_options=params.get("driver_options"))
 
 
 def merge_diff(results):

@@ -18,6 +18,7 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.common import name
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import (
     CommandFailed, DeviceNotFound, FilesystemMismatch, KubevolError, StillMounted, UnsafeToFormat)
 from ansible_collections.kubevol.volumes.plugins.module_utils.node import blockdev, ephemeral, layout, mount, ownership
+from ansible_collections.kubevol.volumes.plugins.module_utils.node import plugin_ops
 from ansible_collections.kubevol.volumes.plugins.module_utils.node.context import act as _act
 from ansible_collections.kubevol.volumes.plugins.module_utils.node.filesystems import (
     FILESYSTEMS, filesystem_to_create, get_filesystem)
@@ -33,6 +34,8 @@ ONLINE_RESIZE_HINT = ("online resize of a mounted ext filesystem needs CAP_SYS_R
 
 # -- attach ----------------------------------------------------------------------------------------
 def attach_volume(ctx, item, provision=False):
+    if not item.csi:
+        return plugin_ops.attach(ctx, item)  # local, hostPath: not attachable
     att = ctx.driver(item).attach(item, provision=provision, check_mode=ctx.check_mode)
     released = dict(att.released or {})
     if released:
@@ -66,6 +69,8 @@ def _result(item, **extra):
 
 
 def mount_volume(ctx, item, force=False, device_timeout=30):
+    if not item.csi:
+        return plugin_ops.mount(ctx, item)  # local, hostPath (node/local.py, node/host_path.py)
     if item.ephemeral:
         return ephemeral.publish(ctx, item)  # an inline volume: no attach, no staging (csi_mounter.go SetUpAt)
     runner = ctx.runner_for(item)
@@ -295,6 +300,8 @@ def _publish_block(ctx, runner, item, device, mounts, res):
 
 # -- expand ----------------------------------------------------------------------------------------
 def expand_controller(ctx, item):
+    if not item.csi:
+        return plugin_ops.expand_controller(ctx, item)
     exp = ctx.driver(item).expand(item, check_mode=ctx.check_mode)
     return {"pv_name": item.pv_name, "unique_volume_name": item.unique_name, "stage": "controller",
             "changed": exp.changed, "backing_size_bytes": {"old": exp.old_bytes, "new": exp.new_bytes},
@@ -303,6 +310,8 @@ def expand_controller(ctx, item):
 
 
 def expand_node(ctx, item):
+    if not item.csi:
+        return plugin_ops.expand_node(ctx, item)
     res = {}
     try:
         return _expand_node(ctx, item, res)
@@ -439,6 +448,8 @@ def plan_detach(ctx, item, force=False):
 
 
 def detach_volume(ctx, item, force=False):
+    if not item.csi:
+        return plugin_ops.unmount(ctx, item, force)  # unmount the pods (and a local disk's mount); nothing to detach
     if item.ephemeral:
         return ephemeral.unpublish(ctx, item)  # unmount, detach, delete the image created for the pod
     runner = ctx.runner_for(item)

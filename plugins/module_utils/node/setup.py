@@ -12,8 +12,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.kubevol.volumes.plugins.module_utils.common import names
 from ansible_collections.kubevol.volumes.plugins.module_utils.node.module import volumes_result
+from ansible_collections.kubevol.volumes.plugins.module_utils.node.volume import unique_name_of
 from ansible_collections.kubevol.volumes.plugins.module_utils.node.operations import (
     attach_volume, expand_controller, expand_node, mount_volume)
 
@@ -28,8 +28,11 @@ def _mount(opts):
 
 # phase -> (its per-volume function given the phase's options, extra results)
 PHASES = (
-    ("attach", _attach, {"volume_attachments": lambda done: [r["volume_attachment"] for r in done],
-                         "volumes_attached": lambda done: [r["volumes_attached"] for r in done]}),
+    # local and hostPath items are not attachable: no VolumeAttachment, no volumesAttached entry
+    ("attach", _attach, {"volume_attachments": lambda done: [r["volume_attachment"] for r in done
+                                                             if r["volume_attachment"]],
+                         "volumes_attached": lambda done: [r["volumes_attached"] for r in done
+                                                           if r["volumes_attached"]]}),
     ("mount", _mount, {}),
     ("expand_controller", lambda opts: expand_controller, {}),
     ("expand_node", lambda opts: expand_node, {}),
@@ -37,7 +40,7 @@ PHASES = (
 
 
 def _key(raw):
-    return names.unique_volume_name(raw.get("driver"), raw.get("volume_handle"))
+    return unique_name_of(raw)
 
 
 def _failed_keys(result, volumes):

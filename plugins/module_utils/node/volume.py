@@ -8,11 +8,20 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.kubevol.volumes.plugins.module_utils.common import names
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.driver_options import normalized
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import InvalidInput
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.value import REQUIRED, Value
 
 FILESYSTEM = "Filesystem"
 BLOCK = "Block"
+
+# the volume plugins (docs/contracts.md section 1; module_utils/volume/ has their classes)
+CSI = names.CSI_PLUGIN_NAME
+LOCAL = "kubernetes.io/local-volume"
+HOST_PATH = "kubernetes.io/host-path"
+PLUGINS = (CSI, LOCAL, HOST_PATH)
+# core/v1 HostPathType: "" (HostPathUnset) checks nothing
+HOST_PATH_TYPES = ("", "DirectoryOrCreate", "Directory", "FileOrCreate", "File", "Socket", "CharDevice", "BlockDevice")
 
 
 class PodMount(Value):
@@ -47,11 +56,19 @@ class VolumeItem(Value):
         # an inline ephemeral CSI volume (pod.spec.volumes[].csi): published straight into its one pod, no
         # attach or staging for the cluster; the driver creates its backing volume and deletes it at unpublish
         ("ephemeral", False),  # bool
+        # the volume plugin; local and hostPath items have driver None, volume_handle = the PV name, and a path
+        ("plugin", CSI),  # str
+        ("path", None),  # Optional[str]: spec.local.path or spec.hostPath.path
+        ("host_path_type", ""),  # str: spec.hostPath.type
     )
 
     @property
+    def csi(self):
+        return self.plugin == CSI
+
+    @property
     def unique_name(self):
-        return names.unique_volume_name(self.driver, self.volume_handle)
+        return unique_name(self.plugin, self.driver, self.volume_handle, self.pv_name)
 
     @property
     def attributes(self):
@@ -65,12 +82,64 @@ class VolumeItem(Value):
         return names.volume_attachment_name(self.volume_handle, self.driver, node_name)
 
 
+def unique_name(plugin, driver, volume_handle, pv_name):
+    """pkg/volume/util GetUniqueVolumeNameFromSpec: plugin name + "/" + GetVolumeName (CSI: driver^handle; local
+    and hostPath: the PV name)."""
+    if plugin in (None, CSI):
+        return names.unique_volume_name(driver, volume_handle)
+    return "%s/%s" % (plugin, pv_name)
+
+
+def unique_name_of(raw):
+    """The unique volume name of a raw ``volumes`` element (not validated)."""
+    return unique_name(raw.get("plugin") or CSI, raw.get("driver"), raw.get("volume_handle"), raw.get("pv_name"))
+
+
+def _plugin_fields(raw):
+    """(plugin, path, host_path_type) of a raw item; a local or hostPath item names no driver, its handle is its PV
+    name and its path is absolute and normalized (validation.ValidatePathNoBacksteps, and more: a PV path with '//'
+    or '.' is refused too, so the allowed-directory check compares what is mounted)."""
+    pv = raw["pv_name"]
+    plugin = raw.get("plugin") or CSI
+    if plugin not in PLUGINS:
+        raise InvalidInput(field="plugin of PV %s" % pv, value=plugin, volume=pv,
+                           reason="must be one of %s" % ", ".join(PLUGINS))
+    path, host_path_type = raw.get("path"), raw.get("host_path_type") or ""
+    if plugin == CSI:
+        if path is not None or host_path_type:
+            raise InvalidInput(field="path of PV %s" % pv, value=path or host_path_type, volume=pv,
+                               reason="path and host_path_type are for kubernetes.io/local-volume and "
+                                      "kubernetes.io/host-path items only")
+        return plugin, None, ""
+    if raw.get("driver") not in (None, ""):
+        raise InvalidInput(field="driver of PV %s" % pv, value=raw.get("driver"), volume=pv,
+                           reason="a %s item names no CSI driver (driver: null)" % plugin)
+    if raw.get("volume_handle") not in (None, "", pv):
+        raise InvalidInput(field="volume_handle of PV %s" % pv, value=raw.get("volume_handle"), volume=pv,
+                           reason="a %s item's volume handle is its PV name" % plugin)
+    if not isinstance(path, str) or "\x00" in path or not path.startswith("/") or not normalized(path):
+        raise InvalidInput(field="path of PV %s" % pv, value=path, volume=pv,
+                           reason="must be an absolute, normalized path (no '.', '..', '//', trailing '/' or NUL)")
+    if host_path_type not in HOST_PATH_TYPES or (plugin == LOCAL and host_path_type):
+        raise InvalidInput(field="host_path_type of PV %s" % pv, value=host_path_type, volume=pv,
+                           reason="must be %s" % ("empty for a local volume" if plugin == LOCAL else
+                                                  "one of %s, or empty" % ", ".join(HOST_PATH_TYPES[1:])))
+    if raw.get("ephemeral"):
+        raise InvalidInput(field="ephemeral of PV %s" % pv, value=True, volume=pv,
+                           reason="inline ephemeral volumes are CSI volumes")
+    return plugin, path, host_path_type
+
+
 def volume_item(raw):
     """Build a VolumeItem from one ``volumes`` element; raise UnsafeName/InvalidInput on bad input."""
     if not isinstance(raw, dict):
         raise InvalidInput(field="volumes item", value=raw, reason="must be a dict")
     names.check_component("PV name", raw.get("pv_name"))
-    names.check_driver_name(raw.get("driver"))
+    plugin, path, host_path_type = _plugin_fields(raw)
+    if plugin == CSI:
+        names.check_driver_name(raw.get("driver"))
+    else:
+        raw = dict(raw, driver=None, volume_handle=raw["pv_name"])
     names.check_component("volume handle", raw.get("volume_handle"))
     attrs = raw.get("volume_attributes") or {}
     if not isinstance(attrs, dict):
@@ -111,9 +180,17 @@ def volume_item(raw):
         capacity_bytes=capacity, mode=mode, fs_type=raw.get("fs_type") or "ext4",
         mount_options=options, read_only=bool(raw.get("read_only")), pods=tuple(pods),
         multi_attach=bool(raw.get("multi_attach")), detach=detach,
-        unmount_device=detach if raw.get("unmount_device") is None else bool(raw.get("unmount_device")) or detach,
-        ephemeral=_ephemeral(raw, pods, mode),
+        unmount_device=_unmount_device(raw, plugin, detach),
+        ephemeral=_ephemeral(raw, pods, mode), plugin=plugin, path=path, host_path_type=host_path_type,
     )
+
+
+def _unmount_device(raw, plugin, detach):
+    """A CSI volume being detached loses its device mount too; a local or hostPath item has no detach, so its own
+    ``unmount_device`` alone says whether the global mount goes (default: ``detach``, true)."""
+    if raw.get("unmount_device") is None:
+        return detach
+    return bool(raw.get("unmount_device")) or (detach and plugin == CSI)
 
 
 def _ephemeral(raw, pods, mode):

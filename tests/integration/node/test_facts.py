@@ -13,11 +13,12 @@ POD2 = "77777777-7777-4777-8777-777777777772"
 FACT_KEYS = {"node_name", "reachable", "error", "kubelet_dir", "devices", "global_mounts", "pod_mounts",
              "ephemeral_volumes"}
 DEVICE_KEYS = {"unique_volume_name", "driver", "volume_handle", "device", "size_bytes", "read_only"}
-GLOBAL_KEYS = {"unique_volume_name", "driver", "volume_handle", "pv_name", "path", "mounted", "device", "fs_type",
-               "fs_size_bytes", "read_only", "foreign", "uncertain", "unsafe"}
-POD_KEYS = {"pod_uid", "pv_name", "mode", "path", "mounted", "read_only", "device", "unique_volume_name", "driver",
-            "foreign", "uncertain", "unsafe", "root_gid", "root_mode", "size_bytes", "ephemeral"}
-HEALTHY = {"driver": DRIVER, "foreign": False, "uncertain": None, "unsafe": False, "ephemeral": False}
+GLOBAL_KEYS = {"plugin", "unique_volume_name", "driver", "volume_handle", "pv_name", "path", "mounted", "device",
+               "fs_type", "fs_size_bytes", "read_only", "foreign", "uncertain", "unsafe"}
+POD_KEYS = {"plugin", "pod_uid", "pv_name", "mode", "path", "mounted", "read_only", "device", "unique_volume_name",
+            "driver", "foreign", "uncertain", "unsafe", "root_gid", "root_mode", "size_bytes", "ephemeral"}
+HEALTHY = {"plugin": names.CSI_PLUGIN_NAME, "driver": DRIVER, "foreign": False, "uncertain": None, "unsafe": False,
+           "ephemeral": False}
 
 
 def check_schema(facts):
@@ -62,7 +63,8 @@ def test_facts_report_exactly_what_was_done(node, node2):
     [glob] = facts["global_mounts"]
     assert glob["fs_size_bytes"] and 300 * MiB < glob["fs_size_bytes"] <= 320 * MiB
     assert dict(glob, fs_size_bytes=None) == {
-        "unique_volume_name": uvn("pv-a.img"), "driver": DRIVER, "volume_handle": "pv-a.img", "pv_name": "pv-a",
+        "plugin": names.CSI_PLUGIN_NAME, "unique_volume_name": uvn("pv-a.img"), "driver": DRIVER,
+        "volume_handle": "pv-a.img", "pv_name": "pv-a",
         "path": gpath, "mounted": True, "device": dev_a, "fs_type": "xfs", "fs_size_bytes": None, "read_only": False,
         "foreign": False, "uncertain": None, "unsafe": False}
     assert facts["pod_mounts"] == sorted([

@@ -85,11 +85,11 @@ def test_foreign_volumes_reported_and_left_alone(node):
     assert facts["_rc"] == 0, facts
     gms, pms = by_path(facts["node_facts"]["global_mounts"]), by_path(facts["node_facts"]["pod_mounts"])
     assert gms[fgpath] == {
-        "unique_volume_name": uvn(EBS, "vol-0abc"), "driver": EBS, "volume_handle": "vol-0abc", "pv_name": "pv-ebs",
+        "plugin": "kubernetes.io/csi", "unique_volume_name": uvn(EBS, "vol-0abc"), "driver": EBS, "volume_handle": "vol-0abc", "pv_name": "pv-ebs",
         "path": fgpath, "mounted": True, "device": "tmpfs", "fs_type": "tmpfs", "fs_size_bytes": None,
         "read_only": False, "foreign": True, "uncertain": None, "unsafe": False}
     assert pms[fppath] == {
-        "pod_uid": WRITER, "pv_name": "pv-ebs", "mode": "Filesystem", "path": fppath, "mounted": True,
+        "plugin": "kubernetes.io/csi", "pod_uid": WRITER, "pv_name": "pv-ebs", "mode": "Filesystem", "path": fppath, "mounted": True,
         "read_only": False, "device": "tmpfs", "unique_volume_name": uvn(EBS, "vol-0abc"), "driver": EBS,
         "foreign": True, "uncertain": None, "unsafe": False,
         "root_gid": 0, "root_mode": "1777", "size_bytes": None,  # a stat of its root; nothing runs on it
