@@ -1,0 +1,405 @@
+"""ExternalCsiDriver drives the test CSI plugin through CSI's verbs over a real unix socket, with real loop
+devices, filesystems and mounts (in the plugin's private mount namespace: conftest.py), deciding as the kubelet
+and the external-attacher/-resizer do (drivers/external/driver.py).
+
+Provisioning (CreateVolume) is not kubevol's: each test creates its volume with the CSI client, as the
+external-provisioner would have.
+"""
+import logging
+import os
+import subprocess
+import sys
+import time
+from types import SimpleNamespace
+
+import pytest
+
+from ansible_collections.kubevol.volumes.plugins.module_utils.csi.client import CsiClient
+from ansible_collections.kubevol.volumes.plugins.module_utils.drivers.external.driver import external_driver_class
+from ansible_collections.kubevol.volumes.plugins.module_utils.drivers.external.errors import (
+    CsiDriverRefused, CsiDriverUnreachable, CsiVolumeFailed, CsiVolumeUncertain)
+
+NAME = "csi.kubevol.test"
+MiB = 1024 * 1024
+SIZE = 320 * MiB
+ATTACH = ["CREATE_DELETE_VOLUME", "PUBLISH_UNPUBLISH_VOLUME", "EXPAND_VOLUME"]
+SECRET = "Sup3r-s3cret-do-not-print"
+READ_ONLY_CALLS = {"GetPluginInfo", "Probe", "NodeGetInfo", "NodeGetCapabilities", "ControllerGetCapabilities",
+                   "GetPluginCapabilities"}
+PLUGIN_PYTHON = os.environ.get("KUBEVOL_CSI_PLUGIN_PYTHON") or (
+    "/usr/bin/python3" if subprocess.run(["/usr/bin/python3", "-c", "import grpc, google.protobuf"],
+                                         stderr=subprocess.DEVNULL).returncode == 0 else sys.executable)
+REGISTRAR = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "csiplugin",
+                         "registrar.py")
+
+
+def pod(uid="pod-a", **kw):
+    fields = dict(uid=uid, name="ns1/web-%s" % uid, read_only=False, fs_group=None, service_account="sa1")
+    fields.update(kw)
+    return SimpleNamespace(**fields)
+
+
+def item(handle, **kw):
+    """A volume item as the node code gives it (node/volume.py VolumeItem plus the fields of the external driver:
+    access_modes, attach_required, pod_info_on_mount, secrets, pv_capacity_bytes)."""
+    fields = dict(pv_name="pv-" + handle, driver=NAME, volume_handle=handle, volume_attributes=(("tier", "gold"),),
+                  capacity_bytes=None, pv_capacity_bytes=None, mode="Filesystem", fs_type="ext4", mount_options=(),
+                  read_only=False, pods=(), multi_attach=False, ephemeral=False, access_modes=("ReadWriteOnce",),
+                  attach_required=True, pod_info_on_mount=False, secrets={})
+    fields.update(kw)
+    return SimpleNamespace(**fields)
+
+
+def external(plugin, node="node1", **options):
+    options.setdefault("socket", plugin.socket)
+    options.setdefault("timeout", 30)
+    return external_driver_class(NAME)(None, plugin.work, node, {NAME: options})
+
+
+def create(plugin, handle, size=64 * MiB):
+    with CsiClient(plugin.socket, timeout=30) as csi:
+        csi.call("CreateVolume", {"name": handle, "capacity_range": {"required_bytes": size}})
+
+
+def dirs(plugin, handle, *pods):
+    """The kubelet's staging path and each pod's target (whose parent the node code creates)."""
+    staging = plugin.path("plugins", "kubernetes.io", "csi", NAME, handle, "globalmount")
+    plugin.run("mkdir", "-p", staging)
+    targets = []
+    for uid in pods:
+        parent = plugin.path("pods", uid, "volumes", "kubernetes.io~csi", "pv-" + handle)
+        plugin.run("mkdir", "-p", parent)
+        targets.append(os.path.join(parent, "mount"))
+    return [staging] + targets
+
+
+def methods(plugin):
+    return [c["method"] for c in plugin.calls()]
+
+
+def requests_of(plugin, method):
+    return [c["request"] for c in plugin.calls() if c["method"] == method]
+
+
+def test_stage_publish_write_unpublish_unstage(plugin):
+    plugin.start()
+    create(plugin, "v1")
+    staging, target, target2 = dirs(plugin, "v1", "pod-a", "pod-b")
+    drv = external(plugin, controller="node")
+    vol = item("v1", mount_options=("noatime",), pod_info_on_mount=True)
+    att = drv.controller_publish(vol)
+    # the test plugin's controller has no PUBLISH_UNPUBLISH_VOLUME: attached by the record alone
+    assert att.by_record and att.publish_context == {} and att.node_id == os.uname().nodename
+    assert drv.node_stage(vol, staging, att.publish_context).called
+    assert plugin.mount_of(staging)["fstype"] == "ext4" and "noatime" in plugin.mount_of(staging)["options"]
+    step = drv.node_publish(vol, target, staging, att.publish_context, pod("pod-a"))
+    assert step.called and not step.readonly
+    plugin.write(target + "/data.txt", "kept by the plugin")
+    drv.node_unpublish(vol, target)
+    assert plugin.mount_of(target) is None
+    drv.node_unstage(vol, staging)
+    assert plugin.mount_of(staging) is None and plugin.loops() == []
+    # again, read-only for another pod: the data is on the volume
+    drv.node_stage(vol, staging, {})
+    assert drv.node_publish(vol, target2, staging, {}, pod("pod-b", read_only=True)).readonly
+    assert plugin.read(target2 + "/data.txt") == "kept by the plugin"
+    assert "ro" in plugin.mount_of(target2)["options"].split(",")
+    drv.node_unpublish(vol, target2)
+    drv.node_unstage(vol, staging)
+    assert plugin.mounts_under_work() == [] and plugin.loops() == []
+    assert "ControllerPublishVolume" not in methods(plugin)
+    published = requests_of(plugin, "NodePublishVolume")
+    assert published[0]["staging_target_path"] == staging and published[0]["volume_context"] == {
+        "tier": "gold", "csi.storage.k8s.io/pod.name": "web-pod-a", "csi.storage.k8s.io/pod.namespace": "ns1",
+        "csi.storage.k8s.io/pod.uid": "pod-a", "csi.storage.k8s.io/serviceAccount.name": "sa1",
+        "csi.storage.k8s.io/ephemeral": "false"}
+    assert published[0]["volume_capability"]["access_mode"]["mode"] == "SINGLE_NODE_WRITER"
+    assert published[1]["readonly"] is True
+    # staging gets the PV's attributes only (csi_attacher.go MountDevice)
+    assert requests_of(plugin, "NodeStageVolume")[0]["volume_context"] == {"tier": "gold"}
+
+
+def test_without_stage_unstage_publish_mounts_the_target(plugin):
+    plugin.start(node_caps=["EXPAND_VOLUME"])
+    create(plugin, "v2", SIZE)
+    staging, target = dirs(plugin, "v2", "pod-a")
+    drv = external(plugin)
+    vol = item("v2", fs_type="xfs", capacity_bytes=SIZE)
+    stage = drv.node_stage(vol, staging, {})
+    assert not stage.called and "STAGE_UNSTAGE_VOLUME" in stage.skipped
+    drv.node_publish(vol, target, staging, {}, pod())
+    assert plugin.mount_of(target)["fstype"] == "xfs" and plugin.mount_of(staging) is None
+    assert "staging_target_path" not in requests_of(plugin, "NodePublishVolume")[0]
+    assert not drv.node_unstage(vol, staging).called
+    drv.node_unpublish(vol, target)
+    assert plugin.mounts_under_work() == [] and plugin.loops() == []
+    assert "NodeStageVolume" not in methods(plugin) and "NodeUnstageVolume" not in methods(plugin)
+
+
+def test_attach_mode_publish_context_reaches_the_node(plugin):
+    plugin.start(controller_caps=ATTACH, node_id="csi-node-7")
+    create(plugin, "v3")
+    staging, target = dirs(plugin, "v3", "pod-a")
+    drv = external(plugin, controller="node")
+    vol = item("v3")
+    att = drv.controller_publish(vol)
+    assert att.attached and not att.by_record and att.node_id == "csi-node-7"
+    device = att.publish_context["devicePath"]
+    assert plugin.loops() == [device]
+    drv.node_stage(vol, staging, att.publish_context)
+    assert plugin.mount_of(staging)["source"] == device
+    drv.node_publish(vol, target, staging, att.publish_context, pod())
+    plugin.write(target + "/f", "attached")
+    drv.node_unpublish(vol, target)
+    drv.node_unstage(vol, staging)
+    assert plugin.loops() == [device]  # NodeUnstage leaves the attachment to the controller
+    assert drv.controller_unpublish(vol).called
+    assert plugin.loops() == []
+    assert methods(plugin).count("ControllerPublishVolume") == 1
+    assert requests_of(plugin, "ControllerPublishVolume")[0]["node_id"] == "csi-node-7"
+    assert requests_of(plugin, "NodeStageVolume")[0]["publish_context"] == {"devicePath": device}
+
+
+def test_attach_needs_the_controller_option(plugin):
+    plugin.start(controller_caps=ATTACH)
+    create(plugin, "v4")
+    drv = external(plugin)  # no "controller"
+    with pytest.raises(CsiDriverRefused) as info:
+        drv.controller_publish(item("v4"))
+    text = str(info.value)
+    assert "controller: node" in text and "pv-v4" in text and "node1" in text
+    # a CSIDriver with attachRequired false has no attach at all
+    assert drv.controller_publish(item("v4", attach_required=False)).skipped
+    assert methods(plugin) == ["CreateVolume"]
+
+
+def test_block_volume(plugin):
+    plugin.start()
+    create(plugin, "blk", 16 * MiB)
+    staging = plugin.path("plugins", "kubernetes.io", "csi", "volumeDevices", "staging", "pv-blk")
+    publish_dir = plugin.path("plugins", "kubernetes.io", "csi", "volumeDevices", "publish", "pv-blk")
+    plugin.run("mkdir", "-p", staging, publish_dir)
+    target = os.path.join(publish_dir, "pod-a")
+    drv = external(plugin)
+    vol = item("blk", mode="Block")
+    drv.node_stage(vol, staging, {})
+    drv.node_publish(vol, target, staging, {}, pod())
+    assert plugin.run("test", "-b", target).returncode == 0
+    assert int(plugin.run("blockdev", "--getsize64", target).stdout) == 16 * MiB
+    plugin.run("dd", "if=/dev/zero", "of=" + target, "bs=1M", "count=1", "conv=fsync", "status=none")
+    drv.node_unpublish(vol, target)
+    drv.node_unstage(vol, staging)
+    assert plugin.loops() == [] and plugin.mounts_under_work() == []
+    assert all("block" in r["volume_capability"] for r in requests_of(plugin, "NodeStageVolume"))
+
+
+def test_controller_then_node_expansion(plugin):
+    plugin.start()
+    create(plugin, "x", SIZE)
+    staging, target = dirs(plugin, "x", "pod-a")
+    drv = external(plugin, controller="node", timeout=60)
+    vol = item("x", fs_type="xfs", capacity_bytes=2 * SIZE, pv_capacity_bytes=SIZE)
+    drv.node_stage(vol, staging, {})
+    drv.node_publish(vol, target, staging, {}, pod())
+    before = plugin.fs_size(target)
+    exp = drv.controller_expand(vol)
+    assert (exp.old_bytes, exp.new_bytes, exp.node_expansion_required, exp.called) == (SIZE, 2 * SIZE, True, True)
+    assert drv.node_expand(vol, target, staging).capacity_bytes == 2 * SIZE
+    assert plugin.fs_size(target) > before + SIZE // 2
+    # the PV has the size now: no second ControllerExpandVolume (external-resizer)
+    again = drv.controller_expand(item("x", capacity_bytes=2 * SIZE, pv_capacity_bytes=2 * SIZE))
+    assert not again.called and not again.changed
+    assert methods(plugin).count("ControllerExpandVolume") == 1
+    request = requests_of(plugin, "NodeExpandVolume")[0]
+    assert request["staging_target_path"] == staging and request["capacity_range"]["required_bytes"] == str(2 * SIZE)
+    drv.node_unpublish(vol, target)
+    drv.node_unstage(vol, staging)
+    assert plugin.loops() == []
+
+
+def test_node_only_expansion_when_the_controller_cannot(plugin):
+    plugin.start(controller_caps=["CREATE_DELETE_VOLUME"])
+    create(plugin, "y")
+    drv = external(plugin, controller="node")
+    exp = drv.controller_expand(item("y", capacity_bytes=128 * MiB, pv_capacity_bytes=64 * MiB))
+    assert exp.node_expansion_required and not exp.called and exp.new_bytes == 128 * MiB
+    plugin.configure(node_caps=["STAGE_UNSTAGE_VOLUME"])
+    with pytest.raises(CsiDriverRefused, match="supports no expansion"):
+        drv.controller_expand(item("y", capacity_bytes=128 * MiB, pv_capacity_bytes=64 * MiB))
+    assert "ControllerExpandVolume" not in methods(plugin)
+
+
+def test_final_error_fails_the_volume_with_the_drivers_code(plugin):
+    plugin.start(fail={"NodeStageVolume": {"code": "INVALID_ARGUMENT", "message": "fs_type bogus unsupported"}})
+    create(plugin, "v5")
+    staging, = dirs(plugin, "v5")
+    with pytest.raises(CsiVolumeFailed) as info:
+        external(plugin).node_stage(item("v5"), staging, {})
+    err = info.value
+    assert not err.uncertain and err.kwargs["code"] == "INVALID_ARGUMENT"
+    for part in ("pv-v5", "node1", NAME, "NodeStageVolume", "fs_type bogus unsupported", plugin.socket):
+        assert part in str(err), part
+    assert plugin.mount_of(staging) is None and plugin.loops() == []
+
+
+@pytest.mark.parametrize("code", ["ABORTED", "UNAVAILABLE", "RESOURCE_EXHAUSTED"])
+def test_non_final_error_leaves_the_volume_uncertain(plugin, code):
+    plugin.start(fail={"NodePublishVolume": {"code": code, "message": "operation pending"}})
+    create(plugin, "v6")
+    staging, target = dirs(plugin, "v6", "pod-a")
+    drv = external(plugin)
+    drv.node_stage(item("v6"), staging, {})
+    with pytest.raises(CsiVolumeUncertain) as info:
+        drv.node_publish(item("v6"), target, staging, {}, pod())
+    assert info.value.uncertain and info.value.kwargs["uncertain"] is True and info.value.kwargs["code"] == code
+    assert "uncertain" in str(info.value) and "pv-v6" in str(info.value)
+
+
+def test_timeout_is_uncertain(plugin):
+    plugin.start(sleep={"NodeStageVolume": 4})
+    create(plugin, "v7")
+    staging, = dirs(plugin, "v7")
+    started = time.time()
+    with pytest.raises(CsiVolumeUncertain) as info:
+        external(plugin, timeout=1).node_stage(item("v7"), staging, {})
+    assert time.time() - started < 3.5
+    assert info.value.kwargs["code"] == "DEADLINE_EXCEEDED" and "no answer within 1s" in str(info.value)
+    time.sleep(3.5)  # the plugin finishes the stage it was doing: the teardown unmounts it
+
+
+def test_plugin_that_disappears_between_two_calls(plugin):
+    plugin.start(exit_after=["NodeStageVolume"])
+    create(plugin, "v8")
+    staging, target = dirs(plugin, "v8", "pod-a")
+    drv = external(plugin)
+    drv.node_stage(item("v8"), staging, {})
+    plugin.proc.wait(10)
+    with pytest.raises(CsiDriverUnreachable) as info:
+        drv.node_publish(item("v8"), target, staging, {}, pod())
+    text = str(info.value)
+    assert plugin.socket in text and "has exited" in text and "pv-v8" in text and not info.value.uncertain
+
+
+def test_check_mode_makes_only_read_only_calls(plugin):
+    plugin.start(controller_caps=ATTACH)
+    create(plugin, "v9", SIZE)
+    staging, target = dirs(plugin, "v9", "pod-a")
+    before = len(plugin.calls())
+    drv = external(plugin, controller="node")
+    vol = item("v9", capacity_bytes=2 * SIZE, pv_capacity_bytes=SIZE)
+    assert drv.controller_publish(vol, check_mode=True).device is None
+    assert drv.node_stage(vol, staging, {}, check_mode=True).called
+    assert drv.node_publish(vol, target, staging, {}, pod(), check_mode=True).called
+    assert drv.controller_expand(vol, check_mode=True).new_bytes == 2 * SIZE
+    drv.node_expand(vol, target, staging, check_mode=True)
+    drv.node_unpublish(vol, target, check_mode=True)
+    drv.node_unstage(vol, staging, check_mode=True)
+    drv.controller_unpublish(vol, check_mode=True)
+    called = set(methods(plugin)[before:])
+    assert called and called <= READ_ONLY_CALLS, called
+    assert plugin.mounts_under_work() == [] and plugin.loops() == []
+
+
+def test_secrets_reach_the_driver_and_nothing_else(plugin, caplog):
+    caplog.set_level(logging.DEBUG)
+    secrets = {"password": SECRET}
+    plugin.start(expected_secrets=secrets, controller_caps=ATTACH,
+                 fail={"NodePublishVolume": {"code": "PERMISSION_DENIED", "message": "bad password " + SECRET}})
+    create(plugin, "vs")
+    staging, target = dirs(plugin, "vs", "pod-a")
+    drv = external(plugin, controller="node")
+    vol = item("vs", secrets={"controller_publish": secrets, "node_stage": secrets, "node_publish": secrets})
+    results = [drv.controller_publish(vol)]
+    results.append(drv.node_stage(vol, staging, results[0].publish_context))
+    with pytest.raises(CsiVolumeFailed) as info:
+        drv.node_publish(vol, target, staging, results[0].publish_context, pod())
+    assert "bad password <redacted>" in str(info.value)
+    texts = [repr(r) for r in results] + [str(info.value), repr(info.value), repr(info.value.to_result()),
+                                           caplog.text, plugin.output()]
+    assert all(SECRET not in text for text in texts)
+    with open(plugin.log) as handle:
+        assert SECRET not in handle.read()
+    assert {c["method"]: c["secrets"] for c in plugin.calls() if c["secrets"] != "none"} == {
+        "ControllerPublishVolume": "expected", "NodeStageVolume": "expected", "NodePublishVolume": "expected"}
+    drv.node_unstage(vol, staging)
+    drv.controller_unpublish(vol)
+    assert plugin.loops() == []
+
+
+def test_wrong_driver_at_the_socket_is_refused(plugin):
+    plugin.start(name="other.csi.example")
+    with pytest.raises(CsiDriverRefused) as info:
+        external(plugin).node_unpublish(item("v1"), plugin.path("t"))
+    assert "'other.csi.example', not 'csi.kubevol.test'" in str(info.value)
+    assert methods(plugin) == ["GetPluginInfo"]
+
+
+def test_socket_found_by_registration_or_by_convention(plugin):
+    conventional = plugin.path("plugins", NAME, "csi.sock")
+    os.makedirs(os.path.dirname(conventional))
+    os.makedirs(plugin.path("plugins_registry"))
+    plugin.socket = conventional
+    plugin.start()
+    drv = external_driver_class(NAME)(None, plugin.work, "node1", {})
+    assert drv.node_socket() == conventional
+    assert drv.node_unpublish(item("v1"), plugin.path("t")).called
+    # the registrar's GetInfo names the endpoint, wherever it is
+    elsewhere = plugin.path("elsewhere.sock")
+    os.rename(conventional, elsewhere)
+    reg = plugin.path("plugins_registry", NAME + "-reg.sock")
+    registrar = _registrar(plugin, reg, NAME, elsewhere)
+    try:
+        drv = external_driver_class(NAME)(None, plugin.work, "node1", {})
+        assert drv.node_socket() == elsewhere and drv.calls == ["GetInfo"]
+        assert drv.node_unpublish(item("v1"), plugin.path("t")).called
+    finally:
+        _stop(registrar)
+    # a registrar for another driver is refused; a dead one is named
+    registrar = _registrar(plugin, reg, "someone.else", elsewhere)
+    try:
+        with pytest.raises(CsiDriverRefused, match="registers driver 'someone.else'"):
+            external_driver_class(NAME)(None, plugin.work, "node1", {}).node_socket(item("v1"))
+    finally:
+        _stop(registrar)
+    with pytest.raises(CsiDriverUnreachable) as info:
+        external_driver_class(NAME)(None, plugin.work, "node1", {}).node_socket(item("v1"))
+    assert reg in str(info.value)
+    if os.path.lexists(reg):
+        os.unlink(reg)
+    with pytest.raises(CsiDriverUnreachable) as info:
+        external_driver_class(NAME)(None, plugin.work, "node1", {}).node_socket(item("v1"))
+    assert reg in str(info.value) and conventional in str(info.value) and "driver_options" in str(info.value)
+
+
+def _registrar(plugin, reg, name, endpoint):
+    output = plugin.path("registrar-%s.out" % name)
+    with open(output, "w") as out:
+        proc = subprocess.Popen([PLUGIN_PYTHON, REGISTRAR, "--socket", reg, "--name", name, "--endpoint", endpoint],
+                                stdout=out, stderr=subprocess.STDOUT)
+    deadline = time.time() + 20
+    while time.time() < deadline:
+        with open(output) as handle:
+            text = handle.read()
+        if proc.poll() is not None:
+            raise AssertionError("the registrar exited: %s" % text)
+        if "serving on" in text:
+            return proc
+        time.sleep(0.05)
+    _stop(proc)
+    raise AssertionError("the registrar did not start")
+
+
+def _stop(proc):
+    proc.terminate()
+    try:
+        proc.wait(10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+@pytest.fixture
+def plugin(driver):
+    """conftest's ``driver`` fixture (the test plugin in a private mount namespace), named for what it is here."""
+    return driver
+
