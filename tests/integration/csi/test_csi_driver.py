@@ -173,6 +173,28 @@ def test_attach_needs_the_controller_option(plugin):
     assert methods(plugin) == ["CreateVolume"]
 
 
+@pytest.mark.parametrize("mount_group", [True, False])
+def test_fs_group_goes_to_a_plugin_with_volume_mount_group_only(plugin, mount_group):
+    plugin.start(node_caps=["STAGE_UNSTAGE_VOLUME"] + (["VOLUME_MOUNT_GROUP"] if mount_group else []))
+    create(plugin, "g")
+    staging, target = dirs(plugin, "g", "pod-a")
+    drv = external(plugin)
+    owner = pod("pod-a", fs_group=4242)
+    vol = item("g", pods=(owner,))
+    # without VOLUME_MOUNT_GROUP the test plugin refuses a volume_mount_group (INVALID_ARGUMENT), as the spec says
+    assert drv.node_stage(vol, staging, {}).fs_group_delegated is mount_group
+    step = drv.node_publish(vol, target, staging, {}, owner)
+    assert step.fs_group_delegated is mount_group  # False: kubevol applies the fsGroup itself, as the kubelet does
+    group = plugin.run("stat", "-c", "%g", target).stdout.strip()
+    assert (group == "4242") is mount_group
+    sent = [r["volume_capability"]["mount"].get("volume_mount_group")
+            for r in requests_of(plugin, "NodeStageVolume") + requests_of(plugin, "NodePublishVolume")]
+    assert sent == (["4242", "4242"] if mount_group else [None, None])
+    drv.node_unpublish(vol, target)
+    drv.node_unstage(vol, staging)
+    assert plugin.loops() == []
+
+
 def test_block_volume(plugin):
     plugin.start()
     create(plugin, "blk", 16 * MiB)

@@ -199,7 +199,7 @@ def node_expand(item, volume_path, staging_path, new_bytes, capability, secret):
 
 def rpc_capabilities(response):
     """The RPC capability names of a NodeGetCapabilities/ControllerGetCapabilities answer (as a dict)."""
-    return frozenset(c["rpc"]["type"] for c in (response or {}).get("capabilities", ()) if "rpc" in c)
+    return frozenset(c["rpc"].get("type", "UNKNOWN") for c in (response or {}).get("capabilities", ()) if "rpc" in c)
 
 
 def plugin_capabilities(response):
