@@ -255,7 +255,8 @@ class ExternalCsiDriver(base.Driver):
             request = req.controller_expand(item, new, req.volume_capability(item, mode),
                                             req.secrets(item, "controller_expand"))
             if check_mode:
-                return CsiExpansion(old_bytes=old, new_bytes=new, node_expansion_required=item.mode != "Block")
+                return CsiExpansion(old_bytes=old, new_bytes=new,
+                                    node_expansion_required="EXPAND_VOLUME" in self._node_caps(csi))
             response = self._call(csi, "ControllerExpandVolume", request)
             return CsiExpansion(old_bytes=old, new_bytes=int(response.capacity_bytes) or new, called=True,
                                 node_expansion_required=bool(response.node_expansion_required))
@@ -310,7 +311,8 @@ class ExternalCsiDriver(base.Driver):
         step = "node publish"
         with self._plugin(item, step) as csi:
             caps = self._node_caps(csi)
-            stages = "STAGE_UNSTAGE_VOLUME" in caps
+            # an inline (ephemeral) volume is never staged: csi_mounter.go computes the staging path for a PV only
+            stages = "STAGE_UNSTAGE_VOLUME" in caps and not getattr(item, "ephemeral", False)
             if stages and not staging_path:
                 raise self._refuse(item, step, "the plugin stages volumes (STAGE_UNSTAGE_VOLUME) and no staging path "
                                    "was given", "This is a bug in the caller: stage the volume first")
@@ -383,8 +385,9 @@ def external_driver_class(name):
     return _CLASSES[name]
 
 
-def configured_drivers(driver_options):
+def configured_drivers(driver_options, builtin=()):
     """The driver names ``driver_options`` configures as external CSI drivers: an entry with a ``socket`` or a
-    ``controller`` key (the registry serves these with external_driver_class)."""
+    ``controller`` key, other than the ``builtin`` ones (kubevol's own drivers and volume plugins). The registry
+    serves these with external_driver_class."""
     return sorted(name for name, own in (driver_options or {}).items()
-                  if isinstance(own, dict) and ("socket" in own or "controller" in own))
+                  if name not in builtin and isinstance(own, dict) and ("socket" in own or "controller" in own))

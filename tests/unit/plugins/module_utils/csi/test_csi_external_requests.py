@@ -175,6 +175,8 @@ def test_one_class_per_driver_name():
     assert configured_drivers({"hostpath.csi.k8s.io": {"controller": "node"}, "x": {"socket": "/s"},
                                "loop.kubevol.io": {"pools": []}, "kubernetes.io/host-path": {"paths": []}}) == [
         "hostpath.csi.k8s.io", "x"]
+    assert configured_drivers({"loop.kubevol.io": {"socket": "/s"}, "y": {"controller": "node"}},
+                              builtin=("loop.kubevol.io",)) == ["y"]
 
 
 @pytest.mark.parametrize("exc, cls, uncertain", [
