@@ -57,19 +57,36 @@ class CsiDriverRefused(CsiVolumeError):
     """kubevol refuses before making a mutating call."""
 
 
+# Calls that change nothing: when one of them fails, even with a non-final status, no volume operation was sent,
+# so the volume is not uncertain (the kubelet returns such errors as plain, finished failures: csi_mounter.go
+# SetUpAt "failed to check for STAGE_UNSTAGE_VOLUME capability").
+READ_ONLY_METHODS = ("GetPluginInfo", "GetPluginCapabilities", "Probe", "NodeGetInfo", "NodeGetCapabilities",
+                     "ControllerGetCapabilities")
+NOTHING_SENT = ("No volume operation was sent: nothing was done. Check that the driver runs and answers (its log), "
+                "then run again")
+
+
 def from_csi(exc, volume, node, driver):
     """The kubevol error of a csi.errors.CsiError raised for ``volume`` (its PV name) on ``node``."""
+    detail = str(exc)
+    hint = getattr(exc, "hint", "") or ""
+    method = getattr(exc, "method", "") or ""
     if isinstance(exc, CsiDependencyError):
         cls = CsiDriverRefused
-    elif isinstance(exc, CsiUncertainError) or not getattr(exc, "final", True):
-        cls = CsiVolumeUncertain
     elif isinstance(exc, CsiSocketError):
         cls = CsiDriverUnreachable
+    elif method in READ_ONLY_METHODS:
+        cls = CsiVolumeFailed
+        if not getattr(exc, "final", True):
+            detail = detail.replace(hint, NOTHING_SENT) if hint else detail + ". " + NOTHING_SENT
+            hint = NOTHING_SENT
+    elif isinstance(exc, CsiUncertainError) or not getattr(exc, "final", True):
+        cls = CsiVolumeUncertain
     else:
         cls = CsiVolumeFailed
-    return cls(volume=volume, node=node, driver=driver, detail=str(exc), step=getattr(exc, "method", ""),
-               code=getattr(exc, "code", None) or "", socket=getattr(exc, "socket", "") or "",
-               hint=getattr(exc, "hint", "") or "", uncertain=cls.uncertain)
+    return cls(volume=volume, node=node, driver=driver, detail=detail, step=method,
+               code=getattr(exc, "code", None) or "", socket=getattr(exc, "socket", "") or "", hint=hint,
+               uncertain=cls.uncertain)
 
 
 def refused(volume, node, driver, detail, step, hint=""):

@@ -194,6 +194,15 @@ def test_errors_are_classified_as_the_kubelet_does(exc, cls, uncertain):
     assert err.to_result()["code"] == (exc.code or "")
 
 
+def test_a_read_only_call_that_fails_leaves_nothing_uncertain():
+    # csi-driver-host-path built without a version answers GetPluginInfo with UNAVAILABLE
+    exc = CsiUncertainError("GetPluginInfo", "/s.sock", "Driver is missing version", code="UNAVAILABLE",
+                            hint="The driver went away during the call: the outcome is uncertain")
+    err = from_csi(exc, "pv9", "node4", "hostpath.csi.k8s.io")
+    assert type(err) is CsiVolumeFailed and not err.uncertain
+    assert "Driver is missing version" in str(err) and "nothing was done" in str(err) and "uncertain" not in str(err)
+
+
 def test_registration_messages_and_rules():
     msgs = registration.load()
     info = msgs["PluginInfo"](type="CSIPlugin", name="d", endpoint="/e", supported_versions=["1.0.0", "v1.5.0"])
