@@ -277,6 +277,21 @@ def test_non_final_error_leaves_the_volume_uncertain(plugin, code):
     assert "uncertain" in str(info.value) and "pv-v6" in str(info.value)
 
 
+def test_identity_failures_fail_the_volume_and_send_nothing(plugin):
+    # csi-driver-host-path built without a version answers GetPluginInfo so
+    plugin.start(fail={"GetPluginInfo": {"code": "UNAVAILABLE", "message": "Driver is missing version"}})
+    create(plugin, "vi")
+    staging, = dirs(plugin, "vi")
+    drv = external(plugin)
+    with pytest.raises(CsiVolumeFailed) as info:
+        drv.node_stage(item("vi"), staging, {})
+    assert not info.value.uncertain and "nothing was done" in str(info.value)
+    plugin.configure(fail={}, ready=False)
+    with pytest.raises(CsiDriverRefused, match="not ready"):
+        drv.node_stage(item("vi"), staging, {})
+    assert "NodeStageVolume" not in methods(plugin) and plugin.mount_of(staging) is None
+
+
 def test_timeout_is_uncertain(plugin):
     plugin.start(sleep={"NodeStageVolume": 4})
     create(plugin, "v7")
