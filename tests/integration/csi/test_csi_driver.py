@@ -1,84 +1,18 @@
 """ExternalCsiDriver drives the test CSI plugin through CSI's verbs over a real unix socket, with real loop
 devices, filesystems and mounts (in the plugin's private mount namespace: conftest.py), deciding as the kubelet
-and the external-attacher/-resizer do (drivers/external/driver.py).
+and the external-attacher/-resizer do (drivers/external/driver.py). Errors, secrets and finding the socket:
+test_csi_driver_errors.py.
 
 Provisioning (CreateVolume) is not kubevol's: each test creates its volume with the CSI client, as the
 external-provisioner would have.
 """
-import logging
 import os
-import subprocess
-import sys
-import time
-from types import SimpleNamespace
 
 import pytest
 
-from ansible_collections.kubevol.volumes.plugins.module_utils.csi.client import CsiClient
-from ansible_collections.kubevol.volumes.plugins.module_utils.drivers.external.driver import external_driver_class
-from ansible_collections.kubevol.volumes.plugins.module_utils.drivers.external.errors import (
-    CsiDriverRefused, CsiDriverUnreachable, CsiVolumeFailed, CsiVolumeUncertain)
-
-NAME = "csi.kubevol.test"
-MiB = 1024 * 1024
-SIZE = 320 * MiB
-ATTACH = ["CREATE_DELETE_VOLUME", "PUBLISH_UNPUBLISH_VOLUME", "EXPAND_VOLUME"]
-SECRET = "Sup3r-s3cret-do-not-print"
-READ_ONLY_CALLS = {"GetPluginInfo", "Probe", "NodeGetInfo", "NodeGetCapabilities", "ControllerGetCapabilities",
-                   "GetPluginCapabilities"}
-PLUGIN_PYTHON = os.environ.get("KUBEVOL_CSI_PLUGIN_PYTHON") or (
-    "/usr/bin/python3" if subprocess.run(["/usr/bin/python3", "-c", "import grpc, google.protobuf"],
-                                         stderr=subprocess.DEVNULL).returncode == 0 else sys.executable)
-REGISTRAR = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "csiplugin",
-                         "registrar.py")
-
-
-def pod(uid="pod-a", **kw):
-    fields = dict(uid=uid, name="ns1/web-%s" % uid, read_only=False, fs_group=None, service_account="sa1")
-    fields.update(kw)
-    return SimpleNamespace(**fields)
-
-
-def item(handle, **kw):
-    """A volume item as the node code gives it (node/volume.py VolumeItem plus the fields of the external driver:
-    access_modes, attach_required, pod_info_on_mount, secrets, pv_capacity_bytes)."""
-    fields = dict(pv_name="pv-" + handle, driver=NAME, volume_handle=handle, volume_attributes=(("tier", "gold"),),
-                  capacity_bytes=None, pv_capacity_bytes=None, mode="Filesystem", fs_type="ext4", mount_options=(),
-                  read_only=False, pods=(), multi_attach=False, ephemeral=False, access_modes=("ReadWriteOnce",),
-                  attach_required=True, pod_info_on_mount=False, secrets={})
-    fields.update(kw)
-    return SimpleNamespace(**fields)
-
-
-def external(plugin, node="node1", **options):
-    options.setdefault("socket", plugin.socket)
-    options.setdefault("timeout", 30)
-    return external_driver_class(NAME)(None, plugin.work, node, {NAME: options})
-
-
-def create(plugin, handle, size=64 * MiB):
-    with CsiClient(plugin.socket, timeout=30) as csi:
-        csi.call("CreateVolume", {"name": handle, "capacity_range": {"required_bytes": size}})
-
-
-def dirs(plugin, handle, *pods):
-    """The kubelet's staging path and each pod's target (whose parent the node code creates)."""
-    staging = plugin.path("plugins", "kubernetes.io", "csi", NAME, handle, "globalmount")
-    plugin.run("mkdir", "-p", staging)
-    targets = []
-    for uid in pods:
-        parent = plugin.path("pods", uid, "volumes", "kubernetes.io~csi", "pv-" + handle)
-        plugin.run("mkdir", "-p", parent)
-        targets.append(os.path.join(parent, "mount"))
-    return [staging] + targets
-
-
-def methods(plugin):
-    return [c["method"] for c in plugin.calls()]
-
-
-def requests_of(plugin, method):
-    return [c["request"] for c in plugin.calls() if c["method"] == method]
+from ansible_collections.kubevol.volumes.plugins.module_utils.drivers.external.errors import CsiDriverRefused
+from csi_driver_helpers import (  # noqa: E402  (beside this file)
+    ATTACH, MiB, READ_ONLY_CALLS, SIZE, create, dirs, external, item, methods, pod, requests_of)
 
 
 def test_stage_publish_write_unpublish_unstage(plugin):
@@ -251,72 +185,6 @@ def test_node_only_expansion_when_the_controller_cannot(plugin):
     assert "ControllerExpandVolume" not in methods(plugin)
 
 
-def test_final_error_fails_the_volume_with_the_drivers_code(plugin):
-    plugin.start(fail={"NodeStageVolume": {"code": "INVALID_ARGUMENT", "message": "fs_type bogus unsupported"}})
-    create(plugin, "v5")
-    staging, = dirs(plugin, "v5")
-    with pytest.raises(CsiVolumeFailed) as info:
-        external(plugin).node_stage(item("v5"), staging, {})
-    err = info.value
-    assert not err.uncertain and err.kwargs["code"] == "INVALID_ARGUMENT"
-    for part in ("pv-v5", "node1", NAME, "NodeStageVolume", "fs_type bogus unsupported", plugin.socket):
-        assert part in str(err), part
-    assert plugin.mount_of(staging) is None and plugin.loops() == []
-
-
-@pytest.mark.parametrize("code", ["ABORTED", "UNAVAILABLE", "RESOURCE_EXHAUSTED"])
-def test_non_final_error_leaves_the_volume_uncertain(plugin, code):
-    plugin.start(fail={"NodePublishVolume": {"code": code, "message": "operation pending"}})
-    create(plugin, "v6")
-    staging, target = dirs(plugin, "v6", "pod-a")
-    drv = external(plugin)
-    drv.node_stage(item("v6"), staging, {})
-    with pytest.raises(CsiVolumeUncertain) as info:
-        drv.node_publish(item("v6"), target, staging, {}, pod())
-    assert info.value.uncertain and info.value.kwargs["uncertain"] is True and info.value.kwargs["code"] == code
-    assert "uncertain" in str(info.value) and "pv-v6" in str(info.value)
-
-
-def test_identity_failures_fail_the_volume_and_send_nothing(plugin):
-    # csi-driver-host-path built without a version answers GetPluginInfo so
-    plugin.start(fail={"GetPluginInfo": {"code": "UNAVAILABLE", "message": "Driver is missing version"}})
-    create(plugin, "vi")
-    staging, = dirs(plugin, "vi")
-    drv = external(plugin)
-    with pytest.raises(CsiVolumeFailed) as info:
-        drv.node_stage(item("vi"), staging, {})
-    assert not info.value.uncertain and "nothing was done" in str(info.value)
-    plugin.configure(fail={}, ready=False)
-    with pytest.raises(CsiDriverRefused, match="not ready"):
-        drv.node_stage(item("vi"), staging, {})
-    assert "NodeStageVolume" not in methods(plugin) and plugin.mount_of(staging) is None
-
-
-def test_timeout_is_uncertain(plugin):
-    plugin.start(sleep={"NodeStageVolume": 4})
-    create(plugin, "v7")
-    staging, = dirs(plugin, "v7")
-    started = time.time()
-    with pytest.raises(CsiVolumeUncertain) as info:
-        external(plugin, timeout=1).node_stage(item("v7"), staging, {})
-    assert time.time() - started < 3.5
-    assert info.value.kwargs["code"] == "DEADLINE_EXCEEDED" and "no answer within 1s" in str(info.value)
-    time.sleep(3.5)  # the plugin finishes the stage it was doing: the teardown unmounts it
-
-
-def test_plugin_that_disappears_between_two_calls(plugin):
-    plugin.start(exit_after=["NodeStageVolume"])
-    create(plugin, "v8")
-    staging, target = dirs(plugin, "v8", "pod-a")
-    drv = external(plugin)
-    drv.node_stage(item("v8"), staging, {})
-    plugin.proc.wait(10)
-    with pytest.raises(CsiDriverUnreachable) as info:
-        drv.node_publish(item("v8"), target, staging, {}, pod())
-    text = str(info.value)
-    assert plugin.socket in text and "has exited" in text and "pv-v8" in text and not info.value.uncertain
-
-
 def test_check_mode_makes_only_read_only_calls(plugin):
     plugin.start(controller_caps=ATTACH)
     create(plugin, "v9", SIZE)
@@ -335,104 +203,6 @@ def test_check_mode_makes_only_read_only_calls(plugin):
     called = set(methods(plugin)[before:])
     assert called and called <= READ_ONLY_CALLS, called
     assert plugin.mounts_under_work() == [] and plugin.loops() == []
-
-
-def test_secrets_reach_the_driver_and_nothing_else(plugin, caplog):
-    caplog.set_level(logging.DEBUG)
-    secrets = {"password": SECRET}
-    plugin.start(expected_secrets=secrets, controller_caps=ATTACH,
-                 fail={"NodePublishVolume": {"code": "PERMISSION_DENIED", "message": "bad password " + SECRET}})
-    create(plugin, "vs")
-    staging, target = dirs(plugin, "vs", "pod-a")
-    drv = external(plugin, controller="node")
-    vol = item("vs", secrets={"controller_publish": secrets, "node_stage": secrets, "node_publish": secrets})
-    results = [drv.controller_publish(vol)]
-    results.append(drv.node_stage(vol, staging, results[0].publish_context))
-    with pytest.raises(CsiVolumeFailed) as info:
-        drv.node_publish(vol, target, staging, results[0].publish_context, pod())
-    assert "bad password <redacted>" in str(info.value)
-    texts = [repr(r) for r in results] + [str(info.value), repr(info.value), repr(info.value.to_result()),
-                                           caplog.text, plugin.output()]
-    assert all(SECRET not in text for text in texts)
-    with open(plugin.log) as handle:
-        assert SECRET not in handle.read()
-    assert {c["method"]: c["secrets"] for c in plugin.calls() if c["secrets"] != "none"} == {
-        "ControllerPublishVolume": "expected", "NodeStageVolume": "expected", "NodePublishVolume": "expected"}
-    drv.node_unstage(vol, staging)
-    drv.controller_unpublish(vol)
-    assert plugin.loops() == []
-
-
-def test_wrong_driver_at_the_socket_is_refused(plugin):
-    plugin.start(name="other.csi.example")
-    with pytest.raises(CsiDriverRefused) as info:
-        external(plugin).node_unpublish(item("v1"), plugin.path("t"))
-    assert "'other.csi.example', not 'csi.kubevol.test'" in str(info.value)
-    assert methods(plugin) == ["GetPluginInfo"]
-
-
-def test_socket_found_by_registration_or_by_convention(plugin):
-    conventional = plugin.path("plugins", NAME, "csi.sock")
-    os.makedirs(os.path.dirname(conventional))
-    os.makedirs(plugin.path("plugins_registry"))
-    plugin.socket = conventional
-    plugin.start()
-    drv = external_driver_class(NAME)(None, plugin.work, "node1", {})
-    assert drv.node_socket() == conventional
-    assert drv.node_unpublish(item("v1"), plugin.path("t")).called
-    # the registrar's GetInfo names the endpoint, wherever it is
-    elsewhere = plugin.path("elsewhere.sock")
-    os.rename(conventional, elsewhere)
-    reg = plugin.path("plugins_registry", NAME + "-reg.sock")
-    registrar = _registrar(plugin, reg, NAME, elsewhere)
-    try:
-        drv = external_driver_class(NAME)(None, plugin.work, "node1", {})
-        assert drv.node_socket() == elsewhere and drv.calls == ["GetInfo"]
-        assert drv.node_unpublish(item("v1"), plugin.path("t")).called
-    finally:
-        _stop(registrar)
-    # a registrar for another driver is refused; a dead one is named
-    registrar = _registrar(plugin, reg, "someone.else", elsewhere)
-    try:
-        with pytest.raises(CsiDriverRefused, match="registers driver 'someone.else'"):
-            external_driver_class(NAME)(None, plugin.work, "node1", {}).node_socket(item("v1"))
-    finally:
-        _stop(registrar)
-    with pytest.raises(CsiDriverUnreachable) as info:
-        external_driver_class(NAME)(None, plugin.work, "node1", {}).node_socket(item("v1"))
-    assert reg in str(info.value)
-    if os.path.lexists(reg):
-        os.unlink(reg)
-    with pytest.raises(CsiDriverUnreachable) as info:
-        external_driver_class(NAME)(None, plugin.work, "node1", {}).node_socket(item("v1"))
-    assert reg in str(info.value) and conventional in str(info.value) and "driver_options" in str(info.value)
-
-
-def _registrar(plugin, reg, name, endpoint):
-    output = plugin.path("registrar-%s.out" % name)
-    with open(output, "w") as out:
-        proc = subprocess.Popen([PLUGIN_PYTHON, REGISTRAR, "--socket", reg, "--name", name, "--endpoint", endpoint],
-                                stdout=out, stderr=subprocess.STDOUT)
-    deadline = time.time() + 20
-    while time.time() < deadline:
-        with open(output) as handle:
-            text = handle.read()
-        if proc.poll() is not None:
-            raise AssertionError("the registrar exited: %s" % text)
-        if "serving on" in text:
-            return proc
-        time.sleep(0.05)
-    _stop(proc)
-    raise AssertionError("the registrar did not start")
-
-
-def _stop(proc):
-    proc.terminate()
-    try:
-        proc.wait(10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
 
 
 @pytest.fixture
