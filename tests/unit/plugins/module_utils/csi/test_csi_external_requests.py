@@ -215,3 +215,27 @@ def test_registration_messages_and_rules():
         "/var/lib/kubelet/plugins/d/csi.sock"
     assert registration.endpoint_path("", "/var/lib/kubelet/plugins_registry/d-reg.sock") == \
         "/var/lib/kubelet/plugins_registry/d-reg.sock"
+
+
+def test_item_secrets_from_the_pvs_secret_refs():
+    import base64
+    from ansible_collections.kubevol.volumes.plugins.module_utils.drivers.external.secrets import (
+        SecretUnavailable, item_secrets)
+
+    b64 = base64.b64encode(SECRET.encode()).decode()
+    secrets = {("ns1", "stage"): {"data": {"password": b64}},
+               ("ns1", "pub"): {"data": {"user": base64.b64encode(b"u").decode()}, "stringData": {"token": "t"}},
+               ("ns1", "broken"): {"data": {"password": "%%" + SECRET}}}
+    spec = {"driver": "d", "volumeHandle": "h", "nodeStageSecretRef": {"name": "stage", "namespace": "ns1"},
+            "nodePublishSecretRef": {"name": "pub", "namespace": "ns1"}}
+    found = item_secrets("pv1", spec, lambda ns, name: secrets.get((ns, name)))
+    assert found == {"node_stage": {"password": SECRET}, "node_publish": {"user": "u", "token": "t"}}
+    assert req.secrets(item(secrets=found), "node_stage") == {"password": SECRET}
+    assert item_secrets("pv1", {"driver": "d"}, lambda ns, name: None) == {}
+    for ref, reason in (({"name": "gone", "namespace": "ns1"}, "does not exist"),
+                        ({"name": "broken", "namespace": "ns1"}, "is not base64"),
+                        ({"name": "x"}, "is not a {name, namespace} reference")):
+        with pytest.raises(SecretUnavailable) as info:
+            item_secrets("pv1", {"controllerExpandSecretRef": ref}, lambda ns, name: secrets.get((ns, name)))
+        text = str(info.value)
+        assert reason in text and "pv1" in text and "controllerExpandSecretRef" in text and SECRET not in text
