@@ -5,5 +5,6 @@
 
 driver.py (``ExternalCsiDriver``, ``external_driver_class(name)``, ``configured_drivers(driver_options)``),
 requests.py (the requests, pure), endpoint.py and registration.py (finding the socket), errors.py (how a
-volume fails), secrets.py (a PV's secrets from its Secret objects, for the controller side). docs/csi.md says how to point kubevol at a driver.
+volume fails), secrets.py (a PV's secrets from its Secret objects, for the controller side).
+docs/csi.md says how to point kubevol at a driver.
 """
