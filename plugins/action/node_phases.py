@@ -23,6 +23,8 @@ from ansible.errors import AnsibleActionFail, AnsibleConnectionFailure
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.plugins.action import ActionBase
 
+from ansible_collections.kubevol.volumes.plugins.module_utils.common import driver_options
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import KubevolError
 from ansible_collections.kubevol.volumes.plugins.module_utils.run import executor
 from ansible_collections.kubevol.volumes.plugins.module_utils.node.node_args import node_phases_argspec
 from ansible_collections.kubevol.volumes.plugins.module_utils.run.run_lock_task import kept_renewed
@@ -43,7 +45,7 @@ PHASE_MODULES = {
 def module_args(phase, node_name, items, stale, forced, params):
     """The arguments of one phase's node module call."""
     args = {"volumes": items, "node_name": node_name, "lock_timeout": params["lock_timeout"],
-            "loop_pools": params["loop_pools"], "command_timeout": params["command_timeout"],
+            "driver_options": params["driver_options"], "command_timeout": params["command_timeout"],
             "long_command_timeout": params["long_command_timeout"]}
     if phase == "attach" and params.get("force_release_holders"):
         args["force_release_holders"] = params["force_release_holders"]
@@ -58,6 +60,20 @@ def module_args(phase, node_name, items, stale, forced, params):
     return args
 
 
+def _driver_options(params):
+    """Check the task's driver_options once, on the controller, with the deprecated loop_pools folded in (the
+    node modules get driver_options only); returns the deprecations to report."""
+    try:
+        params["driver_options"] = driver_options.validate(
+            driver_options.with_loop_pools_alias(params.get("driver_options"), params.get("loop_pools")))
+    except KubevolError as err:
+        raise AnsibleActionFail("kubevol.volumes.node_phases: %s" % err.msg)
+    if params.get("loop_pools") is None:
+        return []
+    return [{"msg": "node_phases: loop_pools is deprecated: use driver_options' loop.kubevol.io pools",
+             "version": "2.0.0", "collection_name": "kubevol.volumes"}]
+
+
 class ActionModule(ActionBase):
     TRANSFERS_FILES = False
     _supports_check_mode = True
@@ -70,6 +86,7 @@ class ActionModule(ActionBase):
             raise AnsibleActionFail("kubevol.volumes.node_phases: %s" % "; ".join(validated.error_messages))
         params = validated.validated_parameters
         node = params["node_name"]
+        deprecations = _driver_options(params)
         if "facts" in params["phases"]:
             return self._facts(result, params, task_vars)
         if params["plan"] is None:
@@ -95,6 +112,8 @@ class ActionModule(ActionBase):
         )
         if renewal_warnings:
             result["warnings"] = ["node %s: %s" % (node, warning) for warning in renewal_warnings]
+        if deprecations:
+            result["deprecations"] = deprecations
         # A node's failure is reported by the role once every node has run (executor.task_outcome);
         # this host stays in the play so the others' results are recorded.
         return result
@@ -149,7 +168,7 @@ class ActionModule(ActionBase):
     def _setup(self, setup, node, params, task_vars):
         """The setup phases ({phase: items}) in one node_volume_setup execution: {phase: result}."""
         args = {"node_name": node, "kubelet_dir": params["kubelet_dir"], "lock_timeout": params["lock_timeout"],
-                "loop_pools": params["loop_pools"], "command_timeout": params["command_timeout"],
+                "driver_options": params["driver_options"], "command_timeout": params["command_timeout"],
                 "long_command_timeout": params["long_command_timeout"]}
         for phase, items in setup.items():
             args[phase] = {"volumes": items}

@@ -231,12 +231,38 @@ def test_every_planned_item_builds_on_the_node():
                 names.check_pool(item.attributes.get("pool"), (POOL,))
 
 
-def test_the_module_takes_loop_pools():
+def test_the_module_takes_driver_options_loop_pools():
+    spec = argspec()["driver_options"]
+    assert spec["type"] == "dict" and spec["default"] == {}
+    params = dict((k, v.get("default")) for k, v in argspec().items())
+    params.update(cluster=world(attributes={"pool": "/srv/pool"}),
+                  driver_options={"loop.kubevol.io": {"pools": [POOL, "/srv/pool"]}})
+    assert run_task(params, NOW)["plan"]
+    params["driver_options"] = {}  # the default pool only
+    result = run_task(params, NOW)
+    assert result["plan"] == [] and any("/srv/pool" in b["reason"] for b in result["blocked"])
+
+
+def test_the_module_still_takes_the_deprecated_loop_pools():
     spec = argspec()["loop_pools"]
-    assert spec["default"] == [POOL] and spec["elements"] == "str"
+    assert "default" not in spec and spec["removed_in_version"] == "2.0.0"
+    assert spec["removed_from_collection"] == "kubevol.volumes"
     params = dict((k, v.get("default")) for k, v in argspec().items())
     params.update(cluster=world(attributes={"pool": "/srv/pool"}), loop_pools=[POOL, "/srv/pool"])
     assert run_task(params, NOW)["plan"]
     params["loop_pools"] = [POOL]
     result = run_task(params, NOW)
     assert result["plan"] == [] and any("/srv/pool" in b["reason"] for b in result["blocked"])
+    # both, with different pools: which one was meant cannot be known
+    params["driver_options"] = {"loop.kubevol.io": {"pools": ["/srv/pool"]}}
+    with pytest.raises(InvalidInput) as err:
+        run_task(params, NOW)
+    assert "loop_pools" in err.value.msg and "driver_options" in err.value.msg
+
+
+def test_the_module_refuses_an_unknown_driver_options_key():
+    params = dict((k, v.get("default")) for k, v in argspec().items())
+    params.update(cluster=world(), driver_options={"loop.kubevol.oi": {"pools": [POOL]}})
+    with pytest.raises(InvalidInput) as err:
+        run_task(params, NOW)
+    assert "loop.kubevol.oi" in err.value.msg and "kubernetes.io/local-volume" in err.value.msg
