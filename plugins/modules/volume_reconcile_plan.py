@@ -133,7 +133,7 @@ options:
   driver_options:
     description:
       - The operator's options of each volume plugin and CSI driver, as the node modules' O(driver_options) (the same
-        mapping: plugin or driver name to its options, each name's defaults kept for the options not given).
+        mapping of plugin or driver name to its options, each name's defaults kept for the options not given).
       - C(loop.kubevol.io) C(pools) (default V([/var/lib/kubevol/pool])) - a PV or inline volume whose
         C(volumeAttributes.pool) is not an absolute, normalized path equal to one of these (a missing pool is
         V(/var/lib/kubevol/pool)) is returned in RV(blocked), naming the object, the field, the value and the rule,
