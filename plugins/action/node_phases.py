@@ -23,23 +23,11 @@ from ansible.errors import AnsibleActionFail, AnsibleConnectionFailure
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.kubevol.volumes.plugins.module_utils.common import driver_options
+from ansible_collections.kubevol.volumes.plugins.module_utils.common import driver_options, phases
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import KubevolError
 from ansible_collections.kubevol.volumes.plugins.module_utils.run import executor
 from ansible_collections.kubevol.volumes.plugins.module_utils.node.node_args import node_phases_argspec
 from ansible_collections.kubevol.volumes.plugins.module_utils.run.run_lock_task import kept_renewed
-
-# The phases one node_volume_setup execution runs in order (attach, mount, expand).
-SETUP_PHASES = ("attach", "mount", "expand_controller", "expand_node")
-
-# phase -> (node module, its extra arguments)
-PHASE_MODULES = {
-    "teardown": ("kubevol.volumes.volume_detach", {}),
-    "attach": ("kubevol.volumes.k8s_volume_attach", {}),
-    "mount": ("kubevol.volumes.node_volume_mount", {}),
-    "expand_controller": ("kubevol.volumes.fs_expand", {"stage": "controller"}),
-    "expand_node": ("kubevol.volumes.fs_expand", {"stage": "node"}),
-}
 
 
 def module_args(phase, node_name, items, stale, forced, params):
@@ -49,7 +37,7 @@ def module_args(phase, node_name, items, stale, forced, params):
             "long_command_timeout": params["long_command_timeout"]}
     if phase == "attach" and params.get("force_release_holders"):
         args["force_release_holders"] = params["force_release_holders"]
-    args.update(PHASE_MODULES[phase][1])
+    args.update(phases.BY_NAME[phase].module_args)
     if phase != "attach":
         args["kubelet_dir"] = params["kubelet_dir"]
     if phase == "attach":
@@ -92,8 +80,6 @@ class ActionModule(ActionBase):
         if params["plan"] is None:
             raise AnsibleActionFail("kubevol.volumes.node_phases: plan is required for the phases %s (only facts "
                                     "runs without one)" % ", ".join(params["phases"]))
-        order = [name for name, _kinds in executor.PHASES]
-        phases = sorted(set(params["phases"]), key=order.index)
         # a whole plan result is cut here; the role passes the host's slice (filter node_plan) already
         plan = executor.PlanView(executor.node_slice(params["plan"], node))
         failures = params["failures"]
@@ -101,7 +87,7 @@ class ActionModule(ActionBase):
         # over as expired while this one still works on the nodes.
         renewal_warnings = []
         with kept_renewed(params["cluster_store"], params["run_lock"], renewal_warnings):
-            phase_results, executed = self._run_phases(plan, phases, node, failures, params, task_vars)
+            phase_results, executed = self._run_phases(plan, params["phases"], node, failures, params, task_vars)
         result.update(
             changed=any(r.get("changed") for r in phase_results.values()),
             phase_results=phase_results,
@@ -136,33 +122,39 @@ class ActionModule(ActionBase):
         failure raises (AnsibleConnectionFailure), as it does for a module task."""
         return self._execute_module(module_name=module, module_args=args, task_vars=task_vars)
 
-    def _run_phases(self, plan, phases, node, failures, params, task_vars):
-        """Run the node's share of ``phases`` over the host's connection: ({phase: module result}, modules run)."""
+    def _run_phases(self, plan, names, node, failures, params, task_vars):
+        """Run the node's share of the phases ``names`` over the host's connection, in the phase table's order:
+        ({phase: module result}, modules run). A volume that failed in a phase is not carried into the next
+        (executor.advance), and nothing more runs on a node found unreachable."""
         phase_results = {}
         executed = []
-        setup = dict((phase, executor.phase_work(plan, phase, node, failures)[0]) for phase in phases
-                     if phase in SETUP_PHASES)
+        setup = dict((phase, executor.phase_work(plan, phase, node, failures)[0]) for phase in names
+                     if phase in phases.SETUP_PHASES)
         setup = dict((phase, items) for phase, items in setup.items() if items)
         if len(setup) > 1:
-            # one execution for the node's attach, mount and expansion: fewer round trips
+            # one execution for the node's attach, mount and expansion: fewer round trips; it runs the same loop
             phase_results = self._setup(setup, node, params, task_vars)
             executed.append("kubevol.volumes.node_volume_setup")
-            phases = [phase for phase in phases if phase not in SETUP_PHASES]
-        for phase in phases:
-            items, stale, forced = executor.phase_work(plan, phase, node, failures)
-            if not items and not stale:
-                continue
-            module, _extra = PHASE_MODULES[phase]
+            names = [phase for phase in names if phase not in phases.SETUP_PHASES]
+        carried = {"failures": failures}
+
+        def work(phase):
+            items, stale, forced = executor.phase_work(plan, phase, node, carried["failures"])
+            return (items, stale, forced) if items or stale else None
+
+        def run(phase, todo):
+            module = phases.BY_NAME[phase].module
+            executed.append(module)
             try:
-                outcome = self._execute(task_vars, module, module_args(phase, node, items, stale, forced, params))
+                outcome = self._execute(task_vars, module, module_args(phase, node, todo[0], todo[1], todo[2], params))
             except AnsibleConnectionFailure as err:
                 # keep what the earlier phases did: it is recorded; this phase and the rest are not
                 outcome = {"unreachable": True, "failed": True, "msg": "%s: %s" % (module, err)}
-            phase_results[phase] = outcome
-            executed.append(module)
-            failures = executor.advance(plan, phase, node, outcome, failures)
-            if node in failures["nodes"]:
-                break  # unreachable: nothing more can run there
+            carried["failures"] = executor.advance(plan, phase, node, outcome, carried["failures"])
+            return outcome
+
+        phase_results.update(phases.run_in_order(names, work, run,
+                                                 stop=lambda phase, outcome: node in carried["failures"]["nodes"]))
         return phase_results, executed
 
     def _setup(self, setup, node, params, task_vars):

@@ -50,7 +50,8 @@ NODE_TASKS = ("teardown", "setup", "expand_node")
 # what node_phases runs besides the phases: the node's facts, alone
 FACTS = "facts"
 
-_KIND_PHASE = dict((kind, phase.name) for phase in PHASES for kind in phase.step_kinds)
+# step kind -> the name of the phase that runs it
+KIND_PHASE = dict((kind, phase.name) for phase in PHASES for kind in phase.step_kinds)
 
 
 def step_kind(step):
@@ -60,12 +61,12 @@ def step_kind(step):
 
 def phase_of(kind):
     """The name of the phase that runs step kind ``kind`` (an (action, target) pair), or None."""
-    return _KIND_PHASE.get(kind)
+    return KIND_PHASE.get(kind)
 
 
 def order_of(kind):
     """The run position of step kind ``kind``'s phase; -1 for a kind no phase runs."""
-    name = _KIND_PHASE.get(kind)
+    name = KIND_PHASE.get(kind)
     return BY_NAME[name].order if name is not None else -1
 
 

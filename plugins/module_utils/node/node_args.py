@@ -12,7 +12,7 @@ __metaclass__ = type
 
 import copy
 
-from ansible_collections.kubevol.volumes.plugins.module_utils.common import driver_options, names
+from ansible_collections.kubevol.volumes.plugins.module_utils.common import driver_options, names, phases
 
 POD_SPEC = dict(
     uid=dict(type="str", required=True),
@@ -93,13 +93,10 @@ def volumes_argspec(volumes_required=True, **extra):
 def setup_phase_specs():
     """node_volume_setup's phases and the options each takes (its module documents them)."""
     volumes = dict(type="list", elements="dict", default=[], options=copy.deepcopy(VOLUME_SPEC))
-    return {
-        "attach": dict(volumes=copy.deepcopy(volumes), provision=dict(type="bool", default=False)),
-        "mount": dict(volumes=copy.deepcopy(volumes), force=dict(type="bool", default=False),
-                      device_timeout=dict(type="int", default=30)),
-        "expand_controller": dict(volumes=copy.deepcopy(volumes)),
-        "expand_node": dict(volumes=copy.deepcopy(volumes)),
-    }
+    specs = dict((phase, dict(volumes=copy.deepcopy(volumes))) for phase in phases.SETUP_PHASES)
+    specs["attach"].update(provision=dict(type="bool", default=False))
+    specs["mount"].update(force=dict(type="bool", default=False), device_timeout=dict(type="int", default=30))
+    return specs
 
 
 def setup_argspec():
@@ -115,7 +112,7 @@ def node_phases_argspec():
     return dict(
         plan=dict(type="dict"),
         phases=dict(type="list", elements="str", required=True,
-                    choices=["facts", "teardown", "attach", "mount", "expand_controller", "expand_node"]),
+                    choices=[phases.FACTS] + list(phases.NAMES)),
         failures=dict(type="dict", default={}),
         node_name=dict(type="str", required=True),
         kubelet_dir=copy.deepcopy(NODE_SPEC["kubelet_dir"]),

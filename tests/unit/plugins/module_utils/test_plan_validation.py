@@ -15,6 +15,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 from simulate import bound, cluster, facts, node, pod, pv, pvc, uvn  # noqa: E402
 
+from ansible_collections.kubevol.volumes.plugins.module_utils.common import phases
 from ansible_collections.kubevol.volumes.plugins.module_utils.run import executor
 
 from ansible_collections.kubevol.volumes.plugins.module_utils.common import names  # noqa: E402
@@ -224,7 +225,7 @@ def test_every_planned_item_builds_on_the_node():
     data["items"].extend(bound("../x", "ns/x") + [pod("ns/q", "node1", ["x"])])
     result = run(data)
     assert steps(result)
-    for phase, _kinds in executor.PHASES:
+    for phase in phases.NAMES:
         for node_name in result["by_node"]:
             for raw in executor.phase_items(result, phase, node_name):
                 item = volume_item(raw)
