@@ -370,15 +370,6 @@ def summarize(record, index, objects):
     return summary
 
 
-def apply_record(cluster_list, record):
-    """Apply one record to the List in place; True when something changed."""
-    applier = RecordApplier(cluster_list)
-    try:
-        return bool(applier.apply(record))
-    finally:
-        applier.finish()
-
-
 def apply_records(cluster_list, records):
     """Apply records in order to the List in place; return summaries of the records that changed something.
 
