@@ -144,8 +144,8 @@ def validate(driver_options):
         options = driver_options[name]
         if name not in known:
             raise InvalidInput(field=FIELD, value=name,
-                               reason="%r is neither a volume plugin nor a driver kubevol knows (known: %s)"
-                                      % (name, ", ".join(sorted(known))))
+                               reason="%r is neither a volume plugin nor a driver kubevol knows (known: %s); "
+                                      "correct the name or remove it" % (name, ", ".join(sorted(known))))
         if options is None:
             options = {}
         if not isinstance(options, dict):
@@ -186,7 +186,8 @@ def with_loop_pools_alias(driver_options, loop_pools_value, alias="loop_pools"):
     if given is not None and list(given) != list(loop_pools_value):
         raise InvalidInput(field=alias, value=loop_pools_value,
                            reason="%s (deprecated) and driver_options[%r].pools are both given with different "
-                                  "values (%s): give only driver_options" % (alias, LOOP_DRIVER, list(given)))
+                                  "values (%s): give only driver_options (reconcile role: kubevol_driver_options, "
+                                  "not kubevol_loop_pools)" % (alias, LOOP_DRIVER, list(given)))
     loop = dict(driver_options.get(LOOP_DRIVER) or {})
     loop["pools"] = list(loop_pools_value)
     driver_options[LOOP_DRIVER] = loop
