@@ -19,6 +19,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import copy
+import importlib
 import posixpath
 
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import InvalidInput
@@ -47,15 +48,18 @@ PLUGIN_OPTIONS = {
 FALLBACK_DRIVER_OPTIONS = {LOOP_DRIVER: {"pools": "paths"}}
 
 FIELD = "driver_options"
+DRIVERS_PACKAGE = "ansible_collections.kubevol.volumes.plugins.module_utils.drivers"
 
 
 def _drivers():
     """{driver name: options spec} of the drivers this collection has (the drivers registry)."""
     specs = dict(FALLBACK_DRIVER_OPTIONS)
     try:
-        # imported here: planning code reads the specs without loading a driver's node code at import time
-        from ansible_collections.kubevol.volumes.plugins.module_utils import drivers
-    except ImportError:  # pragma: no cover - a build without drivers/
+        # Looked up by name, when asked: this module is shared by planning and node code, and planning code must
+        # not import (nor ship in its module payload) the drivers' node code. Where the registry is not there
+        # (the planner run as a module on its own), the specs above stand in.
+        drivers = importlib.import_module(DRIVERS_PACKAGE)
+    except ImportError:
         return specs
     for name in sorted(getattr(drivers, "DRIVERS", {}) or {}):
         try:
