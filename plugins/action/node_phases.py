@@ -23,31 +23,21 @@ from ansible.errors import AnsibleActionFail, AnsibleConnectionFailure
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.plugins.action import ActionBase
 
+from ansible_collections.kubevol.volumes.plugins.module_utils.common import driver_options, phases
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import KubevolError
 from ansible_collections.kubevol.volumes.plugins.module_utils.run import executor
 from ansible_collections.kubevol.volumes.plugins.module_utils.node.node_args import node_phases_argspec
 from ansible_collections.kubevol.volumes.plugins.module_utils.run.run_lock_task import kept_renewed
-
-# The phases one node_volume_setup execution runs in order (attach, mount, expand).
-SETUP_PHASES = ("attach", "mount", "expand_controller", "expand_node")
-
-# phase -> (node module, its extra arguments)
-PHASE_MODULES = {
-    "teardown": ("kubevol.volumes.volume_detach", {}),
-    "attach": ("kubevol.volumes.k8s_volume_attach", {}),
-    "mount": ("kubevol.volumes.node_volume_mount", {}),
-    "expand_controller": ("kubevol.volumes.fs_expand", {"stage": "controller"}),
-    "expand_node": ("kubevol.volumes.fs_expand", {"stage": "node"}),
-}
 
 
 def module_args(phase, node_name, items, stale, forced, params):
     """The arguments of one phase's node module call."""
     args = {"volumes": items, "node_name": node_name, "lock_timeout": params["lock_timeout"],
-            "loop_pools": params["loop_pools"], "command_timeout": params["command_timeout"],
+            "driver_options": params["driver_options"], "command_timeout": params["command_timeout"],
             "long_command_timeout": params["long_command_timeout"]}
     if phase == "attach" and params.get("force_release_holders"):
         args["force_release_holders"] = params["force_release_holders"]
-    args.update(PHASE_MODULES[phase][1])
+    args.update(phases.BY_NAME[phase].module_args)
     if phase != "attach":
         args["kubelet_dir"] = params["kubelet_dir"]
     if phase == "attach":
@@ -56,6 +46,20 @@ def module_args(phase, node_name, items, stale, forced, params):
         args["stale_paths"] = stale
         args["force"] = forced
     return args
+
+
+def _driver_options(params):
+    """Check the task's driver_options once, on the controller, with the deprecated loop_pools folded in (the
+    node modules get driver_options only); returns the deprecations to report."""
+    try:
+        params["driver_options"] = driver_options.validate(
+            driver_options.with_loop_pools_alias(params.get("driver_options"), params.get("loop_pools")))
+    except KubevolError as err:
+        raise AnsibleActionFail("kubevol.volumes.node_phases: %s" % err.msg)
+    if params.get("loop_pools") is None:
+        return []
+    return [{"msg": "node_phases: loop_pools is deprecated: use driver_options' loop.kubevol.io pools",
+             "version": "2.0.0", "collection_name": "kubevol.volumes"}]
 
 
 class ActionModule(ActionBase):
@@ -70,13 +74,12 @@ class ActionModule(ActionBase):
             raise AnsibleActionFail("kubevol.volumes.node_phases: %s" % "; ".join(validated.error_messages))
         params = validated.validated_parameters
         node = params["node_name"]
+        deprecations = _driver_options(params)
         if "facts" in params["phases"]:
             return self._facts(result, params, task_vars)
         if params["plan"] is None:
             raise AnsibleActionFail("kubevol.volumes.node_phases: plan is required for the phases %s (only facts "
                                     "runs without one)" % ", ".join(params["phases"]))
-        order = [name for name, _kinds in executor.PHASES]
-        phases = sorted(set(params["phases"]), key=order.index)
         # a whole plan result is cut here; the role passes the host's slice (filter node_plan) already
         plan = executor.PlanView(executor.node_slice(params["plan"], node))
         failures = params["failures"]
@@ -84,7 +87,7 @@ class ActionModule(ActionBase):
         # over as expired while this one still works on the nodes.
         renewal_warnings = []
         with kept_renewed(params["cluster_store"], params["run_lock"], renewal_warnings):
-            phase_results, executed = self._run_phases(plan, phases, node, failures, params, task_vars)
+            phase_results, executed = self._run_phases(plan, params["phases"], node, failures, params, task_vars)
         result.update(
             changed=any(r.get("changed") for r in phase_results.values()),
             phase_results=phase_results,
@@ -95,6 +98,8 @@ class ActionModule(ActionBase):
         )
         if renewal_warnings:
             result["warnings"] = ["node %s: %s" % (node, warning) for warning in renewal_warnings]
+        if deprecations:
+            result["deprecations"] = deprecations
         # A node's failure is reported by the role once every node has run (executor.task_outcome);
         # this host stays in the play so the others' results are recorded.
         return result
@@ -117,39 +122,45 @@ class ActionModule(ActionBase):
         failure raises (AnsibleConnectionFailure), as it does for a module task."""
         return self._execute_module(module_name=module, module_args=args, task_vars=task_vars)
 
-    def _run_phases(self, plan, phases, node, failures, params, task_vars):
-        """Run the node's share of ``phases`` over the host's connection: ({phase: module result}, modules run)."""
+    def _run_phases(self, plan, names, node, failures, params, task_vars):
+        """Run the node's share of the phases ``names`` over the host's connection, in the phase table's order:
+        ({phase: module result}, modules run). A volume that failed in a phase is not carried into the next
+        (executor.advance), and nothing more runs on a node found unreachable."""
         phase_results = {}
         executed = []
-        setup = dict((phase, executor.phase_work(plan, phase, node, failures)[0]) for phase in phases
-                     if phase in SETUP_PHASES)
+        setup = dict((phase, executor.phase_work(plan, phase, node, failures)[0]) for phase in names
+                     if phase in phases.SETUP_PHASES)
         setup = dict((phase, items) for phase, items in setup.items() if items)
         if len(setup) > 1:
-            # one execution for the node's attach, mount and expansion: fewer round trips
+            # one execution for the node's attach, mount and expansion: fewer round trips; it runs the same loop
             phase_results = self._setup(setup, node, params, task_vars)
             executed.append("kubevol.volumes.node_volume_setup")
-            phases = [phase for phase in phases if phase not in SETUP_PHASES]
-        for phase in phases:
-            items, stale, forced = executor.phase_work(plan, phase, node, failures)
-            if not items and not stale:
-                continue
-            module, _extra = PHASE_MODULES[phase]
+            names = [phase for phase in names if phase not in phases.SETUP_PHASES]
+        carried = {"failures": failures}
+
+        def work(phase):
+            items, stale, forced = executor.phase_work(plan, phase, node, carried["failures"])
+            return (items, stale, forced) if items or stale else None
+
+        def run(phase, todo):
+            module = phases.BY_NAME[phase].module
+            executed.append(module)
             try:
-                outcome = self._execute(task_vars, module, module_args(phase, node, items, stale, forced, params))
+                outcome = self._execute(task_vars, module, module_args(phase, node, todo[0], todo[1], todo[2], params))
             except AnsibleConnectionFailure as err:
                 # keep what the earlier phases did: it is recorded; this phase and the rest are not
                 outcome = {"unreachable": True, "failed": True, "msg": "%s: %s" % (module, err)}
-            phase_results[phase] = outcome
-            executed.append(module)
-            failures = executor.advance(plan, phase, node, outcome, failures)
-            if node in failures["nodes"]:
-                break  # unreachable: nothing more can run there
+            carried["failures"] = executor.advance(plan, phase, node, outcome, carried["failures"])
+            return outcome
+
+        phase_results.update(phases.run_in_order(names, work, run,
+                                                 stop=lambda phase, outcome: node in carried["failures"]["nodes"]))
         return phase_results, executed
 
     def _setup(self, setup, node, params, task_vars):
         """The setup phases ({phase: items}) in one node_volume_setup execution: {phase: result}."""
         args = {"node_name": node, "kubelet_dir": params["kubelet_dir"], "lock_timeout": params["lock_timeout"],
-                "loop_pools": params["loop_pools"], "command_timeout": params["command_timeout"],
+                "driver_options": params["driver_options"], "command_timeout": params["command_timeout"],
                 "long_command_timeout": params["long_command_timeout"]}
         for phase, items in setup.items():
             args[phase] = {"volumes": items}

@@ -25,7 +25,7 @@ options:
     type: str
 '''
 
-    # The node's own settings every volume module takes (node_volume_setup too): locking, the loop pools, the
+    # The node's own settings every volume module takes (node_volume_setup too): locking, the driver options, the
     # commands' time limits and the operator's release of holds.
     SETTINGS = r'''
 options:
@@ -39,16 +39,28 @@ options:
       - Seconds to wait for another kubevol run that holds a volume's lock before failing with LockTimeout.
     type: int
     default: 60
+  driver_options:
+    description:
+      - The operator's options of each volume plugin and CSI driver on this node, as a mapping of plugin or driver
+        name to its options; each name's options not given keep their defaults.
+      - C(loop.kubevol.io) C(pools) (default V([/var/lib/kubevol/pool])) - the directories this node keeps loop images
+        in. A volume whose C(volumeAttributes.pool) is not one of them (compared after resolving symlinks) is refused
+        before anything runs, so whoever can write a PV cannot make the node open, format or grow a file elsewhere.
+      - C(kubernetes.io/local-volume) C(paths) (default V([/mnt/disks])) and C(kubernetes.io/host-path) C(paths)
+        (default V([]), nothing allowed) - the directories local and hostPath PVs may name (absolute, normalized paths).
+      - A name that is neither a volume plugin (C(kubernetes.io/csi), C(kubernetes.io/local-volume),
+        C(kubernetes.io/host-path)) nor a driver kubevol has, an option the name does not have, or a value of the wrong
+        shape fails the call before anything runs, naming the key and what is allowed.
+      - The reconcile role passes C(kubevol_driver_options).
+    type: dict
+    default: {}
+    version_added: 0.2.0
   loop_pools:
     description:
-      - The directories this node keeps C(loop.kubevol.io) images in, the operator's configuration, not the
-        cluster's. A volume whose C(volumeAttributes.pool) is not one of them (compared after resolving symlinks) is
-        refused before anything runs, so whoever can write a PV cannot make the node open, format or grow a file
-        elsewhere.
-      - The reconcile role passes C(kubevol_loop_pools).
+      - Deprecated, to be removed in 2.0.0; use O(driver_options) C(loop.kubevol.io) C(pools) instead.
+      - When given, it sets C(loop.kubevol.io)'s C(pools); giving both with different values is an error.
     type: list
     elements: str
-    default: [/var/lib/kubevol/pool]
     version_added: 0.2.0
   command_timeout:
     description:

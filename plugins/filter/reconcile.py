@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: kubevol contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Filters the reconcile role uses to run a plan phase by phase (see module_utils/run/executor.py).
+"""Filters the reconcile role uses to run a plan node task by node task (see module_utils/run/executor.py).
 
 Internal to roles/reconcile, not a public interface (each one's DOCUMENTATION says so): they may change in
 any release. The public filter is plan_table (plan_table.py)."""
@@ -11,7 +11,8 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
-from ansible_collections.kubevol.volumes.plugins.module_utils.run import executor
+from ansible_collections.kubevol.volumes.plugins.module_utils.run.outcome import timed_out
+from ansible_collections.kubevol.volumes.plugins.module_utils.run.plan_view import node_slice
 
 
 def _node_of(hostvars, host):
@@ -36,7 +37,7 @@ def node_facts_map(hostvars, hosts, var_name):
         if isinstance(result, dict) and result.get("node_facts") and not result.get("failed"):
             facts[node] = dict(result["node_facts"], node_name=node, reachable=True)
         else:
-            error = (executor.timed_out(result, node) or result.get("msg")) if isinstance(result, dict) else None
+            error = (timed_out(result, node) or result.get("msg")) if isinstance(result, dict) else None
             facts[node] = {"node_name": node, "reachable": False,
                            "error": error or "no node facts were gathered from host %s" % host}
     return facts
@@ -45,7 +46,7 @@ def node_facts_map(hostvars, hosts, var_name):
 def node_plan(plan_result, node):
     """One node's slice of a volume_reconcile_plan result (plan, items), cut through its by_node index."""
     try:
-        return executor.node_slice(plan_result, node)
+        return node_slice(plan_result, node)
     except (AttributeError, IndexError, TypeError) as e:
         raise AnsibleFilterError("kubevol node_plan: the input is not a volume_reconcile_plan result: %s" % e)
 

@@ -95,11 +95,19 @@ options:
     description: Seconds each node module waits for another run holding the same volume.
     type: int
     default: 60
+  driver_options:
+    description:
+      - Passed to the node modules (the operator's options of each volume plugin and CSI driver, see
+        M(kubevol.volumes.k8s_volume_attach)). The reconcile role passes C(kubevol_driver_options).
+    type: dict
+    default: {}
+    version_added: 0.2.0
   loop_pools:
-    description: Passed to the node modules (the directories this node keeps C(loop.kubevol.io) images in).
+    description:
+      - Deprecated, to be removed in 2.0.0; use O(driver_options) C(loop.kubevol.io) C(pools) instead. When given, it
+        sets C(loop.kubevol.io)'s C(pools); giving both with different values is an error.
     type: list
     elements: str
-    default: [/var/lib/kubevol/pool]
   command_timeout:
     description: Passed to the node modules (seconds each node command may run).
     type: int

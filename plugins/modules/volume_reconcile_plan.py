@@ -30,7 +30,7 @@ description:
     with its claim or PV; only its deletion or termination releases them.
   - Every name, quantity and pool a node module would refuse is blocked here first, naming the object, the field,
     the value and the rule (a PV name, volume handle, pod UID or node name that is not one safe path component, NUL
-    in C(volumeAttributes), a negative size or request, a bad mount option, a pool outside O(loop_pools)); nothing of
+    in C(volumeAttributes), a negative size or request, a bad mount option, a pool outside O(driver_options) C(loop.kubevol.io) C(pools)); nothing of
     that volume is planned, and a pod that moved keeps it on its old node.
   - Fails, changing nothing, when the plan would tear down more of the mounted volumes than the teardown guard
     allows (O(max_teardown_fraction), O(max_teardown_count), O(allow_mass_teardown)).
@@ -130,17 +130,29 @@ options:
       - V(0) shows them all.
     type: int
     default: 100
+  driver_options:
+    description:
+      - The operator's options of each volume plugin and CSI driver, as the node modules' O(driver_options) (the same
+        mapping of plugin or driver name to its options, each name's defaults kept for the options not given).
+      - C(loop.kubevol.io) C(pools) (default V([/var/lib/kubevol/pool])) - a PV or inline volume whose
+        C(volumeAttributes.pool) is not an absolute, normalized path equal to one of these (a missing pool is
+        V(/var/lib/kubevol/pool)) is returned in RV(blocked), naming the object, the field, the value and the rule,
+        and nothing of it is attached, recorded or created on any node. The check is a pure path comparison; each
+        node checks again with its own symlink-resolving check.
+      - C(kubernetes.io/local-volume) C(paths) (default V([/mnt/disks])) and C(kubernetes.io/host-path) C(paths)
+        (default V([])) - the directories local and hostPath PVs may name.
+      - An unknown plugin or driver name, an unknown option or a value of the wrong shape fails the task, naming the
+        key and what is allowed.
+      - The reconcile role passes C(kubevol_driver_options).
+    type: dict
+    default: {}
+    version_added: 0.2.0
   loop_pools:
     description:
-      - The directories the nodes keep C(loop.kubevol.io) images in, as the node modules' C(loop_pools).
-      - A PV or inline volume whose C(volumeAttributes.pool) is not an absolute, normalized path equal to one of
-        these (a missing pool is V(/var/lib/kubevol/pool)) is returned in RV(blocked), naming the object, the
-        field, the value and the rule, and nothing of it is attached, recorded or created on any node. The check is
-        a pure path comparison; each node checks again with its own symlink-resolving check.
-      - The reconcile role passes C(kubevol_loop_pools).
+      - Deprecated, to be removed in 2.0.0; use O(driver_options) C(loop.kubevol.io) C(pools) instead.
+      - When given, it sets C(loop.kubevol.io)'s C(pools); giving both with different values is an error.
     type: list
     elements: str
-    default: [/var/lib/kubevol/pool]
   scope:
     description:
       - A JMESPath expression over the List's items that selects the pods to consider.

@@ -57,6 +57,11 @@ class InProcessAction(ActionBase):
             return result
         params = validated.validated_parameters
         params.update(free_form)
+        # a deprecated option given (removed_in_version): reported as Ansible reports a module's
+        deprecations = [dict((k, d[k]) for k in ("msg", "version", "date", "collection_name") if d.get(k))
+                        for d in getattr(validated, "_deprecations", None) or ()]
+        if deprecations:
+            result["deprecations"] = deprecations
         try:
             result.update(self.run_task(params, bool(self._play_context.check_mode), bool(self._play_context.diff)))
         except KubevolError as err:

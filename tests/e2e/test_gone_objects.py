@@ -8,6 +8,9 @@
 2. Orphan pod volume directories planted on node2: one whose vol_data.json names a volume with no PV any more is
    removed by the first run; a ghost whose vol_data.json names another PV's volume is reported blocked with the
    reason, never "applied" without an effect. The second run plans nothing for either.
+
+The runs give the second pool as kubevol_driver_options' loop.kubevol.io pools; one gives it the old way,
+kubevol_loop_pools (deprecated until 2.0.0), and proves the alias still works and says it is deprecated.
 """
 import json
 
@@ -17,7 +20,10 @@ import yaml
 from e2e_lib import DRIVER, KUBELET, get, node_status, unique_name, va_name, vas
 
 POOL2 = "/var/lib/kubevol/pool2"
-LOOP_POOLS = ["-e", json.dumps({"kubevol_loop_pools": ["/var/lib/kubevol/pool", POOL2]})]
+LOOP_POOLS = ["-e", json.dumps({"kubevol_driver_options": {"loop.kubevol.io": {"pools": ["/var/lib/kubevol/pool",
+                                                                                        POOL2]}}})]
+# the deprecated alias of the same (roles/reconcile: until 2.0.0)
+OLD_LOOP_POOLS = ["-e", json.dumps({"kubevol_loop_pools": ["/var/lib/kubevol/pool", POOL2]})]
 HANDLE = "pv-x6.img"
 
 # Inside node1 only: every mkfs.ext4 fails (the device is attached, never formatted).
@@ -90,8 +96,11 @@ def assert_second_run_changes_nothing(kv):
 def test_attachment_whose_pv_is_gone_is_detached(kv):
     kv.ssh("node1", FAIL_MKFS)
     try:
-        failed = kv.reconcile(LOOP_POOLS, expect_rc="nonzero")
+        # the deprecated kubevol_loop_pools still sets the loop pools: pv-x6 in pool2 is planned and attached (then
+        # its format fails), and the run says the variable is deprecated
+        failed = kv.reconcile(OLD_LOOP_POOLS, expect_rc="nonzero")
         assert "injected format failure" in failed.stdout, failed.describe()
+        assert "loop_pools" in failed.stdout and "deprecated" in failed.stdout, failed.describe()
     finally:
         kv.ssh("node1", "umount /usr/sbin/mkfs.ext4")
     try:

@@ -108,8 +108,8 @@ def recorded(kv):
 
 
 def test_a_pv_pointing_its_pool_at_an_application_directory_is_blocked_at_plan_time(kv):
-    """The pool is checked against kubevol_loop_pools by the planner: blocked before any intent is recorded, and
-    no node runs anything for it (the node's own check stays as the last line)."""
+    """The pool is checked against the operator's pools (kubevol_driver_options) by the planner: blocked before any
+    intent is recorded, and no node runs anything for it (the node's own check stays as the last line)."""
     kv.ssh("node2", "mkdir -p %s && for i in $(seq 300000); do echo \"2026-11-23 request $i served\"; done > %s/app.log"
            % (APP_DIR, APP_DIR))
     before = kv.ssh("node2", "sha256sum %s/app.log" % APP_DIR)

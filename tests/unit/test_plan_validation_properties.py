@@ -22,6 +22,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from simulate import cluster, facts, node, pod, pv, pvc  # noqa: E402
 
+from ansible_collections.kubevol.volumes.plugins.module_utils.common import phases  # noqa: E402
 from ansible_collections.kubevol.volumes.plugins.module_utils.run import executor  # noqa: E402
 from ansible_collections.kubevol.volumes.plugins.module_utils.cluster.objects import ClusterIndex, cluster_from_data  # noqa
 from ansible_collections.kubevol.volumes.plugins.module_utils.drivers.loop import LoopDriver  # noqa: E402
@@ -150,7 +151,7 @@ def test_whatever_is_planned_the_node_accepts(world):
     result = run(data, node_facts)
     if result is None:
         return
-    for phase, _kinds in executor.PHASES:
+    for phase in phases.NAMES:
         for node_name in result["by_node"]:
             driver = LoopDriver(None, "/var/lib/kubelet", node_name, {"loop_pools": list(POOLS)})
             for raw in executor.phase_items(result, phase, node_name):

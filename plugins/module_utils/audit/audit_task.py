@@ -23,7 +23,8 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.audit import audit
 from ansible_collections.kubevol.volumes.plugins.module_utils.run import run_lock
 from ansible_collections.kubevol.volumes.plugins.module_utils.cluster.objects import ClusterIndex, cluster_from_data
 from ansible_collections.kubevol.volumes.plugins.module_utils.plan.desired_state import DEFAULT_KNOWN_DRIVERS
-from ansible_collections.kubevol.volumes.plugins.module_utils.node.node_args import DEFAULT_LOOP_POOLS
+from ansible_collections.kubevol.volumes.plugins.module_utils.common import driver_options as driver_opts
+from ansible_collections.kubevol.volumes.plugins.module_utils.node.node_args import LOOP_POOLS_ALIAS
 from ansible_collections.kubevol.volumes.plugins.module_utils.plan.planner import PlanOptions, plan_cluster, utc_now
 from ansible_collections.kubevol.volumes.plugins.module_utils.run.run_lock_task import LOCK_OPTIONS
 from ansible_collections.kubevol.volumes.plugins.module_utils.stores import (
@@ -41,7 +42,8 @@ def argspec():
                 clean=dict(type="bool", default=False),
                 node_name=dict(type="str"),
                 kubelet_dir=dict(type="str", default="/var/lib/kubelet"),
-                loop_pools=dict(type="list", elements="str", default=list(DEFAULT_LOOP_POOLS)),
+                driver_options=dict(type="dict", default={}),
+                loop_pools=dict(LOOP_POOLS_ALIAS),  # deprecated: driver_options' loop.kubevol.io pools
                 known_drivers=dict(type="list", elements="str"),
                 node_reports=dict(type="list", elements="raw", default=[]),
                 lock_timeout=dict(type="int", default=30))
@@ -71,7 +73,8 @@ def node_scope(params, node, execute):
         index = _index(store)
     finally:
         store.close()
-    out = execute({"node_name": node, "kubelet_dir": params["kubelet_dir"], "loop_pools": params["loop_pools"],
+    options = driver_opts.validate(driver_opts.with_loop_pools_alias(params["driver_options"], params["loop_pools"]))
+    out = execute({"node_name": node, "kubelet_dir": params["kubelet_dir"], "driver_options": options,
                    "pod_uids": audit.node_pod_uids(index, node), "clean": params["clean"]})
     if out.get("unreachable") or out.get("failed") or "node_facts" not in out:
         msg = "node %s: the audit could not run there: %s" % (node, out.get("msg") or "no node facts returned")

@@ -1,10 +1,17 @@
 # -*- coding: utf-8 -*-
 # Copyright: kubevol contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Options of the volume plugins and CSI drivers: one mapping {plugin-or-driver name: {option: value}}.
+"""The operator's options of each volume plugin and CSI driver: one mapping, ``driver_options``.
 
-MINIMAL version (plugins-node work of issue 26): the "options" engineer's module replaces it; only DEFAULTS,
-options_for and allowed are used by node code. Pure: no I/O.
+``{plugin or driver name: {option: value}}``: the module option ``driver_options`` (volume_reconcile_plan and
+every node module), the reconcile role's ``kubevol_driver_options``. What a node may touch is the node's
+operator's word, never a PV's: the loop driver's pools, the directories local and hostPath PVs may name. Each
+name's defaults (DEFAULTS) are merged per name, so an operator who sets one option keeps the others' defaults.
+
+A driver declares its options spec as its class attribute ``OPTIONS`` (drivers/: read through the registry when
+it exposes one); the two in-tree plugins' specs are PLUGIN_OPTIONS below. A spec maps each option to a check:
+``"paths"`` (a list of absolute paths) or ``"normalized_paths"`` (absolute and normalized: no ``..``, no ``//``,
+no trailing ``/``: a plan-time string check against them must mean what the node's realpath check means).
 """
 
 from __future__ import absolute_import, division, print_function
@@ -12,40 +19,180 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import copy
+import importlib
 import posixpath
 
-LOCAL_VOLUME = "kubernetes.io/local-volume"
-HOST_PATH = "kubernetes.io/host-path"
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import InvalidInput
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.names import DEFAULT_LOOP_POOL, LOOP_DRIVER
 
+CSI_PLUGIN = "kubernetes.io/csi"
+LOCAL_PLUGIN = "kubernetes.io/local-volume"
+HOST_PATH_PLUGIN = "kubernetes.io/host-path"
+PLUGINS = (CSI_PLUGIN, LOCAL_PLUGIN, HOST_PATH_PLUGIN)
+
+# The one place each default is written. local-volume: local-static-provisioner's default discovery directory;
+# host-path: nothing until the operator says so (a hostPath PV can name any path of the node).
 DEFAULTS = {
-    "loop.kubevol.io": {"pools": ["/var/lib/kubevol/pool"]},
-    # local-static-provisioner's default discovery directory
-    LOCAL_VOLUME: {"paths": ["/mnt/disks"]},
-    # nothing allowed until the operator says so
-    HOST_PATH: {"paths": []},
+    LOOP_DRIVER: {"pools": [DEFAULT_LOOP_POOL]},
+    LOCAL_PLUGIN: {"paths": ["/mnt/disks"]},
+    HOST_PATH_PLUGIN: {"paths": []},
 }
+
+# the in-tree plugins' options specs (until volume/ plugins declare their own OPTIONS)
+PLUGIN_OPTIONS = {
+    CSI_PLUGIN: {},
+    LOCAL_PLUGIN: {"paths": "normalized_paths"},
+    HOST_PATH_PLUGIN: {"paths": "normalized_paths"},
+}
+# a driver class without OPTIONS yet: its spec here (drivers/loop.py LoopDriver: pools)
+FALLBACK_DRIVER_OPTIONS = {LOOP_DRIVER: {"pools": "paths"}}
+
+FIELD = "driver_options"
+DRIVERS_PACKAGE = "ansible_collections.kubevol.volumes.plugins.module_utils.drivers"
+
+
+def _drivers():
+    """{driver name: options spec} of the drivers this collection has (the drivers registry)."""
+    specs = dict(FALLBACK_DRIVER_OPTIONS)
+    try:
+        # Looked up by name, when asked: this module is shared by planning and node code, and planning code must
+        # not import (nor ship in its module payload) the drivers' node code. Where the registry is not there
+        # (the planner run as a module on its own), the specs above stand in.
+        drivers = importlib.import_module(DRIVERS_PACKAGE)
+    except ImportError:
+        return specs
+    for name in sorted(getattr(drivers, "DRIVERS", {}) or {}):
+        try:
+            cls = drivers.get_driver(name)
+        except Exception:  # pylint: disable=broad-except
+            continue  # a driver the registry cannot load: its options keep the fallback spec
+        spec = getattr(cls, "OPTIONS", None)
+        if isinstance(spec, dict):
+            specs[name] = spec
+        else:
+            specs.setdefault(name, {})
+    return specs
+
+
+def specs():
+    """{plugin or driver name: options spec}: every name ``driver_options`` may use."""
+    known = dict(PLUGIN_OPTIONS)
+    known.update(_drivers())
+    return known
+
+
+def allowed(path, roots):
+    """True when ``path`` is absolute, normalized and equal to or under one of ``roots``.
+
+    A pure string check for plan time (no disk access): normalized means no ``.`` or ``..`` component, no ``//``
+    and no trailing ``/`` (except the root itself), so ``/mnt/disks/../etc`` never passes as under /mnt/disks.
+    The node checks again with symlinks resolved."""
+    if not normalized(path):
+        return False
+    for root in roots or ():
+        if not normalized(root):
+            continue
+        if path == root or root == "/" or path.startswith(root + "/"):
+            return True
+    return False
+
+
+def normalized(path):
+    """An absolute path written the one way posixpath.normpath writes it (and not starting with ``//``)."""
+    return (isinstance(path, str) and path.startswith("/") and "\x00" not in path
+            and posixpath.normpath(path) == path and not path.startswith("//"))
+
+
+def _check_paths(name, option, value, kind):
+    where = "%s.%s" % (name, option)
+    if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
+        raise InvalidInput(field=FIELD, value={name: {option: value}},
+                           reason="%s must be a list of absolute paths" % where)
+    for path in value:
+        if not path.startswith("/") or "\x00" in path:
+            raise InvalidInput(field=FIELD, value={name: {option: value}},
+                               reason="%s: each entry must be an absolute path, not %r" % (where, path))
+        if kind == "normalized_paths" and not normalized(path):
+            raise InvalidInput(field=FIELD, value={name: {option: value}},
+                               reason="%s: %r must be a normalized absolute path (no '..', '.', '//' or trailing "
+                                      "'/'): write %r" % (where, path, "/" + posixpath.normpath(path).lstrip("/")))
+    return list(value)
+
+
+def _check_option(name, option, value, rule):
+    """One option against its spec entry: a kind (paths, normalized_paths) or an argument-spec-like dict."""
+    if isinstance(rule, dict):
+        # an argument-spec-like entry ({"type": "list", "elements": "path"} ...): the path checks by the name's kind
+        kind = rule.get("kind") or ("paths" if rule.get("type") == "list" and rule.get("elements") in ("path", "str")
+                                    else None)
+        if kind is None:
+            return copy.deepcopy(value)
+        rule = kind
+    if rule in ("paths", "normalized_paths"):
+        return _check_paths(name, option, value, rule)
+    return copy.deepcopy(value)
+
+
+def validate(driver_options):
+    """The operator's ``driver_options``, checked: a new mapping with each given name's options checked against
+    its spec (defaults are not filled in: options_for merges them). Raises InvalidInput naming the key and
+    what is allowed: an unknown plugin or driver name, an unknown option of a known one, a bad value."""
+    if driver_options is None:
+        return {}
+    if not isinstance(driver_options, dict):
+        raise InvalidInput(field=FIELD, value=driver_options,
+                           reason="must be a mapping of plugin or driver name to its options")
+    known = specs()
+    checked = {}
+    for name in sorted(driver_options, key=str):
+        options = driver_options[name]
+        if name not in known:
+            raise InvalidInput(field=FIELD, value=name,
+                               reason="%r is neither a volume plugin nor a driver kubevol knows (known: %s); "
+                                      "correct the name or remove it" % (name, ", ".join(sorted(known))))
+        if options is None:
+            options = {}
+        if not isinstance(options, dict):
+            raise InvalidInput(field=FIELD, value={name: options},
+                               reason="the options of %s must be a mapping (option: value)" % name)
+        spec = known[name] or {}
+        checked[name] = {}
+        for option in sorted(options, key=str):
+            if option not in spec:
+                raise InvalidInput(field=FIELD, value={name: {option: options[option]}},
+                                   reason="%s has no option %r (its options: %s)"
+                                          % (name, option, ", ".join(sorted(spec)) or "none"))
+            checked[name][option] = _check_option(name, option, options[option], spec[option])
+    return checked
 
 
 def options_for(driver_options, name):
-    """The options of plugin or driver ``name``: its defaults, overridden key by key by ``driver_options``."""
+    """The options of plugin or driver ``name``: its DEFAULTS, overridden per option by ``driver_options``."""
     merged = copy.deepcopy(DEFAULTS.get(name, {}))
     merged.update(copy.deepcopy((driver_options or {}).get(name) or {}))
     return merged
 
 
-def normalized(path):
-    """True for an absolute path in normal form: no '.' or '..' component, no '//', no trailing '/' (but '/')."""
-    return (isinstance(path, str) and path.startswith("/") and "\x00" not in path
-            and (path == "/" or posixpath.normpath(path) == path) and not path.startswith("//"))
+def loop_pools(driver_options):
+    """The loop driver's pools (loop.kubevol.io's ``pools``)."""
+    return list(options_for(driver_options, LOOP_DRIVER)["pools"])
 
 
-def allowed(path, roots):
-    """The root of ``roots`` that ``path`` is (or lies under), by string only (the plan-time check), else None."""
-    if not normalized(path):
-        return None
-    for root in roots or ():
-        if not normalized(root):
-            continue
-        if path == root or path.startswith(root.rstrip("/") + "/"):
-            return root
-    return None
+def with_loop_pools_alias(driver_options, loop_pools_value, alias="loop_pools"):
+    """``driver_options`` with the deprecated ``loop_pools`` (``alias``) folded in as loop.kubevol.io's pools.
+
+    None when the alias is not given. Giving both with different values is an error: which one the operator
+    meant cannot be known."""
+    driver_options = dict(driver_options or {})
+    if loop_pools_value is None:
+        return driver_options
+    given = (driver_options.get(LOOP_DRIVER) or {}).get("pools")
+    if given is not None and list(given) != list(loop_pools_value):
+        raise InvalidInput(field=alias, value=loop_pools_value,
+                           reason="%s (deprecated) and driver_options[%r].pools are both given with different "
+                                  "values (%s): give only driver_options (reconcile role: kubevol_driver_options, "
+                                  "not kubevol_loop_pools)" % (alias, LOOP_DRIVER, list(given)))
+    loop = dict(driver_options.get(LOOP_DRIVER) or {})
+    loop["pools"] = list(loop_pools_value)
+    driver_options[LOOP_DRIVER] = loop
+    return driver_options

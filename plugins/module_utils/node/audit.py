@@ -12,7 +12,7 @@ This module reports:
 - the node's facts (node_facts.node_facts: the planner finds the orphaned pod volumes and unused global mounts),
 - every ``pods/<uid>`` directory of a pod not in ``pod_uids`` (the pods the cluster binds to this node): what is
   mounted under it, what files are left, whether only empty directories remain,
-- every image in the node's loop pools (``loop_pools``, the operator's configuration): size, allocated size,
+- every image in the node's loop pools (``driver_options`` loop.kubevol.io ``pools``, the operator's configuration): size, allocated size,
   what ``blkid -p`` finds in the file (read only; "unknown" when the probe is inconclusive), the loop device
   bound to it (by inode) and this node's driver record naming it.
 
@@ -28,7 +28,7 @@ __metaclass__ = type
 import os
 import stat
 
-from ansible_collections.kubevol.volumes.plugins.module_utils.common import names
+from ansible_collections.kubevol.volumes.plugins.module_utils.common import driver_options, names
 
 from ansible_collections.kubevol.volumes.plugins.module_utils.node import node_args
 from ansible_collections.kubevol.volumes.plugins.module_utils.node import mount
@@ -42,7 +42,8 @@ MAX_LISTED = 20  # files and mounts named per orphan pod directory
 def argspec():
     """node_volume_audit's options (documented in plugins/modules/node_volume_audit.py)."""
     return node_args.node_argspec(
-        loop_pools=dict(type="list", elements="str", default=list(node_args.DEFAULT_LOOP_POOLS)),
+        driver_options=dict(type="dict", default={}),
+        loop_pools=dict(node_args.LOOP_POOLS_ALIAS),
         pod_uids=dict(type="list", elements="str"),
         clean=dict(type="bool", default=False),
         fs_sizes=dict(type="bool", default=False),
@@ -229,7 +230,7 @@ def audit(ctx, params):
     from ansible_collections.kubevol.volumes.plugins.module_utils.node.facts import node_facts
 
     facts = node_facts(ctx, fs_sizes=params["fs_sizes"])
-    images, problems = pool_images(ctx, params["loop_pools"] or [])
+    images, problems = pool_images(ctx, driver_options.loop_pools(ctx.driver_options))
     result = {"node_facts": facts, "pool_images": images, "pool_problems": problems, "orphan_pod_dirs": [],
               "removed": [], "kept": [], "changed": False}
     if params["pod_uids"] is None:
@@ -261,7 +262,7 @@ def run(module):
     try:
         ctx = NodeContext(process_runner(), node_name=module.params["node_name"],
                           kubelet_dir=module.params["kubelet_dir"], check_mode=module.check_mode,
-                          loop_pools=module.params["loop_pools"])
+                          driver_options=module.params["driver_options"], loop_pools=module.params["loop_pools"])
         result = audit(ctx, module.params)
     except KubevolError as err:
         module.fail_json(msg=err.msg, **err.to_result())

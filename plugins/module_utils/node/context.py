@@ -9,8 +9,7 @@ __metaclass__ = type
 
 import os
 
-from ansible_collections.kubevol.volumes.plugins.module_utils.common import driver_options as plugin_options
-from ansible_collections.kubevol.volumes.plugins.module_utils.common import names
+from ansible_collections.kubevol.volumes.plugins.module_utils.common import driver_options as options, names
 from ansible_collections.kubevol.volumes.plugins.module_utils.drivers import DRIVERS, get_driver
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import InvalidInput, KubevolError, NoBackend
 from ansible_collections.kubevol.volumes.plugins.module_utils.node.lock import DEFAULT_RUN_DIR, VolumeLock
@@ -44,6 +43,8 @@ class NodeContext:
     def __init__(self, raw_runner, node_name=None, kubelet_dir=names.DEFAULT_KUBELET_DIR,
                  run_dir=DEFAULT_RUN_DIR, lock_timeout=60, check_mode=False, loop_pools=None,
                  force_release_holders=None, driver_options=None):
+        """driver_options: the operator's {plugin or driver name: {option: value}} (common/driver_options.py),
+        validated here; loop_pools: its deprecated spelling of loop.kubevol.io's pools (node_args.LOOP_POOLS_ALIAS)."""
         self.node_name = node_name or default_node_name()
         names.check_component("node name", self.node_name)
         self.kubelet_dir = _check_dir("kubelet_dir", kubelet_dir)
@@ -51,21 +52,30 @@ class NodeContext:
         self.lock_timeout = lock_timeout
         self.check_mode = check_mode
         self.runner = Runner(raw_runner, node=self.node_name)
-        # the node's configuration, never the PV's; force_release_holders: the operator's word that these nodes are
-        # down for good (their holds on a backing volume may be dropped), never the planner's
-        self.driver_options = {"loop_pools": loop_pools, "force_release_holders": tuple(force_release_holders or ())}
-        self.plugin_options = dict(driver_options or {})  # {plugin-or-driver: {option: value}} (issue 26)
+        # the node's configuration, never the PV's
+        self.driver_options = options.validate(options.with_loop_pools_alias(driver_options, loop_pools))
+        # force_release_holders: the operator's word that these nodes are down for good (their holds on a backing
+        # volume may be dropped), never the planner's
+        self.force_release_holders = tuple(force_release_holders or ())
         self.warnings = []
         self.step = None  # the last step a volume's phase started (operations._act): named in unexpected errors
         self.refused = []  # (item, error) of the volumes items() refused
         self._drivers = {}
 
+    def options_for(self, name):
+        """The options of plugin or driver ``name`` on this node: its defaults, overridden by driver_options."""
+        return options.options_for(self.driver_options, name)
+
+    def driver_settings(self, name):
+        """What a driver instance of ``name`` is constructed with: its options (options_for), the operator's
+        force_release_holders, and ``loop_pools`` (the loop driver's pools, under the key drivers/loop.py reads)."""
+        settings = self.options_for(name)
+        settings.update(loop_pools=options.loop_pools(self.driver_options),
+                        force_release_holders=self.force_release_holders)
+        return settings
+
     def warn(self, text):
         self.warnings.append(text)
-
-    def options_for(self, name):
-        """The options of volume plugin or CSI driver ``name``, defaults merged (common/driver_options.py)."""
-        return plugin_options.options_for(self.plugin_options, name)
 
     def runner_for(self, item):
         return self.runner.for_volume(item.pv_name)
@@ -73,11 +83,11 @@ class NodeContext:
     def driver(self, item):
         """A driver instance for ``item`` whose runner names the item's volume in errors."""
         cls = get_driver(item.driver, volume=item.pv_name)
-        return cls(self.runner_for(item), self.kubelet_dir, self.node_name, self.driver_options)
+        return cls(self.runner_for(item), self.kubelet_dir, self.node_name, self.driver_settings(item.driver))
 
     def all_drivers(self):
-        return [cls(self.runner, self.kubelet_dir, self.node_name, self.driver_options)
-                for _name, cls in sorted(DRIVERS.items())]
+        return [get_driver(name)(self.runner, self.kubelet_dir, self.node_name, self.driver_settings(name))
+                for name in sorted(DRIVERS)]
 
     def lock(self, item):
         return VolumeLock(self.run_dir, item.unique_name, self.lock_timeout, node=self.node_name, volume=item.pv_name)

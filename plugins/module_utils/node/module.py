@@ -20,9 +20,8 @@ def context_from(module, params=None):
     return NodeContext(runner, node_name=params.get("node_name"),
                        kubelet_dir=params.get("kubelet_dir"), run_dir=params.get("run_dir") or "/run/kubevol",
                        lock_timeout=params.get("lock_timeout") or 0, check_mode=module.check_mode,
-                       loop_pools=params.get("loop_pools"),
-                       force_release_holders=params.get("force_release_holders"),
-                       driver_options=params.get("driver_options"))
+                       driver_options=params.get("driver_options"), loop_pools=params.get("loop_pools"),
+                       force_release_holders=params.get("force_release_holders"))
 
 
 def merge_diff(results):

@@ -12,7 +12,8 @@ __metaclass__ = type
 
 import copy
 
-from ansible_collections.kubevol.volumes.plugins.module_utils.common import names
+from ansible_collections.kubevol.volumes.plugins.module_utils.common import driver_options, names, phases
+
 POD_SPEC = dict(
     uid=dict(type="str", required=True),
     name=dict(type="str", default=""),
@@ -44,13 +45,21 @@ NODE_SPEC = dict(
     node_name=dict(type="str"),
 )
 
-DEFAULT_LOOP_POOLS = ["/var/lib/kubevol/pool"]
+# loop.kubevol.io's default pools (common/driver_options.py DEFAULTS, the one place they are written)
+DEFAULT_LOOP_POOLS = list(driver_options.DEFAULTS[names.LOOP_DRIVER]["pools"])
+
+# Deprecated in favour of driver_options' loop.kubevol.io pools: no default, so that a given value is told apart
+# (it sets loop.kubevol.io's pools; both given with different values is an error: driver_options.with_loop_pools_alias)
+LOOP_POOLS_ALIAS = dict(type="list", elements="str", removed_in_version="2.0.0",
+                        removed_from_collection="kubevol.volumes")
 
 LOCK_SPEC = dict(
     run_dir=dict(type="str", default="/run/kubevol"),
     lock_timeout=dict(type="int", default=60),
-    # the node's own configuration: a PV's volumeAttributes.pool must name one of these
-    loop_pools=dict(type="list", elements="str", default=list(DEFAULT_LOOP_POOLS)),
+    # the node's own configuration, {plugin or driver name: {option: value}} (common/driver_options.py): e.g. the
+    # loop driver's pools, which a PV's volumeAttributes.pool must name one of
+    driver_options=dict(type="dict", default={}),
+    loop_pools=copy.deepcopy(LOOP_POOLS_ALIAS),
     # the operator's: nodes down for good whose holds on a loop image this node may drop at attach
     force_release_holders=dict(type="list", elements="str", default=[]),
     # every node command is bounded (node/runner.py): the whole-device tools get the long limit
@@ -84,13 +93,10 @@ def volumes_argspec(volumes_required=True, **extra):
 def setup_phase_specs():
     """node_volume_setup's phases and the options each takes (its module documents them)."""
     volumes = dict(type="list", elements="dict", default=[], options=copy.deepcopy(VOLUME_SPEC))
-    return {
-        "attach": dict(volumes=copy.deepcopy(volumes), provision=dict(type="bool", default=False)),
-        "mount": dict(volumes=copy.deepcopy(volumes), force=dict(type="bool", default=False),
-                      device_timeout=dict(type="int", default=30)),
-        "expand_controller": dict(volumes=copy.deepcopy(volumes)),
-        "expand_node": dict(volumes=copy.deepcopy(volumes)),
-    }
+    specs = dict((phase, dict(volumes=copy.deepcopy(volumes))) for phase in phases.SETUP_PHASES)
+    specs["attach"].update(provision=dict(type="bool", default=False))
+    specs["mount"].update(force=dict(type="bool", default=False), device_timeout=dict(type="int", default=30))
+    return specs
 
 
 def setup_argspec():
@@ -106,12 +112,13 @@ def node_phases_argspec():
     return dict(
         plan=dict(type="dict"),
         phases=dict(type="list", elements="str", required=True,
-                    choices=["facts", "teardown", "attach", "mount", "expand_controller", "expand_node"]),
+                    choices=[phases.FACTS] + list(phases.NAMES)),
         failures=dict(type="dict", default={}),
         node_name=dict(type="str", required=True),
         kubelet_dir=copy.deepcopy(NODE_SPEC["kubelet_dir"]),
         provision=dict(type="bool", default=False),
         lock_timeout=copy.deepcopy(LOCK_SPEC["lock_timeout"]),
+        driver_options=copy.deepcopy(LOCK_SPEC["driver_options"]),
         loop_pools=copy.deepcopy(LOCK_SPEC["loop_pools"]),
         force_release_holders=copy.deepcopy(LOCK_SPEC["force_release_holders"]),
         command_timeout=copy.deepcopy(LOCK_SPEC["command_timeout"]),

@@ -30,7 +30,7 @@ class PathNotAllowed(KubevolError):
                "if the node may serve it")
 
 
-KINDS = {driver_options.LOCAL_VOLUME: "local", driver_options.HOST_PATH: "hostPath"}
+KINDS = {driver_options.LOCAL_PLUGIN: "local", driver_options.HOST_PATH_PLUGIN: "hostPath"}
 
 
 def roots(ctx, plugin):

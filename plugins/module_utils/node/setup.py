@@ -12,6 +12,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.kubevol.volumes.plugins.module_utils.common import names, phases
 from ansible_collections.kubevol.volumes.plugins.module_utils.node.module import volumes_result
 from ansible_collections.kubevol.volumes.plugins.module_utils.node.volume import unique_name_of
 from ansible_collections.kubevol.volumes.plugins.module_utils.node.operations import (
@@ -26,17 +27,17 @@ def _mount(opts):
     return lambda ctx, item: mount_volume(ctx, item, force=opts.get("force"), device_timeout=opts.get("device_timeout"))
 
 
-# phase -> (its per-volume function given the phase's options, extra results)
-PHASES = (
+# setup phase (common/phases.py SETUP_PHASES) -> (its per-volume function given the phase's options, extra results)
+OPERATIONS = {
     # local and hostPath items are not attachable: no VolumeAttachment, no volumesAttached entry
-    ("attach", _attach, {"volume_attachments": lambda done: [r["volume_attachment"] for r in done
+    "attach": (_attach, {"volume_attachments": lambda done: [r["volume_attachment"] for r in done
                                                              if r["volume_attachment"]],
                          "volumes_attached": lambda done: [r["volumes_attached"] for r in done
                                                            if r["volumes_attached"]]}),
-    ("mount", _mount, {}),
-    ("expand_controller", lambda opts: expand_controller, {}),
-    ("expand_node", lambda opts: expand_node, {}),
-)
+    "mount": (_mount, {}),
+    "expand_controller": (lambda opts: expand_controller, {}),
+    "expand_node": (lambda opts: expand_node, {}),
+}
 
 
 def _key(raw):
@@ -50,22 +51,25 @@ def _failed_keys(result, volumes):
 
 
 def run_setup(module):
-    """{changed, phase_results, warnings}: the phases with volumes, in order."""
+    """{changed, phase_results, warnings}: the phases with volumes, in the phase table's order (phases.run_in_order,
+    the loop node_phases runs on the controller too)."""
     params = module.params
     failed = set()
-    phase_results = {}
     warnings = []
-    for phase, build, extra in PHASES:
-        opts = params.get(phase) or {}
-        volumes = [raw for raw in opts.get("volumes") or () if _key(raw) not in failed]
-        if not volumes:
-            continue
-        phase_failed, result, phase_warnings = volumes_result(module, params, volumes, build(opts),
+
+    def work(phase):
+        return [raw for raw in (params.get(phase) or {}).get("volumes") or () if _key(raw) not in failed]
+
+    def run(phase, volumes):
+        build, extra = OPERATIONS[phase]
+        phase_failed, result, phase_warnings = volumes_result(module, params, volumes, build(params.get(phase) or {}),
                                                               extra_results=extra)
         warnings.extend(phase_warnings)
         if phase_failed:
             result["failed"] = True
-            failed |= _failed_keys(result, volumes)
-        phase_results[phase] = result
+            failed.update(_failed_keys(result, volumes))
+        return result
+
+    phase_results = phases.run_in_order(phases.SETUP_PHASES, work, run)
     return {"changed": any(r.get("changed") for r in phase_results.values()), "phase_results": phase_results,
             "warnings_text": warnings}

@@ -15,7 +15,7 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.cluster.objects im
     ClusterIndex, cluster_from_data, gc_paused, load_cluster_file)
 from ansible_collections.kubevol.volumes.plugins.module_utils.plan.desired_state import DEFAULT_KNOWN_DRIVERS
 from ansible_collections.kubevol.volumes.plugins.module_utils.run.executor import facts_errors
-from ansible_collections.kubevol.volumes.plugins.module_utils.common.names import DEFAULT_LOOP_POOLS
+from ansible_collections.kubevol.volumes.plugins.module_utils.common import driver_options as driver_opts
 from ansible_collections.kubevol.volumes.plugins.module_utils.plan.plan_text import OUTPUTS, blocked_once, nodes_outside, shape
 from ansible_collections.kubevol.volumes.plugins.module_utils.plan.planner import (
     DEFAULT_MAX_TEARDOWN_COUNT, DEFAULT_MAX_TEARDOWN_FRACTION, PlanOptions, TeardownRefused, plan_cluster)
@@ -43,9 +43,23 @@ def argspec():
         allow_mass_teardown=dict(type="bool", default=False),
         output=dict(type="str", default="full", choices=list(OUTPUTS)),
         table_rows=dict(type="int", default=DEFAULT_TABLE_ROWS),
-        # the nodes' loop_pools (node_args.LOCK_SPEC): a loop PV naming another pool is blocked before any node
-        loop_pools=dict(type="list", elements="str", default=list(DEFAULT_LOOP_POOLS)),
+        # the nodes' driver_options (node_args.LOCK_SPEC): a loop PV naming a pool not in loop.kubevol.io's pools is
+        # blocked before any node; loop_pools is its deprecated spelling of those pools
+        driver_options=dict(type="dict", default={}),
+        loop_pools=dict(type="list", elements="str", removed_in_version="2.0.0",
+                        removed_from_collection="kubevol.volumes"),
     )
+
+
+def plan_driver_options(params):
+    """The plan's driver options, checked (common/driver_options.py), with the deprecated loop_pools folded in:
+    {driver_options, loop_pools} as PlanOptions takes them (loop_pools: loop.kubevol.io's pools)."""
+    options = driver_opts.validate(driver_opts.with_loop_pools_alias(params.get("driver_options"),
+                                                                     params.get("loop_pools")))
+    out = {"loop_pools": tuple(driver_opts.loop_pools(options))}
+    if "driver_options" in PlanOptions._fields:
+        out["driver_options"] = options
+    return out
 
 
 def run(params, now, keep_alive=None):
@@ -83,7 +97,7 @@ def _run(params, now, keep_alive):
     known_drivers = DEFAULT_KNOWN_DRIVERS if params["known_drivers"] is None else tuple(params["known_drivers"])
     options = PlanOptions(params["force_detach"], params["max_wait_for_unmount"], known_drivers, now,
                           params["max_teardown_fraction"], params["max_teardown_count"], params["allow_mass_teardown"],
-                          tuple(params.get("loop_pools") or DEFAULT_LOOP_POOLS))
+                          **plan_driver_options(params))
     index = ClusterIndex(cluster)
     result = plan_cluster(index, params["node_facts"], options, scope)
     if keep_alive is not None:

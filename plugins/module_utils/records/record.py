@@ -53,6 +53,36 @@ def _label(obj):
     return "%s/%s" % (obj.get("kind"), meta.get("name"))
 
 
+class _NodeStatus:
+    """A Node's status.volumesAttached (by unique volume name) and volumesInUse (a set) while records apply to it:
+    each record changes these, and write_back() writes the lists once, sorted, as the kubelet and the A/D
+    controller keep them."""
+
+    __slots__ = ("node", "attached", "in_use", "dirty")
+
+    def __init__(self, node):
+        status = node.get("status")
+        if not isinstance(status, dict):
+            status = {}
+        self.node = node
+        self.attached = dict((e.get("name"), e) for e in (status.get("volumesAttached") or []) if isinstance(e, dict))
+        self.in_use = set(status.get("volumesInUse") or [])
+        self.dirty = False
+
+    def write_back(self):
+        status = self.node.get("status")
+        if not isinstance(status, dict):
+            status = self.node["status"] = {}
+        if self.attached:
+            status["volumesAttached"] = [self.attached[k] for k in sorted(self.attached)]
+        else:
+            status.pop("volumesAttached", None)
+        if self.in_use:
+            status["volumesInUse"] = sorted(self.in_use)
+        else:
+            status.pop("volumesInUse", None)
+
+
 class RecordApplier(ClaimRecords):
     """Applies records to one List, with one index built up front.
 
@@ -120,40 +150,36 @@ class RecordApplier(ClaimRecords):
         return node
 
     def _node_status(self, node):
-        """(status dict, attached dict name->entry, in-use set), cached per node for this run."""
+        """The node's status lists (_NodeStatus), read once per node for this run and written back by finish()."""
         label = _label(node)
         cached = self._dirty_nodes.get(label)
         if cached is None:
-            status = node.get("status")
-            if not isinstance(status, dict):
-                status = {}
-            attached = dict((e.get("name"), e) for e in (status.get("volumesAttached") or []) if isinstance(e, dict))
-            cached = self._dirty_nodes[label] = [node, attached, set(status.get("volumesInUse") or []), False]
+            cached = self._dirty_nodes[label] = _NodeStatus(node)
         return cached
 
     # -- node status ----------------------------------------------------------------------------
     def _set_attached(self, node, name, device_path):
         cached = self._node_status(node)
-        entry = cached[1].get(name)
+        entry = cached.attached.get(name)
         if entry is not None and entry.get("devicePath", "") == device_path:
             return False
         self._touch(node)
-        cached[1][name] = {"devicePath": device_path, "name": name}
-        cached[3] = True
+        cached.attached[name] = {"devicePath": device_path, "name": name}
+        cached.dirty = True
         return True
 
     def _remove_attached(self, node, name):
         cached = self._node_status(node)
-        if name not in cached[1]:
+        if name not in cached.attached:
             return False
         self._touch(node)
-        del cached[1][name]
-        cached[3] = True
+        del cached.attached[name]
+        cached.dirty = True
         return True
 
     def _set_in_use(self, node, names, in_use):
         cached = self._node_status(node)
-        current = cached[2]
+        current = cached.in_use
         todo = [n for n in names if (n in current) != in_use]
         if not todo:
             return False
@@ -162,24 +188,13 @@ class RecordApplier(ClaimRecords):
             current.update(todo)
         else:
             current.difference_update(todo)
-        cached[3] = True
+        cached.dirty = True
         return True
 
     def _flush_nodes(self):
-        for node, attached, in_use, dirty in self._dirty_nodes.values():
-            if not dirty:
-                continue
-            status = node.get("status")
-            if not isinstance(status, dict):
-                status = node["status"] = {}
-            if attached:
-                status["volumesAttached"] = [attached[k] for k in sorted(attached)]
-            else:
-                status.pop("volumesAttached", None)
-            if in_use:
-                status["volumesInUse"] = sorted(in_use)
-            else:
-                status.pop("volumesInUse", None)
+        for cached in self._dirty_nodes.values():
+            if cached.dirty:
+                cached.write_back()
         self._dirty_nodes = {}
 
     # -- VolumeAttachments ----------------------------------------------------------------------
@@ -368,15 +383,6 @@ def summarize(record, index, objects):
         if key in record:
             summary[key] = record[key]
     return summary
-
-
-def apply_record(cluster_list, record):
-    """Apply one record to the List in place; True when something changed."""
-    applier = RecordApplier(cluster_list)
-    try:
-        return bool(applier.apply(record))
-    finally:
-        applier.finish()
 
 
 def apply_records(cluster_list, records):

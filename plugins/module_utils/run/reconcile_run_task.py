@@ -14,6 +14,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.kubevol.volumes.plugins.module_utils.common import phases
 from ansible_collections.kubevol.volumes.plugins.module_utils.run import executor
 
 from ansible_collections.kubevol.volumes.plugins.module_utils.plan import plan_text
@@ -22,7 +23,7 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.records import rec
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import KubevolError
 from ansible_collections.kubevol.volumes.plugins.module_utils.stores import CLUSTER_STORE_REQUIRED_IF
 
-REQUIRED_IF = CLUSTER_STORE_REQUIRED_IF + [("after", task, ["state", "results"]) for task in executor.NODE_TASKS]
+REQUIRED_IF = CLUSTER_STORE_REQUIRED_IF + [("after", task, ["state", "results"]) for task in phases.NODE_TASKS]
 RUN_KEYS = ("tasks", "failures", "blocked", "errors")
 
 
@@ -31,7 +32,7 @@ def argspec():
     del spec["records"]
     spec.update(
         plan=dict(type="dict", required=True),
-        after=dict(type="str", choices=["plan"] + list(executor.NODE_TASKS), default="plan"),
+        after=dict(type="str", choices=["plan"] + list(phases.NODE_TASKS), default="plan"),
         state=dict(type="dict"),
         results=dict(type="dict"),
         plan_shown=dict(type="bool", default=True),

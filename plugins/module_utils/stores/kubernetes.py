@@ -6,7 +6,7 @@
 Reads list Nodes, scheduled Pods (``fieldSelector=spec.nodeName!=``), PersistentVolumes,
 PersistentVolumeClaims, VolumeAttachments and CSIDrivers in pages (``limit``/``continue``) and return
 the same raw List the file store returns. Requests go through the client's own ``ApiClient.call_api``
-(so its auth, TLS, proxy and default headers apply) in the form each client generation has (``send``:
+(so its auth, TLS, proxy and default headers apply) in the form each client generation has (k8s_api.py ``send``:
 kubernetes >= 37 and the 24.2-36 generation), and the JSON bodies are parsed here, so objects stay plain
 dicts whatever the client's model classes look like. Failures: k8s_errors.py (the RBAC kubevol needs, timeouts).
 
@@ -35,6 +35,7 @@ import random
 import time
 
 from ansible_collections.kubevol.volumes.plugins.module_utils.stores import k8s_auth
+from ansible_collections.kubevol.volumes.plugins.module_utils.stores import k8s_client
 from ansible_collections.kubevol.volumes.plugins.module_utils.run import run_lock
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import InvalidInput
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.names import volume_attachment_name
@@ -46,6 +47,8 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.stores.k8s_errors 
 from ansible_collections.kubevol.volumes.plugins.module_utils.stores.k8s_writes import (
     Retry, write_object, write_order, write_stages)
 from ansible_collections.kubevol.volumes.plugins.module_utils.stores.k8s_lease import lease_body, lease_record
+from ansible_collections.kubevol.volumes.plugins.module_utils.stores.k8s_api import (  # noqa: F401 (DEFAULT_TIMEOUT)
+    BY_KIND, DEFAULT_TIMEOUT, LEASE, RESOURCES, send)
 
 try:  # this module is imported only when the kubernetes store is used (stores.get_store)
     from kubernetes.client.exceptions import ApiException
@@ -53,58 +56,9 @@ try:  # this module is imported only when the kubernetes store is used (stores.g
 except ImportError:  # KubernetesStore() raises MissingLibrary (k8s_auth.require_client)
     ApiException = urllib3 = None
 
-# Seconds per request: to connect (the TCP connection and the TLS handshake, as client-go's TLSHandshakeTimeout
-# bounds it: 10 s) and to wait for the answer. Each request is sent once: urllib3's own retries are off
-# (configuration.retries), so a frozen API server fails a request after these, not after four times them.
-DEFAULT_TIMEOUT = (10, 60)
 MAX_ATTEMPTS = 6             # reads + writes per apply, on conflicts
 BACKOFF_BASE = 0.1
 BACKOFF_CAP = 2.0
-
-
-class Resource:
-    def __init__(self, kind, api_version, plural, namespaced, list_query=None):
-        self.kind = kind
-        self.api_version = api_version
-        self.plural = plural
-        self.namespaced = namespaced
-        self.list_query = list_query or []
-
-    @property
-    def prefix(self):
-        return "/api/v1" if self.api_version == "v1" else "/apis/" + self.api_version
-
-    def path(self, name=None, namespace=None, subresource=None):
-        parts = [self.prefix]
-        if self.namespaced and namespace:
-            parts.append("namespaces/" + _quote(namespace))
-        parts.append(self.plural)
-        if name is not None:
-            parts.append(_quote(name))
-        if subresource:
-            parts.append(subresource)
-        return "/".join(parts)
-
-    @property
-    def group(self):
-        return self.api_version.rpartition("/")[0] if "/" in self.api_version else ""
-
-
-def _quote(text):
-    from urllib.parse import quote
-    return quote(text, safe="")
-
-
-RESOURCES = (
-    Resource("Node", "v1", "nodes", False),
-    Resource("Pod", "v1", "pods", True, [("fieldSelector", "spec.nodeName!=")]),
-    Resource("PersistentVolume", "v1", "persistentvolumes", False),
-    Resource("PersistentVolumeClaim", "v1", "persistentvolumeclaims", True),
-    Resource("VolumeAttachment", "storage.k8s.io/v1", "volumeattachments", False),
-    Resource("CSIDriver", "storage.k8s.io/v1", "csidrivers", False),
-)
-BY_KIND = dict((r.kind, r) for r in RESOURCES)
-LEASE = Resource("Lease", "coordination.k8s.io/v1", "leases", True)
 
 
 def _label(obj):
@@ -112,35 +66,6 @@ def _label(obj):
     if meta.get("namespace"):
         return "%s/%s/%s" % (obj.get("kind"), meta["namespace"], meta.get("name"))
     return "%s/%s" % (obj.get("kind"), meta.get("name"))
-
-
-def send(api_client, method, path, query, headers, body, timeout):
-    """One request through ``api_client.call_api``; returns (HTTP status, raw body) for any status.
-
-    The generated client changed shape in kubernetes 37: ``param_serialize`` builds the request and
-    ``call_api(method, url, headers, body, post_params, _request_timeout)`` sends it and returns the
-    response whatever its status. Before (24.2 to 36.x), ``call_api(resource_path, method, ...)`` did
-    both and raised ApiException for a non-2xx answer. Both apply the configuration's auth settings
-    (``BearerToken``) and the client's default headers. Connection and TLS failures raise (ApiException
-    with status 0, urllib3 errors, OSError).
-    """
-    if hasattr(api_client, "param_serialize"):  # kubernetes >= 37
-        request = api_client.param_serialize(method, path, query_params=query, header_params=headers, body=body,
-                                             auth_settings=["BearerToken"])
-        response = api_client.call_api(*request, _request_timeout=timeout)
-        return response.status, response.read()
-    try:  # kubernetes 24.2 - 36: the raw urllib3 response (not preloaded, not deserialized)
-        response = api_client.call_api(path, method, query_params=query, header_params=headers, body=body,
-                                       auth_settings=["BearerToken"], _preload_content=False,
-                                       _return_http_data_only=True, _request_timeout=timeout)
-    except ApiException as err:
-        if not err.status:
-            raise
-        return err.status, err.body
-    try:
-        return response.status, response.data
-    finally:
-        response.release_conn()
 
 
 class KubernetesStore(ClusterStore):
@@ -154,9 +79,9 @@ class KubernetesStore(ClusterStore):
             raise InvalidInput(field="page_size", value=page_size, reason="must be a positive integer")
         self.page_size = page_size
         self.timeout = request_timeout or DEFAULT_TIMEOUT
-        self.configuration, self.config_source = k8s_auth.build_configuration(self.auth, environ)
+        self.configuration, self.config_source = k8s_client.build_configuration(self.auth, environ)
         self.configuration.retries = False  # one attempt per request, bounded by self.timeout (DEFAULT_TIMEOUT)
-        self.api_client = k8s_auth.new_api_client(self.configuration, self.auth)
+        self.api_client = k8s_client.new_api_client(self.configuration, self.auth)
         self.api_client.user_agent = "kubevol/kubernetes-store"
         self._sleep = sleep
         self.requests = 0

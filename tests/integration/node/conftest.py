@@ -70,7 +70,9 @@ class Node:
         args.setdefault("node_name", self.name)
         if name != "node_volume_info":
             args.setdefault("run_dir", self.run_dir)
-            args.setdefault("loop_pools", [self.pool])  # this test node's pool, as an operator configures it
+            if "loop_pools" not in args:  # a test giving the deprecated loop_pools proves the alias still works
+                # this test node's pool, as an operator configures it
+                args.setdefault("driver_options", {"loop.kubevol.io": {"pools": [self.pool]}})
         args["_ansible_check_mode"] = check_mode
         args["_ansible_diff"] = diff
         self._n += 1

@@ -1,7 +1,8 @@
 """The phase executor: plan steps -> one module call per node per phase -> cluster records."""
 import pytest
 
-from ansible_collections.kubevol.volumes.plugins.module_utils.run import executor
+from ansible_collections.kubevol.volumes.plugins.module_utils.common import phases
+from ansible_collections.kubevol.volumes.plugins.module_utils.run import executor, outcome
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.names import unique_volume_name
 from ansible_collections.kubevol.volumes.plugins.module_utils.plan.planner import lean_plan
 
@@ -42,6 +43,14 @@ PLAN = lean_plan([
 ])
 
 
+def phase_outcome(plan, phase, results, failures=None):
+    """One phase's outcome as the role gets it: a node task of that phase alone (task_outcome), each node's module
+    result the phase_results of its node_phases result (None: the host did not run it)."""
+    hosts = dict((node, None if result is None else {"phase_results": {phase: result}})
+                 for node, result in results.items())
+    return executor.task_outcome(plan, [phase], hosts, failures)
+
+
 def test_teardown_merges_steps_into_one_item_per_volume():
     items = executor.phase_items(PLAN, "teardown", "n1")
     assert [i["pv_name"] for i in items] == ["pv-a", "pv-b"]
@@ -69,7 +78,7 @@ def test_phase_nodes_lists_only_nodes_with_work():
 
 
 def test_successful_phases_produce_kubernetes_records():
-    out = executor.phase_outcome(PLAN, "teardown", {"n1": {"changed": True}})
+    out = phase_outcome(PLAN, "teardown", {"n1": {"changed": True}})
     assert [r["type"] for r in out["records"]] == ["detached"]
     assert out["records"][0]["node"] == "n1" and out["records"][0]["pv_name"] == "pv-a"
     assert out["errors"] == [] and out["blocked"] == []
@@ -77,23 +86,23 @@ def test_successful_phases_produce_kubernetes_records():
     result = {"changed": True, "volumes": [
         {"unique_volume_name": unique_volume_name(DRIVER, "pv-a.img"), "device_path": "/dev/loop7"},
         {"unique_volume_name": unique_volume_name(DRIVER, "pv-c.img"), "device_path": "/dev/loop8"}]}
-    out = executor.phase_outcome(PLAN, "attach", {"n2": result})
+    out = phase_outcome(PLAN, "attach", {"n2": result})
     assert [(r["type"], r["pv_name"], r["device_path"]) for r in out["records"]] == [
         ("attached", "pv-a", "/dev/loop7"), ("attached", "pv-c", "/dev/loop8")]
 
-    out = executor.phase_outcome(PLAN, "mount", {"n2": {"changed": True}})
+    out = phase_outcome(PLAN, "mount", {"n2": {"changed": True}})
     assert {r["type"] for r in out["records"]} == {"in_use"}
     assert all(r["in_use"] for r in out["records"])
 
-    out = executor.phase_outcome(PLAN, "expand_controller", {"n2": {"changed": True}})
+    out = phase_outcome(PLAN, "expand_controller", {"n2": {"changed": True}})
     assert out["records"] == [{"type": "controller_expanded", "pv_name": "pv-c", "capacity": "2Gi"}]
-    out = executor.phase_outcome(PLAN, "expand_node", {"n2": {"changed": True}})
+    out = phase_outcome(PLAN, "expand_node", {"n2": {"changed": True}})
     assert out["records"] == [{"type": "node_expanded", "pvc": "ns/c", "capacity": "2Gi"}]
 
 
 def test_failed_detach_blocks_the_attach_elsewhere_and_records_nothing_for_it():
     failed = {"failed": True, "msg": "umount: target is busy"}
-    out = executor.phase_outcome(PLAN, "teardown", {"n1": failed})
+    out = phase_outcome(PLAN, "teardown", {"n1": failed})
     assert out["records"] == []
     key_a = unique_volume_name(DRIVER, "pv-a.img")
     assert key_a in out["failures"]["volumes"]
@@ -114,13 +123,13 @@ def test_partial_failure_records_what_completed():
     result = {"failed": True, "msg": "attach failed on node n2 for volume pv-c: losetup: no free loop device",
               "failed_volume": "pv-c", "completed": ["pv-a"],
               "volumes": [{"pv_name": "pv-a", "unique_volume_name": key_a, "device": "/dev/loop3"}]}
-    out = executor.phase_outcome(PLAN, "attach", {"n2": result})
+    out = phase_outcome(PLAN, "attach", {"n2": result})
     assert [r["pv_name"] for r in out["records"]] == ["pv-a"]
     assert key_c in out["failures"]["volumes"] and key_a not in out["failures"]["volumes"]
 
 
 def test_unreachable_node_blocks_its_later_steps():
-    out = executor.phase_outcome(PLAN, "attach", {"n2": {"unreachable": True, "msg": "ssh: connection refused"}})
+    out = phase_outcome(PLAN, "attach", {"n2": {"unreachable": True, "msg": "ssh: connection refused"}})
     assert "n2" in out["failures"]["nodes"]
     assert executor.phase_items(PLAN, "mount", "n2", out["failures"]) == []
     assert all(b["reason"].startswith("not attempted: node unreachable") for b in out["blocked"]
@@ -128,7 +137,7 @@ def test_unreachable_node_blocks_its_later_steps():
 
 
 def test_a_node_missing_from_the_play_is_reported():
-    out = executor.phase_outcome(PLAN, "teardown", {})
+    out = phase_outcome(PLAN, "teardown", {})
     assert out["errors"] and "n1" in out["errors"][0]["msg"]
 
 
@@ -140,10 +149,10 @@ def test_detach_request_records():
     assert rec["type"] == "detach_requested" and rec["requested_at"] == "2026-11-22T00:00:00Z"
 
 
-@pytest.mark.parametrize("phase", [p[0] for p in executor.PHASES])
+@pytest.mark.parametrize("phase", phases.NAMES)
 def test_empty_plan_has_no_work(phase):
     assert executor.phase_items([], phase, "n1") == []
-    assert executor.phase_outcome([], phase, {}) == {"records": [], "failures": {"nodes": {}, "volumes": {}},
+    assert phase_outcome([], phase, {}) == {"records": [], "failures": {"nodes": {}, "volumes": {}},
                                                      "blocked": [], "errors": []}
 
 
@@ -305,7 +314,7 @@ def test_check_mode_steps_write_nothing_and_a_task_not_in_the_run_is_refused():
 
 
 def test_a_node_task_past_kubevol_node_timeout_counts_as_unreachable():
-    from ansible_collections.kubevol.volumes.plugins.module_utils.run.executor import _phase_result, timed_out
+    from ansible_collections.kubevol.volumes.plugins.module_utils.run.outcome import _phase_result, timed_out
     host = {"failed": True, "msg": "Task failed: Timed out after 20 second(s).", "timedout": {"period": 20}}
     result = _phase_result(host, "teardown", "node3")
     assert result["unreachable"] is True and result["failed"] is True
@@ -335,7 +344,7 @@ def test_a_volume_the_node_cannot_serve_is_failed_not_applied_nor_recorded():
               "volumes": [{"pv_name": "pv-c", "unique_volume_name": key_c, "device": "/dev/loop8"}],
               "failures": [{"volume": "pv-h", "unique_volume_name": key_h, "node": "n2", "step": "find driver",
                             "msg": msg}]}
-    out = executor.phase_outcome(foreign_plan(), "attach", {"n2": result})
+    out = phase_outcome(foreign_plan(), "attach", {"n2": result})
     assert [(r["type"], r["pv_name"]) for r in out["records"]] == [("attached", "pv-c")]
     assert HOSTPATH in out["failures"]["volumes"][key_h] and "n2" in out["failures"]["volumes"][key_h]
     assert key_c not in out["failures"]["volumes"]
@@ -352,15 +361,15 @@ def test_a_volume_result_saying_skipped_is_not_done():
         {"pv_name": "pv-h", "unique_volume_name": key_h, "changed": False,
          "skipped": "driver hostpath.csi.k8s.io has no kubevol backend on node n2: left to its own CSI node plugin"},
         {"pv_name": "pv-c", "unique_volume_name": key_c, "device": "/dev/loop8"}]}
-    outcomes, failed_msg = executor._volume_outcomes(result)
+    outcomes, failed_msg = outcome._volume_outcomes(result)
     assert outcomes[key_c] is True and outcomes[key_h] is not True and HOSTPATH in outcomes[key_h]
     assert HOSTPATH in failed_msg
-    out = executor.phase_outcome(foreign_plan(), "attach", {"n2": result})
+    out = phase_outcome(foreign_plan(), "attach", {"n2": result})
     assert [r["pv_name"] for r in out["records"]] == ["pv-c"]
     assert [(e["node"], e["volumes"]) for e in out["errors"]] == [("n2", ["pv-h"])]
     grown = {"changed": True, "volumes": [{"pv_name": "pv-c", "unique_volume_name": key_c, "stage": "node",
                                            "skipped": "Block volume: no filesystem to grow (device rescanned)"}]}
-    assert executor._volume_outcomes(grown) == ({key_c: True}, None)
+    assert outcome._volume_outcomes(grown) == ({key_c: True}, None)
 
 
 def test_one_failed_detach_does_not_take_the_other_volumes_of_the_batch():
@@ -371,6 +380,6 @@ def test_one_failed_detach_does_not_take_the_other_volumes_of_the_batch():
     result = {"failed": True, "msg": "1 of 2 volume(s) failed on node n1: " + msg, "completed": ["pv-b"],
               "volumes": [{"pv_name": "pv-b", "unique_volume_name": key_b, "changed": True}],
               "failures": [{"volume": "pv-a", "unique_volume_name": key_a, "node": "n1", "msg": msg}]}
-    out = executor.phase_outcome(PLAN, "teardown", {"n1": result})
+    out = phase_outcome(PLAN, "teardown", {"n1": result})
     assert key_a in out["failures"]["volumes"] and key_b not in out["failures"]["volumes"]
     assert [e["volumes"] for e in out["errors"]] == [["pv-a"]] and "not done" not in out["errors"][0]["msg"]

@@ -18,6 +18,7 @@ pytest.importorskip("kubernetes")
 
 from ansible_collections.kubevol.volumes.plugins.doc_fragments.k8s_auth import ModuleDocFragment  # noqa: E402
 from ansible_collections.kubevol.volumes.plugins.module_utils.stores import k8s_auth  # noqa: E402
+from ansible_collections.kubevol.volumes.plugins.module_utils.stores import k8s_client  # noqa: E402
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import InvalidInput  # noqa: E402
 
 NO_ENV = {}
@@ -116,27 +117,27 @@ def test_merged_kubeconfig_with_the_context_in_the_second_file(tmp_path):
     for auth, environ in (({"kubeconfig": [a, missing, b], "context": "b"}, NO_ENV),
                           ({"context": "b"}, {"KUBECONFIG": os.pathsep.join([a, b])}),
                           ({"context": "b"}, {"K8S_AUTH_KUBECONFIG": os.pathsep.join([a, b])})):
-        configuration, source = k8s_auth.build_configuration(k8s_auth.resolve_auth(auth, environ), environ)
+        configuration, source = k8s_client.build_configuration(k8s_auth.resolve_auth(auth, environ), environ)
         assert configuration.host == "https://b.example:6443" and bearer(configuration) == "Bearer token-b"
         assert source.endswith(" context b") and b in source
     # no context: the first file that sets current-context wins (kubectl), whatever the client version
-    configuration, _source = k8s_auth.build_configuration({}, {"KUBECONFIG": os.pathsep.join([a, b])})
+    configuration, _source = k8s_client.build_configuration({}, {"KUBECONFIG": os.pathsep.join([a, b])})
     assert configuration.host == "https://a.example:6443"
     c = kubeconfig(tmp_path / "c.yaml", {"c": "https://c.example:6443"})
-    configuration, _source = k8s_auth.build_configuration({}, {"KUBECONFIG": os.pathsep.join([c, b])})
+    configuration, _source = k8s_client.build_configuration({}, {"KUBECONFIG": os.pathsep.join([c, b])})
     assert configuration.host == "https://b.example:6443"
     # a context in neither file names both files (and no "<dict>")
     with pytest.raises(k8s_auth.KubernetesAuthError) as err:
-        k8s_auth.build_configuration({"context": "z"}, {"KUBECONFIG": os.pathsep.join([a, b])})
+        k8s_client.build_configuration({"context": "z"}, {"KUBECONFIG": os.pathsep.join([a, b])})
     assert a in err.value.msg and b in err.value.msg and "<dict>" not in err.value.msg
     with pytest.raises(k8s_auth.KubernetesAuthError, match="does not exist"):
-        k8s_auth.build_configuration(k8s_auth.resolve_auth({"kubeconfig": [missing]}, NO_ENV), NO_ENV)
+        k8s_client.build_configuration(k8s_auth.resolve_auth({"kubeconfig": [missing]}, NO_ENV), NO_ENV)
 
 
 def test_persist_config_reaches_the_client_loader(tmp_path, monkeypatch):
     a = kubeconfig(tmp_path / "a.yaml", {"a": "https://a.example:6443"}, current="a")
     seen = []
-    from kubernetes.config import kube_config  # k8s_auth imports load_kube_config from here when it needs it
+    from kubernetes.config import kube_config  # k8s_client imports load_kube_config from here when it needs it
     real = kube_config.load_kube_config
 
     def spy(**kwargs):
@@ -144,19 +145,19 @@ def test_persist_config_reaches_the_client_loader(tmp_path, monkeypatch):
         return real(**kwargs)
 
     monkeypatch.setattr(kube_config, "load_kube_config", spy)
-    k8s_auth.build_configuration({"kubeconfig": a}, NO_ENV)
-    k8s_auth.build_configuration({"kubeconfig": a, "persist_config": True}, NO_ENV)
+    k8s_client.build_configuration({"kubeconfig": a}, NO_ENV)
+    k8s_client.build_configuration({"kubeconfig": a, "persist_config": True}, NO_ENV)
     assert seen == [False, True]
     # a dict has no file to write to: accepted, nothing written (as with kubernetes.core)
     with open(a) as fh:
         as_dict = yaml.safe_load(fh)
-    configuration, source = k8s_auth.build_configuration({"kubeconfig": as_dict, "persist_config": True}, NO_ENV)
+    configuration, source = k8s_client.build_configuration({"kubeconfig": as_dict, "persist_config": True}, NO_ENV)
     assert configuration.host == "https://a.example:6443" and source == "kubeconfig <dict>"
 
 
 # -- what the options set -----------------------------------------------------------------------------
 def test_proxy_options_set_the_configuration():
-    configuration, source = k8s_auth.build_configuration({
+    configuration, source = k8s_client.build_configuration({
         "host": "https://h:6443", "api_key": "t", "proxy": "http://proxy:3128", "no_proxy": "10.0.0.0/8,.local",
         "proxy_headers": {"proxy_basic_auth": "u:p", "basic_auth": "a:b", "user_agent": "kv/1"}}, NO_ENV)
     assert source == "options"
@@ -169,15 +170,15 @@ def test_proxy_options_set_the_configuration():
 
 def test_impersonation_headers_on_the_api_client():
     auth = {"host": "https://h:6443", "api_key": "t", "impersonate_user": "jane", "impersonate_groups": ["g1", "g2"]}
-    configuration, _source = k8s_auth.build_configuration(auth, NO_ENV)
-    client = k8s_auth.new_api_client(configuration, auth)
+    configuration, _source = k8s_client.build_configuration(auth, NO_ENV)
+    client = k8s_client.new_api_client(configuration, auth)
     try:
         headers = [(str(k), v) for k, v in client.default_headers.items() if str(k).startswith("Impersonate")]
         assert headers == [("Impersonate-User", "jane"), ("Impersonate-Group", "g1"), ("Impersonate-Group", "g2")]
     finally:
         client.close()
     with pytest.raises(k8s_auth.KubernetesAuthError, match="impersonate_user"):
-        k8s_auth.new_api_client(configuration, {"impersonate_groups": ["g1"]})
+        k8s_client.new_api_client(configuration, {"impersonate_groups": ["g1"]})
 
 
 def test_doc_fragment_matches_the_argspec():

@@ -15,6 +15,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 from simulate import bound, cluster, facts, node, pod, pv, pvc, uvn  # noqa: E402
 
+from ansible_collections.kubevol.volumes.plugins.module_utils.common import phases
 from ansible_collections.kubevol.volumes.plugins.module_utils.run import executor
 
 from ansible_collections.kubevol.volumes.plugins.module_utils.common import names  # noqa: E402
@@ -224,19 +225,45 @@ def test_every_planned_item_builds_on_the_node():
     data["items"].extend(bound("../x", "ns/x") + [pod("ns/q", "node1", ["x"])])
     result = run(data)
     assert steps(result)
-    for phase, _kinds in executor.PHASES:
+    for phase in phases.NAMES:
         for node_name in result["by_node"]:
             for raw in executor.phase_items(result, phase, node_name):
                 item = volume_item(raw)
                 names.check_pool(item.attributes.get("pool"), (POOL,))
 
 
-def test_the_module_takes_loop_pools():
+def test_the_module_takes_driver_options_loop_pools():
+    spec = argspec()["driver_options"]
+    assert spec["type"] == "dict" and spec["default"] == {}
+    params = dict((k, v.get("default")) for k, v in argspec().items())
+    params.update(cluster=world(attributes={"pool": "/srv/pool"}),
+                  driver_options={"loop.kubevol.io": {"pools": [POOL, "/srv/pool"]}})
+    assert run_task(params, NOW)["plan"]
+    params["driver_options"] = {}  # the default pool only
+    result = run_task(params, NOW)
+    assert result["plan"] == [] and any("/srv/pool" in b["reason"] for b in result["blocked"])
+
+
+def test_the_module_still_takes_the_deprecated_loop_pools():
     spec = argspec()["loop_pools"]
-    assert spec["default"] == [POOL] and spec["elements"] == "str"
+    assert "default" not in spec and spec["removed_in_version"] == "2.0.0"
+    assert spec["removed_from_collection"] == "kubevol.volumes"
     params = dict((k, v.get("default")) for k, v in argspec().items())
     params.update(cluster=world(attributes={"pool": "/srv/pool"}), loop_pools=[POOL, "/srv/pool"])
     assert run_task(params, NOW)["plan"]
     params["loop_pools"] = [POOL]
     result = run_task(params, NOW)
     assert result["plan"] == [] and any("/srv/pool" in b["reason"] for b in result["blocked"])
+    # both, with different pools: which one was meant cannot be known
+    params["driver_options"] = {"loop.kubevol.io": {"pools": ["/srv/pool"]}}
+    with pytest.raises(InvalidInput) as err:
+        run_task(params, NOW)
+    assert "loop_pools" in err.value.msg and "driver_options" in err.value.msg
+
+
+def test_the_module_refuses_an_unknown_driver_options_key():
+    params = dict((k, v.get("default")) for k, v in argspec().items())
+    params.update(cluster=world(), driver_options={"loop.kubevol.oi": {"pools": [POOL]}})
+    with pytest.raises(InvalidInput) as err:
+        run_task(params, NOW)
+    assert "loop.kubevol.oi" in err.value.msg and "kubernetes.io/local-volume" in err.value.msg

@@ -90,8 +90,8 @@ def test_gone_pv_name_taken_by_another_pv_is_not_used():
 def test_gone_pv_detach_is_recorded_and_a_second_run_plans_nothing():
     data = gone_pv()
     result = run(data, {"node1": facts("node1", devices=["pv-x6"]), "node2": facts("node2")})
-    outcome = executor.phase_outcome(result, "teardown", {"node1": {"changed": True, "volumes": [
-        {"pv_name": "pv-x6", "unique_volume_name": uvn("pv-x6")}]}})
+    outcome = executor.task_outcome(result, ["teardown"], {"node1": {"phase_results": {"teardown": {
+        "changed": True, "volumes": [{"pv_name": "pv-x6", "unique_volume_name": uvn("pv-x6")}]}}}})
     assert outcome["errors"] == []
     assert [(r["type"], r["node"], r["volume_handle"]) for r in outcome["records"]] == [
         ("detached", "node1", "pv-x6.img")]
@@ -193,7 +193,7 @@ def test_unreachable_not_ready_node_released_record_only_after_max_wait(in_use):
     assert result["detach_requests"] == []
     # nothing runs on node1: the controller records the release alone (the VA deleted, node status updated)
     assert executor.phase_nodes(result, "teardown") == []
-    outcome = executor.phase_outcome(result, "teardown", {})
+    outcome = executor.task_outcome(result, ["teardown"], {})
     assert [(r["type"], r["node"], r["pv_name"]) for r in outcome["records"]] == [("detached", "node1", "pv-a")]
     assert record.apply_records(data, outcome["records"])
     assert not [o for o in data["items"] if o["kind"] == "VolumeAttachment"]

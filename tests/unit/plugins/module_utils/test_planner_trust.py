@@ -318,7 +318,7 @@ def test_out_of_service_unreachable_node_releases_at_once_in_the_records():
     # the executor records it without any node module run, and keeps it out of node1's work
     assert executor.phase_items(result, "teardown", "node1") == []
     assert executor.phase_nodes(result, "teardown") == []
-    outcome = executor.phase_outcome(result, "teardown", {})
+    outcome = executor.task_outcome(result, ["teardown"], {})
     assert [(r["type"], r["node"], r["pv_name"]) for r in outcome["records"]] == [("detached", "node1", "pv-a")]
     assert outcome["errors"] == []
     # and an unreachable out-of-service node is not a failed node

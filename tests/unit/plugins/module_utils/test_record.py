@@ -18,12 +18,18 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.common.names impor
 from ansible_collections.kubevol.volumes.plugins.module_utils.records.record import (
     ObjectNotFound,
     RecordApplier,
-    apply_record,
     apply_records,
 )
 from ansible_collections.kubevol.volumes.plugins.module_utils.records.claim import is_resize_condition
 
 DRIVER = "loop.kubevol.io"
+
+
+def apply_one(cluster_list, record):
+    """One record through the stores' own path (RecordApplier.apply_all, as stores/file.py and stores/kubernetes.py
+    apply records): True when it changed something."""
+    applier = RecordApplier(cluster_list)
+    return bool(applier.apply_all([record]))
 
 
 def node(name, **status):
@@ -64,7 +70,7 @@ VA_A = volume_attachment_name("pv-a.img", DRIVER, "node1")
 class TestAttached:
     def test_creates_volume_attachment_and_node_status(self):
         cl = cluster(node("node1"), pv("pv-a"))
-        assert apply_record(cl, vol()) is True
+        assert apply_one(cl, vol()) is True
         va = find(cl, "VolumeAttachment", VA_A)
         assert va == {
             "apiVersion": "storage.k8s.io/v1", "kind": "VolumeAttachment", "metadata": {"name": VA_A},
@@ -76,9 +82,9 @@ class TestAttached:
 
     def test_idempotent(self):
         cl = cluster(node("node1"), pv("pv-a"))
-        apply_record(cl, vol())
+        apply_one(cl, vol())
         snapshot = copy.deepcopy(cl)
-        assert apply_record(cl, vol()) is False
+        assert apply_one(cl, vol()) is False
         assert cl == snapshot
 
     def test_sorted_and_no_duplicates(self):
@@ -94,7 +100,7 @@ class TestAttached:
                     "spec": {"attacher": DRIVER, "nodeName": "node1", "source": {"persistentVolumeName": "pv-a"}},
                     "status": {"attached": False, "attachError": {"message": "boom"}}}
         cl = cluster(node("node1"), existing)
-        assert apply_record(cl, vol(device_path="/dev/loop7")) is True
+        assert apply_one(cl, vol(device_path="/dev/loop7")) is True
         va = find(cl, "VolumeAttachment", VA_A)
         assert "annotations" not in va["metadata"]
         assert va["metadata"]["finalizers"] == ["external-attacher/loop-kubevol-io"]
@@ -102,20 +108,20 @@ class TestAttached:
 
     def test_no_device_path_is_recorded_empty(self):
         cl = cluster(node("node1"))
-        assert apply_record(cl, vol(device_path=None)) is True
+        assert apply_one(cl, vol(device_path=None)) is True
         assert find(cl, "VolumeAttachment", VA_A)["status"]["attachmentMetadata"] == {"devicePath": ""}
-        assert apply_record(cl, vol(device_path="")) is False
+        assert apply_one(cl, vol(device_path="")) is False
 
     def test_device_path_change_updates_node_entry(self):
         cl = cluster(node("node1"))
-        apply_record(cl, vol())
-        assert apply_record(cl, vol(device_path="/dev/loop9")) is True
+        apply_one(cl, vol())
+        assert apply_one(cl, vol(device_path="/dev/loop9")) is True
         assert find(cl, "Node", "node1")["status"]["volumesAttached"] == [{"devicePath": "/dev/loop9", "name": UVN_A}]
 
     def test_missing_node_names_the_node(self):
         cl = cluster(pv("pv-a"))
         with pytest.raises(ObjectNotFound) as err:
-            apply_record(cl, vol(node_name="node9"))
+            apply_one(cl, vol(node_name="node9"))
         assert "node9" in str(err.value) and "Node" in str(err.value)
         assert isinstance(err.value, KubevolError)
 
@@ -125,7 +131,7 @@ class TestDetached:
         cl = cluster(node("node1"), node("node2"))
         apply_records(cl, [vol(), vol(node_name="node2"),
                            {"type": "in_use", "node": "node1", "unique_volume_names": [UVN_A], "in_use": True}])
-        assert apply_record(cl, vol("detached")) is True
+        assert apply_one(cl, vol("detached")) is True
         assert find(cl, "VolumeAttachment", VA_A) is None
         status = find(cl, "Node", "node1")["status"]
         assert "volumesAttached" not in status and "volumesInUse" not in status
@@ -135,13 +141,13 @@ class TestDetached:
     def test_absent_is_noop(self):
         cl = cluster(node("node1"))
         snapshot = copy.deepcopy(cl)
-        assert apply_record(cl, vol("detached")) is False
-        assert apply_record(cl, vol("detached", node_name="gone")) is False
+        assert apply_one(cl, vol("detached")) is False
+        assert apply_one(cl, vol("detached", node_name="gone")) is False
         assert cl == snapshot
 
     def test_detach_then_attach_in_one_batch(self):
         cl = cluster(node("node1"))
-        apply_record(cl, vol())
+        apply_one(cl, vol())
         changes = apply_records(cl, [vol("detached"), vol(device_path="/dev/loop5")])
         assert len(changes) == 2
         vas = [o for o in cl["items"] if o["kind"] == "VolumeAttachment"]
@@ -153,34 +159,34 @@ class TestInUse:
         cl = cluster(node("node1", volumesInUse=["kubernetes.io/csi/x^b"]))
         rec = {"type": "in_use", "node": "node1", "unique_volume_names": ["kubernetes.io/csi/x^c", "kubernetes.io/csi/x^a",
                                                                           "kubernetes.io/csi/x^a"], "in_use": True}
-        assert apply_record(cl, rec) is True
+        assert apply_one(cl, rec) is True
         assert find(cl, "Node", "node1")["status"]["volumesInUse"] == ["kubernetes.io/csi/x^a", "kubernetes.io/csi/x^b",
                                                                        "kubernetes.io/csi/x^c"]
-        assert apply_record(cl, rec) is False
+        assert apply_one(cl, rec) is False
         rec = dict(rec, in_use=False)
-        assert apply_record(cl, rec) is True
+        assert apply_one(cl, rec) is True
         assert find(cl, "Node", "node1")["status"]["volumesInUse"] == ["kubernetes.io/csi/x^b"]
-        assert apply_record(cl, rec) is False
+        assert apply_one(cl, rec) is False
 
     def test_missing_node(self):
         cl = cluster()
         rec = {"type": "in_use", "node": "nodeX", "unique_volume_names": [UVN_A], "in_use": True}
         with pytest.raises(ObjectNotFound, match="nodeX"):
-            apply_record(cl, rec)
-        assert apply_record(cl, dict(rec, in_use=False)) is False
+            apply_one(cl, rec)
+        assert apply_one(cl, dict(rec, in_use=False)) is False
 
 
 class TestExpansion:
     def test_controller_expanded(self):
         cl = cluster(pv("pv-a"))
         rec = {"type": "controller_expanded", "pv_name": "pv-a", "capacity": "2Gi"}
-        assert apply_record(cl, rec) is True
+        assert apply_one(cl, rec) is True
         assert find(cl, "PersistentVolume", "pv-a")["spec"]["capacity"] == {"storage": "2Gi"}
-        assert apply_record(cl, rec) is False
+        assert apply_one(cl, rec) is False
 
     def test_controller_expanded_missing_pv(self):
         with pytest.raises(ObjectNotFound, match="pv-z"):
-            apply_record(cluster(), {"type": "controller_expanded", "pv_name": "pv-z", "capacity": "2Gi"})
+            apply_one(cluster(), {"type": "controller_expanded", "pv_name": "pv-z", "capacity": "2Gi"})
 
     def test_node_expanded_mark_fs_resize_finished(self):
         status = {
@@ -199,33 +205,33 @@ class TestExpansion:
         }
         cl = cluster(pvc("prod", "data", status))
         rec = {"type": "node_expanded", "pvc": "prod/data", "capacity": "2Gi"}
-        assert apply_record(cl, rec) is True
+        assert apply_one(cl, rec) is True
         got = find(cl, "PersistentVolumeClaim", "data")["status"]
         assert got["capacity"] == {"storage": "2Gi"}
         assert "allocatedResourceStatuses" not in got
         assert got["allocatedResources"] == {"storage": "2Gi"}  # the kubelet never writes allocatedResources
         assert got["conditions"] == [{"type": "ModifyVolumeError", "status": "True"}]
-        assert apply_record(cl, rec) is False
+        assert apply_one(cl, rec) is False
 
     def test_node_expanded_keeps_other_allocated_statuses_and_drops_empty_conditions(self):
         status = {"capacity": {"storage": "1Gi"},
                   "allocatedResourceStatuses": {"storage": "NodeResizeInProgress", "example.com/iops": "X"},
                   "conditions": [{"type": "FileSystemResizePending", "status": "True"}]}
         cl = cluster(pvc("prod", "data", status))
-        apply_record(cl, {"type": "node_expanded", "pvc": "prod/data", "capacity": 2147483648})
+        apply_one(cl, {"type": "node_expanded", "pvc": "prod/data", "capacity": 2147483648})
         got = find(cl, "PersistentVolumeClaim", "data")["status"]
         assert got == {"capacity": {"storage": "2Gi"}, "allocatedResourceStatuses": {"example.com/iops": "X"}}
 
     def test_same_value_other_spelling_is_noop(self):
         cl = cluster(pv("pv-a", "1Gi"), pvc("prod", "data"))
-        assert apply_record(cl, {"type": "controller_expanded", "pv_name": "pv-a", "capacity": "1024Mi"}) is False
-        assert apply_record(cl, {"type": "controller_expanded", "pv_name": "pv-a", "capacity": 1073741824}) is False
-        assert apply_record(cl, {"type": "node_expanded", "pvc": "prod/data", "capacity": "1024Mi"}) is False
+        assert apply_one(cl, {"type": "controller_expanded", "pv_name": "pv-a", "capacity": "1024Mi"}) is False
+        assert apply_one(cl, {"type": "controller_expanded", "pv_name": "pv-a", "capacity": 1073741824}) is False
+        assert apply_one(cl, {"type": "node_expanded", "pvc": "prod/data", "capacity": "1024Mi"}) is False
         assert find(cl, "PersistentVolume", "pv-a")["spec"]["capacity"]["storage"] == "1Gi"
 
     def test_node_expanded_missing_pvc(self):
         with pytest.raises(ObjectNotFound, match="prod/nope"):
-            apply_record(cluster(pvc("prod", "data")), {"type": "node_expanded", "pvc": "prod/nope", "capacity": "2Gi"})
+            apply_one(cluster(pvc("prod", "data")), {"type": "node_expanded", "pvc": "prod/nope", "capacity": "2Gi"})
 
     def test_resize_condition_predicate(self):
         for t in ("Resizing", "FileSystemResizePending", "ControllerResizeError", "NodeResizeError", "XResizY"):
@@ -237,32 +243,32 @@ class TestExpansion:
 class TestDetachRequest:
     def test_set_keeps_first_then_clear(self):
         cl = cluster(node("node1"))
-        apply_record(cl, vol())
+        apply_one(cl, vol())
         first = vol("detach_requested", requested_at="2026-01-01T00:00:00Z")
-        assert apply_record(cl, first) is True
-        assert apply_record(cl, vol("detach_requested", requested_at="2026-02-02T00:00:00Z")) is False
+        assert apply_one(cl, first) is True
+        assert apply_one(cl, vol("detach_requested", requested_at="2026-02-02T00:00:00Z")) is False
         va = find(cl, "VolumeAttachment", VA_A)
         assert va["metadata"]["annotations"] == {DETACH_REQUESTED_AT_ANNOTATION: "2026-01-01T00:00:00Z"}
-        assert apply_record(cl, vol("detach_request_cleared")) is True
+        assert apply_one(cl, vol("detach_request_cleared")) is True
         assert "annotations" not in va["metadata"]
-        assert apply_record(cl, vol("detach_request_cleared")) is False
+        assert apply_one(cl, vol("detach_request_cleared")) is False
 
     def test_planner_shape_names_the_va(self):
         """contracts.md: detach_requests are {name, node, volume, requested_at}."""
         cl = cluster(node("node1"))
-        apply_record(cl, vol())
+        apply_one(cl, vol())
         req = {"name": VA_A, "node": "node1", "volume": "pv-a", "requested_at": "2026-01-01T00:00:00Z"}
         changes = apply_records(cl, [dict(req, type="detach_requested")])
         assert changes[0]["volume"] == "pv-a"
         va = find(cl, "VolumeAttachment", VA_A)
         assert va["metadata"]["annotations"] == {DETACH_REQUESTED_AT_ANNOTATION: "2026-01-01T00:00:00Z"}
         clear = {"type": "detach_request_cleared", "name": VA_A, "node": "node1", "volume": "pv-a"}
-        assert apply_record(cl, clear) is True and "annotations" not in va["metadata"]
+        assert apply_one(cl, clear) is True and "annotations" not in va["metadata"]
 
     def test_absent_va_is_noop(self):
         cl = cluster(node("node1"))
-        assert apply_record(cl, vol("detach_requested", requested_at="2026-01-01T00:00:00Z")) is False
-        assert apply_record(cl, vol("detach_request_cleared")) is False
+        assert apply_one(cl, vol("detach_requested", requested_at="2026-01-01T00:00:00Z")) is False
+        assert apply_one(cl, vol("detach_request_cleared")) is False
 
 
 class TestValidation:
@@ -290,7 +296,7 @@ class TestValidation:
 
     def test_not_a_list(self):
         with pytest.raises(MalformedObject):
-            apply_record({"kind": "List"}, vol())
+            apply_one({"kind": "List"}, vol())
 
 
 def test_diff_and_summaries():

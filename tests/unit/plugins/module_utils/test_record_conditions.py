@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import InvalidInput
-from ansible_collections.kubevol.volumes.plugins.module_utils.records.record import apply_record, apply_records
+from ansible_collections.kubevol.volumes.plugins.module_utils.records.record import RecordApplier, apply_records
 from ansible_collections.kubevol.volumes.plugins.module_utils.records.claim import FS_RESIZE_PENDING_MESSAGE
 from ansible_collections.kubevol.volumes.plugins.module_utils.stores import get_store
 
@@ -23,6 +23,13 @@ DRIVER = "loop.kubevol.io"
 T1, T2 = "2026-11-25T10:00:00Z", "2026-11-25T10:05:00Z"
 CUSTOM = {"type": "ModifyingVolume", "status": "True"}
 SIZE = 2 * 2 ** 30
+
+
+def apply_one(cluster_list, record):
+    """One record through the stores' own path (RecordApplier.apply_all, as stores/file.py and stores/kubernetes.py
+    apply records): True when it changed something."""
+    applier = RecordApplier(cluster_list)
+    return bool(applier.apply_all([record]))
 
 
 def objects():
@@ -55,12 +62,12 @@ STEPS = [
 def test_an_expansion_moves_the_conditions_with_the_expansion_state():
     cl = {"apiVersion": "v1", "kind": "List", "items": objects()}
     for record, state, conditions in STEPS:
-        assert apply_record(cl, record), record
+        assert apply_one(cl, record), record
         status = claim(cl)
         assert (status.get("allocatedResourceStatuses") or {}).get("storage") == state, record
         assert status["conditions"] == conditions, record
         before = copy.deepcopy(cl)
-        assert not apply_record(cl, dict(record, at="2030-01-01T00:00:00Z")), record  # a re-run writes nothing
+        assert not apply_one(cl, dict(record, at="2030-01-01T00:00:00Z")), record  # a re-run writes nothing
         assert cl == before
     assert claim(cl)["capacity"] == {"storage": "2Gi"}
     assert PENDING["message"] == FS_RESIZE_PENDING_MESSAGE
@@ -69,22 +76,22 @@ def test_an_expansion_moves_the_conditions_with_the_expansion_state():
 def test_a_pending_condition_already_there_keeps_its_transition_time_and_replaces_resizing():
     cl = {"apiVersion": "v1", "kind": "List", "items": objects()}
     claim(cl)["conditions"] = [dict(PENDING, lastTransitionTime=T1), dict(RESIZING), CUSTOM]
-    apply_record(cl, {"type": "controller_expanded", "pv_name": "pv-a", "capacity": "2Gi", "pvc": "prod/data",
+    apply_one(cl, {"type": "controller_expanded", "pv_name": "pv-a", "capacity": "2Gi", "pvc": "prod/data",
                       "at": T2})
     assert claim(cl)["conditions"] == [dict(PENDING, lastTransitionTime=T1), CUSTOM]
     # a False one is replaced (MergeResizeConditionsOfPVC: another status is a transition)
     cl = {"apiVersion": "v1", "kind": "List", "items": objects()}
     claim(cl)["conditions"] = [dict(PENDING, status="False", lastTransitionTime=T1)]
-    apply_record(cl, {"type": "controller_expanded", "pv_name": "pv-a", "capacity": "2Gi", "pvc": "prod/data",
+    apply_one(cl, {"type": "controller_expanded", "pv_name": "pv-a", "capacity": "2Gi", "pvc": "prod/data",
                       "at": T2})
     assert claim(cl)["conditions"] == [PENDING]
 
 
 def test_without_a_claim_or_a_time_given():
     cl = {"apiVersion": "v1", "kind": "List", "items": objects()}
-    apply_record(cl, {"type": "controller_expanded", "pv_name": "pv-a", "capacity": "2Gi"})
+    apply_one(cl, {"type": "controller_expanded", "pv_name": "pv-a", "capacity": "2Gi"})
     assert claim(cl)["conditions"] == [CUSTOM] and "allocatedResourceStatuses" not in claim(cl)
-    apply_record(cl, {"type": "resize_intent", "pvc": "prod/data", "stage": "controller", "capacity": "3Gi"})
+    apply_one(cl, {"type": "resize_intent", "pvc": "prod/data", "stage": "controller", "capacity": "3Gi"})
     at = claim(cl)["conditions"][1]["lastTransitionTime"]
     assert re.match(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$", at), at  # metav1.Now(): RFC 3339, seconds, UTC
 
@@ -144,10 +151,10 @@ def test_the_claim_is_marked_even_when_the_pv_already_has_the_capacity():
     cl["items"][0]["spec"]["capacity"]["storage"] = "2Gi"
     claim(cl)["allocatedResourceStatuses"] = {"storage": "ControllerResizeInProgress"}
     record = {"type": "controller_expanded", "pv_name": "pv-a", "capacity": "2Gi", "pvc": "prod/data", "at": T2}
-    assert apply_record(cl, record)
+    assert apply_one(cl, record)
     assert claim(cl)["allocatedResourceStatuses"] == {"storage": "NodeResizePending"}
     assert claim(cl)["conditions"] == [CUSTOM, PENDING]
-    assert not apply_record(cl, record)
+    assert not apply_one(cl, record)
 
 
 def test_a_conflict_on_the_claim_after_the_pv_was_written_still_marks_the_claim(tmp_path):

@@ -10,9 +10,16 @@ __metaclass__ = type
 import pytest
 
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import InvalidInput
-from ansible_collections.kubevol.volumes.plugins.module_utils.records.record import apply_record, apply_records
+from ansible_collections.kubevol.volumes.plugins.module_utils.records.record import RecordApplier, apply_records
 
 DRIVER = "loop.kubevol.io"
+
+
+def apply_one(cluster_list, record):
+    """One record through the stores' own path (RecordApplier.apply_all, as stores/file.py and stores/kubernetes.py
+    apply records): True when it changed something."""
+    applier = RecordApplier(cluster_list)
+    return bool(applier.apply_all([record]))
 
 
 def cluster():
@@ -30,27 +37,27 @@ def claim_status(cl):
 def test_a_whole_expansion_as_kubernetes_records_it():
     cl = cluster()
     size = 2 * 2 ** 30
-    assert apply_record(cl, {"type": "resize_intent", "pvc": "prod/data", "stage": "controller", "capacity": size})
+    assert apply_one(cl, {"type": "resize_intent", "pvc": "prod/data", "stage": "controller", "capacity": size})
     status = claim_status(cl)
     assert status["allocatedResources"] == {"storage": "2Gi"}
     assert status["allocatedResourceStatuses"] == {"storage": "ControllerResizeInProgress"}
-    assert apply_record(cl, {"type": "controller_expanded", "pv_name": "pv-a", "capacity": size, "pvc": "prod/data"})
+    assert apply_one(cl, {"type": "controller_expanded", "pv_name": "pv-a", "capacity": size, "pvc": "prod/data"})
     assert claim_status(cl)["allocatedResourceStatuses"] == {"storage": "NodeResizePending"}
     assert cl["items"][0]["spec"]["capacity"] == {"storage": "2Gi"}
-    assert apply_record(cl, {"type": "resize_intent", "pvc": "prod/data", "stage": "node", "capacity": size})
+    assert apply_one(cl, {"type": "resize_intent", "pvc": "prod/data", "stage": "node", "capacity": size})
     assert claim_status(cl)["allocatedResourceStatuses"] == {"storage": "NodeResizeInProgress"}
-    assert apply_record(cl, {"type": "node_expanded", "pvc": "prod/data", "capacity": size})
+    assert apply_one(cl, {"type": "node_expanded", "pvc": "prod/data", "capacity": size})
     status = claim_status(cl)
     assert status["capacity"] == {"storage": "2Gi"} and "allocatedResourceStatuses" not in status
     assert status["allocatedResources"] == {"storage": "2Gi"}
     # each record applied again changes nothing
-    assert not apply_record(cl, {"type": "node_expanded", "pvc": "prod/data", "capacity": size})
+    assert not apply_one(cl, {"type": "node_expanded", "pvc": "prod/data", "capacity": size})
 
 
 def test_intent_twice_is_a_no_op():
     cl = cluster()
     rec = {"type": "resize_intent", "pvc": "prod/data", "stage": "controller", "capacity": "2Gi"}
-    assert apply_record(cl, rec) and not apply_record(cl, rec)
+    assert apply_one(cl, rec) and not apply_one(cl, rec)
 
 
 @pytest.mark.parametrize("record", [

@@ -14,10 +14,17 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.drivers.base impor
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.names import volume_attachment_name
 from ansible_collections.kubevol.volumes.plugins.module_utils.node.operations import attach_volume
 from ansible_collections.kubevol.volumes.plugins.module_utils.node.volume import volume_item
-from ansible_collections.kubevol.volumes.plugins.module_utils.records.record import apply_record
+from ansible_collections.kubevol.volumes.plugins.module_utils.records.record import RecordApplier
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.volume_attachment import attached_volume_attachment
 
 DRIVER = "loop.kubevol.io"
+
+
+def apply_one(cluster_list, record):
+    """One record through the stores' own path (RecordApplier.apply_all, as stores/file.py and stores/kubernetes.py
+    apply records): True when it changed something."""
+    applier = RecordApplier(cluster_list)
+    return bool(applier.apply_all([record]))
 
 
 def test_shape():
@@ -40,7 +47,7 @@ def test_node_result_is_what_the_record_creates(device):
     returned = attach_volume(ctx, item)["volume_attachment"]
     cluster = {"apiVersion": "v1", "kind": "List",
                "items": [{"apiVersion": "v1", "kind": "Node", "metadata": {"name": "node1"}, "status": {}}]}
-    assert apply_record(cluster, {"type": "attached", "node": "node1", "pv_name": "pv-a", "driver": DRIVER,
+    assert apply_one(cluster, {"type": "attached", "node": "node1", "pv_name": "pv-a", "driver": DRIVER,
                                   "volume_handle": "pv-a.img", "device_path": device}) is True
     recorded = [o for o in cluster["items"] if o["kind"] == "VolumeAttachment"]
     assert recorded == [returned]

@@ -17,6 +17,7 @@ pytest.importorskip("kubernetes")
 from fakeapi import FakeApiServer, make_certs, write_kubeconfig  # noqa: E402  (tests/ is on sys.path)
 
 from ansible_collections.kubevol.volumes.plugins.module_utils.stores import k8s_auth  # noqa: E402
+from ansible_collections.kubevol.volumes.plugins.module_utils.stores import k8s_client  # noqa: E402
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import InvalidInput  # noqa: E402
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.names import (  # noqa: E402
     DETACH_REQUESTED_AT_ANNOTATION,
@@ -161,12 +162,12 @@ def test_in_cluster_configuration(api, tmp_path, monkeypatch):
     token, ca = tmp_path / "token", tmp_path / "ca.crt"
     token.write_text(TOKEN)
     ca.write_text("not used over http\n")
-    # where the client's in-cluster loader looks (k8s_auth imports the names when it builds a configuration)
+    # where the client's in-cluster loader looks (k8s_client imports the names when it builds a configuration)
     from kubernetes.config import incluster_config
     monkeypatch.setattr(incluster_config, "SERVICE_TOKEN_FILENAME", str(token))
     monkeypatch.setattr(incluster_config, "SERVICE_CERT_FILENAME", str(ca))
     host, port = api.url.split("//")[1].split(":")
-    configuration, source = k8s_auth.build_configuration({}, {"KUBERNETES_SERVICE_HOST": host,
+    configuration, source = k8s_client.build_configuration({}, {"KUBERNETES_SERVICE_HOST": host,
                                                               "KUBERNETES_SERVICE_PORT": port})
     assert source == "in-cluster configuration"
     assert configuration.host == "https://%s:%s" % (host, port)

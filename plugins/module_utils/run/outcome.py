@@ -1,0 +1,260 @@
+# -*- coding: utf-8 -*-
+# Copyright: kubevol contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""What the nodes did, turned into cluster records and the failures later steps must not build on.
+
+Like the attach/detach controller's reconciler, a step whose precondition failed is not attempted: a failure on a
+volume blocks every later step of that volume (a failed detach on node A must not let node B attach an RWO
+volume), and an unreachable node blocks every later step on that node. A volume a node did not act on (skipped,
+or missing from its result) is never counted as done, recorded attached or in use.
+
+A ``record_only`` detach (a node that is out of service or gone, and that this run cannot reach) runs nothing on
+the node: it is recorded as the controller's release.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.kubevol.volumes.plugins.module_utils.common import phases
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.names import unique_volume_name
+from ansible_collections.kubevol.volumes.plugins.module_utils.run.plan_view import phase_items, phase_nodes
+from ansible_collections.kubevol.volumes.plugins.module_utils.run import plan_view
+
+
+def _volume_outcomes(result):
+    """Map unique volume name -> True for each volume a node module result says it completed, or the
+    reason of its own failure.
+
+    A node module that fails lists in `volumes` only the volumes it completed and, in `failures`, one
+    entry per volume that failed (node/context.py run_each); a successful one lists them all.
+
+    A volume result that says it was ``skipped`` (what an older node module returned for a driver it has no
+    backend for) is not done: it is that volume's failure, and the node's, never an applied step or an
+    attachment to record. Only a node-side expansion's ``skipped`` (a Block or read-only volume: nothing to grow,
+    its result has a ``stage``) is a volume done.
+    """
+    failed_msg = result.get("msg") if result.get("failed") or result.get("unreachable") else None
+    outcomes = {}
+    skipped = []
+    for vol in result.get("volumes") or ():
+        key = vol.get("unique_volume_name") or _unique_name(vol)
+        if not key:
+            continue
+        if vol.get("skipped") and not vol.get("stage"):
+            outcomes[key] = "the node did not act on volume %s: %s" % (vol.get("pv_name") or key, vol["skipped"])
+            skipped.append(outcomes[key])
+        else:
+            outcomes[key] = True
+    if skipped and not failed_msg:
+        failed_msg = "; ".join(skipped)
+    for entry in result.get("failures") or ():
+        if isinstance(entry, dict) and entry.get("unique_volume_name"):
+            outcomes[entry["unique_volume_name"]] = entry.get("msg") or failed_msg or "failed"
+    return outcomes, failed_msg
+
+
+def _unique_name(item):
+    if item.get("driver") and item.get("volume_handle") is not None:
+        return unique_volume_name(item["driver"], item["volume_handle"])
+    return None
+
+
+def _copy_failures(failures):
+    return {"nodes": dict((failures or {}).get("nodes", {})), "volumes": dict((failures or {}).get("volumes", {}))}
+
+
+def _record_only(view, phase, failures):
+    """Records of the steps the controller records without the node (record_only detaches)."""
+    return [record for step in view.steps(phase, None, failures, record_only=True)
+            for record in _records_for(phase, step["node"], dict(view.item(step), detach=True), {}, [step])]
+
+
+def _node_phase(view, phase, node, result, failures):
+    """One node's result of one phase -> (records, errors); adds what failed to ``failures`` in place."""
+    steps = view.steps(phase, node, failures)
+    items = phase_items(view, phase, node, failures)
+    if result is None or result.get("skipped"):
+        msg = ("node %s has work in phase %s but did not run it: is it in this play's inventory "
+               "(or limited out)? Add it, or run again without --limit" % (node, phase))
+        result = {"failed": True, "msg": msg}
+    if result.get("unreachable"):
+        failures["nodes"][node] = "node unreachable: %s" % (result.get("msg") or "")
+    outcomes, failed_msg = _volume_outcomes(result)
+    for step in steps:
+        key = step["unique_volume_name"]
+        if key is None:
+            continue  # a stale directory: nothing later depends on it
+        done = outcomes.get(key, None if failed_msg else True)
+        if done is True:
+            continue
+        reason = done or failed_msg or "failed"
+        failures["volumes"].setdefault(key, "%s on node %s failed: %s" % (phase, node, reason))
+    records = []
+    failed_volumes = []
+    for item in items:
+        key = _unique_name(item)
+        if outcomes.get(key, None if failed_msg else True) is not True:
+            failed_volumes.append(item["pv_name"])
+            continue
+        records.extend(_records_for(phase, node, item, _result_volume(result, key), steps))
+    if not failed_msg:
+        return records, []
+    # the volumes named, also when the module died without saying (killed, a lost connection)
+    msg = failed_msg
+    missing = [v for v in failed_volumes if v not in msg]
+    if missing:
+        msg = "%s (volumes not done: %s)" % (msg, ", ".join(missing))
+    return records, [{"node": node, "phase": phase, "msg": msg, "volumes": failed_volumes}]
+
+
+def _not_attempted(steps, selected, failures, before=None):
+    """The steps ``selected(step)`` picks that ``failures`` (minus those already in ``before``) stop."""
+    before = before or {"nodes": {}, "volumes": {}}
+    blocked = []
+    for step in steps or ():
+        if not selected(step):
+            continue
+        node, key = step.get("node"), step.get("unique_volume_name")
+        reason = None
+        if node in failures["nodes"] and node not in before["nodes"]:
+            reason = failures["nodes"][node]
+        elif key in failures["volumes"] and key not in before["volumes"]:
+            reason = failures["volumes"][key]
+        if reason:
+            blocked.append({"node": node, "volume": step.get("volume"), "pod": step.get("pod"),
+                            "action": step.get("action"), "reason": "not attempted: " + reason})
+    return blocked
+
+
+def advance(plan_result, phase, node, result, failures):
+    """Failures after ``node`` ran ``phase`` with ``result`` (a new dict; ``failures`` is not changed)."""
+    failures = _copy_failures(failures)
+    _node_phase(plan_view.as_view(plan_result), phase, node, result, failures)
+    return failures
+
+
+def task_outcome(plan_result, task_phases, results, failures=None):
+    """The outcome of one role task in which every node ran ``task_phases`` in order (plugins/action/node_phases.py).
+
+    results: {node name: the task's result on that host (its ``phase_results``: {phase: module result}),
+    or None when the host did not run it}. Each node's phases ran on that node alone, one after the
+    other, so failures are carried node by node, as the node itself carried them; the union is returned
+    for the later tasks (a failed detach on node A stops node B's attach of that volume). Linear in the
+    plan: each node's steps are looked up in one index. Returns {records, failures, blocked, errors}."""
+    view = plan_view.as_view(plan_result)
+    start = _copy_failures(failures)
+    merged = _copy_failures(failures)
+    records, errors = [], []
+    for phase in task_phases:
+        records.extend(_record_only(view, phase, start))
+    blocked = []
+    nodes = sorted(set(node for phase in task_phases for node in phase_nodes(view, phase, start)))
+    for node in nodes:
+        host = (results or {}).get(node)
+        node_failures = _copy_failures(start)
+        for phase in task_phases:
+            # this node's steps of this phase that its failures in an earlier phase of the task stopped
+            blocked.extend(_not_attempted(view.by_phase_node.get((phase, node), ()), lambda s: True,
+                                          node_failures, start))
+            if node in node_failures["nodes"] or not view.steps(phase, node, node_failures):
+                continue
+            node_records, node_errors = _node_phase(view, phase, node, _phase_result(host, phase, node),
+                                                    node_failures)
+            records.extend(node_records)
+            errors.extend(node_errors)
+        merged["nodes"].update(node_failures["nodes"])
+        for key, reason in node_failures["volumes"].items():
+            merged["volumes"].setdefault(key, reason)
+    last = max(phases.BY_NAME[phase].order for phase in task_phases)
+    blocked.extend(_not_attempted(view.plan, lambda s: phases.order_of(phases.step_kind(s)) > last, merged, start))
+    return {"records": records, "failures": merged, "blocked": blocked, "errors": errors}
+
+
+def timed_out(result, node):
+    """The error of a node task that Ansible stopped at its time limit (the task keyword ``timeout``, the role's
+    kubevol_node_timeout), or None. Such a node counts as unreachable for the rest of the run: whatever it was
+    doing may still be going on there, and nothing more is sent to it (the A/D controller never waits on a node)."""
+    info = result.get("timedout") if isinstance(result, dict) else None
+    if not info:
+        return None
+    period = info.get("period") if isinstance(info, dict) else None
+    return ("node %s did not answer within %ss (kubevol_node_timeout) and was given up for this run: it may be hung "
+            "(a stuck disk, a frozen kernel) or its work slow (mkfs of a large device); check the node, raise "
+            "kubevol_node_timeout if it was only slow, and run again" % (node, period if period is not None else "?"))
+
+
+def _phase_result(host, phase, node):
+    """A node's module result for one phase from its node_phases task result (None: the host did not run it)."""
+    if host is None or host.get("skipped"):
+        return None
+    late = timed_out(host, node)
+    if late is not None:
+        return {"unreachable": True, "failed": True, "msg": late}
+    if host.get("unreachable") or "phase_results" not in host:
+        return {"unreachable": bool(host.get("unreachable")), "failed": True,
+                "msg": host.get("msg") or "the node_phases task failed on node %s" % node}
+    result = (host.get("phase_results") or {}).get(phase)
+    if result is None:  # the node found no work where the controller sees some: never count it as done
+        return {"failed": True, "msg": "node %s did not run phase %s although the plan has work for it there; "
+                                       "run again" % (node, phase)}
+    return result
+
+
+def _result_volume(result, key):
+    for vol in result.get("volumes") or ():
+        if (vol.get("unique_volume_name") or _unique_name(vol)) == key:
+            return vol
+    return {}
+
+
+def _records_for(phase, node, item, outcome, steps):
+    """The cluster records Kubernetes would write after this phase succeeded for one volume."""
+    if item.get("ephemeral"):
+        # an inline ephemeral volume: no VolumeAttachment, no volumesAttached, and no volumesInUse entry (the
+        # kubelet reports only attachable volumes in use: kubelet_node_status.go, volume_manager.go)
+        return []
+    base = {"node": node, "pv_name": item["pv_name"], "driver": item["driver"],
+            "volume_handle": item["volume_handle"]}
+    key = unique_volume_name(item["driver"], item["volume_handle"])
+    if phase == "teardown":
+        if item.get("detach"):
+            return [dict(base, type="detached")]
+        if item.get("unmount_device"):
+            return [{"type": "in_use", "node": node, "unique_volume_names": [key], "in_use": False}]
+        return []
+    if phase == "attach":
+        device = outcome.get("device_path") or outcome.get("device")
+        return [dict(base, type="attached", device_path=device)]
+    if phase == "mount":
+        return [{"type": "in_use", "node": node, "unique_volume_names": [key], "in_use": True}]
+    records = []
+    for step in steps:
+        # size_to is bytes; the store writes it back as a canonical quantity (2147483648 -> 2Gi).
+        capacity = step.get("capacity", step.get("size_to"))
+        if step["unique_volume_name"] != key or capacity is None:
+            continue
+        if phase == "expand_controller":
+            record = {"type": "controller_expanded", "pv_name": item["pv_name"], "capacity": capacity}
+            if step.get("pvc"):
+                record["pvc"] = step["pvc"]  # the claim's allocatedResources and NodeResizePending
+            records.append(record)
+        elif phase == "expand_node" and step.get("pvc"):
+            records.append({"type": "node_expanded", "pvc": step["pvc"], "capacity": capacity})
+    return records
+
+
+def facts_errors(node_facts, out_of_service=None):
+    """Errors for the nodes whose actual state could not be gathered (unreachable, or the facts module failed).
+
+    node_facts: the planner's {node name: facts}. The planner blocks what needs such a node; this makes
+    the run fail at the end as well (a node failed), like a failure in any later phase does. A node with
+    the out-of-service taint (out_of_service: names) is expected to be down: not an error.
+    """
+    errors = []
+    down = frozenset(out_of_service or ())
+    for node in sorted(node_facts or {}):
+        facts = node_facts[node] or {}
+        if not facts.get("reachable", True) and node not in down:
+            errors.append({"node": node, "phase": "facts", "msg": facts.get("error") or "node facts were not gathered"})
+    return errors
