@@ -59,7 +59,7 @@ def resolve(ctx, item):
     """The path of ``item`` with its symlinks resolved, when it and its resolution lie under an allowed directory;
     raises PathNotAllowed otherwise. A path that does not exist yet resolves through its existing parents."""
     allowed = roots(ctx, item.plugin)
-    if driver_options.allowed(item.path, allowed) is None:
+    if not driver_options.allowed(item.path, allowed):
         return_reason = ("is not absolute and normalized" if not driver_options.normalized(item.path)
                          else "is outside the allowed directories")
         raise _refuse(ctx, item, allowed, return_reason)

@@ -61,12 +61,12 @@ def test_bad_fields_refused(raw, field):
 
 def test_allowed_is_a_string_check():
     roots = ["/mnt/disks", "/srv"]
-    assert driver_options.allowed("/mnt/disks", roots) == "/mnt/disks"
-    assert driver_options.allowed("/mnt/disks/a/b", roots) == "/mnt/disks"
-    assert driver_options.allowed("/mnt/disksX", roots) is None
-    assert driver_options.allowed("/mnt/disks/../etc", roots) is None
-    assert driver_options.allowed("/etc", roots) is None
-    assert driver_options.allowed("/srv/x", ["/srv/"]) is None  # a root that is not normalized allows nothing
+    assert driver_options.allowed("/mnt/disks", roots)
+    assert driver_options.allowed("/mnt/disks/a/b", roots)
+    assert not driver_options.allowed("/mnt/disksX", roots)
+    assert not driver_options.allowed("/mnt/disks/../etc", roots)
+    assert not driver_options.allowed("/etc", roots)
+    assert not driver_options.allowed("/srv/x", ["/srv/"])  # a root that is not normalized allows nothing
     assert driver_options.options_for({}, LOCAL) == {"paths": ["/mnt/disks"]}
     assert driver_options.options_for({}, HOST) == {"paths": []}
     assert driver_options.options_for({HOST: {"paths": ["/a"]}}, HOST) == {"paths": ["/a"]}
@@ -119,7 +119,6 @@ def test_context_serves_local_items_without_a_driver(tmp_path):
 
 
 def test_paths_option_must_be_a_list(tmp_path):
-    ctx = _ctx(tmp_path, "/mnt/disks")  # a string: its characters would include "/"
-    with pytest.raises(InvalidInput) as err:
-        paths.resolve(ctx, volume_item(local(path="/etc")))
-    assert 'driver_options["kubernetes.io/local-volume"].paths on node node1' in err.value.msg
+    with pytest.raises(InvalidInput) as err:  # a string: its characters would include "/"
+        _ctx(tmp_path, "/mnt/disks")  # refused when the node's context is built, before any volume is looked at
+    assert "kubernetes.io/local-volume.paths must be a list of absolute paths" in err.value.msg
