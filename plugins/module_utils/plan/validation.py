@@ -158,6 +158,13 @@ def pv_refusals(pv, pools):
     return refusals
 
 
+def name_refusals(pv):
+    """A local or hostPath PV's name: it becomes the directory of its pod mounts (volume/ layouts)."""
+    refusals = []
+    component(refusals, "PersistentVolume", pv.name, "metadata.name", pv.name)
+    return refusals
+
+
 def pvc_refusals(pvc):
     """A claim's name (a key of the plan) and its quantities: a negative request or size is never planned."""
     if (_PLAIN(pvc.name) and pvc.request_bytes >= 0 and (pvc.capacity_bytes is None or pvc.capacity_bytes >= 0)
