@@ -58,7 +58,8 @@ def in_use_repairs(p, steps):
         mounted.update(pm.unique_name for pm in facts.pod_mounts.values() if pm.mounted and pm.mode == "Block")
         mounted.update(still_mounted.get(node, ()))
         for unique in mounted - listed.get(node, set()):
-            if (unique, node) not in planned:
+            # volumesInUse lists attachable volumes only (volume_manager.go GetVolumesInUse): no local one
+            if (unique, node) not in planned and split_unique_volume_name(unique) is not None:
                 missing.setdefault(node, []).append(unique)
         for unique in listed.get(node, set()) - mounted:
             parts = split_unique_volume_name(unique)

@@ -14,7 +14,7 @@ from collections import namedtuple
 from ansible_collections.kubevol.volumes.plugins.module_utils.plan.actual_state import UNCERTAIN
 from ansible_collections.kubevol.volumes.plugins.module_utils.plan.desired_state import DEFAULT_KNOWN_DRIVERS, volume_spec
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.names import DEFAULT_LOOP_POOLS, OUT_OF_SERVICE_TAINT, split_unique_volume_name
-from ansible_collections.kubevol.volumes.plugins.module_utils.volume import get_plugin
+from ansible_collections.kubevol.volumes.plugins.module_utils.volume import CSI, HOST_PATH, LOCAL, get_plugin, plugin_name_of
 
 PHASES = (("unmount", "pod"), ("unmount", "device"), ("cleanup", "directory"), ("detach", "device"),
           ("attach", "device"), ("mount", "device"), ("mount", "pod"), ("expand", "controller"), ("expand", "node"))
@@ -36,11 +36,18 @@ directories local and hostPath PVs may use."""
 
 
 def _volume_item(spec):
-    """The volume item of a resolved PV without its per-step ``pods`` and ``detach``: what lean_plan keeps."""
-    return {"pv_name": spec.pv_name, "driver": spec.driver, "volume_handle": spec.volume_handle,
+    """The volume item of a resolved PV without its per-step ``pods`` and ``detach``: what lean_plan keeps. A local
+    or hostPath item also names its plugin, path and hostPath type (contracts.md section 1); a CSI item leaves
+    ``plugin`` out (its default)."""
+    item = {"pv_name": spec.pv_name, "driver": spec.driver, "volume_handle": spec.volume_handle,
             "volume_attributes": dict(spec.volume_attributes), "capacity_bytes": spec.capacity_bytes,
             "mode": spec.mode, "fs_type": spec.fs_type, "mount_options": list(spec.mount_options),
             "read_only": spec.read_only, "multi_attach": spec.multi_attach_allowed}
+    if spec.plugin != CSI:
+        item["plugin"] = spec.plugin
+        item["path"] = spec.path
+        item["host_path_type"] = spec.host_path_type
+    return item
 
 
 def _item(spec, pods=(), detach=None):
@@ -56,6 +63,16 @@ def _item_from_actual(unique_name, pv_name, spec=None, mode="Filesystem", fs_typ
     """An item for something only actual state knows (its PV may be gone): names from the unique name."""
     if spec is not None:
         return _item(spec, pods, detach)
+    plugin = plugin_name_of(unique_name)
+    if plugin in (LOCAL, HOST_PATH):
+        # a local or hostPath volume whose PV is gone: its unique name is <plugin>/<pv>; the teardown needs no path
+        item = {"plugin": plugin, "pv_name": pv_name, "driver": None, "volume_handle": pv_name, "path": None,
+                "host_path_type": "", "volume_attributes": {}, "capacity_bytes": 0, "mode": mode,
+                "fs_type": fs_type or "ext4", "mount_options": [], "read_only": False, "multi_attach": False,
+                "pods": [{"uid": p.uid, "name": p.name, "read_only": p.read_only} for p in pods]}
+        if detach is not None:
+            item["detach"] = detach
+        return item
     driver, handle = split_unique_volume_name(unique_name)
     item = {"pv_name": pv_name, "driver": driver, "volume_handle": handle, "volume_attributes": {},
             "capacity_bytes": 0, "mode": mode, "fs_type": fs_type or "ext4", "mount_options": [], "read_only": False,
@@ -122,6 +139,11 @@ class _Plan:
                     # a VolumeAttachment recorded before the attach (or a device the node reports): it may be
                     # attached until the node itself says it is not (actual_state_of_world.go uncertain)
                     self.unconfirmed_holders.setdefault(unique, set()).add(node)
+
+    @staticmethod
+    def plugin(spec):
+        """The volume plugin class of a VolumeSpec (volume/): its capabilities decide which steps apply."""
+        return get_plugin(spec.plugin)
 
     def add(self, step):
         self.phases[(step["action"], step["target"])].append(step)

@@ -124,7 +124,7 @@ def plan(desired, actual, index, options=None):
     publish_inline(p)       # kubelet: inline ephemeral volumes, published straight into their pod
     expand_controller(p)    # resizer: grow the backing volume and the PV
     expand_node(p)          # kubelet: then grow the filesystem on the node using it
-    refuse_unsafe_steps(p, PHASES, options.loop_pools)  # last line before any node: what a node would refuse
+    refuse_unsafe_steps(p, PHASES, options.loop_pools, options.driver_options)  # what a node would refuse
     steps = []
     summary = {}
     for phase in PHASES:
@@ -146,7 +146,7 @@ def plan_cluster(index, node_facts=None, options=None, scope=None):
     """Desired state, actual state and plan in one call: what volume_reconcile_plan returns."""
     options = options or PlanOptions()
     with gc_paused():  # the states and the plan are acyclic; see cluster.gc_paused
-        desired = build_desired_state(index, options.known_drivers, scope, options.loop_pools)
+        desired = build_desired_state(index, options.known_drivers, scope, options.loop_pools, options.driver_options)
         actual = build_actual_state(index, node_facts, options.known_drivers)
         result = plan(desired, actual, index, options)
         result["desired"] = summarize_desired(desired)

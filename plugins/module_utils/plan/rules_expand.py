@@ -11,6 +11,9 @@ __metaclass__ = type
 
 from ansible_collections.kubevol.volumes.plugins.module_utils.plan.plan_state import _item, _step
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.quantity import format_bytes
+from ansible_collections.kubevol.volumes.plugins.module_utils.volume import CSI
+from ansible_collections.kubevol.volumes.plugins.module_utils.volume.csi import (
+    CONTROLLER_EXPAND, DRIVER_CAPABILITIES, NODE_EXPAND)
 
 
 def _first_node(p, nvs):
@@ -36,6 +39,33 @@ def expansion_refused(spec):
                 format_bytes(spec.allocated_bytes), floor))
 
 
+def not_expandable(p, spec):
+    """Why a volume cannot be expanded at all, or None: expand_controller.go syncHandler finds no
+    ExpandableVolumePlugin (and no CSI driver) for it. A CSI driver of kubevol that declares no expansion counts as
+    such a plugin."""
+    plugin = p.plugin(spec)
+    if plugin.NAME == CSI and spec.driver in DRIVER_CAPABILITIES:
+        can = CONTROLLER_EXPAND in DRIVER_CAPABILITIES[spec.driver]
+    else:
+        can = plugin.CONTROLLER_EXPANDABLE or plugin.NODE_EXPANDABLE
+    if can:
+        return None
+    return ("PVC %s: didn't find a plugin capable of expanding the volume; waiting for an external controller to "
+            "process this PVC (Kubernetes' expand controller): the %s %s cannot be expanded, so nothing is grown. "
+            "Set the claim's spec.resources.requests.storage back to %s, or move the data to a larger volume"
+            % (spec.claim_key, "CSI driver" if plugin.NAME == CSI else "volume plugin",
+               spec.driver if plugin.NAME == CSI else plugin.NAME, format_bytes(spec.capacity_bytes)))
+
+
+def node_expands(p, spec):
+    """Whether the node grows this volume after the controller (NodeExpandableVolumePlugin, a CSI driver's
+    node expansion)."""
+    plugin = p.plugin(spec)
+    if plugin.NAME == CSI and spec.driver in DRIVER_CAPABILITIES:
+        return NODE_EXPAND in DRIVER_CAPABILITIES[spec.driver]
+    return plugin.NODE_EXPANDABLE
+
+
 def expand_controller(p):
     """PVC requests more than the PV has: the external-resizer grows the backing volume, then the PV.
     An expansion marked infeasible waits for a lower request (expansion_refused)."""
@@ -46,19 +76,27 @@ def expand_controller(p):
             by_pv.setdefault(spec.pv_name, []).append(nv)
     for pv_name, nvs in by_pv.items():
         spec = nvs[0].spec
-        refused = expansion_refused(spec)
+        refused = expansion_refused(spec) or not_expandable(p, spec)
         if refused is not None:
-            p.block(nvs[0].node, pv_name, None, refused)
+            for nv in nvs:
+                p.block(nv.node, pv_name, None, refused)
             continue
         node = _first_node(p, nvs)
         if node is None:
             p.block(nvs[0].node, pv_name, None, "node unreachable: %s" % p.unreachable(nvs[0].node))
             continue
         p.grown_to[pv_name] = spec.request_bytes
+        what, extra = "grow the backing volume", {}
+        if not p.plugin(spec).CONTROLLER_EXPANDABLE:
+            # a local volume: no backing volume for a controller to grow; the PV records the size and the node
+            # grows a block-backed filesystem (local.go NodeExpand)
+            what, extra = "nothing to grow on the controller (%s); record the PV's capacity" % spec.plugin, {
+                "record_only": True}
         p.add(_step("expand", "controller", node, pv_name, spec.unique_name,
-                    "PVC %s requests %s, PV has %s: grow the backing volume" % (
-                        spec.claim_key, format_bytes(spec.request_bytes), format_bytes(spec.capacity_bytes)),
-                    _item(spec), size_from=spec.capacity_bytes, size_to=spec.request_bytes, pvc=spec.claim_key))
+                    "PVC %s requests %s, PV has %s: %s" % (
+                        spec.claim_key, format_bytes(spec.request_bytes), format_bytes(spec.capacity_bytes), what),
+                    _item(spec), size_from=spec.capacity_bytes, size_to=spec.request_bytes, pvc=spec.claim_key,
+                    **extra))
 
 
 def expand_node(p):
@@ -74,10 +112,12 @@ def expand_node(p):
         target = p.grown_to.get(spec.pv_name, spec.capacity_bytes)
         if target <= spec.claim_capacity_bytes or pair in p.not_attached:
             continue
-        refused = expansion_refused(spec)
+        refused = expansion_refused(spec) or not_expandable(p, spec)
         if refused is not None:
             p.block(nv.node, spec.pv_name, None, refused)
             continue
+        if not node_expands(p, spec):
+            continue  # the driver has no node expansion: the resize is finished once the controller's is
         if ((spec.allocated_bytes is not None or spec.resize_status) and spec.pv_name not in p.grown_to
                 and spec.resize_status not in NODE_RESIZE_STATES):
             continue  # node_expander.go: neither pending nor in progress on the node: nothing for the kubelet

@@ -13,6 +13,7 @@ __metaclass__ = type
 from ansible_collections.kubevol.volumes.plugins.module_utils.plan.actual_state import ATTACHED
 from ansible_collections.kubevol.volumes.plugins.module_utils.plan.plan_state import _step
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.quantity import format_bytes
+from ansible_collections.kubevol.volumes.plugins.module_utils.volume import HOST_PATH, LOCAL
 
 
 def _multi_attach_error(p, nv, holders, pod):
@@ -43,8 +44,8 @@ def attach(p):
         if av is not None and av.detach_requested_at:
             # attachDesiredVolumes ResetDetachRequestTime: wanted again, the old request is stale
             p.detach_requests_to_clear.append({"name": av.va_name, "node": nv.node, "volume": nv.spec.pv_name})
-        if not nv.spec.attachable:
-            continue  # attachRequired: false, the kubelet mounts without an attach
+        if not nv.spec.attachable or not p.plugin(nv.spec).ATTACHABLE:
+            continue  # attachRequired: false, or a plugin without an attacher (local, hostPath): no attach
         unique, node = pair
         facts = reachable_facts.get(node)
         device_seen = facts is not None and unique in facts.devices
@@ -131,6 +132,8 @@ def mount_devices(p):
             continue
         if nv.spec.mode != "Filesystem":
             continue  # Block volumes are mapped per pod
+        if not p.plugin(nv.spec).plans_device_mount():
+            continue  # hostPath mounts nothing; a local PV's device mount (block-backed only) is its pod step's
         facts = reachable_facts.get(node)
         current = facts.global_mounts.get(unique) if facts is not None else None
         why = "pod(s) %s on node %s mount it" % (", ".join([m.name for m in nv.mount_pods]), node)
@@ -175,6 +178,10 @@ def fs_group_to_apply(p, spec, pod):
     fsType and its access modes include ReadWriteOnce. Block volumes have no files to re-group."""
     if pod.fs_group is None or spec.mode != "Filesystem" or pod.read_only:
         return None
+    if spec.plugin == LOCAL:
+        return pod.fs_group  # local.go SetUpAt: SetVolumeOwnership unless read-only
+    if spec.plugin == HOST_PATH:
+        return None  # host_path.go SetUpAt applies no ownership: the host's files stay as they are
     policy = spec.fs_group_policy
     if policy == "File":
         return pod.fs_group
@@ -213,6 +220,8 @@ def mount_pods(p):
             # fs_group_to_apply's first test, here: most pods have no fsGroup
             fs_group = fs_group_to_apply(p, nv.spec, pod) if pod.fs_group is not None else None
             current = facts.pod_mounts.get((pod.uid, nv.spec.pv_name)) if facts is not None else None
+            if current is not None and current.published and not current.mounted:
+                continue  # hostPath: its check passed for this pod (the marker exists); nothing is mounted
             if current is not None and current.mounted:
                 if current.read_only != pod.read_only:
                     why = "remount: read-only changed"

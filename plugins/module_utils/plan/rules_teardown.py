@@ -103,7 +103,9 @@ def unmount_pods(p):
                 continue
             why = ("pod %s no longer uses this volume on node %s" % (name, node) if name
                    else "pod %s is gone from the cluster" % uid)
-            if not pm.mounted:
+            if pm.published and not pm.mounted:
+                why += ": remove its hostPath check marker"  # host_path.go mounts nothing: only kubevol's record
+            elif not pm.mounted:
                 why = "orphaned pod volume directory: " + why
             pods = (PodToMount(uid, name or uid, pm.read_only),)
             p.add(_step("unmount", "pod", node, pv_name, unique, why,

@@ -38,6 +38,16 @@ def get_plugin(name):
     return cls
 
 
+def plugin_name_of(unique_name):
+    """The plugin a unique volume name belongs to (GetUniqueVolumeNameFromSpec's prefix), or None."""
+    if not isinstance(unique_name, str):
+        return None
+    for name in (LOCAL, HOST_PATH, CSI):
+        if unique_name.startswith(name + "/"):
+            return name
+    return None
+
+
 def find_plugin_by_spec(pv):
     """plugins.go FindPluginBySpec: the plugin that serves a PV (the cluster model's PersistentVolume, or a PV
     object as a dict), or None when none of kubevol's plugins does (nfs, in-tree disks, ...)."""

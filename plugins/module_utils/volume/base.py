@@ -64,6 +64,15 @@ class VolumePlugin:
     NODE_EXPANDABLE = False  # NodeExpandableVolumePlugin: the filesystem (or device) is grown on the node
     BLOCK = False  # BlockVolumePlugin: volumeMode Block
     EPHEMERAL = False  # inline ephemeral volumes (volumeLifecycleMode Ephemeral)
+    # The planner plans the device mount as a step of its own (mount/device) only when it can know it applies;
+    # where the node decides (a local PV: is its path a block device?), the node's pod mount step mounts the device
+    # first (local.go MountDevice then SetUp).
+    DEVICE_MOUNT_STEP = False
+
+    @classmethod
+    def plans_device_mount(cls):
+        """Whether the planner plans a mount/device step for a Filesystem volume of this plugin."""
+        return cls.DEVICE_MOUNTABLE and cls.DEVICE_MOUNT_STEP
 
     @classmethod
     def volume_name(cls, item_like):

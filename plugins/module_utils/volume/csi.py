@@ -50,6 +50,7 @@ class CSIPlugin(VolumePlugin):
     DIR = "kubernetes.io~csi"
     ATTACHABLE = True  # unless the CSIDriver says attachRequired: false (csi_plugin.go skipAttach)
     DEVICE_MOUNTABLE = True  # NodeStage (csi_attacher.go MountDevice)
+    DEVICE_MOUNT_STEP = True
     CONTROLLER_EXPANDABLE = True
     NODE_EXPANDABLE = True
     BLOCK = True
