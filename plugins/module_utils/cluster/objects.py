@@ -28,6 +28,7 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.common.names impor
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.quantity import to_bytes
 from ansible_collections.kubevol.volumes.plugins.module_utils.cluster.pv import (  # noqa: F401 (the model's names)
     ClaimRef, CSISource, HostPathSource, LocalSource, PersistentVolume, build_pv, node_matches, pv_unique_name)
+from ansible_collections.kubevol.volumes.plugins.module_utils.cluster.index import ClusterIndex  # noqa: F401
 
 Taint = namedtuple("Taint", "key value effect")
 AttachedVolumeStatus = namedtuple("AttachedVolumeStatus", "name device_path")
@@ -396,21 +397,3 @@ def load_cluster_file(path, keep_list=True):
                 pass  # what was built is dropped; the whole-text parse below accepts or names the problem
         data = store.parse(text)[0]
         return _cluster_from_data(data), data
-
-
-class ClusterIndex:
-    """Dict lookups over a Cluster, built once: pv by name, pvc by ns/name, csidriver and node by name, the PV
-    behind each unique volume name (CSI, local, hostPath), and the VolumeAttachment of each (PV, node)."""
-
-    __slots__ = ("cluster", "pv_by_name", "pvc_by_key", "csidriver_by_name", "node_by_name", "pv_by_unique_name",
-                 "va_by_pair")
-
-    def __init__(self, cluster):
-        self.cluster = cluster
-        self.pv_by_name = dict((pv.name, pv) for pv in cluster.persistent_volumes)
-        self.pvc_by_key = dict((c.namespace + "/" + c.name, c) for c in cluster.claims)
-        self.csidriver_by_name = dict((d.name, d) for d in cluster.csi_drivers)
-        self.node_by_name = dict((n.name, n) for n in cluster.nodes)
-        self.pv_by_unique_name = dict((pv_unique_name(pv), pv) for pv in cluster.persistent_volumes
-                                      if pv.csi is not None or pv.local is not None or pv.host_path is not None)
-        self.va_by_pair = dict(((va.pv_name, va.node_name), va) for va in cluster.volume_attachments if va.pv_name)

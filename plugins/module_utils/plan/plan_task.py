@@ -83,7 +83,8 @@ def _run(params, now, keep_alive):
     known_drivers = DEFAULT_KNOWN_DRIVERS if params["known_drivers"] is None else tuple(params["known_drivers"])
     options = PlanOptions(params["force_detach"], params["max_wait_for_unmount"], known_drivers, now,
                           params["max_teardown_fraction"], params["max_teardown_count"], params["allow_mass_teardown"],
-                          tuple(params.get("loop_pools") or DEFAULT_LOOP_POOLS))
+                          tuple(params.get("loop_pools") or DEFAULT_LOOP_POOLS),
+                          driver_options=params.get("driver_options"))
     index = ClusterIndex(cluster)
     result = plan_cluster(index, params["node_facts"], options, scope)
     if keep_alive is not None:
