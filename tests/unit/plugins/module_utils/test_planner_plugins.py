@@ -325,3 +325,23 @@ def test_refused_local_volume_is_not_torn_down_elsewhere():
     result = run(local_cluster(pod("ns/p", "node1", ["a"], uid="uid-new"), pv=pv),
                  {"node2": facts("node2", [local_pod_mount("uid-old", "pv-l")])})
     assert [s for s in steps(result) if s[0] == "unmount"] == []
+
+
+# ---- convergence: plan, apply as the modules would (simulate.apply_plan), plan again -----------------------
+
+def test_local_and_host_path_converge_and_tear_down():
+    from simulate import apply_plan
+    local = local_pv("pv-l")
+    host = host_path_pv("pv-h", claim="ns/b", type_="Directory")
+    objs = [labelled("node1"), labelled("node2"), local, pvc("ns/a", "pv-l"), host, pvc("ns/b", "pv-h")]
+    with_pod = cluster(*(objs + [pod("ns/p", "node1", ["a", "b"])]))
+    node_facts = {"node1": facts("node1"), "node2": facts("node2")}
+    first = run(with_pod, node_facts, HP_OPTIONS)
+    assert steps(first) == [("mount", "pod", "node1", "pv-h", "ns/p"), ("mount", "pod", "node1", "pv-l", "ns/p")]
+    _cluster, node_facts = apply_plan(first, with_pod, node_facts)
+    assert steps(run(with_pod, node_facts, HP_OPTIONS)) == []  # a second run plans nothing
+    without_pod = cluster(*objs)
+    teardown = run(without_pod, node_facts, HP_OPTIONS)
+    assert steps(teardown) == [("unmount", "pod", "node1", "pv-h", None), ("unmount", "pod", "node1", "pv-l", None)]
+    _cluster, node_facts = apply_plan(teardown, without_pod, node_facts)
+    assert steps(run(without_pod, node_facts, HP_OPTIONS)) == []
