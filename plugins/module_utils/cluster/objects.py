@@ -26,11 +26,15 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors impo
     InvalidInput, MalformedObject, QuantityError)
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.names import MANAGED_ATTACH_DETACH_ANNOTATION
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.quantity import to_bytes
+from ansible_collections.kubevol.volumes.plugins.module_utils.cluster.pv import (  # noqa: F401 (the model's names)
+    ClaimRef, CSISource, HostPathSource, LocalSource, PersistentVolume, build_pv, node_matches, pv_unique_name)
+from ansible_collections.kubevol.volumes.plugins.module_utils.cluster.index import ClusterIndex  # noqa: F401
 
 Taint = namedtuple("Taint", "key value effect")
 AttachedVolumeStatus = namedtuple("AttachedVolumeStatus", "name device_path")
-Node = namedtuple("Node", "name annotations taints ready volumes_attached volumes_in_use")
-Node.__doc__ = """annotations: tuple of (key, value); ready: True, False or None (no Ready condition)."""
+Node = namedtuple("Node", "name annotations taints ready volumes_attached volumes_in_use labels")
+Node.__new__.__defaults__ = ((),)
+Node.__doc__ = """annotations, labels: tuples of (key, value); ready: True, False or None (no Ready condition)."""
 
 PodVolume = namedtuple("PodVolume", "name kind claim_name read_only driver csi")
 PodVolume.__new__.__defaults__ = (None,)
@@ -46,10 +50,6 @@ tuple less per pod at 150,000 pods. volume_mounts: (name, read_only) per contain
 namedtuple per mount cost 0.1 s at 210,000 mounts); volume_devices: names.
 fs_group, fs_group_change_policy: spec.securityContext's, as written (validated by the planner)."""
 
-ClaimRef = namedtuple("ClaimRef", "namespace name uid")
-CSISource = namedtuple("CSISource", "driver volume_handle fs_type read_only volume_attributes")
-PersistentVolume = namedtuple("PersistentVolume", "name capacity_bytes access_modes volume_mode mount_options "
-                                                  "claim_ref csi source_kind")
 PersistentVolumeClaim = namedtuple("PersistentVolumeClaim", "namespace name uid phase volume_name request_bytes "
                                                             "capacity_bytes access_modes conditions owner_uids "
                                                             "allocated_bytes resize_status")
@@ -64,9 +64,6 @@ spec.fsGroupPolicy as written (default ReadWriteOnceWithFSType; the planner reje
 Cluster = namedtuple("Cluster", "nodes pods persistent_volumes claims volume_attachments csi_drivers")
 
 _EMPTY = {}
-_PV_NOT_SOURCE_KEYS = frozenset(("capacity", "accessModes", "volumeMode", "mountOptions", "claimRef",
-                                 "persistentVolumeReclaimPolicy", "storageClassName", "nodeAffinity",
-                                 "volumeAttributesClassName"))
 
 
 def node_is_managed(node):
@@ -126,6 +123,8 @@ def _node(obj):
     meta = obj["metadata"]
     name = _require_str(meta["name"], "metadata.name")
     annotations = _pairs(meta.get("annotations"), "metadata.annotations")
+    where = "metadata.labels"
+    labels = _pairs(meta.get("labels"), "metadata.labels")
     where = "spec.taints"
     taints = tuple(Taint(t["key"], t.get("value"), t.get("effect")) for t in (obj.get("spec") or _EMPTY).get("taints") or ())
     status = obj.get("status") or _EMPTY
@@ -139,7 +138,7 @@ def _node(obj):
                      for v in status.get("volumesAttached") or ())
     where = "status.volumesInUse"
     in_use = tuple([_require_str(v, "entry") for v in status.get("volumesInUse") or ()])
-    return Node(name, annotations, taints, ready, attached, in_use)
+    return Node(name, annotations, taints, ready, attached, in_use, labels)
 
 
 def _container_states(status):
@@ -220,34 +219,6 @@ def _pod(obj):
                meta.get("creationTimestamp"))
 
 
-def _pv(obj):
-    where = "metadata.name"
-    name = _require_str(obj["metadata"]["name"], "metadata.name")
-    spec = obj["spec"]
-    where = "spec.capacity.storage"
-    storage = (spec.get("capacity") or _EMPTY).get("storage")
-    capacity = to_bytes(storage, where) if storage is not None else 0
-    where = "spec.claimRef"
-    ref = spec.get("claimRef")
-    claim_ref = ClaimRef(_optional_str(ref.get("namespace"), "namespace"), _optional_str(ref.get("name"), "name"),
-                         ref.get("uid")) if ref else None
-    where = "spec.csi"
-    csi = spec.get("csi")
-    if csi is not None:
-        csi = CSISource(_require_str(csi["driver"], "driver"), _require_str(csi["volumeHandle"], "volumeHandle"),
-                        _optional_str(csi.get("fsType"), "fsType") or "", bool(csi.get("readOnly")),
-                        _pairs(csi.get("volumeAttributes"), "volumeAttributes"))
-        source_kind = "csi"
-    else:
-        source_kind = next((k for k in spec if k not in _PV_NOT_SOURCE_KEYS), "unknown")
-    where = "spec.accessModes"
-    modes = _strings(spec.get("accessModes"), "accessModes")
-    where = "spec.mountOptions"
-    options = _strings(spec.get("mountOptions"), "mountOptions")
-    return PersistentVolume(name, capacity, modes, spec.get("volumeMode") or "Filesystem", options, claim_ref, csi,
-                            source_kind)
-
-
 def _pvc(obj):
     where = "metadata"
     meta = obj["metadata"]
@@ -311,7 +282,7 @@ def _csidriver(obj):
 
 
 _BUILDERS = {
-    "Node": (_node, 0), "Pod": (_pod, 1), "PersistentVolume": (_pv, 2), "PersistentVolumeClaim": (_pvc, 3),
+    "Node": (_node, 0), "Pod": (_pod, 1), "PersistentVolume": (build_pv, 2), "PersistentVolumeClaim": (_pvc, 3),
     "VolumeAttachment": (_va, 4), "CSIDriver": (_csidriver, 5),
 }
 
@@ -426,22 +397,3 @@ def load_cluster_file(path, keep_list=True):
                 pass  # what was built is dropped; the whole-text parse below accepts or names the problem
         data = store.parse(text)[0]
         return _cluster_from_data(data), data
-
-
-class ClusterIndex:
-    """Dict lookups over a Cluster, built once: pv by name, pvc by ns/name, csidriver and node by name, the PV
-    behind each CSI unique volume name, and the VolumeAttachment of each (PV, node)."""
-
-    __slots__ = ("cluster", "pv_by_name", "pvc_by_key", "csidriver_by_name", "node_by_name", "pv_by_unique_name",
-                 "va_by_pair")
-
-    def __init__(self, cluster):
-        from ansible_collections.kubevol.volumes.plugins.module_utils.common.names import unique_volume_name
-        self.cluster = cluster
-        self.pv_by_name = dict((pv.name, pv) for pv in cluster.persistent_volumes)
-        self.pvc_by_key = dict((c.namespace + "/" + c.name, c) for c in cluster.claims)
-        self.csidriver_by_name = dict((d.name, d) for d in cluster.csi_drivers)
-        self.node_by_name = dict((n.name, n) for n in cluster.nodes)
-        self.pv_by_unique_name = dict((unique_volume_name(pv.csi.driver, pv.csi.volume_handle), pv)
-                                      for pv in cluster.persistent_volumes if pv.csi is not None)
-        self.va_by_pair = dict(((va.pv_name, va.node_name), va) for va in cluster.volume_attachments if va.pv_name)

@@ -5,7 +5,8 @@
 
 Sources: pkg/volume/util/util.go GetUniqueVolumeNameFromSpec,
 pkg/volume/csi/csi_attacher.go getAttachmentName and makeDeviceMountPath,
-pkg/volume/csi/csi_mounter.go getTargetPath.
+pkg/volume/csi/csi_mounter.go getTargetPath. The per-plugin layout rules live with each plugin (volume/);
+the CSI functions here are thin wrappers over volume/csi.py CSIPlugin.
 Every function that builds a path validates its components first, so a name
 can never escape the kubelet directory or the pool.
 """
@@ -18,9 +19,10 @@ import hashlib
 import os
 
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import InvalidInput, UnsafeName
+from ansible_collections.kubevol.volumes.plugins.module_utils.volume.csi import CSIPlugin
 
-CSI_PLUGIN_NAME = "kubernetes.io/csi"
-CSI_PLUGIN_DIR = "kubernetes.io~csi"  # utilstrings.EscapeQualifiedName(CSI_PLUGIN_NAME)
+CSI_PLUGIN_NAME = CSIPlugin.NAME
+CSI_PLUGIN_DIR = CSIPlugin.DIR  # utilstrings.EscapeQualifiedName(CSI_PLUGIN_NAME)
 VOLUME_NAME_SEP = "^"
 DEFAULT_KUBELET_DIR = "/var/lib/kubelet"
 
@@ -61,17 +63,13 @@ def check_driver_name(value):
 
 
 def unique_volume_name(driver, volume_handle):
-    """kubernetes.io/csi/<driver>^<volumeHandle>, the key of both worlds."""
-    return "%s/%s%s%s" % (CSI_PLUGIN_NAME, driver, VOLUME_NAME_SEP, volume_handle)
+    """kubernetes.io/csi/<driver>^<volumeHandle>, the key of both worlds (the CSI plugin's rule: volume/csi.py)."""
+    return CSIPlugin.unique_name({"driver": driver, "volume_handle": volume_handle})
 
 
 def split_unique_volume_name(name):
     """Inverse of unique_volume_name; returns (driver, handle) or None for non-CSI names."""
-    prefix = CSI_PLUGIN_NAME + "/"
-    if not name.startswith(prefix) or VOLUME_NAME_SEP not in name:
-        return None
-    driver, handle = name[len(prefix):].split(VOLUME_NAME_SEP, 1)
-    return driver, handle
+    return CSIPlugin.split_unique_name(name)
 
 
 def ephemeral_volume_handle(pod_uid, volume_name):
@@ -98,29 +96,26 @@ def handle_hash(volume_handle):
     return hashlib.sha256(volume_handle.encode("utf-8")).hexdigest()
 
 
+# The CSI layout is the CSI plugin's (volume/csi.py); these wrappers keep the callers' names.
+
 def device_mount_path(kubelet_dir, driver, volume_handle):
     """<kubelet>/plugins/kubernetes.io/csi/<driver>/<sha256(handle)>/globalmount."""
-    check_driver_name(driver)
-    return os.path.join(kubelet_dir, "plugins", CSI_PLUGIN_NAME, driver, handle_hash(volume_handle), "globalmount")
+    return CSIPlugin.global_mount_path(kubelet_dir, driver, volume_handle)
 
 
 def pod_volume_dir(kubelet_dir, pod_uid, pv_name):
     """<kubelet>/pods/<uid>/volumes/kubernetes.io~csi/<pv>; vol_data.json lives here."""
-    check_component("pod uid", pod_uid)
-    check_component("PV name", pv_name)
-    return os.path.join(kubelet_dir, "pods", pod_uid, "volumes", CSI_PLUGIN_DIR, pv_name)
+    return CSIPlugin.pod_volume_dir(kubelet_dir, pod_uid, pv_name)
 
 
 def pod_mount_path(kubelet_dir, pod_uid, pv_name):
     """The CSI publish target: <pod volume dir>/mount."""
-    return os.path.join(pod_volume_dir(kubelet_dir, pod_uid, pv_name), "mount")
+    return CSIPlugin.pod_mount_path(kubelet_dir, pod_uid, pv_name)
 
 
 def pod_device_path(kubelet_dir, pod_uid, pv_name):
     """Block mode: <kubelet>/pods/<uid>/volumeDevices/kubernetes.io~csi/<pv>."""
-    check_component("pod uid", pod_uid)
-    check_component("PV name", pv_name)
-    return os.path.join(kubelet_dir, "pods", pod_uid, "volumeDevices", CSI_PLUGIN_DIR, pv_name)
+    return CSIPlugin.pod_device_path(kubelet_dir, pod_uid, pv_name)
 
 
 # -- pure checks the planner runs before any node sees a value (node/volume.py volume_item and the loop driver's

@@ -8,7 +8,8 @@ Attach level is rebuilt as the A/D controller does at start-up
 node.status.volumesAttached on every node is confirmed; a VolumeAttachment with an
 existing PV that node status does not list is uncertain; node.status.volumesInUse is
 mountedByNode. Mount level comes from node facts (docs/contracts.md section 2), as the
-kubelet reconstructs it from its directories. A node without facts has an unknown mount
+kubelet reconstructs it from its directories: CSI, local-volume and host-path entries alike, each naming its
+plugin (a hostPath pod entry is kubevol's check marker, published but never mounted). A node without facts has an unknown mount
 level; a node with ``reachable: false`` blocks every step on it.
 
 Reconstruction is per volume (reconstruct_common.go: a volume that fails reconstruction is
@@ -28,6 +29,8 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.cluster.objects im
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import InvalidInput
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.names import (
     DETACH_REQUESTED_AT_ANNOTATION, split_unique_volume_name, unique_volume_name)
+from ansible_collections.kubevol.volumes.plugins.module_utils.cluster.pv import pv_unique_name
+from ansible_collections.kubevol.volumes.plugins.module_utils.volume import CSI, HOST_PATH, plugin_name_of
 
 ATTACHED = "attached"
 UNCERTAIN = "uncertain"
@@ -35,10 +38,12 @@ UNCERTAIN = "uncertain"
 AttachedVolume = namedtuple("AttachedVolume", "unique_name node pv_name state device_path va_name "
                                               "detach_requested_at")
 PodMount = namedtuple("PodMount", "pod_uid pv_name unique_name mode mounted read_only path root_gid root_mode "
-                                  "size_bytes")
-PodMount.__new__.__defaults__ = (None, None, None)
+                                  "size_bytes plugin published")
+PodMount.__new__.__defaults__ = (None, None, None, "kubernetes.io/csi", False)
 PodMount.__doc__ = """root_gid, root_mode: the mounted volume root's group and mode ("2775"), for fsGroup;
-size_bytes: a Block volume's mapped device size. None when the node did not report them."""
+size_bytes: a Block volume's mapped device size. None when the node did not report them. plugin: the volume
+plugin (facts' ``plugin``, else from the unique name); published: a hostPath pod's check marker exists (nothing is
+mounted for hostPath: contracts.md section 2)."""
 UncertainMount = namedtuple("UncertainMount", "kind path mounted device pod_uid pv_name reason unsafe")
 UncertainMount.__new__.__defaults__ = (False,)
 UncertainMount.__doc__ = """A global (kind "device") or pod (kind "pod") mount directory that cannot be
@@ -143,7 +148,9 @@ def node_mounts_from_facts(node, facts, pv_by_name, known_drivers=None):
         if not unique:
             # reconstruct_common.go: the spec name (the directory) names the PV when vol_data.json cannot
             pv = pv_by_name.get(pv_name)
-            unique = unique_volume_name(pv.csi.driver, pv.csi.volume_handle) if pv is not None and pv.csi else None
+            unique = pv_unique_name(pv) if pv is not None else None
+            if unique is not None and pm.get("plugin") and plugin_name_of(unique) != pm.get("plugin"):
+                unique = None  # a directory of another plugin than the PV's: not this PV's mount
         if not unique:
             unique = next((u for u, gm in global_mounts.items() if gm.get("pv_name") == pv_name), None)
         if _is_foreign(pm, unique, known_drivers):
@@ -153,9 +160,11 @@ def node_mounts_from_facts(node, facts, pv_by_name, known_drivers=None):
             uncertain.append(UncertainMount("pod", pm.get("path"), bool(pm.get("mounted")), pm.get("device"), uid,
                                             pv_name, pm.get("uncertain") or "no vol_data.json and no PV %s" % pv_name))
             continue
+        plugin = plugin_name_of(unique) or CSI
         pod_mounts[(uid, pv_name)] = PodMount(uid, pv_name, unique, pm.get("mode") or "Filesystem",
                                               bool(pm.get("mounted")), bool(pm.get("read_only")), pm.get("path"),
-                                              pm.get("root_gid"), pm.get("root_mode"), pm.get("size_bytes"))
+                                              pm.get("root_gid"), pm.get("root_mode"), pm.get("size_bytes"), plugin,
+                                              plugin == HOST_PATH and bool(pm.get("published")))
     ephemeral = _ephemeral_from_facts(facts, node, known_drivers)
     foreign += ephemeral.pop(None, 0)
     return NodeMounts(node, True, None, devices, global_mounts, pod_mounts, uncertain, foreign, ephemeral)

@@ -16,6 +16,10 @@ what it has mounted and attached (the populator removes a pod's volumes only whe
 the pod is deleted or terminated: findAndRemoveDeletedPods), so its pairs are
 ``kept`` whenever the PV behind the claim can still be found.
 
+Local and hostPath PVs are kubevol's own plugins' (volume/local.py, volume/host_path.py): never attached, refused
+with Kubernetes' words where Kubernetes or the operator's driver_options refuse them (plan/plugin_specs.py), and a
+pod on a node outside a PV's nodeAffinity is blocked as the scheduler would never place it there.
+
 Volumes of drivers kubevol has no backend for (other CSI drivers, in-tree
 attachable plugins) are foreign: counted, never planned, never blocked; their own
 kubelet plugin owns them.
@@ -28,19 +32,20 @@ __metaclass__ = type
 from collections import namedtuple
 
 from ansible_collections.kubevol.volumes.plugins.module_utils.cluster.objects import node_is_managed, annotation
-from ansible_collections.kubevol.volumes.plugins.module_utils.drivers import DRIVERS
-from ansible_collections.kubevol.volumes.plugins.module_utils.drivers.base import EPHEMERAL as EPHEMERAL_CAPABILITY
-from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import KubevolError
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.names import (
-    DEFAULT_LOOP_POOLS, FS_GROUP_CHANGE_POLICIES, MAX_GROUP_ID, ephemeral_volume_handle, inline_volume_name,
-    is_group_id, unique_volume_name)
+    DEFAULT_LOOP_POOLS, FS_GROUP_CHANGE_POLICIES, MAX_GROUP_ID, is_group_id, unique_volume_name)
 from ansible_collections.kubevol.volumes.plugins.module_utils.plan.validation import (
-    inline_refusals, label, normalized_pools, pod_refusals, pv_refusals, pvc_refusals, refused_text)
-from ansible_collections.kubevol.volumes.plugins.module_utils.node.filesystems import FILESYSTEMS
-from ansible_collections.kubevol.volumes.plugins.module_utils.common.quantity import to_bytes
+    label, name_refusals, normalized_pools, pod_refusals, pv_refusals, pvc_refusals, refused_text)
+from ansible_collections.kubevol.volumes.plugins.module_utils.plan.inline import (  # noqa: F401 (this module's API)
+    FS_GROUP_POLICIES, InlineVolume, _add_inline_volume, inline_fs_group, inline_volume, lifecycle_mode_error)
+from ansible_collections.kubevol.volumes.plugins.module_utils.volume.base import DEFAULT_FS_TYPE, FS_TYPES
+from ansible_collections.kubevol.volumes.plugins.module_utils.volume.csi import BLOCK as BLOCK_CAPABILITY, DRIVER_CAPABILITIES
+from ansible_collections.kubevol.volumes.plugins.module_utils.volume import CSI
+from ansible_collections.kubevol.volumes.plugins.module_utils.cluster.pv import pv_unique_name
+from ansible_collections.kubevol.volumes.plugins.module_utils.plan.plugin_specs import (
+    affinity_conflict, node_text, plugin_refusals, plugin_volume_spec)
 
-DEFAULT_KNOWN_DRIVERS = tuple(sorted(DRIVERS))  # every driver kubevol has a backend for (the driver registry)
-DEFAULT_FS_TYPE = "ext4"
+DEFAULT_KNOWN_DRIVERS = tuple(sorted(DRIVER_CAPABILITIES))  # every driver kubevol has a backend for (volume/csi.py)
 FOREIGN = "foreign"  # resolve(): a volume of a driver kubevol has no backend for
 KEEP_TERMINATED_POD_VOLUMES_ANNOTATION = "volumes.kubernetes.io/keep-terminated-pod-volumes"
 
@@ -51,13 +56,13 @@ IN_TREE_ATTACHABLE = frozenset(("gcePersistentDisk", "awsElasticBlockStore", "az
 VolumeSpec = namedtuple("VolumeSpec", "pv_name unique_name driver volume_handle volume_attributes capacity_bytes "
                                       "mode fs_type mount_options read_only multi_attach_allowed attachable "
                                       "claim_key request_bytes claim_capacity_bytes access_modes fs_group_policy "
-                                      "allocated_bytes resize_status")
-VolumeSpec.__new__.__defaults__ = ((), "ReadWriteOnceWithFSType", None, None)
-VolumeSpec.__doc__ = """One bound CSI PV with a known driver, resolved once however many pods use it.
+                                      "allocated_bytes resize_status plugin path host_path_type node_affinity")
+VolumeSpec.__new__.__defaults__ = ((), "ReadWriteOnceWithFSType", None, None, CSI, None, "", None)
+VolumeSpec.__doc__ = """One bound PV kubevol serves (CSI with a known driver, local, hostPath), resolved once however
+many pods use it. plugin: the volume plugin's name (volume/); path, host_path_type: a local or hostPath PV's;
+node_affinity: the PV's nodeAffinity terms (cluster/pv.py), or None.
 access_modes: the PV's. fs_group_policy: its CSIDriver's. allocated_bytes, resize_status: the PVC's
 status.allocatedResources / allocatedResourceStatuses for storage (expansion recovery)."""
-
-FS_GROUP_POLICIES = ("ReadWriteOnceWithFSType", "File", "None")
 
 PodToMount = namedtuple("PodToMount", "uid name read_only fs_group fs_group_change_policy created")
 PodToMount.__new__.__defaults__ = (None, None, None)
@@ -83,20 +88,6 @@ node)} of every scheduled pod that is not terminated: what it has mounted there 
 {(node, pod uid, volume name): InlineVolume}, the inline ephemeral CSI volumes to publish (inline_volume).
 refused_volumes: {unique name: reason} of volumes whose PV, claim or pod a node would refuse (plan_validation): the
 planner tears none of them down on any node while no pod can have them set up."""
-
-EPHEMERAL_MODE = "Ephemeral"
-INLINE_SIZE_ATTRIBUTE = "size"  # csi.volumeAttributes key: the size of the volume a kubevol driver creates
-
-InlineVolume = namedtuple("InlineVolume", "node pod pod_uid volume_name driver volume_handle unique_name "
-                                          "kubernetes_name volume_attributes capacity_bytes fs_type read_only "
-                                          "fs_group fs_group_change_policy")
-InlineVolume.__new__.__defaults__ = (None, None)
-InlineVolume.__doc__ = """One inline ephemeral CSI volume (pod.spec.volumes[].csi) of one pod, volumeLifecycleMode
-Ephemeral: volume_handle is csi-sha256(pod uid + volume name) (csi_mounter.go makeVolumeHandle); unique_name is
-kubevol's key (kubernetes.io/csi/<driver>^<handle>), kubernetes_name Kubernetes' own
-(kubernetes.io/csi/<pod uid>-<volume name>, util.go GetUniqueVolumeNameFromSpecWithPod). read_only: csi.readOnly.
-fs_group: the pod's fsGroup when the kubelet applies it to this volume (inline_fs_group), else None."""
-
 
 _FINISHED_PHASES = ("Failed", "Succeeded")
 
@@ -126,8 +117,9 @@ _UNRESOLVED = object()  # _Resolver.cache: not resolved yet (None is a result)
 class _Resolver:
     """PVC -> bound PV -> VolumeSpec, cached per claim (util.go getPVCFromCache, getPVSpecFromCache)."""
 
-    def __init__(self, index, known_drivers, loop_pools=DEFAULT_LOOP_POOLS):
+    def __init__(self, index, known_drivers, loop_pools=DEFAULT_LOOP_POOLS, driver_options=None):
         self.index = index
+        self.driver_options = driver_options or {}
         self.known = tuple(known_drivers)
         self.loop_pools = normalized_pools(loop_pools)
         self.refused = {}  # unique name -> why a node would refuse its PV or claim
@@ -167,6 +159,13 @@ class _Resolver:
         if pv.claim_ref.uid != pvc.uid:
             return ("PV %s claimRef uid %s does not match PVC %s uid %s; the PV is bound to another (older) claim"
                     % (pv.name, pv.claim_ref.uid, claim_key, pvc.uid))
+        if pv.local is not None or pv.host_path is not None:
+            refusals = pvc_refusals(pvc) + name_refusals(pv) + plugin_refusals(pv, self.driver_options)
+            if refusals:  # nothing of it reaches a node
+                reason = refused_text(refusals)
+                self.refused[pv_unique_name(pv)] = node_text(reason)
+                return reason  # its node placeholder is filled per pod (plugin_specs.node_text)
+            return volume_spec(pv, pvc, False)
         if pv.csi is None:
             return FOREIGN if pv.source_kind in IN_TREE_ATTACHABLE else None
         csi = pv.csi
@@ -176,10 +175,14 @@ class _Resolver:
         if driver_object is not None and driver_object.fs_group_policy not in FS_GROUP_POLICIES:
             return ("CSIDriver %s has an unknown spec.fsGroupPolicy %r (valid: %s); fix the CSIDriver object"
                     % (csi.driver, driver_object.fs_group_policy, ", ".join(FS_GROUP_POLICIES)))
-        if pv.volume_mode != "Block" and (csi.fs_type or DEFAULT_FS_TYPE) not in FILESYSTEMS:
+        if pv.volume_mode != "Block" and (csi.fs_type or DEFAULT_FS_TYPE) not in FS_TYPES:
             # the kubelet would fail the mount (unknown filesystem type); kubevol never formats it either
             return ("PV %s: csi.fsType %r is not one kubevol formats or mounts (%s); fix the PV's csi.fsType"
-                    % (pv.name, csi.fs_type, ", ".join(sorted(FILESYSTEMS))))
+                    % (pv.name, csi.fs_type, ", ".join(sorted(FS_TYPES))))
+        capabilities = DRIVER_CAPABILITIES.get(csi.driver)
+        if pv.volume_mode == "Block" and capabilities is not None and BLOCK_CAPABILITY not in capabilities:
+            return ("PV %s: volumeMode Block is not supported by kubevol's driver %s; use volumeMode Filesystem"
+                    % (pv.name, csi.driver))
         refusals = pvc_refusals(pvc) + pv_refusals(pv, self.loop_pools)
         if refusals:  # a name, quantity or pool a node would refuse: nothing of it reaches a node
             reason = self.refused[unique_volume_name(csi.driver, csi.volume_handle)] = refused_text(refusals)
@@ -190,14 +193,17 @@ class _Resolver:
 
 
 def volume_spec(pv, pvc, attachable, fs_group_policy=FS_GROUP_POLICIES[0]):
-    """A VolumeSpec for a CSI PV (pvc None: a PV only actual state still refers to)."""
+    """A VolumeSpec for a CSI, local or hostPath PV (pvc None: a PV only actual state still refers to)."""
+    if pv.csi is None:
+        return plugin_volume_spec(VolumeSpec, pv, pvc, is_pv_read_only(pv), is_multi_attach_allowed(pv.access_modes))
     csi = pv.csi
     return VolumeSpec(pv.name, unique_volume_name(csi.driver, csi.volume_handle), csi.driver, csi.volume_handle,
                       csi.volume_attributes, pv.capacity_bytes, pv.volume_mode, csi.fs_type or DEFAULT_FS_TYPE,
                       pv.mount_options, is_pv_read_only(pv), is_multi_attach_allowed(pv.access_modes), attachable,
                       pvc.namespace + "/" + pvc.name if pvc else None, pvc.request_bytes if pvc else 0,
                       pvc.capacity_bytes if pvc else None, tuple(pv.access_modes), fs_group_policy,
-                      pvc.allocated_bytes if pvc else None, pvc.resize_status if pvc else None)
+                      pvc.allocated_bytes if pvc else None, pvc.resize_status if pvc else None, CSI, None, "",
+                      pv.node_affinity)
 
 
 def pod_security_problem(pod):
@@ -229,10 +235,13 @@ def _blocked(node, volume, pod, reason):
     return {"node": node, "volume": volume, "pod": pod, "reason": reason}
 
 
-def build_desired_state(index, known_drivers=DEFAULT_KNOWN_DRIVERS, scope=None, loop_pools=DEFAULT_LOOP_POOLS):
+def build_desired_state(index, known_drivers=DEFAULT_KNOWN_DRIVERS, scope=None, loop_pools=DEFAULT_LOOP_POOLS,
+                        driver_options=None):
     """Walk pods once. scope: a set of "ns/name" pod keys to consider, or None for all pods. loop_pools: the
-    operator's pools, the only ones a loop PV may name (plan_validation)."""
-    resolver = _Resolver(index, known_drivers, loop_pools)
+    operator's pools, the only ones a loop PV may name (plan_validation). driver_options: the plugins' and drivers'
+    options (common/driver_options.py): the directories a local or hostPath PV may use."""
+    resolver = _Resolver(index, known_drivers, loop_pools, driver_options)
+    conflicts = {}  # (unique name, node) -> the nodeAffinity conflict, or None
     refused_volumes = resolver.refused
     node_managed = {}
     keep_terminated = {}
@@ -310,10 +319,12 @@ def build_desired_state(index, known_drivers=DEFAULT_KNOWN_DRIVERS, scope=None, 
                 continue
             if spec.__class__ is str:
                 pv = resolver.pv_behind(claim_key)
-                if pv is not None and pv.csi is not None:
+                spec = node_text(spec, node)
+                unique = pv_unique_name(pv) if pv is not None else None
+                if unique is not None:
                     # A running pod keeps what it has: a broken claim blocks new mounts, never unmounts.
-                    pair = (unique_volume_name(pv.csi.driver, pv.csi.volume_handle), node)
-                    kept_pairs.setdefault(pair, "pod %s still uses PV %s on node %s: %s" % (key, pv.name, node, spec))
+                    kept_pairs.setdefault((unique, node), "pod %s still uses PV %s on node %s: %s" % (
+                        key, pv.name, node, spec))
                 if in_scope:
                     blocked.append(_blocked(node, pv.name if pv is not None else None, key,
                                             spec + "; what the pod has mounted stays until it is deleted or terminated"))
@@ -329,6 +340,15 @@ def build_desired_state(index, known_drivers=DEFAULT_KNOWN_DRIVERS, scope=None, 
             if not in_scope:
                 protected_pairs.add(pair)
                 continue
+            if spec.node_affinity is not None:
+                conflict = conflicts.get(pair, False)
+                if conflict is False:
+                    conflict = conflicts[pair] = affinity_conflict(spec.pv_name, spec.node_affinity,
+                                                                   index.node_by_name.get(node))
+                if conflict is not None:  # the scheduler never places it there: nothing is set up, nothing torn down
+                    kept_pairs.setdefault(pair, "pod %s on node %s: %s" % (key, node, conflict))
+                    blocked.append(_blocked(node, spec.pv_name, key, conflict))
+                    continue
             if holding is not None:
                 kept_pairs.setdefault(pair, holding)
                 if refusals:  # a pod move: the old node keeps the volume while the new node's setup is refused
@@ -356,118 +376,6 @@ def build_desired_state(index, known_drivers=DEFAULT_KNOWN_DRIVERS, scope=None, 
     return DesiredState(volumes, blocked, skipped, foreign, considered, frozenset(protected_pairs),
                         frozenset(protected_uids), pod_by_uid, kept_pairs, frozenset(live_pods), inline,
                         refused_volumes)
-
-
-def lifecycle_mode_error(driver_object, driver, mode=EPHEMERAL_MODE):
-    """csi_plugin.go supportsVolumeLifecycleMode: None when the CSIDriver lists ``mode``, else Kubernetes' error.
-
-    No CSIDriver object supports Persistent only; the modes print as Go's %q of a slice: ["Persistent"]."""
-    if driver_object is None:
-        return None if mode == "Persistent" else "volume mode %s not supported by driver %s (no CSIDriver object)" % (
-            _go_quote(mode), driver)
-    modes = tuple(driver_object.lifecycle_modes or ())
-    if mode in modes:
-        return None
-    return "volume mode %s not supported by driver %s (only supports [%s])" % (
-        _go_quote(mode), driver, " ".join(_go_quote(m) for m in modes))
-
-
-def _go_quote(text):
-    return '"%s"' % str(text).replace("\\", "\\\\").replace('"', '\\"')
-
-
-def inline_volume(index, known_drivers, pod, node, volume, use):
-    """An inline CSI volume of a scheduled, live pod -> InlineVolume, None (not kubevol's: another driver, or no
-    container mounts it), or a str reason (blocked).
-
-    Kubernetes: csi_plugin.go getVolumeLifecycleMode (a pod's csi source is Ephemeral), supportsVolumeLifecycleMode
-    (the CSIDriver must list Ephemeral); the populator adds only volumes a container mounts or maps
-    (desired_state_of_world_populator.go processPodVolumes, GetPodVolumeNames); csi_plugin.go CanAttach and
-    CanDeviceMount are false for it: no attach and no staging, a publish straight into the pod's directory.
-    kubevol's drivers need csi.volumeAttributes.size (a quantity) to create the volume."""
-    csi = volume.csi
-    driver = csi.driver if csi is not None else volume.driver
-    if csi is None or driver not in known_drivers:
-        return None  # another CSI driver's inline volume: its own node plugin's
-    if use is None:
-        return None  # no container mounts it: the kubelet does not mount it either
-    where = "inline volume %s of pod %s/%s" % (volume.name, pod.namespace, pod.name)
-    error = lifecycle_mode_error(index.csidriver_by_name.get(driver), driver)
-    if error is not None:
-        return ("%s: %s; list Ephemeral in the CSIDriver %s's spec.volumeLifecycleModes, or use a PVC (a generic "
-                "ephemeral volume)" % (where, error, driver))
-    cls = DRIVERS.get(driver)
-    if cls is not None and EPHEMERAL_CAPABILITY not in cls.CAPABILITIES:
-        return "%s: kubevol's driver %s cannot create inline ephemeral volumes; use a PVC" % (where, driver)
-    if use[0] != "Filesystem":
-        return "%s: an inline CSI volume is a filesystem; mount it with volumeMounts, not volumeDevices" % where
-    attributes = dict(csi.volume_attributes or ())
-    size = attributes.get(INLINE_SIZE_ATTRIBUTE)
-    if size is None or size == "":
-        return ("%s has no size: set csi.volumeAttributes.%s to a quantity (e.g. 64Mi) for the volume kubevol "
-                "creates for the pod" % (where, INLINE_SIZE_ATTRIBUTE))
-    try:
-        capacity = to_bytes(str(size), "csi.volumeAttributes.%s" % INLINE_SIZE_ATTRIBUTE)
-    except (KubevolError, ValueError, TypeError) as exc:
-        return "%s: csi.volumeAttributes.%s %r is not a quantity (%s); write it as 64Mi or 1Gi" % (
-            where, INLINE_SIZE_ATTRIBUTE, size, getattr(exc, "msg", None) or exc)
-    if capacity <= 0:
-        return "%s: csi.volumeAttributes.%s %r must be above zero (e.g. 64Mi)" % (where, INLINE_SIZE_ATTRIBUTE, size)
-    driver_object = index.csidriver_by_name.get(driver)
-    if driver_object is not None and driver_object.fs_group_policy not in FS_GROUP_POLICIES:
-        return ("%s: CSIDriver %s has an unknown spec.fsGroupPolicy %r (valid: %s); fix the CSIDriver object"
-                % (where, driver, driver_object.fs_group_policy, ", ".join(FS_GROUP_POLICIES)))
-    fs_type = csi.fs_type or DEFAULT_FS_TYPE
-    if fs_type not in FILESYSTEMS:
-        return "%s: csi.fsType %r is not one kubevol formats (%s)" % (where, fs_type, ", ".join(sorted(FILESYSTEMS)))
-    handle = ephemeral_volume_handle(pod.uid, volume.name)
-    unique = unique_volume_name(driver, handle)
-    clash = index.pv_by_unique_name.get(unique)
-    if clash is not None:
-        # one handle names one image and one record on the node: the image created for the pod would be the PV's,
-        # and unpublishing the pod's volume deletes it
-        return ("%s: its volume handle %s is also PV %s's csi.volumeHandle, so it would share that PV's image; nothing "
-                "is created or published for it. Rename the pod's inline volume (the handle is derived from the pod "
-                "UID and the volume name)" % (where, handle, clash.name))
-    return InlineVolume(node, pod.namespace + "/" + pod.name, pod.uid, volume.name, driver, handle,
-                        unique, inline_volume_name(pod.uid, volume.name),
-                        tuple(sorted(attributes.items())), capacity, fs_type, bool(csi.read_only),
-                        inline_fs_group(pod, csi, driver_object), pod.fs_group_change_policy)
-
-
-def inline_fs_group(pod, csi, driver_object):
-    """csi_mounter.go supportsFSGroup for an inline volume: the pod's fsGroup unless it has none, the volume is
-    read-only or the CSIDriver's fsGroupPolicy is None; with the default ReadWriteOnceWithFSType only when the
-    pod's csi.fsType is set (an inline volume counts as ReadWriteOnce). No CSIDriver: the default policy."""
-    policy = driver_object.fs_group_policy if driver_object is not None else FS_GROUP_POLICIES[0]
-    if pod.fs_group is None or csi.read_only or policy == "None":
-        return None
-    if policy == "File" or (policy == "ReadWriteOnceWithFSType" and csi.fs_type):
-        return pod.fs_group
-    return None
-
-
-def _add_inline_volume(index, known_drivers, pod, key, node, volume, use, inline, blocked, holding=None,
-                       loop_pools=DEFAULT_LOOP_POOLS):
-    """build_desired_state's branch for pod.spec.volumes[].csi: True when the volume is kubevol's (added to
-    ``inline`` or blocked), False when it is another driver's (counted as skipped, as before). holding: why the
-    pod gets no new volume (terminating, or a bad securityContext, blocked once for the pod): nothing is published
-    for it, and what it has stays (a live pod's inline volume is never unpublished)."""
-    csi = volume.csi
-    driver = csi.driver if csi is not None else volume.driver
-    if driver not in known_drivers:
-        return False
-    if holding is not None:
-        return True
-    found = inline_volume(index, known_drivers, pod, node, volume, use)
-    refusals = inline_refusals(found, loop_pools) if isinstance(found, InlineVolume) else ()
-    if refusals:
-        blocked.append(_blocked(node, label(volume.name), key, refused_text(refusals)))
-    elif found.__class__ is str:
-        blocked.append(_blocked(node, volume.name, key, found))
-    elif found is not None:
-        inline[(node, pod.uid, volume.name)] = found
-    return True
 
 
 def summarize_desired(desired):

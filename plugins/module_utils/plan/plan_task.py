@@ -56,10 +56,7 @@ def plan_driver_options(params):
     {driver_options, loop_pools} as PlanOptions takes them (loop_pools: loop.kubevol.io's pools)."""
     options = driver_opts.validate(driver_opts.with_loop_pools_alias(params.get("driver_options"),
                                                                      params.get("loop_pools")))
-    out = {"loop_pools": tuple(driver_opts.loop_pools(options))}
-    if "driver_options" in PlanOptions._fields:
-        out["driver_options"] = options
-    return out
+    return {"loop_pools": tuple(driver_opts.loop_pools(options)), "driver_options": options}
 
 
 def run(params, now, keep_alive=None):

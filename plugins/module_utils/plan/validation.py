@@ -11,7 +11,8 @@ while the desired state is built, so that a hostile PV, claim or pod is a blocke
 the value and the rule, and nothing of it is attached, recorded or created anywhere. No node I/O: the pool is
 checked as a path equal to one of the operator's pools (names.check_pool), never resolved on the controller.
 
-refuse_unsafe_steps is the planner's last pass over its own steps: any step whose item still carries a value a
+refuse_unsafe_steps is the planner's last pass over its own steps (local and hostPath items too: their path absolute,
+normalized and under the operator's directories for the plugin, driver_options): any step whose item still carries a value a
 node would refuse (one built from node facts or a VolumeAttachment) is dropped and blocked, with the steps that
 depend on it. Kubernetes' API server validates these names (apimachinery validation.IsDNS1123Subdomain, ValidatePodName;
 pkg/apis/core/validation ValidatePersistentVolume) and the kubelet refuses a path outside its directory
@@ -26,7 +27,10 @@ import posixpath
 import re
 
 from ansible_collections.kubevol.volumes.plugins.module_utils.common import names
+from ansible_collections.kubevol.volumes.plugins.module_utils.common import driver_options as driver_options_mod
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import InvalidInput, KubevolError
+from ansible_collections.kubevol.volumes.plugins.module_utils.volume import CSI, HOST_PATH, LOCAL
+from ansible_collections.kubevol.volumes.plugins.module_utils.volume.host_path import HOST_PATH_TYPES
 
 # Most names are plain DNS labels or UUIDs: one C-level match, and the full check only for the rest. A plain name
 # passes names.check_component and names.check_driver_name both (never '.' or '..': it starts with a letter or digit).
@@ -158,6 +162,13 @@ def pv_refusals(pv, pools):
     return refusals
 
 
+def name_refusals(pv):
+    """A local or hostPath PV's name: it becomes the directory of its pod mounts (volume/ layouts)."""
+    refusals = []
+    component(refusals, "PersistentVolume", pv.name, "metadata.name", pv.name)
+    return refusals
+
+
 def pvc_refusals(pvc):
     """A claim's name (a key of the plan) and its quantities: a negative request or size is never planned."""
     if (_PLAIN(pvc.name) and pvc.request_bytes >= 0 and (pvc.capacity_bytes is None or pvc.capacity_bytes >= 0)
@@ -203,7 +214,7 @@ def refused_text(refusals):
 
 # -- the planner's last pass over its own steps --------------------------------------------------------------------
 
-def step_problem(step, pools, cache=None):
+def step_problem(step, pools, cache=None, driver_options=None):
     """What a node module would refuse in this step's item and pod (node/volume.py volume_item, the loop driver's
     pool), or None. cache: {id(item): problems}, since the steps of a (volume, node) pair share one item."""
     item = step.get("item")
@@ -212,7 +223,7 @@ def step_problem(step, pools, cache=None):
         key = id(item)
         found = cache.get(key) if cache is not None else None
         if found is None:
-            found = _item_problems(item, pools)
+            found = _item_problems(item, pools, driver_options)
             if cache is not None:
                 cache[key] = found
         problems.extend(found)
@@ -261,9 +272,50 @@ def _plain_item(item, pools):
     return True
 
 
-def _item_problems(item, pools):
+def _plugin_item_problems(item, plugin, driver_options):
+    """A local or hostPath item (contracts.md section 1): its names, mode, pods, and its path absolute, normalized and
+    under the operator's directories for the plugin (driver_options; the node checks again with realpath). An item
+    built from node facts alone (its PV gone: a teardown) carries no path and needs none."""
+    problems = []
+    for field, key in (("PV name", "pv_name"), ("volume handle", "volume_handle")):
+        rule = _component_rule(field, item.get(key))
+        if rule is not None:
+            problems.append("%s %s: %s" % (field, safe_repr(item.get(key)), rule))
+    mode = item.get("mode") or FILESYSTEM
+    if mode not in (FILESYSTEM, BLOCK) or (plugin == HOST_PATH and mode == BLOCK):
+        problems.append("mode %s: must be %s" % (safe_repr(mode), "Filesystem" if plugin == HOST_PATH
+                                                 else "Filesystem or Block"))
+    if plugin == HOST_PATH and item.get("host_path_type", "") not in HOST_PATH_TYPES:
+        problems.append("hostPath type %s: not one of %s" % (safe_repr(item.get("host_path_type")),
+                                                             ", ".join(repr(t) for t in HOST_PATH_TYPES)))
+    path = item.get("path")
+    if path is not None:
+        roots = driver_options_mod.options_for(driver_options, plugin).get("paths") or []
+        if not driver_options_mod.allowed(path, roots):
+            problems.append("path %s: must be absolute, normalized and under the directories the operator allows for "
+                            "%s (%s): driver_options[%r].paths" % (safe_repr(path), plugin, ", ".join(roots) or "none",
+                                                                  plugin))
+    for option in item.get("mount_options") or ():
+        try:
+            names.check_mount_option(option)
+        except KubevolError as exc:
+            problems.append("mount option %s: %s" % (safe_repr(option), exc.kwargs.get("reason")))
+    for pod in item.get("pods") or ():
+        rule = _component_rule("pod uid", pod.get("uid"))
+        if rule is not None:
+            problems.append("pod uid %s: %s" % (safe_repr(pod.get("uid")), rule))
+    return problems
+
+
+def _item_problems(item, pools, driver_options=None):
     if _plain_item(item, pools):
         return ()
+    plugin = item.get("plugin")
+    if plugin in (LOCAL, HOST_PATH):
+        return _plugin_item_problems(item, plugin, driver_options)
+    if plugin not in (None, CSI):
+        return ["plugin %s: not a volume plugin kubevol serves (%s)" % (safe_repr(plugin),
+                                                                       ", ".join((CSI, LOCAL, HOST_PATH)))]
     attributes = item.get("volume_attributes") or {}
     capacity = item.get("capacity_bytes")
     driver = item.get("driver")
@@ -301,7 +353,7 @@ def _item_problems(item, pools):
     return problems
 
 
-def refuse_unsafe_steps(p, phases, pools):
+def refuse_unsafe_steps(p, phases, pools, driver_options=None):
     """Drop every step a node would refuse, block it, and drop what depends on it: the later steps of the same
     (volume, node) pair (a device unmount after a refused pod unmount, a mount after a refused attach), and every
     attach of a volume whose detach was dropped (a ReadWriteOnce volume is never attached twice). Runs after the
@@ -322,7 +374,7 @@ def refuse_unsafe_steps(p, phases, pools):
             if item is not None:
                 problems = seen.get(id(item))
                 if problems is None:
-                    problems = seen[id(item)] = _item_problems(item, pools)
+                    problems = seen[id(item)] = _item_problems(item, pools, driver_options)
                 uid = step.get("pod_uid")
                 if (not problems and not check_pairs and (uid is None or (uid.__class__ is str and _PLAIN(uid)))
                         and step.get("pod_fs_group") is None):
@@ -339,7 +391,7 @@ def refuse_unsafe_steps(p, phases, pools):
                 if phase == ("detach", "device"):
                     undetached.add(pair[0])
                 continue
-            problem = step_problem(step, pools, seen)
+            problem = step_problem(step, pools, seen, driver_options)
             if problem is None:
                 kept.append(step)
                 continue

@@ -21,7 +21,7 @@ NODE_MODULES = ["node_volume_info", "k8s_volume_attach", "node_volume_mount", "f
 PREFIX = "ansible_collections/kubevol/volumes/plugins/module_utils/"
 
 # the collection's module_utils a node module may ship
-NODE_CODE = ("node/", "drivers/", "csi/", "common/", "__init__.py")
+NODE_CODE = ("node/", "drivers/", "csi/", "common/", "volume/", "__init__.py")
 # what must never be there (named so that a failure says which rule broke)
 CONTROLLER_CODE = ("plan/", "cluster/", "run/", "records/", "stores/", "audit/")
 

@@ -1,0 +1,232 @@
+# -*- coding: utf-8 -*-
+# Copyright: kubevol contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""PersistentVolumes of the cluster model: their sources (csi, local, hostPath) and their nodeAffinity.
+
+Split from objects.py: the PV builder and the node-affinity rules. A malformed field raises (objects.py turns it into
+MalformedObject naming the PV and the field). nodeAffinity is validated as the API server validates it
+(pkg/apis/core/validation ValidateVolumeNodeAffinity, ValidateNodeSelector) and matched as
+k8s.io/component-helpers/scheduling/corev1/nodeaffinity does (NodeSelector.Match: terms ORed, requirements ANDed).
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from collections import namedtuple
+
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.quantity import to_bytes
+from ansible_collections.kubevol.volumes.plugins.module_utils.volume.csi import CSIPlugin
+from ansible_collections.kubevol.volumes.plugins.module_utils.volume.host_path import HostPathPlugin
+from ansible_collections.kubevol.volumes.plugins.module_utils.volume.local import LocalVolumePlugin
+
+_EMPTY = {}
+
+ClaimRef = namedtuple("ClaimRef", "namespace name uid")
+CSISource = namedtuple("CSISource", "driver volume_handle fs_type read_only volume_attributes")
+LocalSource = namedtuple("LocalSource", "path fs_type")
+LocalSource.__doc__ = """spec.local: path as written; fs_type: spec.local.fsType or "" (used for a block device)."""
+HostPathSource = namedtuple("HostPathSource", "path type")
+HostPathSource.__doc__ = """spec.hostPath: path as written; type: spec.hostPath.type or "" (no check)."""
+Requirement = namedtuple("Requirement", "key operator values")
+SelectorTerm = namedtuple("SelectorTerm", "match_expressions match_fields")
+PersistentVolume = namedtuple("PersistentVolume", "name capacity_bytes access_modes volume_mode mount_options "
+                                                  "claim_ref csi source_kind local host_path node_affinity")
+PersistentVolume.__new__.__defaults__ = (None, None, None)
+PersistentVolume.__doc__ = """source_kind: csi, local, hostPath or the first other source key; node_affinity: a
+tuple of SelectorTerm (spec.nodeAffinity.required.nodeSelectorTerms), or None when the PV has no nodeAffinity."""
+
+PV_NOT_SOURCE_KEYS = frozenset(("capacity", "accessModes", "volumeMode", "mountOptions", "claimRef",
+                                "persistentVolumeReclaimPolicy", "storageClassName", "nodeAffinity",
+                                "volumeAttributesClassName"))
+LABEL_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt")
+FIELD_OPERATORS = ("In", "NotIn")
+NODE_NAME_FIELD = "metadata.name"  # the one field nodeaffinity.go's field selector supports
+
+
+def _require_str(value, what):
+    if not isinstance(value, str) or not value:
+        raise TypeError("%s must be a non-empty string, got %r" % (what, value))
+    return value
+
+
+def _optional_str(value, what):
+    if value is not None and value.__class__ is not str:
+        raise TypeError("%s must be a string, got %r" % (what, value))
+    return value
+
+
+def _strings(values, what):
+    values = tuple(values or ())
+    for value in values:
+        if value.__class__ is not str:
+            raise TypeError("%s entries must be strings, got %r" % (what, value))
+    return values
+
+
+def _pairs(mapping, where):
+    if not mapping:
+        return ()
+    if not isinstance(mapping, dict):
+        raise TypeError("%s must be a mapping" % where)
+    return tuple(sorted([(str(k), str(v)) for k, v in mapping.items()]))
+
+
+def _int64(value):
+    """A Gt/Lt value: an integer as strconv.ParseInt reads it, or None."""
+    try:
+        text = value.strip() if isinstance(value, str) else None
+        return int(text, 10) if text and text == value else None
+    except ValueError:
+        return None
+
+
+def _requirement(raw, where, fields=False):
+    """One NodeSelectorRequirement, validated (validation.go validateNodeSelectorRequirement,
+    validateNodeFieldSelectorRequirement)."""
+    if not isinstance(raw, dict):
+        raise TypeError("%s must be a mapping" % where)
+    key = _require_str(raw.get("key"), where + ".key")
+    operator = raw.get("operator")
+    values = _strings(raw.get("values"), where + ".values")
+    allowed = FIELD_OPERATORS if fields else LABEL_OPERATORS
+    if operator not in allowed:
+        raise ValueError("%s.operator %r is not a valid operator (valid: %s)" % (where, operator, ", ".join(allowed)))
+    if fields:
+        if key != NODE_NAME_FIELD:
+            raise ValueError("%s.key %r: the only field a node selector supports is %s" % (where, key, NODE_NAME_FIELD))
+        if len(values) != 1:
+            raise ValueError("%s.values: must have one element for a field selector, got %d" % (where, len(values)))
+    elif operator in ("In", "NotIn") and not values:
+        raise ValueError("%s.values: must be specified when operator is In or NotIn" % where)
+    elif operator in ("Exists", "DoesNotExist") and values:
+        raise ValueError("%s.values: may not be specified when operator is Exists or DoesNotExist" % where)
+    elif operator in ("Gt", "Lt") and (len(values) != 1 or _int64(values[0]) is None):
+        raise ValueError("%s.values: must be a single integer when operator is Gt or Lt, got %r"
+                         % (where, list(values)))
+    return Requirement(key, operator, values)
+
+
+def node_affinity(raw):
+    """spec.nodeAffinity -> a tuple of SelectorTerm; None when absent. Raises naming the field."""
+    if raw is None:
+        return None
+    if not isinstance(raw, dict):
+        raise TypeError("spec.nodeAffinity must be a mapping")
+    required = raw.get("required")
+    if required is None:
+        # ValidateVolumeNodeAffinity: a nodeAffinity must have required
+        raise ValueError("spec.nodeAffinity.required: Required value: must specify required node constraints")
+    if not isinstance(required, dict):
+        raise TypeError("spec.nodeAffinity.required must be a mapping")
+    terms = required.get("nodeSelectorTerms")
+    if not isinstance(terms, list) or not terms:
+        raise ValueError("spec.nodeAffinity.required.nodeSelectorTerms: Required value: must have at least one node "
+                         "selector term")
+    result = []
+    for i, term in enumerate(terms):
+        where = "spec.nodeAffinity.required.nodeSelectorTerms[%d]" % i
+        if not isinstance(term, dict):
+            raise TypeError("%s must be a mapping" % where)
+        expressions = tuple(_requirement(r, "%s.matchExpressions[%d]" % (where, j))
+                            for j, r in enumerate(term.get("matchExpressions") or ()))
+        fields = tuple(_requirement(r, "%s.matchFields[%d]" % (where, j), fields=True)
+                       for j, r in enumerate(term.get("matchFields") or ()))
+        result.append(SelectorTerm(expressions, fields))
+    return tuple(result)
+
+
+def _label_matches(req, labels):
+    """labels.Requirement.Matches (k8s.io/apimachinery/pkg/labels/selector.go)."""
+    present = req.key in labels
+    op = req.operator
+    if op == "In":
+        return present and labels[req.key] in req.values
+    if op == "NotIn":
+        return not present or labels[req.key] not in req.values
+    if op == "Exists":
+        return present
+    if op == "DoesNotExist":
+        return not present
+    if not present:
+        return False
+    have, want = _int64(labels[req.key]), _int64(req.values[0])
+    if have is None or want is None:
+        return False
+    return have > want if op == "Gt" else have < want
+
+
+def _field_matches(req, node_name):
+    """nodeaffinity.go: fields.Requirement on metadata.name (In: equal, NotIn: not equal)."""
+    if req.operator == "In":
+        return node_name in req.values
+    return node_name not in req.values
+
+
+def node_matches(terms, node_name, labels):
+    """NodeSelector.Match: any term whose requirements all hold; a term with no requirement matches nothing
+    (nodeaffinity.go newNodeSelectorTerm). labels: a mapping."""
+    for term in terms:
+        if not term.match_expressions and not term.match_fields:
+            continue
+        if (all(_label_matches(r, labels) for r in term.match_expressions)
+                and all(_field_matches(r, node_name) for r in term.match_fields)):
+            return True
+    return False
+
+
+def pv_unique_name(pv):
+    """GetUniqueVolumeNameFromSpec of a PV kubevol's plugins serve (volume/), or None."""
+    if pv.csi is not None:
+        return CSIPlugin.unique_name(pv.csi)
+    if pv.local is not None:
+        return LocalVolumePlugin.unique_name({"pv_name": pv.name})
+    if pv.host_path is not None:
+        return HostPathPlugin.unique_name({"pv_name": pv.name})
+    return None
+
+
+def build_pv(obj):
+    """A PersistentVolume from a PV object (objects.py's builder for kind PersistentVolume)."""
+    where = "metadata.name"
+    name = _require_str(obj["metadata"]["name"], "metadata.name")
+    spec = obj["spec"]
+    where = "spec.capacity.storage"
+    storage = (spec.get("capacity") or _EMPTY).get("storage")
+    capacity = to_bytes(storage, where) if storage is not None else 0
+    where = "spec.claimRef"
+    ref = spec.get("claimRef")
+    claim_ref = ClaimRef(_optional_str(ref.get("namespace"), "namespace"), _optional_str(ref.get("name"), "name"),
+                         ref.get("uid")) if ref else None
+    local = host_path = None
+    where = "spec.csi"
+    csi = spec.get("csi")
+    if csi is not None:
+        csi = CSISource(_require_str(csi["driver"], "driver"), _require_str(csi["volumeHandle"], "volumeHandle"),
+                        _optional_str(csi.get("fsType"), "fsType") or "", bool(csi.get("readOnly")),
+                        _pairs(csi.get("volumeAttributes"), "volumeAttributes"))
+        source_kind = "csi"
+    elif spec.get("local") is not None:
+        where = "spec.local"
+        raw = spec["local"]
+        if not isinstance(raw, dict):
+            raise TypeError("spec.local must be a mapping")
+        local = LocalSource(_require_str(raw.get("path"), "path"), _optional_str(raw.get("fsType"), "fsType") or "")
+        source_kind = "local"
+    elif spec.get("hostPath") is not None:
+        where = "spec.hostPath"
+        raw = spec["hostPath"]
+        if not isinstance(raw, dict):
+            raise TypeError("spec.hostPath must be a mapping")
+        host_path = HostPathSource(_require_str(raw.get("path"), "path"), _optional_str(raw.get("type"), "type") or "")
+        source_kind = "hostPath"
+    else:
+        source_kind = next((k for k in spec if k not in PV_NOT_SOURCE_KEYS), "unknown")
+    where = "spec.nodeAffinity"
+    affinity = node_affinity(spec.get("nodeAffinity"))
+    where = "spec.accessModes"
+    modes = _strings(spec.get("accessModes"), "accessModes")
+    where = "spec.mountOptions"
+    options = _strings(spec.get("mountOptions"), "mountOptions")
+    return PersistentVolume(name, capacity, modes, spec.get("volumeMode") or "Filesystem", options, claim_ref, csi,
+                            source_kind, local, host_path, affinity)

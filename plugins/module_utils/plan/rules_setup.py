@@ -1,0 +1,300 @@
+# -*- coding: utf-8 -*-
+# Copyright: kubevol contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The planner's setup rules, in plan order: attach (with the multi-attach check), the global device mount,
+ReadWriteOncePod, pod mounts with fsGroup, and inline ephemeral volumes. Kubernetes: reconciler.go
+attachDesiredVolumes; reconciler_common.go mountOrAttachVolumes; operation_generator.go GenerateMountVolumeFunc.
+Split from planner.py."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.kubevol.volumes.plugins.module_utils.plan.actual_state import ATTACHED
+from ansible_collections.kubevol.volumes.plugins.module_utils.plan.plan_state import _step
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.quantity import format_bytes
+from ansible_collections.kubevol.volumes.plugins.module_utils.volume import HOST_PATH, LOCAL
+
+
+def _multi_attach_error(p, nv, holders, pod):
+    """reconciler.go reportMultiAttachError, worded as Kubernetes words it, relative to `pod`'s namespace."""
+    users = []
+    for holder in sorted(holders):
+        other = p.desired.volumes.get((nv.spec.unique_name, holder))
+        if other is not None:
+            users.extend(other.pods)
+    prefix = 'Multi-Attach error for volume "%s" ' % nv.spec.pv_name
+    if not users:
+        return prefix + "Volume is already exclusively attached to one node and can't be attached to another"
+    namespace = pod.split("/", 1)[0]
+    same = sorted(u.split("/", 1)[1] for u in users if u.split("/", 1)[0] == namespace)
+    others = len(users) - len(same)
+    if not same:
+        return prefix + "Volume is already used by %d pod(s) in different namespaces" % others
+    msg = prefix + "Volume is already used by pod(s) %s" % ", ".join(same)
+    return msg + (" and %d pod(s) in different namespaces" % others if others else "")
+
+
+def attach(p):
+    """Desired attachments not confirmed: reconciler.go attachDesiredVolumes with the multi-attach check."""
+    attached = p.actual.attached
+    reachable_facts, unreachable_errors = p.reachable_facts, p.unreachable_errors
+    for pair, nv in p.desired.volumes.items():
+        av = attached.get(pair)
+        if av is not None and av.detach_requested_at:
+            # attachDesiredVolumes ResetDetachRequestTime: wanted again, the old request is stale
+            p.detach_requests_to_clear.append({"name": av.va_name, "node": nv.node, "volume": nv.spec.pv_name})
+        if not nv.spec.attachable or not p.plugin(nv.spec).ATTACHABLE:
+            continue  # attachRequired: false, or a plugin without an attacher (local, hostPath): no attach
+        unique, node = pair
+        facts = reachable_facts.get(node)
+        device_seen = facts is not None and unique in facts.devices
+        if not nv.attach:
+            if av is None and not device_seen:
+                p.not_attached[pair] = ("node %s is not managed by the attach/detach controller (no annotation "
+                                        "volumes.kubernetes.io/controller-managed-attach-detach)" % node)
+            continue
+        error = unreachable_errors.get(node)
+        if error is not None:
+            p.not_attached[pair] = "node unreachable: %s" % error
+            p.block(node, nv.spec.pv_name, None, p.not_attached[pair])
+            continue
+        if av is not None and av.state == ATTACHED:
+            if facts is None or device_seen:
+                continue
+            why = "node status reports it attached but node facts show no device: attaching again (uncertain)"
+        elif av is not None and av.va_name is None:
+            why = "node %s reports the device but the cluster has no record of it: attaching again (uncertain)" % node
+        elif av is not None:
+            why = "VolumeAttachment %s is not confirmed in node status: attaching again (uncertain)" % av.va_name
+        else:
+            why = "pod(s) %s on node %s use it" % (", ".join(nv.pods), node)
+        if not nv.spec.multi_attach_allowed:
+            holders = _holders(p, unique, node)
+            if holders:
+                _block_multi_attach(p, nv, holders)
+                continue
+        p.attached_to.setdefault(unique, set()).add(node)
+        # No release of another node's hold in the backend goes with the attach: the out-of-service taint and a
+        # detach recorded without the node release the records, not the node's device (a node that was only
+        # unreachable still has it). The backend waits for that node's own detach, or the operator's
+        # force_release_holders (drivers/loop.py attach).
+        p.add(_step("attach", "device", node, nv.spec.pv_name, unique, why, p.item_of(nv)))
+
+
+def _holders(p, unique, node):
+    """Other nodes that hold the volume after this plan: confirmed, not detached here, or attached here, or
+    with an attachment not confirmed yet that the node has not reported gone (unreachable, or its device seen).
+
+    An attachment on a node the snapshot has no Node object for (deleted, or missing from a partial
+    snapshot) counts too until it is released: the A/D controller's actual state keeps it after the
+    Node is gone (actual_state_of_world.go), so the volume waits for its (forced) detach."""
+    holders = set(n for n in p.actual.confirmed_nodes.get(unique, ()) if (unique, n) not in p.detached)
+    holders |= p.attached_to.get(unique, set())
+    holders |= set(n for n in p.nodeless_holders.get(unique, ()) if (unique, n) not in p.detached)
+    holders |= set(n for n in p.unconfirmed_holders.get(unique, ()) if (unique, n) not in p.detached)
+    holders.discard(node)
+    return holders
+
+
+def _block_multi_attach(p, nv, holders):
+    unconfirmed = p.unconfirmed_holders.get(nv.spec.unique_name, ())
+    down = []
+    for h in sorted(holders):
+        error = p.unreachable(h)
+        if h in unconfirmed:
+            down.append("node %s may hold it (an attachment not confirmed, %s)" % (
+                h, "and the node is unreachable: %s" % error if error is not None else "and the node reports its device"))
+        elif error is not None:
+            down.append("%s unreachable: %s" % (h, error))
+    for pod in nv.pods:
+        reason = _multi_attach_error(p, nv, holders, pod)
+        p.block(nv.node, nv.spec.pv_name, pod, reason + (" (%s)" % "; ".join(down) if down else ""))
+    p.not_attached[(nv.spec.unique_name, nv.node)] = "Multi-Attach error"
+
+
+def mount_devices(p):
+    """Global (staging) mounts for Filesystem volumes with pods to mount: MountVolume's MountDevice half."""
+    reachable_facts, unreachable_errors, not_attached = p.reachable_facts, p.unreachable_errors, p.not_attached
+    add = p.phases[("mount", "device")].append
+    for pair, nv in p.desired.volumes.items():
+        if not nv.mount_pods:
+            continue
+        unique, node = pair
+        error = unreachable_errors.get(node)
+        if error is not None:
+            p.block(node, nv.spec.pv_name, None, "node unreachable: %s" % error)
+            continue
+        waiting = not_attached.get(pair)
+        if waiting is not None:
+            if not waiting.startswith("node unreachable") and waiting != "Multi-Attach error":
+                p.block(node, nv.spec.pv_name, None, "volume is not attached: %s" % waiting)
+            continue
+        if nv.spec.mode != "Filesystem":
+            continue  # Block volumes are mapped per pod
+        if not p.plugin(nv.spec).plans_device_mount():
+            continue  # hostPath mounts nothing; a local PV's device mount (block-backed only) is its pod step's
+        facts = reachable_facts.get(node)
+        current = facts.global_mounts.get(unique) if facts is not None else None
+        why = "pod(s) %s on node %s mount it" % (", ".join([m.name for m in nv.mount_pods]), node)
+        if current and current.get("mounted"):
+            writers = [m.name for m in nv.mount_pods if not m.read_only]
+            if not current.get("read_only") or nv.read_only or not writers:
+                continue
+            # NodeStage is read-write; readOnly is applied per pod at publish (csi_attacher.go MountDevice,
+            # csi_mounter.go SetUpAt). A staging mount an older run left read-only is fixed for its writers.
+            why = "remount read-write: the staging mount is read-only but pod(s) %s write to it" % ", ".join(writers)
+        add(_step("mount", "device", node, nv.spec.pv_name, unique, why, p.item_of(nv)))
+
+
+def read_write_once_pod(p):
+    """A ReadWriteOncePod volume serves one pod: operation_generator.go GenerateMountVolumeFunc refuses a second
+    pod with "volume uses the ReadWriteOncePod access mode and is already in use by another pod" (the
+    scheduler's VolumeRestrictions plugin keeps such a pod Pending; e2e storage/testsuites/readwriteoncepod.go).
+    Across nodes the volume is not multi-attachable, so attach already refuses a second node. On one node the
+    pod that has it mounted keeps it, else the oldest pod (creationTimestamp, then name)."""
+    for pair, nv in p.desired.volumes.items():
+        if "ReadWriteOncePod" not in nv.spec.access_modes or len(nv.mount_pods) < 2:
+            continue
+        facts = p.facts(nv.node)
+
+        def holds(pod, nv=nv, facts=facts):
+            current = facts.pod_mounts.get((pod.uid, nv.spec.pv_name)) if facts is not None else None
+            return current is not None and current.mounted
+
+        ordered = sorted(nv.mount_pods, key=lambda m: (not holds(m), m.created or "", m.name))
+        for pod in ordered[1:]:
+            if holds(pod):
+                continue  # mounted before: a running pod keeps what it has
+            p.rwop_refused.add((pod.uid, pair))
+            p.block(nv.node, nv.spec.pv_name, pod.name,
+                    "volume uses the ReadWriteOncePod access mode and is already in use by another pod (%s); "
+                    "delete one of the pods or give this one its own claim" % ordered[0].name)
+
+
+def fs_group_to_apply(p, spec, pod):
+    """The fsGroup the kubelet applies after publishing, or None: csi_mounter.go supportsFSGroup. The CSIDriver's
+    fsGroupPolicy None: never; File: always; ReadWriteOnceWithFSType (the default): only when the PV names an
+    fsType and its access modes include ReadWriteOnce. Block volumes have no files to re-group."""
+    if pod.fs_group is None or spec.mode != "Filesystem" or pod.read_only:
+        return None
+    if spec.plugin == LOCAL:
+        return pod.fs_group  # local.go SetUpAt: SetVolumeOwnership unless read-only
+    if spec.plugin == HOST_PATH:
+        return None  # host_path.go SetUpAt applies no ownership: the host's files stay as they are
+    policy = spec.fs_group_policy
+    if policy == "File":
+        return pod.fs_group
+    if policy != "ReadWriteOnceWithFSType":
+        return None
+    pv = p.index.pv_by_name.get(spec.pv_name)
+    if pv is None or pv.csi is None or not pv.csi.fs_type or "ReadWriteOnce" not in spec.access_modes:
+        return None
+    return pod.fs_group
+
+
+def _root_needs_fs_group(current, fs_group):
+    """The mounted root lacks the group, group rw or setgid (volume_linux.go requiresPermissionChange).
+    Facts that do not report the root (an older node module) never trigger a step."""
+    if current.root_gid is None or current.root_mode is None:
+        return False
+    mode = int(str(current.root_mode), 8)
+    return current.root_gid != fs_group or mode & 0o2000 == 0 or mode & 0o070 != 0o070
+
+
+def mount_pods(p):
+    """Pod mounts (Filesystem) or maps (Block) not yet in place: MountVolume's SetUp half, with the pod's fsGroup
+    applied after the mount (SetVolumeOwnership)."""
+    reachable_facts, unreachable_errors, not_attached = p.reachable_facts, p.unreachable_errors, p.not_attached
+    rwop_refused = p.rwop_refused
+    add = p.phases[("mount", "pod")].append
+    for pair, nv in p.desired.volumes.items():
+        unique, node = pair
+        if not nv.mount_pods or node in unreachable_errors or pair in not_attached:
+            continue
+        facts = reachable_facts.get(node)
+        item = None
+        for pod in nv.mount_pods:
+            if rwop_refused and (pod.uid, pair) in rwop_refused:
+                continue
+            # fs_group_to_apply's first test, here: most pods have no fsGroup
+            fs_group = fs_group_to_apply(p, nv.spec, pod) if pod.fs_group is not None else None
+            current = facts.pod_mounts.get((pod.uid, nv.spec.pv_name)) if facts is not None else None
+            if current is not None and current.published and not current.mounted:
+                continue  # hostPath: its check passed for this pod (the marker exists); nothing is mounted
+            if current is not None and current.mounted:
+                if current.read_only != pod.read_only:
+                    why = "remount: read-only changed"
+                elif fs_group is not None and _root_needs_fs_group(current, fs_group):
+                    why = "apply fsGroup %d of pod %s (volume root has group %s, mode %s)" % (
+                        fs_group, pod.name, current.root_gid, current.root_mode)
+                else:
+                    continue
+            else:
+                why = "pod %s uses it" % pod.name
+            # the volume's one item; each pod step carries its pod's read-only flag and fsGroup
+            extra = {}
+            if fs_group is not None:
+                extra = {"pod_fs_group": fs_group, "pod_fs_group_change_policy": pod.fs_group_change_policy or "Always"}
+            if item is None:
+                item = p.item_of(nv)
+            add(_step("mount", "pod", node, nv.spec.pv_name, unique, why, item, pod=pod.name,
+                      pod_uid=pod.uid, pod_read_only=pod.read_only, **extra))
+
+
+def _inline_item(iv):
+    """The volume item (contracts.md section 1) of an inline ephemeral volume: its one pod, its own handle."""
+    return {"pv_name": iv.volume_name, "driver": iv.driver, "volume_handle": iv.volume_handle,
+            "volume_attributes": dict(iv.volume_attributes), "capacity_bytes": iv.capacity_bytes,
+            "mode": "Filesystem", "fs_type": iv.fs_type, "mount_options": [], "read_only": False,
+            "multi_attach": False, "ephemeral": True,
+            "pods": [{"uid": iv.pod_uid, "name": iv.pod, "read_only": iv.read_only}]}
+
+
+def publish_inline(p):
+    """Inline ephemeral CSI volumes (pod.spec.volumes[].csi) to publish: csi_plugin.go getVolumeLifecycleMode
+    (a pod's csi source is Ephemeral) and supportsVolumeLifecycleMode (checked in desired_state.inline_volume);
+    the volume is neither attachable nor device-mountable (csi_plugin.go CanAttach, CanDeviceMount), so there is
+    no attach, no VolumeAttachment and no staging: csi_mounter.go SetUpAt publishes it straight into
+    pods/<uid>/volumes/kubernetes.io~csi/<volume>/mount with the handle makeVolumeHandle gives, once per pod
+    (util.go GetUniqueVolumeNameFromSpecWithPod: kubernetes.io/csi/<pod uid>-<volume>). The step is a mount/pod
+    step marked ``ephemeral``: the driver creates the volume for the pod there. A pod runs on one node: while
+    another node still reports the pod's inline volume (its nodeName was rewritten in a snapshot) and this plan
+    does not unpublish it there, that volume is the pod's data and nothing new is created for it."""
+    unpublishing = set((s["node"], s["pod_uid"], s["item"]["pv_name"]) for s in p.phases[("unmount", "pod")]
+                       if s.get("ephemeral"))
+    published_on = {}
+    for node, facts in p.actual.node_facts.items():
+        if facts.reachable:
+            for uid, volume in facts.ephemeral:
+                if (node, uid, volume) not in unpublishing:
+                    published_on.setdefault((uid, volume), []).append(node)
+    for key in sorted(p.desired.inline_volumes):
+        iv = p.desired.inline_volumes[key]
+        label = "%s/%s" % (iv.pod, iv.volume_name)
+        error = p.unreachable(iv.node)
+        if error is not None:
+            p.block(iv.node, label, iv.pod, "node unreachable: %s" % error)
+            continue
+        elsewhere = sorted(n for n in published_on.get((iv.pod_uid, iv.volume_name), ()) if n != iv.node)
+        if elsewhere:
+            p.block(iv.node, label, iv.pod, "pod %s's inline volume %s is still on node %s, where the snapshot does "
+                    "not place the pod; a pod runs on one node: remove it there first (delete the pod and let "
+                    "the volume go with it)" % (iv.pod, iv.volume_name, ", ".join(elsewhere)))
+            continue
+        facts = p.facts(iv.node)
+        current = facts.ephemeral.get((iv.pod_uid, iv.volume_name)) if facts is not None else None
+        why = ("pod %s uses inline volume %s: create and publish its %s %s volume (%s)"
+               % (iv.pod, iv.volume_name, format_bytes(iv.capacity_bytes), iv.fs_type, iv.kubernetes_name))
+        if current is not None and current.mounted:
+            # published; a pod's spec cannot change, so neither can its read-only flag; its fsGroup is re-checked
+            if iv.fs_group is None or not _root_needs_fs_group(current, iv.fs_group):
+                continue
+            why = "apply fsGroup %d of pod %s to inline volume %s (volume root has group %s, mode %s)" % (
+                iv.fs_group, iv.pod, iv.volume_name, current.root_gid, current.root_mode)
+        extra = {}
+        if iv.fs_group is not None:
+            extra = {"pod_fs_group": iv.fs_group, "pod_fs_group_change_policy": iv.fs_group_change_policy or "Always"}
+        p.add(_step("mount", "pod", iv.node, label, iv.unique_name, why, _inline_item(iv), pod=iv.pod,
+                    pod_uid=iv.pod_uid, pod_read_only=iv.read_only, ephemeral=True,
+                    kubernetes_volume_name=iv.kubernetes_name, **extra))

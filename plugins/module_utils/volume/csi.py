@@ -1,0 +1,82 @@
+# -*- coding: utf-8 -*-
+# Copyright: kubevol contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The CSI volume plugin (pkg/volume/csi): kubernetes.io/csi, and what kubevol's CSI drivers can do.
+
+Layout: csi_attacher.go makeDeviceMountPath (plugins/kubernetes.io/csi/<driver>/<sha256(handle)>/globalmount),
+csi_mounter.go getTargetPath (pods/<uid>/volumes/kubernetes.io~csi/<pv>/mount), csi_block.go
+(pods/<uid>/volumeDevices/kubernetes.io~csi/<pv>). Unique name: csi_plugin.go GetVolumeName (<driver>^<handle>).
+
+DRIVER_CAPABILITIES is the capability table of kubevol's own drivers, keyed by driver name: the planner reads it here
+so that planning never imports driver code (drivers/ classes declare the same CAPABILITIES; a unit test keeps them
+equal, and drivers/ may take its class data from this table).
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import hashlib
+import os
+
+from ansible_collections.kubevol.volumes.plugins.module_utils.volume.base import VolumePlugin, field
+
+# capability names as drivers/base.py spells them
+ATTACHABLE = "attachable"
+NODE_EXPAND = "node_expand"
+CONTROLLER_EXPAND = "controller_expand"
+BLOCK = "block"
+EPHEMERAL = "ephemeral"
+
+DRIVER_CAPABILITIES = {
+    "loop.kubevol.io": frozenset((ATTACHABLE, NODE_EXPAND, CONTROLLER_EXPAND, BLOCK, EPHEMERAL)),
+}
+VOLUME_NAME_SEP = "^"
+
+
+def driver_can(driver, capability):
+    """Whether kubevol's driver ``driver`` declares ``capability``; a driver kubevol does not know: False."""
+    return capability in DRIVER_CAPABILITIES.get(driver, ())
+
+
+def check_driver_name(value):
+    """A CSI driver name becomes a directory: one component of [A-Za-z0-9-._]."""
+    from ansible_collections.kubevol.volumes.plugins.module_utils.common.names import check_driver_name as check
+    return check(value)
+
+
+class CSIPlugin(VolumePlugin):
+    NAME = "kubernetes.io/csi"
+    DIR = "kubernetes.io~csi"
+    ATTACHABLE = True  # unless the CSIDriver says attachRequired: false (csi_plugin.go skipAttach)
+    DEVICE_MOUNTABLE = True  # NodeStage (csi_attacher.go MountDevice)
+    DEVICE_MOUNT_STEP = True
+    CONTROLLER_EXPANDABLE = True
+    NODE_EXPANDABLE = True
+    BLOCK = True
+    EPHEMERAL = True
+
+    @classmethod
+    def volume_name(cls, item_like):
+        return "%s%s%s" % (field(item_like, "driver"), VOLUME_NAME_SEP, field(item_like, "volume_handle"))
+
+    @classmethod
+    def pod_mount_path(cls, kubelet_dir, pod_uid, pv_name):
+        """The publish target: <pod volume dir>/mount."""
+        return os.path.join(cls.pod_volume_dir(kubelet_dir, pod_uid, pv_name), "mount")
+
+    @classmethod
+    def global_mount_path(cls, kubelet_dir, driver, volume_handle):
+        """<kubelet>/plugins/kubernetes.io/csi/<driver>/<sha256(handle)>/globalmount."""
+        check_driver_name(driver)
+        digest = hashlib.sha256(volume_handle.encode("utf-8")).hexdigest()
+        return os.path.join(kubelet_dir, "plugins", cls.NAME, driver, digest, "globalmount")
+
+    @classmethod
+    def split_unique_name(cls, name):
+        """(driver, handle) of kubernetes.io/csi/<driver>^<handle>, or None."""
+        prefix = cls.NAME + "/"
+        if not isinstance(name, str) or not name.startswith(prefix) or VOLUME_NAME_SEP not in name:
+            return None
+        driver, handle = name[len(prefix):].split(VOLUME_NAME_SEP, 1)
+        return driver, handle

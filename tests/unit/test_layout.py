@@ -1,0 +1,127 @@
+# -*- coding: utf-8 -*-
+# Copyright: kubevol contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The layout by concern (issue 26): what each part of module_utils may import, and no production file over about
+400 lines.
+
+Node and driver code (node/, drivers/, csi/) runs on the nodes: it imports only shared code (common/, volume/) and
+node code, never planning, the stores, the records or the run. Planning code (plan/) is pure: it imports no node or
+driver code (capabilities come from volume/), no store and no run code. Imports are read from the source (every
+``import`` and ``from ... import`` anywhere in a file, also inside functions), so a lazy import counts too.
+"""
+
+import ast
+import os
+
+import pytest
+
+REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+PLUGINS = os.path.join(REPO, "plugins")
+MODULE_UTILS = os.path.join(PLUGINS, "module_utils")
+PREFIX = "ansible_collections.kubevol.volumes.plugins.module_utils."
+
+NODE_SIDE = ("node", "drivers", "csi")
+NODE_MAY_IMPORT = frozenset(("common", "volume", "node", "drivers", "csi"))
+PLAN_MAY_NOT_IMPORT = frozenset(("node", "drivers", "stores", "run"))
+# plan/'s module glue, not planning: plan_task.py runs the volume_reconcile_plan module (reads the cluster store,
+# reports the node facts' errors with run/executor.py facts_errors) and plan_text.py prints a run's report with
+# run/'s phase table. The merger moves facts_errors and the phase table to shared code once the executor split
+# lands, and empties this.
+PLAN_GLUE = {
+    "plan/plan_task.py": frozenset(("stores", "run")),
+    "plan/plan_text.py": frozenset(("run",)),
+}
+
+MAX_LINES = 420
+# being split on other branches
+BEING_SPLIT = frozenset((
+    "module_utils/run/executor.py",
+    "module_utils/node/operations.py",
+    "module_utils/drivers/loop.py",
+    "module_utils/stores/k8s_auth.py",
+    "module_utils/stores/kubernetes.py",
+))
+
+
+def python_files(root):
+    for folder, _dirs, files in os.walk(root):
+        for name in files:
+            if name.endswith(".py"):
+                yield os.path.join(folder, name)
+
+
+def module_utils_imports(path):
+    """The module_utils subpackages (common, plan, ...) a file imports, anywhere in it."""
+    with open(path) as handle:
+        tree = ast.parse(handle.read(), path)
+    found = set()
+    for node in ast.walk(tree):
+        modules = []
+        if isinstance(node, ast.ImportFrom) and node.module:
+            modules.append(node.module)
+            if node.module + "." == PREFIX or node.module == PREFIX.rstrip("."):
+                modules.extend(PREFIX + alias.name for alias in node.names)
+        elif isinstance(node, ast.Import):
+            modules.extend(alias.name for alias in node.names)
+        for module in modules:
+            if module.startswith(PREFIX):
+                found.add(module[len(PREFIX):].split(".")[0])
+    return found
+
+
+def relative(path):
+    return os.path.relpath(path, MODULE_UTILS).replace(os.sep, "/")
+
+
+def test_the_packages_are_there():
+    for package in NODE_SIDE + ("plan", "volume", "common", "cluster"):
+        assert os.path.isfile(os.path.join(MODULE_UTILS, package, "__init__.py")), package
+
+
+@pytest.mark.parametrize("package", NODE_SIDE)
+def test_node_and_driver_code_imports_only_shared_and_node_code(package):
+    bad = {}
+    for path in python_files(os.path.join(MODULE_UTILS, package)):
+        extra = module_utils_imports(path) - NODE_MAY_IMPORT
+        if extra:
+            bad[relative(path)] = sorted(extra)
+    assert bad == {}, "node-side code imports controller code: %s" % bad
+
+
+def test_planning_imports_no_node_driver_store_or_run_code():
+    bad = {}
+    for path in python_files(os.path.join(MODULE_UTILS, "plan")):
+        name = relative(path)
+        extra = (module_utils_imports(path) & PLAN_MAY_NOT_IMPORT) - PLAN_GLUE.get(name, frozenset())
+        if extra:
+            bad[name] = sorted(extra)
+    assert bad == {}, "planning code imports %s" % bad
+
+
+def test_volume_plugins_are_shared_code():
+    """volume/ is imported by node and planning code alike: it imports only common/ and itself."""
+    for path in python_files(os.path.join(MODULE_UTILS, "volume")):
+        assert module_utils_imports(path) <= {"common", "volume"}, relative(path)
+
+
+def test_the_import_reader_sees_what_it_must():
+    """The checks above mean something: the reader finds plan/'s own imports, lazy ones included."""
+    found = module_utils_imports(os.path.join(MODULE_UTILS, "plan", "planner.py"))
+    assert {"plan", "cluster", "common"} <= found
+    assert "stores" in module_utils_imports(os.path.join(MODULE_UTILS, "cluster", "objects.py"))  # a lazy import
+
+
+def test_no_production_file_over_about_400_lines():
+    long_files = {}
+    for path in python_files(PLUGINS):
+        name = os.path.relpath(path, PLUGINS).replace(os.sep, "/")
+        with open(path) as handle:
+            lines = sum(1 for _line in handle)
+        if lines > MAX_LINES and name not in BEING_SPLIT:
+            long_files[name] = lines
+    assert long_files == {}, "split these by concern: %s" % long_files
+
+
+def test_the_allow_list_names_real_files():
+    for name in BEING_SPLIT:
+        assert os.path.isfile(os.path.join(PLUGINS, name)), name
