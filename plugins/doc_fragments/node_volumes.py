@@ -117,15 +117,38 @@ options:
         type: str
         required: true
       driver:
-        description: CSI driver name (C(spec.csi.driver)), for example C(loop.kubevol.io).
+        description:
+          - CSI driver name (C(spec.csi.driver)), for example C(loop.kubevol.io). Required for a CSI volume; null for
+            a local or hostPath volume.
         type: str
-        required: true
       volume_handle:
         description:
           - C(spec.csi.volumeHandle). For C(loop.kubevol.io) the image file name inside the pool; a handle that
-            resolves outside the pool is refused.
+            resolves outside the pool is refused. Required for a CSI volume; for local and hostPath the PV name (or
+            absent).
         type: str
-        required: true
+      plugin:
+        description:
+          - The volume plugin that serves the volume, as the kubelet's C(FindPluginBySpec) finds it:
+            C(kubernetes.io/csi) (PV C(spec.csi)), C(kubernetes.io/local-volume) (PV C(spec.local)) or
+            C(kubernetes.io/host-path) (PV C(spec.hostPath)).
+          - Local and hostPath volumes are never attached. A local directory is bind-mounted into each pod; a local
+            block device is formatted only if blank, mounted at C(plugins/kubernetes.io/local-volume/mounts/<pv>) and
+            bind-mounted into each pod. A hostPath volume mounts nothing; its O(volumes[].host_path_type) is checked.
+        type: str
+        default: kubernetes.io/csi
+        choices: [kubernetes.io/csi, kubernetes.io/local-volume, kubernetes.io/host-path]
+      path:
+        description:
+          - Local and hostPath only, C(spec.local.path) or C(spec.hostPath.path). Absolute and normalized; the node
+            serves it only under the allowed directories of its plugin in O(driver_options) (C(paths)), checked as
+            written and with symlinks resolved. Null only in a teardown the planner built from node facts alone.
+        type: str
+      host_path_type:
+        description: hostPath only, C(spec.hostPath.type); checked as the kubelet checks it (V("") checks nothing).
+        type: str
+        default: ""
+        choices: ["", DirectoryOrCreate, Directory, FileOrCreate, File, Socket, CharDevice, BlockDevice]
       volume_attributes:
         description: C(spec.csi.volumeAttributes); for C(loop.kubevol.io) C(pool) (default C(/var/lib/kubevol/pool)).
         type: dict

@@ -25,9 +25,8 @@ import posixpath
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import InvalidInput
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.names import DEFAULT_LOOP_POOL, LOOP_DRIVER
 
-CSI_PLUGIN = "kubernetes.io/csi"
-LOCAL_PLUGIN = "kubernetes.io/local-volume"
-HOST_PATH_PLUGIN = "kubernetes.io/host-path"
+from ansible_collections.kubevol.volumes.plugins.module_utils.volume import (  # the plugins' names
+    CSI as CSI_PLUGIN, HOST_PATH as HOST_PATH_PLUGIN, LOCAL as LOCAL_PLUGIN)
 PLUGINS = (CSI_PLUGIN, LOCAL_PLUGIN, HOST_PATH_PLUGIN)
 
 # The one place each default is written. local-volume: local-static-provisioner's default discovery directory;

@@ -24,8 +24,14 @@ POD_SPEC = dict(
 
 VOLUME_SPEC = dict(
     pv_name=dict(type="str", required=True),
-    driver=dict(type="str", required=True),
-    volume_handle=dict(type="str", required=True),
+    # CSI items: required (node/volume.py volume_item checks each plugin's fields); null for local and hostPath
+    driver=dict(type="str"),
+    volume_handle=dict(type="str"),
+    plugin=dict(type="str", default="kubernetes.io/csi",
+                choices=["kubernetes.io/csi", "kubernetes.io/local-volume", "kubernetes.io/host-path"]),
+    path=dict(type="str"),
+    host_path_type=dict(type="str", default="", choices=["", "DirectoryOrCreate", "Directory", "FileOrCreate", "File",
+                                                          "Socket", "CharDevice", "BlockDevice"]),
     volume_attributes=dict(type="dict", default={}),
     capacity_bytes=dict(type="int"),
     mode=dict(type="str", default="Filesystem", choices=["Filesystem", "Block"]),

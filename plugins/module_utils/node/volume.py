@@ -11,14 +11,15 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.common import name
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.driver_options import normalized
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import InvalidInput
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.value import REQUIRED, Value
+from ansible_collections.kubevol.volumes.plugins.module_utils import volume as volume_plugins
+from ansible_collections.kubevol.volumes.plugins.module_utils.volume import CSI, HOST_PATH, LOCAL
+# the plugins the registry loads by dotted path, imported here so that Ansible ships them with every node module
+from ansible_collections.kubevol.volumes.plugins.module_utils.volume import csi, host_path, local  # noqa: F401
 
 FILESYSTEM = "Filesystem"
 BLOCK = "Block"
 
-# the volume plugins (docs/contracts.md section 1; module_utils/volume/ has their classes)
-CSI = names.CSI_PLUGIN_NAME
-LOCAL = "kubernetes.io/local-volume"
-HOST_PATH = "kubernetes.io/host-path"
+# the volume plugins (docs/contracts.md section 1): their names are module_utils/volume/'s
 PLUGINS = (CSI, LOCAL, HOST_PATH)
 # core/v1 HostPathType: "" (HostPathUnset) checks nothing
 HOST_PATH_TYPES = ("", "DirectoryOrCreate", "Directory", "FileOrCreate", "File", "Socket", "CharDevice", "BlockDevice")
@@ -68,7 +69,7 @@ class VolumeItem(Value):
 
     @property
     def unique_name(self):
-        return unique_name(self.plugin, self.driver, self.volume_handle, self.pv_name)
+        return volume_plugins.unique_name_of(self)
 
     @property
     def attributes(self):
@@ -82,17 +83,9 @@ class VolumeItem(Value):
         return names.volume_attachment_name(self.volume_handle, self.driver, node_name)
 
 
-def unique_name(plugin, driver, volume_handle, pv_name):
-    """pkg/volume/util GetUniqueVolumeNameFromSpec: plugin name + "/" + GetVolumeName (CSI: driver^handle; local
-    and hostPath: the PV name)."""
-    if plugin in (None, CSI):
-        return names.unique_volume_name(driver, volume_handle)
-    return "%s/%s" % (plugin, pv_name)
-
-
 def unique_name_of(raw):
-    """The unique volume name of a raw ``volumes`` element (not validated)."""
-    return unique_name(raw.get("plugin") or CSI, raw.get("driver"), raw.get("volume_handle"), raw.get("pv_name"))
+    """The unique volume name of a raw ``volumes`` element (not validated): its plugin's rule (volume/)."""
+    return volume_plugins.unique_name_of(raw)
 
 
 def _plugin_fields(raw):
@@ -117,7 +110,10 @@ def _plugin_fields(raw):
     if raw.get("volume_handle") not in (None, "", pv):
         raise InvalidInput(field="volume_handle of PV %s" % pv, value=raw.get("volume_handle"), volume=pv,
                            reason="a %s item's volume handle is its PV name" % plugin)
-    if not isinstance(path, str) or "\x00" in path or not path.startswith("/") or not normalized(path):
+    # null: a teardown the planner built from node facts alone (the PV is gone); unmounting needs no path, and
+    # every step that would use one refuses it (paths.resolve)
+    if path is not None and (not isinstance(path, str) or "\x00" in path or not path.startswith("/")
+                             or not normalized(path)):
         raise InvalidInput(field="path of PV %s" % pv, value=path, volume=pv,
                            reason="must be an absolute, normalized path (no '.', '..', '//', trailing '/' or NUL)")
     if host_path_type not in HOST_PATH_TYPES or (plugin == LOCAL and host_path_type):

@@ -17,7 +17,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.kubevol.volumes.plugins.module_utils.common import phases
-from ansible_collections.kubevol.volumes.plugins.module_utils.common.names import unique_volume_name
+from ansible_collections.kubevol.volumes.plugins.module_utils.volume import get_plugin, unique_name_of
 from ansible_collections.kubevol.volumes.plugins.module_utils.run.plan_view import phase_items, phase_nodes
 from ansible_collections.kubevol.volumes.plugins.module_utils.run import plan_view
 
@@ -55,9 +55,7 @@ def _volume_outcomes(result):
 
 
 def _unique_name(item):
-    if item.get("driver") and item.get("volume_handle") is not None:
-        return unique_volume_name(item["driver"], item["volume_handle"])
-    return None
+    return unique_name_of(item)
 
 
 def _copy_failures(failures):
@@ -214,9 +212,13 @@ def _records_for(phase, node, item, outcome, steps):
         # an inline ephemeral volume: no VolumeAttachment, no volumesAttached, and no volumesInUse entry (the
         # kubelet reports only attachable volumes in use: kubelet_node_status.go, volume_manager.go)
         return []
+    key = unique_name_of(item)
+    if not get_plugin(item.get("plugin")).ATTACHABLE and phase in ("teardown", "attach", "mount"):
+        # local and hostPath: never attached, so no VolumeAttachment, no volumesAttached and no volumesInUse entry
+        # (the kubelet reports only attachable volumes in use); only their expansion is recorded
+        return []
     base = {"node": node, "pv_name": item["pv_name"], "driver": item["driver"],
             "volume_handle": item["volume_handle"]}
-    key = unique_volume_name(item["driver"], item["volume_handle"])
     if phase == "teardown":
         if item.get("detach"):
             return [dict(base, type="detached")]

@@ -10,6 +10,8 @@ __metaclass__ = type
 
 import importlib
 
+from ansible_collections.kubevol.volumes.plugins.module_utils.volume.base import field
+
 _PACKAGE = "ansible_collections.kubevol.volumes.plugins.module_utils.volume"
 
 CSI = "kubernetes.io/csi"
@@ -61,3 +63,12 @@ def find_plugin_by_spec(pv):
         if getattr(pv, attr, None) is not None:
             return get_plugin(name)
     return None
+
+
+def unique_name_of(item_like):
+    """The unique volume name of a volume item (a dict or an object with its fields), by its plugin's rule
+    (GetUniqueVolumeNameFromSpec); None when it lacks the fields its plugin's rule needs."""
+    plugin = get_plugin(field(item_like, "plugin"))
+    if any(field(item_like, name) in (None, "") for name in plugin.NAME_FIELDS):
+        return None
+    return plugin.unique_name(item_like)

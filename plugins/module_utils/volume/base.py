@@ -74,6 +74,8 @@ class VolumePlugin:
         """Whether the planner plans a mount/device step for a Filesystem volume of this plugin."""
         return cls.DEVICE_MOUNTABLE and cls.DEVICE_MOUNT_STEP
 
+    NAME_FIELDS = ("pv_name",)  # the item fields volume_name() is made of
+
     @classmethod
     def volume_name(cls, item_like):
         """GetVolumeName: the in-tree plugins use the PV name."""

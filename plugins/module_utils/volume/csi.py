@@ -56,6 +56,8 @@ class CSIPlugin(VolumePlugin):
     BLOCK = True
     EPHEMERAL = True
 
+    NAME_FIELDS = ("driver", "volume_handle")
+
     @classmethod
     def volume_name(cls, item_like):
         return "%s%s%s" % (field(item_like, "driver"), VOLUME_NAME_SEP, field(item_like, "volume_handle"))

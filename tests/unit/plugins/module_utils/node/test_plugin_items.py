@@ -37,11 +37,21 @@ def test_host_path_item_and_csi_default():
 
 
 @pytest.mark.parametrize("path", ["relative/dir", "/mnt/disks/../../etc", "/mnt/disks/./d", "/mnt//disks",
-                                  "/mnt/disks/", "/mnt/di\x00sks", "", None, 5])
+                                  "/mnt/disks/", "/mnt/di\x00sks", "", 5])
 def test_bad_paths_refused_naming_pv_and_field(path):
     with pytest.raises(InvalidInput) as err:
         volume_item(local(path=path))
     assert "path of PV pv-l" in err.value.msg
+
+
+def test_a_teardown_item_without_a_path_is_taken_and_refused_where_a_path_is_needed(tmp_path):
+    """The planner builds a teardown from node facts alone when the PV is gone: no path. Unmounting needs none;
+    resolving one (every step that mounts, formats or creates) refuses it, naming the PV."""
+    item = volume_item(local(path=None))
+    assert item.path is None
+    with pytest.raises(KubevolError) as err:
+        paths.resolve(_ctx(tmp_path, ["/mnt/disks"]), item)
+    assert "pv-l" in str(err.value) and "not absolute" in str(err.value)
 
 
 @pytest.mark.parametrize("raw, field", [
