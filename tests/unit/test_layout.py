@@ -23,23 +23,17 @@ PREFIX = "ansible_collections.kubevol.volumes.plugins.module_utils."
 NODE_SIDE = ("node", "drivers", "csi")
 NODE_MAY_IMPORT = frozenset(("common", "volume", "node", "drivers", "csi"))
 PLAN_MAY_NOT_IMPORT = frozenset(("node", "drivers", "stores", "run"))
-# plan/'s module glue, not planning: plan_task.py runs the volume_reconcile_plan module (reads the cluster store,
-# reports the node facts' errors with run/executor.py facts_errors) and plan_text.py prints a run's report with
-# run/'s phase table. The merger moves facts_errors and the phase table to shared code once the executor split
-# lands, and empties this.
+# plan/'s module glue, not planning: plan_task.py runs the volume_reconcile_plan module, which reads the cluster
+# store itself (so the cluster never crosses Ansible's variables)
 PLAN_GLUE = {
-    "plan/plan_task.py": frozenset(("stores", "run")),
-    "plan/plan_text.py": frozenset(("run",)),
+    "plan/plan_task.py": frozenset(("stores",)),
 }
 
 MAX_LINES = 420
 # being split on other branches
 BEING_SPLIT = frozenset((
-    "module_utils/run/executor.py",
     "module_utils/node/operations.py",
     "module_utils/drivers/loop.py",
-    "module_utils/stores/k8s_auth.py",
-    "module_utils/stores/kubernetes.py",
 ))
 
 

@@ -37,10 +37,10 @@ UNCERTAIN = "uncertain"
 
 AttachedVolume = namedtuple("AttachedVolume", "unique_name node pv_name state device_path va_name "
                                               "detach_requested_at")
-PodMount = namedtuple("PodMount", "pod_uid pv_name unique_name mode mounted read_only path root_gid root_mode "
+MountedPod = namedtuple("MountedPod", "pod_uid pv_name unique_name mode mounted read_only path root_gid root_mode "
                                   "size_bytes plugin published")
-PodMount.__new__.__defaults__ = (None, None, None, "kubernetes.io/csi", False)
-PodMount.__doc__ = """root_gid, root_mode: the mounted volume root's group and mode ("2775"), for fsGroup;
+MountedPod.__new__.__defaults__ = (None, None, None, "kubernetes.io/csi", False)
+MountedPod.__doc__ = """root_gid, root_mode: the mounted volume root's group and mode ("2775"), for fsGroup;
 size_bytes: a Block volume's mapped device size. None when the node did not report them. plugin: the volume
 plugin (facts' ``plugin``, else from the unique name); published: a hostPath pod's check marker exists (nothing is
 mounted for hostPath: contracts.md section 2)."""
@@ -51,7 +51,7 @@ identified: no readable vol_data.json and nothing else names its volume."""
 NodeMounts = namedtuple("NodeMounts", "node reachable error devices global_mounts pod_mounts uncertain foreign "
                                       "ephemeral")
 NodeMounts.__new__.__defaults__ = ({},)
-NodeMounts.__doc__ = """devices and global_mounts: {unique name: facts dict}; pod_mounts: {(pod uid, pv): PodMount};
+NodeMounts.__doc__ = """devices and global_mounts: {unique name: facts dict}; pod_mounts: {(pod uid, pv): MountedPod};
 uncertain: [UncertainMount]; foreign: how many entries belong to drivers kubevol has no backend for;
 ephemeral: {(pod uid, volume name): EphemeralMount}, the inline ephemeral CSI volumes (never in pod_mounts)."""
 EphemeralMount = namedtuple("EphemeralMount", "pod_uid volume_name unique_name driver volume_handle mounted "
@@ -161,7 +161,7 @@ def node_mounts_from_facts(node, facts, pv_by_name, known_drivers=None):
                                             pv_name, pm.get("uncertain") or "no vol_data.json and no PV %s" % pv_name))
             continue
         plugin = plugin_name_of(unique) or CSI
-        pod_mounts[(uid, pv_name)] = PodMount(uid, pv_name, unique, pm.get("mode") or "Filesystem",
+        pod_mounts[(uid, pv_name)] = MountedPod(uid, pv_name, unique, pm.get("mode") or "Filesystem",
                                               bool(pm.get("mounted")), bool(pm.get("read_only")), pm.get("path"),
                                               pm.get("root_gid"), pm.get("root_mode"), pm.get("size_bytes"), plugin,
                                               plugin == HOST_PATH and bool(pm.get("published")))
@@ -254,3 +254,19 @@ def summarize_actual(actual):
             "foreign_mounts": sum(f.foreign for f in actual.node_facts.values()),
             "ephemeral_volumes": sum(len(f.ephemeral) for f in actual.node_facts.values()),
             "per_node": dict((n, sorted(v)) for n, v in sorted(per_node.items()))}
+
+
+def facts_errors(node_facts, out_of_service=None):
+    """Errors for the nodes whose actual state could not be gathered (unreachable, or the facts module failed).
+
+    node_facts: the planner's {node name: facts}. The planner blocks what needs such a node; this makes
+    the run fail at the end as well (a node failed), like a failure in any later phase does. A node with
+    the out-of-service taint (out_of_service: names) is expected to be down: not an error.
+    """
+    errors = []
+    down = frozenset(out_of_service or ())
+    for node in sorted(node_facts or {}):
+        facts = node_facts[node] or {}
+        if not facts.get("reachable", True) and node not in down:
+            errors.append({"node": node, "phase": "facts", "msg": facts.get("error") or "node facts were not gathered"})
+    return errors

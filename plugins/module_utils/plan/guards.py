@@ -10,7 +10,7 @@ __metaclass__ = type
 
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import KubevolError
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.names import split_unique_volume_name
-from ansible_collections.kubevol.volumes.plugins.module_utils.plan.plan_state import TEARDOWN
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.phases import TEARDOWN_KINDS
 
 
 class TeardownRefused(KubevolError):
@@ -93,7 +93,7 @@ def teardown_guard(p, steps):
     mounted = _mounted_now(p)
     torn = {}
     for step in steps:
-        if (step["action"], step["target"]) not in TEARDOWN:
+        if (step["action"], step["target"]) not in TEARDOWN_KINDS:
             continue
         pair = (step["unique_volume_name"], step["node"])
         if pair in mounted:

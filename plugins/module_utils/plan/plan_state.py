@@ -14,11 +14,9 @@ from collections import namedtuple
 from ansible_collections.kubevol.volumes.plugins.module_utils.plan.actual_state import UNCERTAIN
 from ansible_collections.kubevol.volumes.plugins.module_utils.plan.desired_state import DEFAULT_KNOWN_DRIVERS, volume_spec
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.names import DEFAULT_LOOP_POOLS, OUT_OF_SERVICE_TAINT, split_unique_volume_name
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.phases import STEP_KINDS
 from ansible_collections.kubevol.volumes.plugins.module_utils.volume import CSI, HOST_PATH, LOCAL, get_plugin, plugin_name_of
 
-PHASES = (("unmount", "pod"), ("unmount", "device"), ("cleanup", "directory"), ("detach", "device"),
-          ("attach", "device"), ("mount", "device"), ("mount", "pod"), ("expand", "controller"), ("expand", "node"))
-TEARDOWN = frozenset((("unmount", "pod"), ("unmount", "device"), ("detach", "device")))
 
 DEFAULT_MAX_TEARDOWN_FRACTION = 0.5
 DEFAULT_MAX_TEARDOWN_COUNT = 20
@@ -100,7 +98,7 @@ class _Plan:
         self.index = index
         self.options = options
         self.now = options.now or datetime.datetime.now(datetime.timezone.utc)
-        self.phases = dict((phase, []) for phase in PHASES)
+        self.phases = dict((phase, []) for phase in STEP_KINDS)
         self._items = {}
         self.blocked = list(desired.blocked)
         self.detach_requests = []

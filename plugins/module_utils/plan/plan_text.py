@@ -14,7 +14,7 @@ __metaclass__ = type
 
 from collections import Counter
 
-from ansible_collections.kubevol.volumes.plugins.module_utils.run.executor import KIND_PHASE
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.phases import KIND_PHASE
 
 SYMBOLS = {"unmount": "-", "cleanup": "-", "detach": "-", "attach": "+", "mount": "+", "expand": "~"}
 ACTIONS = ("unmount", "detach", "attach", "mount", "expand")

@@ -22,9 +22,10 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.plan.actual_state 
 from ansible_collections.kubevol.volumes.plugins.module_utils.cluster.objects import gc_paused
 from ansible_collections.kubevol.volumes.plugins.module_utils.plan.desired_state import build_desired_state, summarize_desired
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import InvalidInput
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.phases import STEP_KINDS
 from ansible_collections.kubevol.volumes.plugins.module_utils.plan.validation import check_loop_pools, refuse_unsafe_steps
 from ansible_collections.kubevol.volumes.plugins.module_utils.plan.plan_state import (  # noqa: F401 (this module's API)
-    DEFAULT_MAX_TEARDOWN_COUNT, DEFAULT_MAX_TEARDOWN_FRACTION, PHASES, TEARDOWN, PlanOptions, _Plan, _item,
+    DEFAULT_MAX_TEARDOWN_COUNT, DEFAULT_MAX_TEARDOWN_FRACTION, PlanOptions, _Plan, _item,
     _item_from_actual, _step, _volume_item)
 from ansible_collections.kubevol.volumes.plugins.module_utils.plan.guards import TeardownRefused, in_use_repairs, teardown_guard  # noqa: F401
 from ansible_collections.kubevol.volumes.plugins.module_utils.plan.rules_teardown import (  # noqa: F401
@@ -124,10 +125,10 @@ def plan(desired, actual, index, options=None):
     publish_inline(p)       # kubelet: inline ephemeral volumes, published straight into their pod
     expand_controller(p)    # resizer: grow the backing volume and the PV
     expand_node(p)          # kubelet: then grow the filesystem on the node using it
-    refuse_unsafe_steps(p, PHASES, options.loop_pools, options.driver_options)  # what a node would refuse
+    refuse_unsafe_steps(p, STEP_KINDS, options.loop_pools, options.driver_options)  # what a node would refuse
     steps = []
     summary = {}
-    for phase in PHASES:
+    for phase in STEP_KINDS:
         phase_steps = _in_order(p.phases[phase])
         steps.extend(phase_steps)
         summary[phase[0]] = summary.get(phase[0], 0) + len(phase_steps)

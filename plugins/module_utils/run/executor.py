@@ -14,9 +14,9 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.kubevol.volumes.plugins.module_utils.common import phases
-from ansible_collections.kubevol.volumes.plugins.module_utils.common.phases import KIND_PHASE  # noqa: F401 (plan_text)
+from ansible_collections.kubevol.volumes.plugins.module_utils.plan.actual_state import facts_errors  # noqa: F401 (the run's API)
 from ansible_collections.kubevol.volumes.plugins.module_utils.run.outcome import (  # noqa: F401 (the run's API)
-    advance, facts_errors, task_outcome, timed_out)
+    advance, task_outcome, timed_out)
 from ansible_collections.kubevol.volumes.plugins.module_utils.run.plan_view import (  # noqa: F401 (the run's API)
     PlanView, node_slice, phase_items, phase_nodes, phase_stale_paths, phase_steps, phase_work)
 from ansible_collections.kubevol.volumes.plugins.module_utils.run import plan_view

@@ -244,19 +244,3 @@ def _records_for(phase, node, item, outcome, steps):
         elif phase == "expand_node" and step.get("pvc"):
             records.append({"type": "node_expanded", "pvc": step["pvc"], "capacity": capacity})
     return records
-
-
-def facts_errors(node_facts, out_of_service=None):
-    """Errors for the nodes whose actual state could not be gathered (unreachable, or the facts module failed).
-
-    node_facts: the planner's {node name: facts}. The planner blocks what needs such a node; this makes
-    the run fail at the end as well (a node failed), like a failure in any later phase does. A node with
-    the out-of-service taint (out_of_service: names) is expected to be down: not an error.
-    """
-    errors = []
-    down = frozenset(out_of_service or ())
-    for node in sorted(node_facts or {}):
-        facts = node_facts[node] or {}
-        if not facts.get("reachable", True) and node not in down:
-            errors.append({"node": node, "phase": "facts", "msg": facts.get("error") or "node facts were not gathered"})
-    return errors

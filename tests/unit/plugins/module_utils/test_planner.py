@@ -18,7 +18,8 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.cluster.objects im
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.names import (  # noqa: E402
     DETACH_REQUESTED_AT_ANNOTATION, OUT_OF_SERVICE_TAINT)
 from ansible_collections.kubevol.volumes.plugins.module_utils.plan import planner  # noqa: E402
-from ansible_collections.kubevol.volumes.plugins.module_utils.plan.planner import PHASES, PlanOptions, plan_cluster  # noqa
+from ansible_collections.kubevol.volumes.plugins.module_utils.plan.planner import PlanOptions, plan_cluster  # noqa
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.phases import STEP_KINDS
 
 NOW = datetime.datetime(2026, 11, 22, 12, 0, 0, tzinfo=datetime.timezone.utc)
 OOS = {"key": OUT_OF_SERVICE_TAINT, "value": "nodeshutdown", "effect": "NoExecute"}
@@ -293,7 +294,7 @@ def test_phase_order():
                                                  "path": stale, "mounted": False, "uncertain": "no vol_data.json"})
     result = run(data, node_facts)
     order = [(s["action"], s["target"]) for s in result["plan"]]
-    assert order == list(PHASES)
+    assert order == list(STEP_KINDS)
 
 
 def test_mount_skips_what_is_mounted_and_remounts_on_read_only_change():
