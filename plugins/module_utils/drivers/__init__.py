@@ -76,4 +76,4 @@ def _shipped_by_import():  # pragma: no cover (never called)
     """Ansible's module_utils finder follows import statements, never a dotted string: this import (never run) puts
     every registered driver's file in the node modules' payloads (tests/unit/plugins/modules/test_node_payload.py).
     A new driver adds its line here too."""
-    from ansible_collections.kubevol.volumes.plugins.module_utils.drivers import loop  # noqa: F401
+    from ansible_collections.kubevol.volumes.plugins.module_utils.drivers import loop  # noqa: F401 pylint: disable=unused-import

@@ -3,10 +3,11 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The ``loop.kubevol.io`` driver: a volume is an image file in a pool, attached as a loop device.
 
-A loop device is identified only by the (st_dev, st_ino) of its backing file as the kernel reports
-it (``losetup -J --list -O NAME,BACK-INO,BACK-MAJ:MIN``), never by path text (``losetup -j`` falls
-back to string matching). Every node of a test cluster shares one kernel and sees every loop device,
-so the driver also keeps a per-node attachment record,
+A DeviceDriver (drivers/device.py): this file is its device part only (attach, find_device, detach, expand,
+rescan, its records); CSI's node verbs are the shared code. A loop device is identified only by the
+(st_dev, st_ino) of its backing file as the kernel reports it (drivers/loop_kernel.py), never by path text
+(``losetup -j`` falls back to string matching). Every node of a test cluster shares one kernel and sees every
+loop device, so the driver also keeps a per-node attachment record (drivers/loop_records.py),
 ``<kubelet_dir>/plugins/kubevol.io/loop/attachments/<sha256(handle)>.json``: a device is attached
 to *this* node only when the record and the kernel agree (the device is still backed by the
 recorded inode).
@@ -18,23 +19,21 @@ __metaclass__ = type
 
 import contextlib
 import errno
-import hashlib
-import json
 import os
 import stat
 
 from ansible_collections.kubevol.volumes.plugins.module_utils.common import names
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import (
     DeviceNotFound, InvalidInput, ParseError, UnsafeName)
-from ansible_collections.kubevol.volumes.plugins.module_utils.drivers.base import (  # noqa: F401 (EPHEMERAL_IMAGE_KEY)
+from ansible_collections.kubevol.volumes.plugins.module_utils.drivers.base import (
     ATTACHABLE, BLOCK, CONTROLLER_EXPAND, EPHEMERAL, EPHEMERAL_IMAGE_KEY, NODE_EXPAND, STAGE_UNSTAGE, AttachedDevice,
     Attachment, EphemeralVolume, Expansion)
 from ansible_collections.kubevol.volumes.plugins.module_utils.drivers.device import DeviceDriver
 from ansible_collections.kubevol.volumes.plugins.module_utils.drivers.loop_holders import Holders
-from ansible_collections.kubevol.volumes.plugins.module_utils.drivers.loop_kernel import (  # noqa: F401 (re-exported)
-    LOOP_GET_STATUS64, LOOP_INFO64, LOSETUP_LIST, LoopDevice, _kernel_loop_device, _Unreadable, kernel_loop_devices,
-    parse_losetup)
-from ansible_collections.kubevol.volumes.plugins.module_utils.node import blockdev, layout
+from ansible_collections.kubevol.volumes.plugins.module_utils.drivers.loop_kernel import (
+    LOSETUP_LIST, _kernel_loop_device, _Unreadable, kernel_loop_devices, parse_losetup)
+from ansible_collections.kubevol.volumes.plugins.module_utils.drivers.loop_records import Records
+from ansible_collections.kubevol.volumes.plugins.module_utils.node import blockdev
 
 DEFAULT_POOL = "/var/lib/kubevol/pool"
 
@@ -53,20 +52,13 @@ def _other_owner(record, item, node):
             % (node, owner, wanted, fix))
 
 
-class LoopDriver(Holders, DeviceDriver):
+class LoopDriver(Records, Holders, DeviceDriver):
     NAME = "loop.kubevol.io"
     CAPABILITIES = frozenset((ATTACHABLE, STAGE_UNSTAGE, NODE_EXPAND, CONTROLLER_EXPAND, BLOCK, EPHEMERAL))
     # driver_options["loop.kubevol.io"]: the directories this node keeps images in (the operator's, never a PV's)
     OPTIONS = {"pools": {"type": "list", "elements": "path", "default": [DEFAULT_POOL]}}
 
     # -- paths -------------------------------------------------------------------------------------
-    @property
-    def records_dir(self):
-        return os.path.join(self.kubelet_dir, "plugins", "kubevol.io", "loop", "attachments")
-
-    def record_path(self, volume_handle):
-        return os.path.join(self.records_dir, hashlib.sha256(volume_handle.encode("utf-8")).hexdigest() + ".json")
-
     def allowed_pools(self):
         # "pools" (driver_options), or the node modules' older loop_pools
         pools = self.options.get("pools") or self.options.get("loop_pools") or [DEFAULT_POOL]
@@ -132,7 +124,7 @@ class LoopDriver(Holders, DeviceDriver):
         values["volume_attributes"] = tuple(sorted(dict(item.volume_attributes, pool=real).items()))
         return type(item)(**values)
 
-    # -- kernel and record -------------------------------------------------------------------------
+    # -- kernel ------------------------------------------------------------------------------------
     def loop_devices(self, only=None):
         """The bound loop devices (only those named in ``only``, when given: one sysfs read each instead of a
         scan of every loop device the node has)."""
@@ -141,37 +133,6 @@ class LoopDriver(Holders, DeviceDriver):
             return devices
         rc, out, err = self.runner.check(LOSETUP_LIST, step="list loop devices")
         return parse_losetup(out)
-
-    def read_record(self, volume_handle):
-        try:
-            with open(self.record_path(volume_handle)) as handle:
-                record = json.load(handle)
-            return record if isinstance(record, dict) and record.get("device") else None
-        except (IOError, OSError, ValueError):
-            return None
-
-    def write_record(self, item, image, device, st):
-        record = {"device": device, "image": image, "backing_dev": st.st_dev, "backing_ino": st.st_ino,
-                  "volume_handle": item.volume_handle, "unique_volume_name": item.unique_name,
-                  "driver": self.NAME, "node_name": self.node_name}
-        if item.ephemeral:
-            # the image was created for this pod's inline volume: unpublish deletes it (delete_ephemeral)
-            record.update(ephemeral=True, pod_uid=item.pods[0].uid, volume_name=item.pv_name)
-        path = self.record_path(item.volume_handle)
-        layout.write_json(self.kubelet_dir, self.records_dir, os.path.basename(path), record, self.node_name)
-
-    def remove_record(self, volume_handle):
-        try:
-            os.unlink(self.record_path(volume_handle))
-        except OSError:
-            pass
-
-    def _recorded_device(self, record, devices):
-        """The recorded device if the kernel still backs it by the recorded inode, else None."""
-        for dev in devices:
-            if dev.name == record["device"] and dev.backs(record.get("backing_dev", -1), record.get("backing_ino", -1)):
-                return dev.name
-        return None
 
     # -- the interface -----------------------------------------------------------------------------
     def find_device(self, item):
@@ -319,23 +280,6 @@ class LoopDriver(Holders, DeviceDriver):
                 return blockdev.device_size(self.runner, device)
         self.runner.check(["losetup", "-c", device], step="rescan (losetup -c)")
         return blockdev.device_size(self.runner, device)
-
-    def _records(self):
-        """Every readable attachment record of this node."""
-        try:
-            files = sorted(f for f in os.listdir(self.records_dir) if f.endswith(".json"))
-        except OSError:
-            return []
-        records = []
-        for name in files:
-            try:
-                with open(os.path.join(self.records_dir, name)) as handle:
-                    record = json.load(handle)
-            except (IOError, OSError, ValueError):
-                continue
-            if isinstance(record, dict) and record.get("device") and record.get("volume_handle"):
-                records.append(record)
-        return records
 
     def attached_volumes(self):
         devices = None
