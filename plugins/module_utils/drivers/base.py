@@ -21,6 +21,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import InvalidInput
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.value import REQUIRED, Value
 
 # CAPABILITIES (CSI: ControllerServiceCapability, NodeServiceCapability, CSIDriver spec)
@@ -106,7 +107,17 @@ class Driver:
         return capability in cls.CAPABILITIES
 
     def validate(self, item):
-        """Raise UnsafeName/InvalidInput for an item this driver must refuse. Runs before anything acts."""
+        """Raise UnsafeName/InvalidInput for an item this driver must refuse. Runs before anything acts (node
+        context items()). Here: a Block volume or an inline ephemeral one of a driver that declares no such
+        capability (the planner blocks them; the node refuses them too, never half-serves them)."""
+        for wanted, capability, what in ((item.block, BLOCK, "volumeMode Block"),
+                                         (item.ephemeral, EPHEMERAL, "inline ephemeral volumes")):
+            if wanted and not self.can(capability):
+                raise InvalidInput(
+                    field="volume %s" % item.pv_name, value=item.driver,
+                    reason="driver %s on node %s does not support %s (its capabilities: %s); nothing was done. "
+                           "Use a volume of another mode or driver" % (
+                               item.driver, self.node_name, what, ", ".join(sorted(self.CAPABILITIES)) or "none"))
 
     # -- CSI's verbs -------------------------------------------------------------------------------
     def controller_publish(self, item, node_id, check_mode=False, provision=False):

@@ -98,6 +98,7 @@ class LoopDriver(Records, Holders, DeviceDriver):
         return self.image_path(item)
 
     def validate(self, item):
+        super(LoopDriver, self).validate(item)
         item = self._as_recorded(item, self.read_record(item.volume_handle))
         if "pool" not in item.attributes and os.path.realpath(DEFAULT_POOL) not in self.allowed_pools():
             # no pool named (a volume whose PV is gone comes without its volumeAttributes) and none recorded: the

@@ -194,3 +194,16 @@ def test_the_loop_driver_is_not_imported_until_asked_for():
                          universal_newlines=True, check=False)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "['loop.kubevol.io']"
+
+
+def test_a_mode_the_driver_lacks_is_refused_before_anything_runs(tmp_path, backend, monkeypatch):
+    """A Block volume of a driver without the block capability fails that volume on that node, naming the driver and
+    what it lacks; no verb is called."""
+    monkeypatch.setattr(fake.FakeDriver, "CAPABILITIES", fake.FakeDriver.CAPABILITIES - {"block"})
+    ctx = context(tmp_path)
+    raw = {"pv_name": "pv-b", "driver": fake.NAME, "volume_handle": "vol-b", "mode": "Block", "pods": [{"uid": POD1}]}
+    assert ctx.items([raw]) == []
+    [(refused, err)] = ctx.refused
+    assert refused.pv_name == "pv-b" and err.kwargs["step"] == "validate"
+    assert "driver fake.kubevol.io on node node1 does not support volumeMode Block" in err.msg, err.msg
+    assert backend.calls == []
