@@ -34,6 +34,9 @@ BLOCK = "block"  # supports volumeMode Block
 EPHEMERAL = "ephemeral"
 ALL_CAPABILITIES = frozenset((ATTACHABLE, STAGE_UNSTAGE, NODE_EXPAND, CONTROLLER_EXPAND, BLOCK, EPHEMERAL))
 
+# publish_context key of the device ControllerPublishVolume attached (the VolumeAttachment's attachmentMetadata, as
+# the in-tree attachers' devicePath)
+DEVICE_PATH = "devicePath"
 # in an inline volume's vol_data.json: what the driver created for it (loop: the image), deleted with the pod
 EPHEMERAL_IMAGE_KEY = "kubevol.io/image"
 

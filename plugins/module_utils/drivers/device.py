@@ -16,13 +16,11 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.kubevol.volumes.plugins.module_utils.drivers.base import Attachment, Driver
+from ansible_collections.kubevol.volumes.plugins.module_utils.drivers.base import DEVICE_PATH, Attachment, Driver
 from ansible_collections.kubevol.volumes.plugins.module_utils.node import expand as node_expand
-from ansible_collections.kubevol.volumes.plugins.module_utils.node import publish as node_publish
 from ansible_collections.kubevol.volumes.plugins.module_utils.node import mount
+from ansible_collections.kubevol.volumes.plugins.module_utils.node import publish as node_publish
 from ansible_collections.kubevol.volumes.plugins.module_utils.node import stage as node_stage
-
-DEVICE_PATH = "devicePath"  # the publish_context key of the attached device
 
 
 class DeviceDriver(Driver):

@@ -19,11 +19,9 @@ import os
 from ansible_collections.kubevol.volumes.plugins.module_utils.common import names
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import DeviceNotFound, StillMounted
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.volume_attachment import attached_volume_attachment
-from ansible_collections.kubevol.volumes.plugins.module_utils.drivers.base import STAGE_UNSTAGE
+from ansible_collections.kubevol.volumes.plugins.module_utils.drivers.base import DEVICE_PATH, STAGE_UNSTAGE
 from ansible_collections.kubevol.volumes.plugins.module_utils.node import blockdev, ephemeral, layout, mount
 from ansible_collections.kubevol.volumes.plugins.module_utils.node.context import act as _act
-
-DEVICE_PATH = "devicePath"  # publish_context: the attached device (the VolumeAttachment's attachmentMetadata)
 
 
 # -- attach ----------------------------------------------------------------------------------------
