@@ -10,6 +10,11 @@ same for every such driver: probe, format only if blank, fsck, grow offline and 
 (node/stage.py), bind into the pod or map the Block device (node/publish.py), rescan and grow the filesystem
 (node/expand.py). A subclass implements only its device part: ``attach``, ``find_device``, ``detach``,
 ``expand``, ``rescan`` (and its records, for reconstruction).
+
+The node code a driver runs is imported inside the methods that run it (here and in the loop driver's files):
+importing a driver's module to read its class data (CAPABILITIES, OPTIONS: the planner, through the registry)
+imports no node code, while Ansible's payload finder, which reads every import statement, still ships it with the
+node modules.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -17,10 +22,6 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.kubevol.volumes.plugins.module_utils.drivers.base import DEVICE_PATH, Attachment, Driver
-from ansible_collections.kubevol.volumes.plugins.module_utils.node import expand as node_expand
-from ansible_collections.kubevol.volumes.plugins.module_utils.node import mount
-from ansible_collections.kubevol.volumes.plugins.module_utils.node import publish as node_publish
-from ansible_collections.kubevol.volumes.plugins.module_utils.node import stage as node_stage
 
 
 class DeviceDriver(Driver):
@@ -66,6 +67,8 @@ class DeviceDriver(Driver):
     def node_stage(self, item, staging_path, publish_context, check_mode=False, ctx=None, res=None, mounts=None,
                    force=False):
         """Block volumes are not staged (kubevol maps the device straight into each pod: node_publish)."""
+        from ansible_collections.kubevol.volumes.plugins.module_utils.node import mount, stage as node_stage
+
         if item.block:
             return None
         device = (publish_context or {}).get(DEVICE_PATH) or self.find_device(item)
@@ -74,11 +77,15 @@ class DeviceDriver(Driver):
         return node_stage.stage(ctx, runner, self, item, device, staging_path, mounts, force, res)
 
     def node_unstage(self, item, staging_path, check_mode=False, ctx=None, res=None, mounts=None):
+        from ansible_collections.kubevol.volumes.plugins.module_utils.node import mount, stage as node_stage
+
         mounts = mount.list_mounts(self.runner) if mounts is None else mounts
         node_stage.unstage(ctx, self.runner, staging_path, mounts, res)
 
     def node_publish(self, item, target_path, staging_path, publish_context, pod, check_mode=False, ctx=None,
                      res=None, mounts=None):
+        from ansible_collections.kubevol.volumes.plugins.module_utils.node import mount, publish as node_publish
+
         device = (publish_context or {}).get(DEVICE_PATH) or self.find_device(item)
         mounts = mount.list_mounts(self.runner) if mounts is None else mounts
         if item.block:
@@ -88,6 +95,8 @@ class DeviceDriver(Driver):
                                             res)
 
     def node_unpublish(self, item, target_path, check_mode=False, ctx=None, res=None, mounts=None):
+        from ansible_collections.kubevol.volumes.plugins.module_utils.node import mount, publish as node_publish
+
         mounts = mount.list_mounts(self.runner) if mounts is None else mounts
         node_publish.unpublish(ctx, self.runner, target_path, mounts, res)
 
@@ -95,4 +104,6 @@ class DeviceDriver(Driver):
         return self.expand(item, check_mode=check_mode)
 
     def node_expand(self, item, volume_path, staging_path, check_mode=False, ctx=None, res=None):
+        from ansible_collections.kubevol.volumes.plugins.module_utils.node import expand as node_expand
+
         return node_expand.expand(ctx, self.runner, self, item, staging_path, res)

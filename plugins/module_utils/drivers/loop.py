@@ -33,7 +33,6 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.drivers.loop_holde
 from ansible_collections.kubevol.volumes.plugins.module_utils.drivers.loop_kernel import (
     LOSETUP_LIST, _kernel_loop_device, _Unreadable, kernel_loop_devices, parse_losetup)
 from ansible_collections.kubevol.volumes.plugins.module_utils.drivers.loop_records import Records
-from ansible_collections.kubevol.volumes.plugins.module_utils.node import blockdev
 
 DEFAULT_POOL = "/var/lib/kubevol/pool"
 
@@ -274,6 +273,8 @@ class LoopDriver(Records, Holders, DeviceDriver):
         return Expansion(old_bytes=old, new_bytes=new)
 
     def rescan(self, item, device, check_mode=False):
+        from ansible_collections.kubevol.volumes.plugins.module_utils.node import blockdev  # node code: see device.py
+
         if check_mode:
             try:
                 return os.stat(self.image_path(item)).st_size

@@ -16,7 +16,6 @@ import hashlib
 import json
 import os
 
-from ansible_collections.kubevol.volumes.plugins.module_utils.node import layout
 
 
 class Records:
@@ -38,6 +37,8 @@ class Records:
             return None
 
     def write_record(self, item, image, device, st):
+        from ansible_collections.kubevol.volumes.plugins.module_utils.node import layout  # node code: see device.py
+
         record = {"device": device, "image": image, "backing_dev": st.st_dev, "backing_ino": st.st_ino,
                   "volume_handle": item.volume_handle, "unique_volume_name": item.unique_name,
                   "driver": self.NAME, "node_name": self.node_name}

@@ -182,13 +182,16 @@ def test_the_registry_imports_a_driver_on_first_use(backend):
 
 
 def test_the_loop_driver_is_not_imported_until_asked_for():
-    """Reading the registry's names imports no driver (a subprocess: this one has imported loop already)."""
+    """Reading the registry's names imports no driver, and reading a driver's class data (the planner) imports no
+    node code (a subprocess: this one has imported both already)."""
     import subprocess
     code = ("import sys; from ansible_collections.kubevol.volumes.plugins.module_utils import drivers; "
             "names = sorted(drivers.DRIVERS); "
             "assert 'ansible_collections.kubevol.volumes.plugins.module_utils.drivers.loop' not in sys.modules; "
             "assert drivers.capabilities('loop.kubevol.io') >= {'attachable', 'stage_unstage', 'block'}; "
             "assert drivers.options_spec('loop.kubevol.io')['pools']['default'] == ['/var/lib/kubevol/pool']; "
+            "node = sorted(m for m in sys.modules if '.module_utils.node' in m); "
+            "assert not node, 'reading class data imported node code: %s' % node; "
             "print(names)")
     out = subprocess.run([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                          universal_newlines=True, check=False)
