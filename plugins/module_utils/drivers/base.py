@@ -1,35 +1,57 @@
 # -*- coding: utf-8 -*-
 # Copyright: kubevol contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The volume backend interface (one class per driver, as os-brick's connectors).
+"""The driver interface: one class per CSI driver (as os-brick's connectors), speaking CSI's verbs.
 
-A driver attaches a volume to this node and returns its device, finds the device of an attached
-volume (only looks, never creates), detaches, grows the backing volume (controller-side
-expansion), rescans on the node, and declares what it can do in ``CAPABILITIES``.
+The verbs are the CSI spec's RPCs as the kubelet (pkg/volume/csi: csi_attacher.go, csi_mounter.go,
+expander.go), the external-attacher and the external-resizer call them: ControllerPublishVolume /
+ControllerUnpublishVolume (attach, detach), NodeStageVolume / NodeUnstageVolume (the device's global mount),
+NodePublishVolume / NodeUnpublishVolume (one pod's mount), ControllerExpandVolume and NodeExpandVolume. What a
+driver can do is class data (``CAPABILITIES``, read without an instance by the planner through the registry), and
+so is the spec of its ``driver_options`` (``OPTIONS``).
+
+kubevol's additions to CSI's requests: ``check_mode`` (a check run makes no mutating call), and for the node
+verbs ``ctx`` (the node's context: warnings, the step in progress, the kubelet directory) and ``res`` (the
+volume's result dict the verb reports its actions, diff and findings into, as the node modules return them) and
+``mounts`` (the node's mount table read once per volume). A driver that provides a block device (loop) derives
+from drivers/device.py ``DeviceDriver``, which implements the node verbs with kubevol's shared code.
 """
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import InvalidInput
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.value import REQUIRED, Value
 
-ATTACHABLE = "attachable"
-NODE_EXPAND = "node_expand"  # the filesystem must be grown on the node after the backing volume grows
-CONTROLLER_EXPAND = "controller_expand"
+# CAPABILITIES (CSI: ControllerServiceCapability, NodeServiceCapability, CSIDriver spec)
+ATTACHABLE = "attachable"  # PUBLISH_UNPUBLISH_VOLUME: ControllerPublishVolume makes the volume reachable
+STAGE_UNSTAGE = "stage_unstage"  # STAGE_UNSTAGE_VOLUME: NodeStageVolume mounts it once per node (global mount)
+NODE_EXPAND = "node_expand"  # EXPAND_VOLUME (node): the filesystem is grown on the node after the backing volume
+CONTROLLER_EXPAND = "controller_expand"  # EXPAND_VOLUME (controller)
 BLOCK = "block"  # supports volumeMode Block
 # creates a volume per pod for an inline CSI volume (volumeLifecycleMode Ephemeral) and deletes it with the pod
 EPHEMERAL = "ephemeral"
+ALL_CAPABILITIES = frozenset((ATTACHABLE, STAGE_UNSTAGE, NODE_EXPAND, CONTROLLER_EXPAND, BLOCK, EPHEMERAL))
+
+# publish_context key of the device ControllerPublishVolume attached (the VolumeAttachment's attachmentMetadata, as
+# the in-tree attachers' devicePath)
+DEVICE_PATH = "devicePath"
+# in an inline volume's vol_data.json: what the driver created for it (loop: the image), deleted with the pod
+EPHEMERAL_IMAGE_KEY = "kubevol.io/image"
 
 
 class Attachment(Value):
-    """What attach did: ``device`` is None only in check mode when it would attach."""
+    """What ControllerPublishVolume did: ``device`` is None only in check mode when it would attach (or for a driver
+    whose node plugin finds the device itself). ``publish_context``: the ControllerPublishVolumeResponse's, handed
+    to NodeStage and NodePublish (the VolumeAttachment's status.attachmentMetadata)."""
     FIELDS = (
         ("device", REQUIRED),  # Optional[str]
         ("attached", False),  # bool: a device was attached now
         ("provisioned", False),  # bool: the backing volume was created now
         ("adopted", False),  # bool: an existing attachment was found and recorded for this node
         ("released", None),  # Optional[Dict[str, str]]: other nodes' holds the operator released ({node: since})
+        ("publish_context", None),  # Optional[Dict[str, str]]
     )
 
 
@@ -56,9 +78,11 @@ class EphemeralVolume(Value):
 
 
 class Expansion(Value):
+    """ControllerExpandVolumeResponse: the sizes, and whether NodeExpandVolume must follow (node_expansion_required)."""
     FIELDS = (
         ("old_bytes", REQUIRED),  # int
         ("new_bytes", REQUIRED),  # int
+        ("node_expansion_required", True),  # bool
     )
 
     @property
@@ -67,53 +91,88 @@ class Expansion(Value):
 
 
 class Driver:
-    """Base class: subclasses set NAME and CAPABILITIES and implement the methods below."""
+    """Base class: subclasses set NAME, CAPABILITIES and OPTIONS and implement the verbs they declare."""
 
     NAME = None
     CAPABILITIES = frozenset()
+    # the spec of this driver's entry in driver_options (common/driver_options.py validates against it), in
+    # Ansible's argument spec words: {option: {"type": ..., "elements": ..., "default": ...}}
+    OPTIONS = {}
 
     def __init__(self, runner, kubelet_dir, node_name, options=None):
         self.runner = runner
         self.kubelet_dir = kubelet_dir
         self.node_name = node_name
-        self.options = options or {}  # the node's configuration for its drivers (node modules' options)
+        self.options = options or {}  # the node's configuration for this driver (driver_options), never the PV's
 
-    def can(self, capability):
-        return capability in self.CAPABILITIES
+    @classmethod
+    def can(cls, capability):
+        return capability in cls.CAPABILITIES
 
     def validate(self, item):
-        """Raise UnsafeName/InvalidInput for an item this driver must refuse. Runs before anything acts."""
+        """Raise UnsafeName/InvalidInput for an item this driver must refuse. Runs before anything acts (node
+        context items()). Here: a Block volume or an inline ephemeral one of a driver that declares no such
+        capability (the planner blocks them; the node refuses them too, never half-serves them)."""
+        for wanted, capability, what in ((item.block, BLOCK, "volumeMode Block"),
+                                         (item.ephemeral, EPHEMERAL, "inline ephemeral volumes")):
+            if wanted and not self.can(capability):
+                raise InvalidInput(
+                    field="volume %s" % item.pv_name, value=item.driver,
+                    reason="driver %s on node %s does not support %s (its capabilities: %s); nothing was done. "
+                           "Use a volume of another mode or driver" % (
+                               item.driver, self.node_name, what, ", ".join(sorted(self.CAPABILITIES)) or "none"))
 
-    def attach(self, item, provision=False, check_mode=False):
-        """Attach ``item`` to this node (idempotent); return an Attachment."""
+    # -- CSI's verbs -------------------------------------------------------------------------------
+    def controller_publish(self, item, node_id, check_mode=False, provision=False):
+        """ControllerPublishVolume of ``item`` to node ``node_id`` (idempotent); return an Attachment.
+        ``provision``: create the backing volume first when it is missing (kubevol's, no CSI equivalent)."""
+        raise NotImplementedError
+
+    def controller_unpublish(self, item, node_id, check_mode=False):
+        """ControllerUnpublishVolume; return the device detached (or that would be), or None. Called after the node
+        is done (no stage, no publish left); also when nothing is attached, to drop a stale record."""
         raise NotImplementedError
 
     def find_device(self, item):
-        """The device of ``item`` if it is attached to this node, else None. Never attaches."""
+        """The device of ``item`` if it is published to this node, else None (the kubelet's WaitForAttach reads it
+        from the VolumeAttachment's devicePath). Never attaches."""
+        return None
+
+    def node_stage(self, item, staging_path, publish_context, check_mode=False, ctx=None, res=None, mounts=None):
+        """NodeStageVolume at ``staging_path`` (the kubelet's global mount path); return the path the pods' mounts
+        are made from (None: none, e.g. Block)."""
         raise NotImplementedError
 
-    def detach(self, item, check_mode=False):
-        """Detach ``item`` from this node; return the device detached (or that would be), or None."""
+    def node_unstage(self, item, staging_path, check_mode=False, ctx=None, res=None, mounts=None):
+        """NodeUnstageVolume: unmount ``staging_path`` (after every pod's unpublish)."""
         raise NotImplementedError
 
-    def reads_as_zeros(self, item, device):
-        """True only when the storage side proves that every byte of ``device`` (``item``'s, attached here) is
-        zero, as a disk API could of a disk created empty and never written; the node then need not run its
-        three blank-device probes (blockdev.probe). False on any doubt, the default: the node probes."""
-        return False
-
-    def expand(self, item, check_mode=False):
-        """Grow the backing volume to ``item.capacity_bytes`` (never shrink); return an Expansion."""
+    def node_publish(self, item, target_path, staging_path, publish_context, pod, check_mode=False, ctx=None,
+                     res=None, mounts=None):
+        """NodePublishVolume of ``item`` for ``pod`` at ``target_path`` (read-only per pod)."""
         raise NotImplementedError
 
-    def rescan(self, item, device, check_mode=False):
-        """Make the node see the backing volume's size; return the device size in bytes it will have."""
+    def node_unpublish(self, item, target_path, check_mode=False, ctx=None, res=None, mounts=None):
+        """NodeUnpublishVolume: unmount ``target_path`` (kubevol removes the directories it created afterwards)."""
         raise NotImplementedError
+
+    def controller_expand(self, item, check_mode=False):
+        """ControllerExpandVolume to ``item.capacity_bytes`` (never shrink); return an Expansion."""
+        raise NotImplementedError
+
+    def node_expand(self, item, volume_path, staging_path, check_mode=False, ctx=None, res=None):
+        """NodeExpandVolume: make the node see the new size and grow the filesystem."""
+        raise NotImplementedError
+
+    # -- reconstruction and inline volumes ---------------------------------------------------------
+    def backing(self, item):
+        """What backs ``item`` (loop: its image file), named in results and vol_data.json; None when unknown."""
+        return None
 
     def attached_volumes(self):
         """AttachedDevice for every persistent volume of this driver attached to this node (reconstruction);
         never the per-pod volumes of inline ephemeral CSI volumes (ephemeral_volumes)."""
-        raise NotImplementedError
+        return []
 
     def ephemeral_volumes(self):
         """EphemeralVolume for every inline ephemeral volume this driver created on this node (EPHEMERAL)."""

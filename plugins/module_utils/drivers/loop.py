@@ -3,10 +3,11 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The ``loop.kubevol.io`` driver: a volume is an image file in a pool, attached as a loop device.
 
-A loop device is identified only by the (st_dev, st_ino) of its backing file as the kernel reports
-it (``losetup -J --list -O NAME,BACK-INO,BACK-MAJ:MIN``), never by path text (``losetup -j`` falls
-back to string matching). Every node of a test cluster shares one kernel and sees every loop device,
-so the driver also keeps a per-node attachment record,
+A DeviceDriver (drivers/device.py): this file is its device part only (attach, find_device, detach, expand,
+rescan, its records); CSI's node verbs are the shared code. A loop device is identified only by the
+(st_dev, st_ino) of its backing file as the kernel reports it (drivers/loop_kernel.py), never by path text
+(``losetup -j`` falls back to string matching). Every node of a test cluster shares one kernel and sees every
+loop device, so the driver also keeps a per-node attachment record (drivers/loop_records.py),
 ``<kubelet_dir>/plugins/kubevol.io/loop/attachments/<sha256(handle)>.json``: a device is attached
 to *this* node only when the record and the kernel agree (the device is still backed by the
 recorded inode).
@@ -18,118 +19,22 @@ __metaclass__ = type
 
 import contextlib
 import errno
-import fcntl
-import hashlib
-import json
 import os
 import stat
-import struct
 
 from ansible_collections.kubevol.volumes.plugins.module_utils.common import names
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import (
     DeviceNotFound, InvalidInput, ParseError, UnsafeName)
 from ansible_collections.kubevol.volumes.plugins.module_utils.drivers.base import (
-    ATTACHABLE, BLOCK, CONTROLLER_EXPAND, EPHEMERAL, NODE_EXPAND, AttachedDevice, Attachment, Driver,
-    EphemeralVolume, Expansion)
+    ATTACHABLE, BLOCK, CONTROLLER_EXPAND, EPHEMERAL, EPHEMERAL_IMAGE_KEY, NODE_EXPAND, STAGE_UNSTAGE, AttachedDevice,
+    Attachment, EphemeralVolume, Expansion)
+from ansible_collections.kubevol.volumes.plugins.module_utils.drivers.device import DeviceDriver
 from ansible_collections.kubevol.volumes.plugins.module_utils.drivers.loop_holders import Holders
-from ansible_collections.kubevol.volumes.plugins.module_utils.node import blockdev, layout
-from ansible_collections.kubevol.volumes.plugins.module_utils.common.value import REQUIRED, Value
+from ansible_collections.kubevol.volumes.plugins.module_utils.drivers.loop_kernel import (
+    LOSETUP_LIST, _kernel_loop_device, _Unreadable, kernel_loop_devices, parse_losetup)
+from ansible_collections.kubevol.volumes.plugins.module_utils.drivers.loop_records import Records
 
 DEFAULT_POOL = "/var/lib/kubevol/pool"
-LOSETUP_LIST = ["losetup", "-J", "--list", "-O", "NAME,BACK-FILE,BACK-INO,BACK-MAJ:MIN,RO"]
-
-
-class LoopDevice(Value):
-    FIELDS = (
-        ("name", REQUIRED),  # str
-        ("back_file", REQUIRED),  # str
-        ("back_ino", REQUIRED),  # int
-        ("back_dev", REQUIRED),  # Tuple[int, int]
-        ("read_only", False),  # bool
-    )
-
-    def backs(self, dev, ino):
-        """True when this device's backing file is the inode (st_dev ``dev``, st_ino ``ino``)."""
-        return self.back_ino == ino and self.back_dev == (os.major(dev), os.minor(dev))
-
-
-EPHEMERAL_IMAGE_KEY = "kubevol.io/image"  # in an inline volume's vol_data.json: the image created for it
-LOOP_GET_STATUS64 = 0x4C05
-LO_FLAGS_READ_ONLY = 1
-# struct loop_info64 (linux/loop.h): lo_device, lo_inode, lo_rdevice, lo_offset, lo_sizelimit (u64);
-# lo_number, lo_encrypt_type, lo_encrypt_key_size, lo_flags (u32); file name, crypt name, key, lo_init[2]
-LOOP_INFO64 = struct.Struct("=QQQQQIIII64s64s32s2Q")
-
-
-class _Unreadable(Exception):
-    """sysfs or a loop device could not be read: the caller runs losetup instead."""
-
-
-def _kernel_loop_device(name):
-    """The loop device ``name`` (loopN) if bound, read as ``losetup --list`` reads it: its sysfs backing_file
-    (present only while bound), then LOOP_GET_STATUS64 for BACK-INO, BACK-MAJ:MIN and RO. None when unbound;
-    _Unreadable when it cannot be read (the caller then runs losetup, which fails loudly if it cannot read it
-    either: never "unbound" for a device that may be bound)."""
-    try:
-        # os.open and os.read, not open(): a node can have hundreds of unbound loop devices, each a failed lookup
-        fd = os.open("/sys/block/%s/loop/backing_file" % name, os.O_RDONLY | os.O_CLOEXEC)
-        try:
-            back_file = os.read(fd, 8192).decode("utf-8", "surrogateescape").rstrip("\n")
-        finally:
-            os.close(fd)
-    except (IOError, OSError) as err:
-        if err.errno == errno.ENOENT:
-            return None  # no loop/ directory: unbound
-        raise _Unreadable(err)
-    try:
-        fd = os.open("/dev/" + name, os.O_RDONLY | os.O_CLOEXEC)  # bound in sysfs: no device node is an error
-        try:
-            info = LOOP_INFO64.unpack(fcntl.ioctl(fd, LOOP_GET_STATUS64, bytes(LOOP_INFO64.size)))
-        finally:
-            os.close(fd)
-    except (IOError, OSError) as err:
-        if err.errno == errno.ENXIO:
-            return None  # unbound between the two reads
-        raise _Unreadable(err)
-    return LoopDevice(name="/dev/" + name, back_file=back_file, back_ino=info[1],
-                      back_dev=(os.major(info[0]), os.minor(info[0])), read_only=bool(info[8] & LO_FLAGS_READ_ONLY))
-
-
-def kernel_loop_devices(only=None):
-    """The bound loop devices as the kernel reports them, read without a process (every /sys/block/loop*, or
-    only the device paths in ``only``). None when sysfs or a device cannot be read: the caller then runs
-    losetup."""
-    try:
-        # a node whose sysfs cannot be listed is one to ask losetup, not one without loop devices
-        loops = set(n for n in os.listdir("/sys/block") if n.startswith("loop"))
-        if only is None:
-            names = sorted(loops)
-        else:
-            # only a recorded /dev/loopN the kernel lists is read: any other path names no loop device
-            names = [p[len("/dev/"):] for p in only if isinstance(p, str) and p.startswith("/dev/") and
-                     p[len("/dev/"):] in loops]
-        devices = [_kernel_loop_device(name) for name in names]
-    except (OSError, _Unreadable):
-        return None
-    return [device for device in devices if device is not None]
-
-
-def parse_losetup(out):
-    """``losetup -J --list`` output to LoopDevice list (empty output: no loop devices)."""
-    if not out.strip():
-        return []
-    try:
-        entries = json.loads(out)["loopdevices"]
-        devices = []
-        for entry in entries:
-            major, minor = str(entry.get("back-maj:min") or "").strip().split(":")
-            devices.append(LoopDevice(name=entry["name"], back_file=entry.get("back-file") or "",
-                                      back_ino=int(entry.get("back-ino")), back_dev=(int(major), int(minor)),
-                                      read_only=entry.get("ro") in (True, 1, "1")))
-        return devices
-    except (ValueError, KeyError, TypeError, AttributeError):
-        raise ParseError(cmd=" ".join(LOSETUP_LIST), reason="expected loopdevices with BACK-INO and BACK-MAJ:MIN",
-                         output=out)
 
 
 def _other_owner(record, item, node):
@@ -146,21 +51,17 @@ def _other_owner(record, item, node):
             % (node, owner, wanted, fix))
 
 
-class LoopDriver(Holders, Driver):
+class LoopDriver(Records, Holders, DeviceDriver):
     NAME = "loop.kubevol.io"
-    CAPABILITIES = frozenset((ATTACHABLE, NODE_EXPAND, CONTROLLER_EXPAND, BLOCK, EPHEMERAL))
+    CAPABILITIES = frozenset((ATTACHABLE, STAGE_UNSTAGE, NODE_EXPAND, CONTROLLER_EXPAND, BLOCK, EPHEMERAL))
+    # driver_options["loop.kubevol.io"]: the directories this node keeps images in (the operator's, never a PV's)
+    OPTIONS = {"pools": {"type": "list", "elements": "path", "default": [DEFAULT_POOL]}}
 
     # -- paths -------------------------------------------------------------------------------------
-    @property
-    def records_dir(self):
-        return os.path.join(self.kubelet_dir, "plugins", "kubevol.io", "loop", "attachments")
-
-    def record_path(self, volume_handle):
-        return os.path.join(self.records_dir, hashlib.sha256(volume_handle.encode("utf-8")).hexdigest() + ".json")
-
     def allowed_pools(self):
-        return [os.path.realpath(p) for p in (self.options.get("loop_pools") or [DEFAULT_POOL])
-                if os.path.isabs(p) and "\x00" not in p]
+        # "pools" (driver_options), or the node modules' older loop_pools
+        pools = self.options.get("pools") or self.options.get("loop_pools") or [DEFAULT_POOL]
+        return [os.path.realpath(p) for p in pools if isinstance(p, str) and os.path.isabs(p) and "\x00" not in p]
 
     def pool(self, item):
         """The PV's pool, only when it is one of the node's own (loop_pools): the node's operator decides
@@ -192,7 +93,11 @@ class LoopDriver(Holders, Driver):
                                  reason="it resolves to %s, outside the pool %s" % (real, pool))
         return image
 
+    def backing(self, item):
+        return self.image_path(item)
+
     def validate(self, item):
+        super(LoopDriver, self).validate(item)
         item = self._as_recorded(item, self.read_record(item.volume_handle))
         if "pool" not in item.attributes and os.path.realpath(DEFAULT_POOL) not in self.allowed_pools():
             # no pool named (a volume whose PV is gone comes without its volumeAttributes) and none recorded: the
@@ -219,7 +124,7 @@ class LoopDriver(Holders, Driver):
         values["volume_attributes"] = tuple(sorted(dict(item.volume_attributes, pool=real).items()))
         return type(item)(**values)
 
-    # -- kernel and record -------------------------------------------------------------------------
+    # -- kernel ------------------------------------------------------------------------------------
     def loop_devices(self, only=None):
         """The bound loop devices (only those named in ``only``, when given: one sysfs read each instead of a
         scan of every loop device the node has)."""
@@ -228,37 +133,6 @@ class LoopDriver(Holders, Driver):
             return devices
         rc, out, err = self.runner.check(LOSETUP_LIST, step="list loop devices")
         return parse_losetup(out)
-
-    def read_record(self, volume_handle):
-        try:
-            with open(self.record_path(volume_handle)) as handle:
-                record = json.load(handle)
-            return record if isinstance(record, dict) and record.get("device") else None
-        except (IOError, OSError, ValueError):
-            return None
-
-    def write_record(self, item, image, device, st):
-        record = {"device": device, "image": image, "backing_dev": st.st_dev, "backing_ino": st.st_ino,
-                  "volume_handle": item.volume_handle, "unique_volume_name": item.unique_name,
-                  "driver": self.NAME, "node_name": self.node_name}
-        if item.ephemeral:
-            # the image was created for this pod's inline volume: unpublish deletes it (delete_ephemeral)
-            record.update(ephemeral=True, pod_uid=item.pods[0].uid, volume_name=item.pv_name)
-        path = self.record_path(item.volume_handle)
-        layout.write_json(self.kubelet_dir, self.records_dir, os.path.basename(path), record, self.node_name)
-
-    def remove_record(self, volume_handle):
-        try:
-            os.unlink(self.record_path(volume_handle))
-        except OSError:
-            pass
-
-    def _recorded_device(self, record, devices):
-        """The recorded device if the kernel still backs it by the recorded inode, else None."""
-        for dev in devices:
-            if dev.name == record["device"] and dev.backs(record.get("backing_dev", -1), record.get("backing_ino", -1)):
-                return dev.name
-        return None
 
     # -- the interface -----------------------------------------------------------------------------
     def find_device(self, item):
@@ -399,6 +273,8 @@ class LoopDriver(Holders, Driver):
         return Expansion(old_bytes=old, new_bytes=new)
 
     def rescan(self, item, device, check_mode=False):
+        from ansible_collections.kubevol.volumes.plugins.module_utils.node import blockdev  # node code: see device.py
+
         if check_mode:
             try:
                 return os.stat(self.image_path(item)).st_size
@@ -406,23 +282,6 @@ class LoopDriver(Holders, Driver):
                 return blockdev.device_size(self.runner, device)
         self.runner.check(["losetup", "-c", device], step="rescan (losetup -c)")
         return blockdev.device_size(self.runner, device)
-
-    def _records(self):
-        """Every readable attachment record of this node."""
-        try:
-            files = sorted(f for f in os.listdir(self.records_dir) if f.endswith(".json"))
-        except OSError:
-            return []
-        records = []
-        for name in files:
-            try:
-                with open(os.path.join(self.records_dir, name)) as handle:
-                    record = json.load(handle)
-            except (IOError, OSError, ValueError):
-                continue
-            if isinstance(record, dict) and record.get("device") and record.get("volume_handle"):
-                records.append(record)
-        return records
 
     def attached_volumes(self):
         devices = None

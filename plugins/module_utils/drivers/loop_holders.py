@@ -22,7 +22,6 @@ import json
 import os
 
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import UnsafePath, VolumeInUse
-from ansible_collections.kubevol.volumes.plugins.module_utils.node import layout
 
 HOLDERS_DIR = ".kubevol-holders"  # in the pool: which node holds each image (the storage side's view)
 
@@ -57,6 +56,8 @@ class Holders:
         on every node take it in turn, while other images attach in parallel (a pool-wide lock made ten nodes wait
         on each other's losetup). Yields a function that removes the lock file; detach calls it with the last
         holder gone, so a waiter checks once it has the lock that the name still points to the file it locked."""
+        from ansible_collections.kubevol.volumes.plugins.module_utils.node import layout  # node code: see device.py
+
         name = os.path.basename(self._holder_path(item, ".lock"))
         while True:
             with contextlib.ExitStack() as attempt:
@@ -97,6 +98,8 @@ class Holders:
             return {}
 
     def _write_holders(self, item, holders):
+        from ansible_collections.kubevol.volumes.plugins.module_utils.node import layout  # node code: see device.py
+
         path = self._holder_path(item)
         if not holders:
             try:

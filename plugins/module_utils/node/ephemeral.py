@@ -24,7 +24,7 @@ __metaclass__ = type
 import os
 
 from ansible_collections.kubevol.volumes.plugins.module_utils.common import names
-from ansible_collections.kubevol.volumes.plugins.module_utils.drivers.loop import EPHEMERAL_IMAGE_KEY
+from ansible_collections.kubevol.volumes.plugins.module_utils.drivers.base import EPHEMERAL_IMAGE_KEY
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import FilesystemMismatch, KubevolError, UnsafeToFormat
 from ansible_collections.kubevol.volumes.plugins.module_utils.node import blockdev, layout, mount, ownership
 from ansible_collections.kubevol.volumes.plugins.module_utils.node.context import act as _act
@@ -59,9 +59,7 @@ def _result(item, **extra):
 
 
 def _image(ctx, item):
-    driver = ctx.driver(item)
-    path = getattr(driver, "image_path", None)
-    return path(item) if path is not None else None
+    return ctx.driver(item).backing(item)
 
 
 # -- publish ---------------------------------------------------------------------------------------
@@ -103,7 +101,7 @@ def publish(ctx, item):
         layout.write_vol_data(ctx.kubelet_dir, vol_dir, vol_data(ctx, item, image), ctx.node_name)
     if device is None:
         ctx.step = "create and attach"
-        att = driver.attach(item, provision=True, check_mode=ctx.check_mode)
+        att = driver.controller_publish(item, ctx.node_name, check_mode=ctx.check_mode, provision=True)
         device = att.device
         res["created"] = att.provisioned
         if att.provisioned:
@@ -133,7 +131,7 @@ def publish(ctx, item):
         # a run killed after mkfs: the filesystem is this volume's own (its image was created for this pod)
         fs = get_filesystem(found.fs_type)
         if found.fs_type != item.fs_type:
-            # as for a PV (operations._check_mismatch): never mounted as another type, never reformatted
+            # as for a PV (stage.check_mismatch): never mounted as another type, never reformatted
             res["fs_type_mismatch"] = {"expected": item.fs_type, "found": found.fs_type}
             raise FilesystemMismatch(volume=item.pv_name, node=ctx.node_name, expected=item.fs_type,
                                      found=found.fs_type, device=device, step="publish (FilesystemMismatch)")
@@ -230,9 +228,10 @@ def unpublish(ctx, item):
         res["diff"]["after"][target] = None
     if plan["device"]:
         _act(ctx, res, "detach %s" % plan["device"])
-        res["detached"] = driver.detach(item, check_mode=ctx.check_mode)
+        res["detached"] = driver.controller_unpublish(item, ctx.node_name, check_mode=ctx.check_mode)
     elif plan["evidence"] is not None and not ctx.check_mode:
-        driver.detach(item)  # drops a stale record and the pool's holder entry; runs no command
+        # drops a stale record and the pool's holder entry; runs no command
+        driver.controller_unpublish(item, ctx.node_name)
     ctx.step = "delete image"
     deleted = driver.delete_ephemeral(item, plan["evidence"], check_mode=True)
     if deleted:

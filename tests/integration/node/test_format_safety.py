@@ -11,7 +11,7 @@ import pytest
 from conftest import MiB
 
 from ansible_collections.kubevol.volumes.plugins.module_utils.common import names
-from ansible_collections.kubevol.volumes.plugins.module_utils.drivers.loop import (
+from ansible_collections.kubevol.volumes.plugins.module_utils.drivers.loop_kernel import (
     LOOP_GET_STATUS64, LOOP_INFO64)
 
 LOOP_SET_STATUS64 = 0x4C04

@@ -42,7 +42,8 @@ def test_shape():
 @pytest.mark.parametrize("device", ["/dev/loop3", None])
 def test_node_result_is_what_the_record_creates(device):
     item = volume_item({"pv_name": "pv-a", "driver": DRIVER, "volume_handle": "pv-a.img"})
-    driver = SimpleNamespace(attach=lambda item, provision, check_mode: Attachment(device, attached=True))
+    driver = SimpleNamespace(controller_publish=lambda item, node_id, check_mode, provision: Attachment(
+        device, attached=True))
     ctx = SimpleNamespace(node_name="node1", check_mode=device is None, driver=lambda item: driver)
     returned = attach_volume(ctx, item)["volume_attachment"]
     cluster = {"apiVersion": "v1", "kind": "List",

@@ -62,6 +62,11 @@ def test_each_node_module_ships_node_code_only(python):
         assert not_node_code(files) == [], "%s ships controller code to the nodes: %s" % (name, not_node_code(files))
     setup = collection_files(found["node_volume_setup"])
     assert "drivers/loop.py" in setup and "node/setup.py" in setup and "node/operations.py" in setup
+    # the device driver's node code, imported inside its verbs (drivers/device.py), travels with every node module
+    for name, files in found.items():
+        shipped = collection_files(files)
+        assert all(f in shipped for f in ("drivers/loop.py", "drivers/device.py", "node/stage.py", "node/publish.py",
+                                          "node/expand.py", "node/layout.py")), (name, shipped)
 
 
 def test_the_check_catches_a_node_module_that_imports_planning_or_store_code(tmp_path):

@@ -177,7 +177,7 @@ def test_a_handle_of_the_other_kind_of_volume_is_refused_before_anything_is_writ
 def test_find_device_reads_only_the_recorded_device(tmp_path, monkeypatch):
     """find_device (every mount and detach) asks the kernel about the recorded device alone, not every loop device the
     node has; the answer is the same: that device while it still backs the recorded inode, else None."""
-    from ansible_collections.kubevol.volumes.plugins.module_utils.drivers import loop
+    from ansible_collections.kubevol.volumes.plugins.module_utils.drivers import loop, loop_kernel
     pool = tmp_path / "pool"
     pool.mkdir()
     driver = LoopDriver(fake_runner({}), str(tmp_path / "k"), "n1", {"loop_pools": [str(pool)]})
@@ -190,7 +190,7 @@ def test_find_device_reads_only_the_recorded_device(tmp_path, monkeypatch):
 
     def kernel(only=None):
         asked.append(only)
-        return [loop.LoopDevice(name=name, back_file="", back_ino=backing_inode[name],
+        return [loop_kernel.LoopDevice(name=name, back_file="", back_ino=backing_inode[name],
                                 back_dev=(os.major(st.st_dev), os.minor(st.st_dev)))
                 for name in (only if only is not None else sorted(backing_inode))]
     monkeypatch.setattr(loop, "kernel_loop_devices", kernel)

@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from ansible_collections.kubevol.volumes.plugins.module_utils.drivers import loop
+from ansible_collections.kubevol.volumes.plugins.module_utils.drivers import loop, loop_kernel
 from ansible_collections.kubevol.volumes.plugins.module_utils.drivers.loop import LoopDriver
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import InvalidInput
 from ansible_collections.kubevol.volumes.plugins.module_utils.node.runner import Runner
@@ -39,7 +39,7 @@ def setup(tmp_path, monkeypatch):
     backing = {"/dev/loop7": st, "/dev/loop8": other_st}
 
     def kernel(only=None):
-        return [loop.LoopDevice(name=name, back_file="", back_ino=backing[name].st_ino,
+        return [loop_kernel.LoopDevice(name=name, back_file="", back_ino=backing[name].st_ino,
                                 back_dev=(os.major(backing[name].st_dev), os.minor(backing[name].st_dev)))
                 for name in (only if only is not None else sorted(backing)) if name in backing]
     monkeypatch.setattr(loop, "kernel_loop_devices", kernel)

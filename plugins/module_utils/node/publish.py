@@ -1,0 +1,89 @@
+# -*- coding: utf-8 -*-
+# Copyright: kubevol contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""NodePublishVolume / NodeUnpublishVolume of one pod for a driver that provides a block device (drivers/device.py).
+
+Filesystem: the global (staging) mount bind-mounted at the pod's ``volumes/kubernetes.io~csi/<pv>/mount``,
+read-only per pod, with the pod's fsGroup applied as csi_mounter.go SetUpAt does. Block: the device node
+bind-mounted onto a file at the pod's ``volumeDevices/kubernetes.io~csi/<pv>`` (csi_block.go MapPodDevice).
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import os
+
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import KubevolError
+from ansible_collections.kubevol.volumes.plugins.module_utils.node import blockdev, layout, mount, ownership
+from ansible_collections.kubevol.volumes.plugins.module_utils.node.context import act as _act
+from ansible_collections.kubevol.volumes.plugins.module_utils.node.stage import note_mount, repair_vol_data
+
+
+def publish_filesystem(ctx, runner, item, device, source, target, pod, mounts, res):
+    """Bind ``source`` (the global mount) at the pod's ``target``, or bring an existing bind to the pod's flags."""
+    read_only = pod.read_only or item.read_only
+    current = mounts.at(target)
+    if current:
+        if not mount.same_device(current, device):
+            raise KubevolError("pod mount %s is mounted from %s, not from volume %s's device %s on node %s; "
+                               "unmount it first" % (target, current.source, item.pv_name, device, ctx.node_name),
+                               node=ctx.node_name, volume=item.pv_name, step="publish")
+        repair_vol_data(ctx, res, os.path.dirname(target), layout.pod_vol_data(item, ctx.node_name))
+        # The per-mount flag decides: a bind of a read-only superblock is read-only whatever its own flag,
+        # and turns writable once the global mount is remounted read-write (see stage).
+        if read_only and not current.mount_read_only:
+            _act(ctx, res, "remount read-only %s" % target, mount.remount_read_only, runner, target)
+            res["published"].append(pod.uid)
+            note_mount(res, target, "%s (read-write)" % current.source, "%s (read-only)" % current.source)
+        elif not read_only and current.mount_read_only:
+            _act(ctx, res, "remount read-write %s" % target, mount.remount_bind_read_write, runner, target)
+            res["published"].append(pod.uid)
+            note_mount(res, target, "%s (read-only)" % current.source, "%s (read-write)" % current.source)
+        else:
+            note_mount(res, target, current.source, current.source)
+        ownership.apply_fs_group(ctx, res, item, pod, target, read_only, mounted=True)
+        return
+    if ctx.check_mode:
+        layout.check_dir(ctx.kubelet_dir, target, ctx.node_name)  # refused in check mode too
+    else:
+        layout.ensure_dir(ctx.kubelet_dir, target, ctx.node_name)
+        layout.write_vol_data(ctx.kubelet_dir, os.path.dirname(target), layout.pod_vol_data(item, ctx.node_name),
+                              ctx.node_name)
+    _act(ctx, res, "publish %s" % target, mount.bind, runner, source, target, read_only)
+    res["published"].append(pod.uid)
+    note_mount(res, target, None, device)
+    ownership.apply_fs_group(ctx, res, item, pod, target, read_only, mounted=not ctx.check_mode)
+
+
+def publish_block(ctx, runner, item, device, path, pod, mounts, res):
+    """Block mode: bind-mount the device node onto a file at the pod's volumeDevices ``path``."""
+    read_only = pod.read_only or item.read_only
+    if mounts.mounted(path):
+        if blockdev.device_number(path) != blockdev.device_number(device):
+            raise KubevolError("block publish path %s holds another device than %s for volume %s on node %s"
+                               % (path, device, item.pv_name, ctx.node_name),
+                               node=ctx.node_name, volume=item.pv_name, step="publish")
+        note_mount(res, path, device, device)
+        return
+    if ctx.check_mode:
+        layout.check_dir(ctx.kubelet_dir, os.path.dirname(path), ctx.node_name)
+    else:
+        layout.ensure_dir(ctx.kubelet_dir, os.path.dirname(path), ctx.node_name)
+        if not os.path.lexists(path):
+            os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o640))
+        elif os.path.islink(path) or not os.path.isfile(path):
+            raise KubevolError("block publish path %s exists and is not a plain file; remove it after checking"
+                               % path, node=ctx.node_name, volume=item.pv_name, step="publish")
+        layout.write_vol_data(ctx.kubelet_dir, layout.block_data_dir(ctx.kubelet_dir, item.pv_name),
+                              layout.pod_vol_data(item, ctx.node_name), ctx.node_name)
+    _act(ctx, res, "publish %s" % path, mount.bind, runner, device, path, read_only)
+    res["published"].append(pod.uid)
+    note_mount(res, path, None, device)
+
+
+def unpublish(ctx, runner, path, mounts, res):
+    """NodeUnpublishVolume: unmount one pod's path (its directories and vol_data.json go afterwards)."""
+    _act(ctx, res, "unmount %s" % path, mount.unmount, runner, path)
+    res["unmounted"].append(path)
+    note_mount(res, path, mounts.at(path).source, None)
