@@ -30,11 +30,6 @@ PLAN_GLUE = {
 }
 
 MAX_LINES = 420
-# being split on other branches
-BEING_SPLIT = frozenset((
-    "module_utils/node/operations.py",
-    "module_utils/drivers/loop.py",
-))
 
 
 def python_files(root):
@@ -111,11 +106,7 @@ def test_no_production_file_over_about_400_lines():
         name = os.path.relpath(path, PLUGINS).replace(os.sep, "/")
         with open(path) as handle:
             lines = sum(1 for _line in handle)
-        if lines > MAX_LINES and name not in BEING_SPLIT:
+        if lines > MAX_LINES:
             long_files[name] = lines
     assert long_files == {}, "split these by concern: %s" % long_files
 
-
-def test_the_allow_list_names_real_files():
-    for name in BEING_SPLIT:
-        assert os.path.isfile(os.path.join(PLUGINS, name)), name
