@@ -588,6 +588,12 @@ def main():
                for key in ("ping", "noop", "cold", "shell", "script") if key in results)
     print("controller CPU per run (medians; the nodes' CPU is not in it): %s" % ", ".join(
         "%s %.2f s" % (key, value) for key, value in cpu.items()))
+    # the process's start (Python, Ansible, the inventory, the playbook and its role) and end: its wall time
+    # outside the callback's span (from loading the callbacks to the recap)
+    outside = dict((key, statistics.median(secs - (c or {}).get("seconds", secs) for secs, c in results[key]))
+                   for key in ("ping", "noop", "cold", "shell", "script") if key in results)
+    print("start-up and end outside the tasks (medians): %s" % ", ".join(
+        "%s %.2f s" % (key, value) for key, value in outside.items()))
     print()
     print("\n".join(task_table("no-op", results["noop"], noop_med)))
     print()
