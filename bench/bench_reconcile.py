@@ -35,6 +35,10 @@ module results, one per loop item; set_fact/debug/meta/include/assert/fail and t
 validate_argument_spec (controller-only action plugins) excluded; results of
 tasks delegated to localhost count under "controller").
 
+The same callback times each task (wall, and the controller CPU of the process and the workers it reaped): the
+report shows where a no-op and a cold run go, task by task (medians), the controller CPU per kind of run, the
+start-up outside the tasks and the load average over the timed runs. Past outputs: bench/results/.
+
 Before every timed run an untimed ping opens the ssh ControlPersist connections, so every timed
 run starts with warm connections. Not a timed test: it prints figures (and --markdown, a table
 for docs/performance.md). Everything runs under --state-dir (default /tmp/kubevol-bench) and is
