@@ -35,6 +35,10 @@ module results, one per loop item; set_fact/debug/meta/include/assert/fail and t
 validate_argument_spec (controller-only action plugins) excluded; results of
 tasks delegated to localhost count under "controller").
 
+The same callback times each task (wall, and the controller CPU of the process and the workers it reaped): the
+report shows where a no-op and a cold run go, task by task (medians), the controller CPU per kind of run, the
+start-up outside the tasks and the load average over the timed runs. Past outputs: bench/results/.
+
 Before every timed run an untimed ping opens the ssh ControlPersist connections, so every timed
 run starts with warm connections. Not a timed test: it prints figures (and --markdown, a table
 for docs/performance.md). Everything runs under --state-dir (default /tmp/kubevol-bench) and is
@@ -378,6 +382,33 @@ def describe(values):
     return str(lo) if lo == hi else "%d-%d" % (lo, hi)
 
 
+def task_medians(runs):
+    """[(task name, median wall s, median controller CPU s)] over the runs' per-task times (the callback's
+    ``tasks``), in the order the runs ran them; a task a run did not run counts 0 there."""
+    order, per_run = [], []
+    for _secs, counts in runs:
+        seen = {}
+        for name, wall, cpu in (counts or {}).get("tasks", ()):
+            if name not in order:
+                order.append(name)
+            before = seen.get(name, (0, 0))
+            seen[name] = (before[0] + wall, before[1] + cpu)
+        per_run.append(seen)
+    return [(name, statistics.median(run.get(name, (0, 0))[0] for run in per_run),
+             statistics.median(run.get(name, (0, 0))[1] for run in per_run)) for name in order]
+
+
+def task_table(title, runs, total):
+    """Markdown rows: where a run's wall time goes, task by task (medians), and the rest (start-up, the end)."""
+    rows = task_medians(runs)
+    lines = ["| %s: task | wall (median) | controller CPU (median) |" % title, "|---|---|---|"]
+    for name, wall, cpu in rows:
+        lines.append("| %s | %.2f s | %.2f s |" % (name[:90], wall, cpu))
+    lines.append("| (Ansible's start-up before the first task, and its end) | %.2f s | |"
+                 % (total - sum(r[1] for r in rows)))
+    return lines
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
     p.add_argument("--nodes", type=int, default=10)
@@ -404,6 +435,7 @@ def main():
                          " ".join(shlex.quote(a) for a in [os.path.relpath(__file__, ROOT)] + sys.argv[1:]))
     load_before = os.getloadavg()
     results = {}
+    loads = []  # the 1-minute load average after each timed run: how busy the machine was while it ran
     subprocess.run([sys.executable, TESTNODES, "down", "--purge", "--state-dir", bench.state],
                    stdout=subprocess.DEVNULL, check=False)
     t_start = time.monotonic()
@@ -438,6 +470,7 @@ def main():
             if sum(mounts.values()) != args.volumes:
                 raise SystemExit("%s: %d mounts, want %d: %s" % (key, sum(mounts.values()), args.volumes, mounts))
             results.setdefault(key, []).append((secs, counts))
+            loads.append(os.getloadavg()[0])
             log("  %.1f s" % secs)
 
         def cold_reconcile(sample):
@@ -462,6 +495,7 @@ def main():
             if "changed=0" not in out or any(("changed=%d" % k) in out for k in range(1, 10)):
                 raise SystemExit("the converged reconcile changed something; log in %s" % bench.logs)
             noop.append((s, c))
+            loads.append(os.getloadavg()[0])
             log("  ping %.2f s, no-op reconcile %.2f s" % (ping[-1][0], noop[-1][0]))
         results["noop"], results["ping"] = noop, ping
 
@@ -520,6 +554,8 @@ def main():
           % (platform.node(), os.cpu_count(), *load_before, *load_after, platform.python_version(),
              subprocess.run([os.path.join(BIN, "ansible"), "--version"], stdout=subprocess.PIPE,
                             universal_newlines=True, check=False).stdout.splitlines()[0]))
+    print("1-minute load average after the timed runs: %.1f-%.1f (median %.1f); on %d cores"
+          % (min(loads), max(loads), statistics.median(loads), os.cpu_count()))
     print("nodes %d, forks %d, volumes %d x %s %s, strategy %s; no-op/ping: median of %d interleaved pairs"
           % (n, args.forks, args.volumes, args.size, args.fs, args.strategy, args.repeat))
     print("no-op runs: %s s; ping runs: %s s" % (", ".join("%.2f" % r[0] for r in results["noop"]),
@@ -552,6 +588,21 @@ def main():
          if k.startswith("node1:")}))
     print("controller-side module runs in the cold reconcile: %s" % (
         {k.split(":", 1)[1]: v for k, v in cold_c["per_host_action"].items() if k.startswith("controller:")}))
+    cpu = dict((key, statistics.median((c or {}).get("controller_cpu", 0) for _s, c in results[key]))
+               for key in ("ping", "noop", "cold", "shell", "script") if key in results)
+    print("controller CPU per run (medians; the nodes' CPU is not in it): %s" % ", ".join(
+        "%s %.2f s" % (key, value) for key, value in cpu.items()))
+    # the process's start (Python, Ansible, the inventory, the playbook and its role) and end: its wall time
+    # outside the callback's span (from loading the callbacks to the recap)
+    outside = dict((key, statistics.median(secs - (c or {}).get("seconds", secs) for secs, c in results[key]))
+                   for key in ("ping", "noop", "cold", "shell", "script") if key in results)
+    print("start-up and end outside the tasks (medians): %s" % ", ".join(
+        "%s %.2f s" % (key, value) for key, value in outside.items()))
+    print()
+    print("\n".join(task_table("no-op", results["noop"], noop_med)))
+    print()
+    print("\n".join(task_table("cold", results["cold"], cold_s)))
+    print()
     print("total bench time %.0f s; command: %s" % (total, cmdline))
     return 0
 

@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: kubevol contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Count module executions per host for bench/bench_reconcile.py."""
+"""Count module executions per host for bench/bench_reconcile.py, and time each task (wall and controller CPU)."""
 
 from __future__ import annotations
 
@@ -15,6 +15,8 @@ description:
     actions (set_fact, debug, meta, include/import, assert, fail, add_host, group_by, validate_argument_spec)
     do not count.
   - A result of a task delegated to localhost counts under C(controller), not under its host.
+  - Also writes each task's wall time (from its start to the next task's) and the CPU the controller used in it
+    (this process and the workers it reaped), in the order the tasks ran, and the whole run's controller CPU.
 requirements:
   - enable it in callbacks_enabled (and with ANSIBLE_LOAD_CALLBACK_PLUGINS=1 for ad-hoc commands)
 options:
@@ -26,6 +28,7 @@ options:
 """
 
 import json
+import os
 import time
 
 from ansible.plugins.callback import CallbackBase
@@ -49,6 +52,23 @@ class CallbackModule(CallbackBase):
         self.counts = {}
         self.by_action = {}
         self.started = time.monotonic()
+        self.tasks = []  # [name, wall seconds, controller CPU seconds], in the order they ran
+        self.current = None
+
+    @staticmethod
+    def _cpu():
+        t = os.times()
+        return t.user + t.system + t.children_user + t.children_system
+
+    def _close_task(self):
+        if self.current is not None:
+            name, wall, cpu = self.current
+            self.tasks.append([name, round(time.monotonic() - wall, 3), round(self._cpu() - cpu, 3)])
+            self.current = None
+
+    def v2_playbook_on_task_start(self, task, is_conditional):
+        self._close_task()
+        self.current = (task.get_name(), time.monotonic(), self._cpu())
 
     def _action(self, task):
         action = getattr(task, "resolved_action", None) or task.action or ""
@@ -82,6 +102,7 @@ class CallbackModule(CallbackBase):
         self._count(result)
 
     def v2_playbook_on_stats(self, stats):
+        self._close_task()
         self._write()
 
     def _write(self):
@@ -90,4 +111,5 @@ class CallbackModule(CallbackBase):
             return
         with open(path, "w") as fh:
             json.dump({"per_host": self.counts, "per_host_action": self.by_action,
-                       "seconds": round(time.monotonic() - self.started, 3)}, fh, indent=1, sort_keys=True)
+                       "seconds": round(time.monotonic() - self.started, 3), "tasks": self.tasks,
+                       "controller_cpu": round(self._cpu(), 3)}, fh, indent=1, sort_keys=True)
