@@ -129,7 +129,7 @@ options:
         type: str
       plugin:
         description:
-          - The volume plugin that serves the volume, as the kubelet's C(FindPluginBySpec) finds it:
+          - The volume plugin that serves the volume, as the kubelet's C(FindPluginBySpec) finds it;
             C(kubernetes.io/csi) (PV C(spec.csi)), C(kubernetes.io/local-volume) (PV C(spec.local)) or
             C(kubernetes.io/host-path) (PV C(spec.hostPath)).
           - Local and hostPath volumes are never attached. A local directory is bind-mounted into each pod; a local

@@ -39,6 +39,13 @@ def expand(ctx, runner, driver, item, gpath, res):
     if item.read_only:
         res["skipped"] = "read-only volume: its filesystem is not grown (device rescanned)"
         return res
+    return grow_filesystem(ctx, runner, item, device, gpath, new_dev, res)
+
+
+def grow_filesystem(ctx, runner, item, device, gpath, new_size, res):
+    """Grow the filesystem on ``device`` to ``new_size`` bytes: at its mount point (``gpath`` when mounted there,
+    else wherever the device is mounted) online, or (ext, unmounted) offline after a forced fsck. Shared by the
+    device drivers' NodeExpandVolume and the local plugin's NodeExpand (local.go: a block-backed filesystem)."""
     fs_type = blockdev.filesystem_type(runner, device)
     fs = get_filesystem(fs_type)
     res["fs_type"] = fs_type or None
@@ -51,16 +58,16 @@ def expand(ctx, runner, driver, item, gpath, res):
     res["mount_path"] = mountpoint
     old_fs = fs.fs_size(runner, device, mountpoint)
     res["fs_size_bytes"] = {"old": old_fs, "new": old_fs}
-    if not fs.needs_grow(new_dev, old_fs):
+    if not fs.needs_grow(new_size, old_fs):
         return res
     if fs.GROW_MOUNTPOINT_ONLY and not mountpoint:
-        raise KubevolError("cannot grow %s of volume %s on node %s: %s grows only while mounted; mount the volume "
+        raise KubevolError("cannot grow %s of %svolume %s on node %s: %s grows only while mounted; mount the volume "
                            "(node_volume_mount) and run fs_expand again"
-                           % (fs_type, item.pv_name, ctx.node_name, fs_type),
+                           % (fs_type, "" if item.csi else "local ", item.pv_name, ctx.node_name, fs_type),
                            node=ctx.node_name, volume=item.pv_name, step="grow filesystem")
     res["changed"] = True
     if ctx.check_mode:
-        res["fs_size_bytes"]["new"] = new_dev
+        res["fs_size_bytes"]["new"] = new_size
         return res
     if fs.EXT and not mountpoint:
         runner.check(["e2fsck", "-f", "-p", device], step="fsck before offline grow", ok=(0, 1),

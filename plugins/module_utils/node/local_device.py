@@ -18,17 +18,15 @@ __metaclass__ = type
 import os
 
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import (
-    CommandFailed, FilesystemMismatch, KubevolError, UnsafeToFormat)
+    FilesystemMismatch, KubevolError, UnsafeToFormat)
 from ansible_collections.kubevol.volumes.plugins.module_utils.node import blockdev, layout, mount
 from ansible_collections.kubevol.volumes.plugins.module_utils.node.context import act
+from ansible_collections.kubevol.volumes.plugins.module_utils.node.expand import grow_filesystem
+from ansible_collections.kubevol.volumes.plugins.module_utils.node.stage import fsck, grow_offline
 from ansible_collections.kubevol.volumes.plugins.module_utils.node.filesystems import (
     FILESYSTEMS, filesystem_to_create, get_filesystem)
 
 PLUGIN = "kubernetes.io/local-volume"
-FSCK_UNCORRECTED = 4
-ONLINE_GROW_HINT = ("online resize of a mounted ext filesystem needs CAP_SYS_RESOURCE here; grow it offline: unmount "
-                    "the local volume from its pods and the node (volume_detach), and node_volume_mount grows it at "
-                    "its next mount; the filesystem and its data are unchanged")
 
 
 class LocalFilesystemMismatch(FilesystemMismatch):
@@ -81,8 +79,8 @@ def stage(ctx, runner, item, device, mounts, res):
         _mismatch(ctx, item, device, found.fs_type, res)
         fs = get_filesystem(found.fs_type)
         if not item.read_only:
-            _fsck(ctx, runner, item, device, res)
-            _grow_offline(ctx, runner, fs, device, res)
+            fsck(ctx, runner, item, device, res)
+            grow_offline(ctx, runner, fs, device, res)
     res["fs_type"] = fs.NAME
     if not ctx.check_mode:
         layout.ensure_dir(ctx.kubelet_dir, gpath, ctx.node_name)
@@ -99,35 +97,6 @@ def _mismatch(ctx, item, device, existing, res):
                                       device=device, step="mount device (FilesystemMismatch)")
 
 
-def _fsck(ctx, runner, item, device, res):
-    """mount-utils checkAndRepairFilesystem: exit 1 corrected, 4 uncorrected (an error), more is logged."""
-    if ctx.check_mode:
-        return
-    argv = ["fsck", "-a", device]
-    rc, out, err = runner(argv)
-    res["fsck"] = rc
-    if rc == FSCK_UNCORRECTED:
-        raise CommandFailed(step="fsck (HasFilesystemErrors)", node=ctx.node_name, volume=item.pv_name,
-                            cmd=" ".join(argv), rc=rc, stderr=(err or out).strip(),
-                            hint="the filesystem has errors fsck -a cannot fix; repair it by hand (fsck -y %s)"
-                                 % device)
-    if rc > FSCK_UNCORRECTED:
-        ctx.warn("fsck -a %s exited %s (%s); continuing as Kubernetes does" % (device, rc, (err or out).strip()))
-
-
-def _grow_offline(ctx, runner, fs, device, res):
-    """expandVolumeDuringMount: an ext filesystem smaller than its device is grown before it is mounted."""
-    if not fs.EXT:
-        return
-    dev_size, fs_size = blockdev.device_size(runner, device), fs.fs_size(runner, device)
-    if not fs.needs_grow(dev_size, fs_size):
-        return
-    act(ctx, res, "check before offline grow", runner.check, ["e2fsck", "-f", "-p", device],
-        "fsck before offline grow", "repair the filesystem by hand (e2fsck -f %s)" % device, (0, 1))
-    act(ctx, res, "grow offline", runner.check, fs.grow_argv(device), "grow filesystem offline")
-    res["grown_offline"] = {"old": fs_size, "new": dev_size if ctx.check_mode else fs.fs_size(runner, device)}
-
-
 def expand(ctx, runner, item, device, res):
     """Grow the filesystem on ``device`` to the device's size (operations._expand_node, without attach or rescan:
     a local disk's size is what it is)."""
@@ -139,38 +108,4 @@ def expand(ctx, runner, item, device, res):
     if item.read_only:
         res["skipped"] = "read-only volume: its filesystem is not grown"
         return res
-    fs_type = blockdev.filesystem_type(runner, device)
-    fs = get_filesystem(fs_type)
-    res["fs_type"] = fs_type or None
-    if fs is None:
-        res["skipped"] = "no filesystem kubevol can grow on %s (found %r)" % (device, fs_type or "nothing")
-        return res
-    gpath = global_path(ctx, item)
-    mounts = mount.list_mounts(runner)
-    current = list(mounts.of_device(blockdev.device_number(device)))
-    mountpoint = gpath if mounts.mounted(gpath) else (current[0].target if current else None)
-    res["mount_path"] = mountpoint
-    old_fs = fs.fs_size(runner, device, mountpoint)
-    res["fs_size_bytes"] = {"old": old_fs, "new": old_fs}
-    if not fs.needs_grow(size, old_fs):
-        return res
-    if fs.GROW_MOUNTPOINT_ONLY and not mountpoint:
-        raise KubevolError("cannot grow %s of local volume %s on node %s: %s grows only while mounted; mount the "
-                           "volume (node_volume_mount) and run fs_expand again"
-                           % (fs_type, item.pv_name, ctx.node_name, fs_type),
-                           node=ctx.node_name, volume=item.pv_name, step="grow filesystem")
-    res["changed"] = True
-    if ctx.check_mode:
-        res["fs_size_bytes"]["new"] = size
-        return res
-    if fs.EXT and not mountpoint:
-        runner.check(["e2fsck", "-f", "-p", device], step="fsck before offline grow", ok=(0, 1),
-                     hint="repair the filesystem by hand (e2fsck -f %s), then run fs_expand again" % device)
-    argv = fs.grow_argv(device, mountpoint)
-    rc, out, err = runner(argv)
-    if rc != 0:
-        hint = (ONLINE_GROW_HINT if fs.EXT and mountpoint
-                else "the filesystem was not changed; check the tool's message")
-        raise runner.fail("grow filesystem %s" % ("online" if mountpoint else "offline"), argv, rc, err or out, hint)
-    res["fs_size_bytes"]["new"] = fs.fs_size(runner, device, mountpoint)
-    return res
+    return grow_filesystem(ctx, runner, item, device, global_path(ctx, item), size, res)

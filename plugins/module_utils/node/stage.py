@@ -62,8 +62,8 @@ def stage(ctx, runner, driver, item, device, gpath, mounts, force, res):
         check_mismatch(ctx, item, device, existing, res)
         fs = get_filesystem(existing)
         if not item.read_only:
-            _fsck(ctx, runner, item, device, res)
-            _grow_offline(ctx, runner, fs, device, res)
+            fsck(ctx, runner, item, device, res)
+            grow_offline(ctx, runner, fs, device, res)
     res["fs_type"] = fs.NAME
     vol_dir = os.path.dirname(gpath)
     if ctx.check_mode:
@@ -141,7 +141,7 @@ def check_mismatch(ctx, item, device, existing, res):
                                  device=device, step="mount device (FilesystemMismatch)")
 
 
-def _fsck(ctx, runner, item, device, res):
+def fsck(ctx, runner, item, device, res):
     """As mount-utils checkAndRepairFilesystem: 1 corrected, 4 uncorrected (error), >4 logged."""
     if ctx.check_mode:
         return
@@ -157,7 +157,7 @@ def _fsck(ctx, runner, item, device, res):
         ctx.warn("fsck -a %s exited %s (%s); continuing as Kubernetes does" % (device, rc, (err or out).strip()))
 
 
-def _grow_offline(ctx, runner, fs, device, res):
+def grow_offline(ctx, runner, fs, device, res):
     """expandVolumeDuringMount: grow an ext filesystem smaller than its device before mounting."""
     if not fs.EXT:
         return
