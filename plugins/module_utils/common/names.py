@@ -19,6 +19,7 @@ import hashlib
 import os
 
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import InvalidInput, UnsafeName
+from ansible_collections.kubevol.volumes.plugins.module_utils.volume.base import check_component  # noqa: F401 (one rule)
 from ansible_collections.kubevol.volumes.plugins.module_utils.volume.csi import CSIPlugin
 
 CSI_PLUGIN_NAME = CSIPlugin.NAME
@@ -38,19 +39,6 @@ MAX_GROUP_ID = 2 ** 31 - 1
 def is_group_id(value):
     """Whether ``value`` is a securityContext.fsGroup the API server accepts: an integer from 0 to 2**31-1."""
     return not isinstance(value, bool) and isinstance(value, int) and 0 <= value <= MAX_GROUP_ID
-
-
-def check_component(field, value):
-    """Refuse anything that is not one safe path component; return value."""
-    if not isinstance(value, str) or value == "":
-        raise UnsafeName(field=field, value=value, reason="must be a non-empty string")
-    if value in (".", "..") or "/" in value or "\\" in value:
-        raise UnsafeName(field=field, value=value, reason="it would escape its directory")
-    if any(ord(c) < 32 or ord(c) == 127 for c in value):
-        raise UnsafeName(field=field, value=value, reason="it contains NUL or control characters")
-    if len(value.encode("utf-8")) > 255:
-        raise UnsafeName(field=field, value=value, reason="it is longer than 255 bytes")
-    return value
 
 
 def check_driver_name(value):

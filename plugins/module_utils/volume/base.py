@@ -32,7 +32,8 @@ def escape_qualified_name(name):
 
 
 def check_component(field, value):
-    """One safe path component (common/names.py check_component's rule, repeated here so this module stays a leaf)."""
+    """Refuse anything that is not one safe path component; return value. (common/names.py re-exports it: one
+    rule for every name that becomes a path component.)"""
     if not isinstance(value, str) or value == "":
         raise UnsafeName(field=field, value=value, reason="must be a non-empty string")
     if value in (".", "..") or "/" in value or "\\" in value:
