@@ -25,6 +25,7 @@ from contextlib import contextmanager
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import (
     InvalidInput, MalformedObject, QuantityError)
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.names import MANAGED_ATTACH_DETACH_ANNOTATION
+from ansible_collections.kubevol.volumes.plugins.module_utils.cluster.fields import optional_str, pairs, require_str, strings
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.quantity import to_bytes
 from ansible_collections.kubevol.volumes.plugins.module_utils.cluster.pv import (  # noqa: F401 (the model's names)
     ClaimRef, CSISource, HostPathSource, LocalSource, PersistentVolume, build_pv, node_matches, pv_unique_name)
@@ -78,14 +79,6 @@ def annotation(obj, key, default=None):
     return default
 
 
-def _pairs(mapping, where):
-    if not mapping:
-        return ()
-    if not isinstance(mapping, dict):
-        raise TypeError("%s must be a mapping" % where)
-    return tuple(sorted([(str(k), str(v)) for k, v in mapping.items()]))
-
-
 def _name_of(obj):
     meta = obj.get("metadata") if isinstance(obj, dict) else None
     if not isinstance(meta, dict):
@@ -95,36 +88,13 @@ def _name_of(obj):
     return "%s/%s" % (ns, name) if ns else str(name)
 
 
-def _require_str(value, what):
-    if not isinstance(value, str) or not value:
-        raise TypeError("%s must be a non-empty string, got %r" % (what, value))
-    return value
-
-
-def _optional_str(value, what):
-    """A string field Kubernetes may leave out: None or "" stay as they are, anything else but a string is refused
-    (a namespace or a claim name used as a key later must not be a list or a mapping)."""
-    if value is not None and value.__class__ is not str:
-        raise TypeError("%s must be a string, got %r" % (what, value))
-    return value
-
-
-def _strings(values, what):
-    """A list of strings (accessModes, mountOptions) as a tuple."""
-    values = tuple(values or ())
-    for value in values:
-        if value.__class__ is not str:
-            raise TypeError("%s entries must be strings, got %r" % (what, value))
-    return values
-
-
 def _node(obj):
     where = "metadata"
     meta = obj["metadata"]
-    name = _require_str(meta["name"], "metadata.name")
-    annotations = _pairs(meta.get("annotations"), "metadata.annotations")
+    name = require_str(meta["name"], "metadata.name")
+    annotations = pairs(meta.get("annotations"), "metadata.annotations")
     where = "metadata.labels"
-    labels = _pairs(meta.get("labels"), "metadata.labels")
+    labels = pairs(meta.get("labels"), "metadata.labels")
     where = "spec.taints"
     taints = tuple(Taint(t["key"], t.get("value"), t.get("effect")) for t in (obj.get("spec") or _EMPTY).get("taints") or ())
     status = obj.get("status") or _EMPTY
@@ -134,10 +104,10 @@ def _node(obj):
         if cond["type"] == "Ready":
             ready = cond.get("status") == "True"
     where = "status.volumesAttached"
-    attached = tuple(AttachedVolumeStatus(_require_str(v["name"], "name"), v.get("devicePath") or "")
+    attached = tuple(AttachedVolumeStatus(require_str(v["name"], "name"), v.get("devicePath") or "")
                      for v in status.get("volumesAttached") or ())
     where = "status.volumesInUse"
-    in_use = tuple([_require_str(v, "entry") for v in status.get("volumesInUse") or ()])
+    in_use = tuple([require_str(v, "entry") for v in status.get("volumesInUse") or ()])
     return Node(name, annotations, taints, ready, attached, in_use, labels)
 
 
@@ -154,21 +124,21 @@ def _container_states(status):
 def _pod_volume(pod_name, vol):
     name = vol["name"]
     if not name or name.__class__ is not str:  # as in _pod: _require_str only when the cheap test fails
-        _require_str(name, "spec.volumes[].name")
+        require_str(name, "spec.volumes[].name")
     if "persistentVolumeClaim" in vol:
         src = vol["persistentVolumeClaim"]
         claim = src["claimName"]
         if not claim or claim.__class__ is not str:
-            _require_str(claim, "claimName")
+            require_str(claim, "claimName")
         return PodVolume(name, "persistentVolumeClaim", claim, bool(src.get("readOnly")), None)
     if "ephemeral" in vol:
         # util.go CreateVolumeSpec: a generic ephemeral volume's claim is <pod>-<volume>
         return PodVolume(name, "ephemeral", pod_name + "-" + name, False, None)
     if "csi" in vol:
         src = vol["csi"]
-        driver = _require_str(src["driver"], "csi.driver")
+        driver = require_str(src["driver"], "csi.driver")
         inline = CSISource(driver, None, src.get("fsType") or "", bool(src.get("readOnly")),
-                           _pairs(src.get("volumeAttributes"), "csi.volumeAttributes"))
+                           pairs(src.get("volumeAttributes"), "csi.volumeAttributes"))
         return PodVolume(name, "csi", None, inline.read_only, driver, inline)
     for kind in vol:
         if kind != "name":
@@ -183,16 +153,16 @@ def _pod(obj):
     uid = meta.get("uid")
     # _require_str called only when this cheap test fails: it runs for every pod and every pod volume
     if not name or not uid or name.__class__ is not str or uid.__class__ is not str:
-        _require_str(name, "metadata.name")
-        _require_str(uid, "metadata.uid")
+        require_str(name, "metadata.name")
+        require_str(uid, "metadata.uid")
     namespace = meta.get("namespace") or "default"
     if namespace.__class__ is not str:
-        _optional_str(namespace, "metadata.namespace")
+        optional_str(namespace, "metadata.namespace")
     spec = obj["spec"]
     where = "spec.nodeName"
     node_name = spec.get("nodeName") or ""
     if node_name.__class__ is not str:
-        _optional_str(node_name, "spec.nodeName")
+        optional_str(node_name, "spec.nodeName")
     status = obj.get("status") or _EMPTY
     where = "status"
     phase = status.get("phase") or "Pending"
@@ -208,7 +178,7 @@ def _pod(obj):
             for m in container.get("volumeMounts") or ():
                 mount_name = m["name"]
                 if mount_name.__class__ is not str:
-                    _require_str(mount_name, "volumeMounts[].name")
+                    require_str(mount_name, "volumeMounts[].name")
                 mounts.append((mount_name, bool(m.get("readOnly"))))
             for d in container.get("volumeDevices") or ():
                 devices.append(d["name"])
@@ -222,7 +192,7 @@ def _pod(obj):
 def _pvc(obj):
     where = "metadata"
     meta = obj["metadata"]
-    name = _require_str(meta["name"], "metadata.name")
+    name = require_str(meta["name"], "metadata.name")
     spec = obj.get("spec") or _EMPTY
     status = obj.get("status") or _EMPTY
     where = "spec.resources.requests.storage"
@@ -242,13 +212,13 @@ def _pvc(obj):
     where = "metadata.namespace"
     namespace = meta.get("namespace") or "default"
     if namespace.__class__ is not str:  # the call only when the cheap test fails: this runs for every claim
-        _optional_str(namespace, "metadata.namespace")
+        optional_str(namespace, "metadata.namespace")
     where = "spec.volumeName"
     volume_name = spec.get("volumeName") or ""
     if volume_name.__class__ is not str:
-        _optional_str(volume_name, "spec.volumeName")
+        optional_str(volume_name, "spec.volumeName")
     where = "spec.accessModes"
-    modes = _strings(spec.get("accessModes"), "accessModes")
+    modes = strings(spec.get("accessModes"), "accessModes")
     return PersistentVolumeClaim(namespace, name, meta.get("uid"), status.get("phase") or "Pending", volume_name,
                                  request, capacity, modes, conditions, owners, allocated, resize_status)
 
@@ -256,14 +226,14 @@ def _pvc(obj):
 def _va(obj):
     where = "metadata"
     meta = obj["metadata"]
-    name = _require_str(meta["name"], "metadata.name")
+    name = require_str(meta["name"], "metadata.name")
     where = "spec"
     spec = obj["spec"]
-    node_name = _require_str(spec["nodeName"], "spec.nodeName")
+    node_name = require_str(spec["nodeName"], "spec.nodeName")
     status = obj.get("status") or _EMPTY
-    annotations = _pairs(meta.get("annotations"), "metadata.annotations")
+    annotations = pairs(meta.get("annotations"), "metadata.annotations")
     where = "spec.source.persistentVolumeName"
-    pv_name = _optional_str((spec.get("source") or _EMPTY).get("persistentVolumeName"), "persistentVolumeName")
+    pv_name = optional_str((spec.get("source") or _EMPTY).get("persistentVolumeName"), "persistentVolumeName")
     where = "status.attachmentMetadata"
     device_path = (status.get("attachmentMetadata") or _EMPTY).get("devicePath") or ""
     return VolumeAttachment(name, spec.get("attacher"), node_name, pv_name,
@@ -271,7 +241,7 @@ def _va(obj):
 
 
 def _csidriver(obj):
-    name = _require_str(obj["metadata"]["name"], "metadata.name")
+    name = require_str(obj["metadata"]["name"], "metadata.name")
     spec = obj.get("spec") or _EMPTY
     required = spec.get("attachRequired")
     # csi_plugin.go skipAttach: nil attachRequired means attach is required; the API server defaults

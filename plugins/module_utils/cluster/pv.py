@@ -15,6 +15,7 @@ __metaclass__ = type
 
 from collections import namedtuple
 
+from ansible_collections.kubevol.volumes.plugins.module_utils.cluster.fields import optional_str, pairs, require_str, strings
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.quantity import to_bytes
 from ansible_collections.kubevol.volumes.plugins.module_utils.volume.csi import CSIPlugin
 from ansible_collections.kubevol.volumes.plugins.module_utils.volume.host_path import HostPathPlugin
@@ -44,34 +45,6 @@ FIELD_OPERATORS = ("In", "NotIn")
 NODE_NAME_FIELD = "metadata.name"  # the one field nodeaffinity.go's field selector supports
 
 
-def _require_str(value, what):
-    if not isinstance(value, str) or not value:
-        raise TypeError("%s must be a non-empty string, got %r" % (what, value))
-    return value
-
-
-def _optional_str(value, what):
-    if value is not None and value.__class__ is not str:
-        raise TypeError("%s must be a string, got %r" % (what, value))
-    return value
-
-
-def _strings(values, what):
-    values = tuple(values or ())
-    for value in values:
-        if value.__class__ is not str:
-            raise TypeError("%s entries must be strings, got %r" % (what, value))
-    return values
-
-
-def _pairs(mapping, where):
-    if not mapping:
-        return ()
-    if not isinstance(mapping, dict):
-        raise TypeError("%s must be a mapping" % where)
-    return tuple(sorted([(str(k), str(v)) for k, v in mapping.items()]))
-
-
 def _int64(value):
     """A Gt/Lt value: an integer as strconv.ParseInt reads it, or None."""
     try:
@@ -86,9 +59,9 @@ def _requirement(raw, where, fields=False):
     validateNodeFieldSelectorRequirement)."""
     if not isinstance(raw, dict):
         raise TypeError("%s must be a mapping" % where)
-    key = _require_str(raw.get("key"), where + ".key")
+    key = require_str(raw.get("key"), where + ".key")
     operator = raw.get("operator")
-    values = _strings(raw.get("values"), where + ".values")
+    values = strings(raw.get("values"), where + ".values")
     allowed = FIELD_OPERATORS if fields else LABEL_OPERATORS
     if operator not in allowed:
         raise ValueError("%s.operator %r is not a valid operator (valid: %s)" % (where, operator, ", ".join(allowed)))
@@ -189,44 +162,44 @@ def pv_unique_name(pv):
 def build_pv(obj):
     """A PersistentVolume from a PV object (objects.py's builder for kind PersistentVolume)."""
     where = "metadata.name"
-    name = _require_str(obj["metadata"]["name"], "metadata.name")
+    name = require_str(obj["metadata"]["name"], "metadata.name")
     spec = obj["spec"]
     where = "spec.capacity.storage"
     storage = (spec.get("capacity") or _EMPTY).get("storage")
     capacity = to_bytes(storage, where) if storage is not None else 0
     where = "spec.claimRef"
     ref = spec.get("claimRef")
-    claim_ref = ClaimRef(_optional_str(ref.get("namespace"), "namespace"), _optional_str(ref.get("name"), "name"),
+    claim_ref = ClaimRef(optional_str(ref.get("namespace"), "namespace"), optional_str(ref.get("name"), "name"),
                          ref.get("uid")) if ref else None
     local = host_path = None
     where = "spec.csi"
     csi = spec.get("csi")
     if csi is not None:
-        csi = CSISource(_require_str(csi["driver"], "driver"), _require_str(csi["volumeHandle"], "volumeHandle"),
-                        _optional_str(csi.get("fsType"), "fsType") or "", bool(csi.get("readOnly")),
-                        _pairs(csi.get("volumeAttributes"), "volumeAttributes"))
+        csi = CSISource(require_str(csi["driver"], "driver"), require_str(csi["volumeHandle"], "volumeHandle"),
+                        optional_str(csi.get("fsType"), "fsType") or "", bool(csi.get("readOnly")),
+                        pairs(csi.get("volumeAttributes"), "volumeAttributes"))
         source_kind = "csi"
     elif spec.get("local") is not None:
         where = "spec.local"
         raw = spec["local"]
         if not isinstance(raw, dict):
             raise TypeError("spec.local must be a mapping")
-        local = LocalSource(_require_str(raw.get("path"), "path"), _optional_str(raw.get("fsType"), "fsType") or "")
+        local = LocalSource(require_str(raw.get("path"), "path"), optional_str(raw.get("fsType"), "fsType") or "")
         source_kind = "local"
     elif spec.get("hostPath") is not None:
         where = "spec.hostPath"
         raw = spec["hostPath"]
         if not isinstance(raw, dict):
             raise TypeError("spec.hostPath must be a mapping")
-        host_path = HostPathSource(_require_str(raw.get("path"), "path"), _optional_str(raw.get("type"), "type") or "")
+        host_path = HostPathSource(require_str(raw.get("path"), "path"), optional_str(raw.get("type"), "type") or "")
         source_kind = "hostPath"
     else:
         source_kind = next((k for k in spec if k not in PV_NOT_SOURCE_KEYS), "unknown")
     where = "spec.nodeAffinity"
     affinity = node_affinity(spec.get("nodeAffinity"))
     where = "spec.accessModes"
-    modes = _strings(spec.get("accessModes"), "accessModes")
+    modes = strings(spec.get("accessModes"), "accessModes")
     where = "spec.mountOptions"
-    options = _strings(spec.get("mountOptions"), "mountOptions")
+    options = strings(spec.get("mountOptions"), "mountOptions")
     return PersistentVolume(name, capacity, modes, spec.get("volumeMode") or "Filesystem", options, claim_ref, csi,
                             source_kind, local, host_path, affinity)
