@@ -21,7 +21,7 @@ from e2e_lib import DRIVER, KUBELET, get, node_status, unique_name, va_name, vas
 
 POOL2 = "/var/lib/kubevol/pool2"
 LOOP_POOLS = ["-e", json.dumps({"kubevol_driver_options": {"loop.kubevol.io": {"pools": ["/var/lib/kubevol/pool",
-                                                                                        POOL2]}}})]
+                                                                                         POOL2]}}})]
 # the deprecated alias of the same (roles/reconcile: until 2.0.0)
 OLD_LOOP_POOLS = ["-e", json.dumps({"kubevol_loop_pools": ["/var/lib/kubevol/pool", POOL2]})]
 HANDLE = "pv-x6.img"

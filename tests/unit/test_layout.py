@@ -109,4 +109,3 @@ def test_no_production_file_over_about_400_lines():
         if lines > MAX_LINES:
             long_files[name] = lines
     assert long_files == {}, "split these by concern: %s" % long_files
-

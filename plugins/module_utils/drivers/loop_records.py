@@ -17,7 +17,6 @@ import json
 import os
 
 
-
 class Records:
     """Mixin of LoopDriver (kubelet_dir, node_name, NAME)."""
 

@@ -31,7 +31,7 @@ VOLUME_SPEC = dict(
                 choices=["kubernetes.io/csi", "kubernetes.io/local-volume", "kubernetes.io/host-path"]),
     path=dict(type="str"),
     host_path_type=dict(type="str", default="", choices=["", "DirectoryOrCreate", "Directory", "FileOrCreate", "File",
-                                                          "Socket", "CharDevice", "BlockDevice"]),
+                                                         "Socket", "CharDevice", "BlockDevice"]),
     volume_attributes=dict(type="dict", default={}),
     capacity_bytes=dict(type="int"),
     mode=dict(type="str", default="Filesystem", choices=["Filesystem", "Block"]),

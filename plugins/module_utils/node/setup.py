@@ -12,7 +12,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.kubevol.volumes.plugins.module_utils.common import names, phases
+from ansible_collections.kubevol.volumes.plugins.module_utils.common import phases
 from ansible_collections.kubevol.volumes.plugins.module_utils.node.module import volumes_result
 from ansible_collections.kubevol.volumes.plugins.module_utils.node.volume import unique_name_of
 from ansible_collections.kubevol.volumes.plugins.module_utils.node.operations import (

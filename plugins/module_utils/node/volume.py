@@ -14,7 +14,7 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.common.value impor
 from ansible_collections.kubevol.volumes.plugins.module_utils import volume as volume_plugins
 from ansible_collections.kubevol.volumes.plugins.module_utils.volume import CSI, HOST_PATH, LOCAL
 # the plugins the registry loads by dotted path, imported here so that Ansible ships them with every node module
-from ansible_collections.kubevol.volumes.plugins.module_utils.volume import csi, host_path, local  # noqa: F401
+from ansible_collections.kubevol.volumes.plugins.module_utils.volume import csi, host_path, local  # noqa: F401  # pylint: disable=unused-import
 
 FILESYSTEM = "Filesystem"
 BLOCK = "Block"

@@ -38,7 +38,7 @@ UNCERTAIN = "uncertain"
 AttachedVolume = namedtuple("AttachedVolume", "unique_name node pv_name state device_path va_name "
                                               "detach_requested_at")
 MountedPod = namedtuple("MountedPod", "pod_uid pv_name unique_name mode mounted read_only path root_gid root_mode "
-                                  "size_bytes plugin published")
+                        "size_bytes plugin published")
 MountedPod.__new__.__defaults__ = (None, None, None, "kubernetes.io/csi", False)
 MountedPod.__doc__ = """root_gid, root_mode: the mounted volume root's group and mode ("2775"), for fsGroup;
 size_bytes: a Block volume's mapped device size. None when the node did not report them. plugin: the volume
@@ -162,9 +162,9 @@ def node_mounts_from_facts(node, facts, pv_by_name, known_drivers=None):
             continue
         plugin = plugin_name_of(unique) or CSI
         pod_mounts[(uid, pv_name)] = MountedPod(uid, pv_name, unique, pm.get("mode") or "Filesystem",
-                                              bool(pm.get("mounted")), bool(pm.get("read_only")), pm.get("path"),
-                                              pm.get("root_gid"), pm.get("root_mode"), pm.get("size_bytes"), plugin,
-                                              plugin == HOST_PATH and bool(pm.get("published")))
+                                                bool(pm.get("mounted")), bool(pm.get("read_only")), pm.get("path"),
+                                                pm.get("root_gid"), pm.get("root_mode"), pm.get("size_bytes"), plugin,
+                                                plugin == HOST_PATH and bool(pm.get("published")))
     ephemeral = _ephemeral_from_facts(facts, node, known_drivers)
     foreign += ephemeral.pop(None, 0)
     return NodeMounts(node, True, None, devices, global_mounts, pod_mounts, uncertain, foreign, ephemeral)

@@ -45,7 +45,6 @@ kubevol's key (kubernetes.io/csi/<driver>^<handle>), kubernetes_name Kubernetes'
 fs_group: the pod's fsGroup when the kubelet applies it to this volume (inline_fs_group), else None."""
 
 
-
 def lifecycle_mode_error(driver_object, driver, mode=EPHEMERAL_MODE):
     """csi_plugin.go supportsVolumeLifecycleMode: None when the CSIDriver lists ``mode``, else Kubernetes' error.
 

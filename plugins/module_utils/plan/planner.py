@@ -24,15 +24,17 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.plan.desired_state
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import InvalidInput
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.phases import STEP_KINDS
 from ansible_collections.kubevol.volumes.plugins.module_utils.plan.validation import check_loop_pools, refuse_unsafe_steps
-from ansible_collections.kubevol.volumes.plugins.module_utils.plan.plan_state import (  # noqa: F401 (this module's API)
+from ansible_collections.kubevol.volumes.plugins.module_utils.plan.plan_state import (  # noqa: F401  # pylint: disable=unused-import (this module's API)
     DEFAULT_MAX_TEARDOWN_COUNT, DEFAULT_MAX_TEARDOWN_FRACTION, PlanOptions, _Plan, _item,
     _item_from_actual, _step, _volume_item)
-from ansible_collections.kubevol.volumes.plugins.module_utils.plan.guards import TeardownRefused, in_use_repairs, teardown_guard  # noqa: F401
-from ansible_collections.kubevol.volumes.plugins.module_utils.plan.rules_teardown import (  # noqa: F401
+from ansible_collections.kubevol.volumes.plugins.module_utils.plan.guards import (  # noqa: F401  # pylint: disable=unused-import
+    TeardownRefused, in_use_repairs, teardown_guard)
+from ansible_collections.kubevol.volumes.plugins.module_utils.plan.rules_teardown import (  # noqa: F401  # pylint: disable=unused-import
     STALE_PATH, detach, uncertain_mounts, unmount_devices, unmount_pods, unpublish_inline)
-from ansible_collections.kubevol.volumes.plugins.module_utils.plan.rules_setup import (  # noqa: F401
+from ansible_collections.kubevol.volumes.plugins.module_utils.plan.rules_setup import (  # noqa: F401  # pylint: disable=unused-import
     _multi_attach_error, attach, fs_group_to_apply, mount_devices, mount_pods, publish_inline, read_write_once_pod)
-from ansible_collections.kubevol.volumes.plugins.module_utils.plan.rules_expand import expand_controller, expand_node, expansion_refused  # noqa: F401
+from ansible_collections.kubevol.volumes.plugins.module_utils.plan.rules_expand import (  # noqa: F401  # pylint: disable=unused-import
+    expand_controller, expand_node, expansion_refused)
 
 
 def lean_plan(steps, in_place=False):

@@ -24,6 +24,7 @@ def _first_node(p, nvs):
 INFEASIBLE_RESIZE = ("ControllerResizeInfeasible", "NodeResizeInfeasible")
 NODE_RESIZE_STATES = ("NodeResizePending", "NodeResizeInProgress")
 
+
 def expansion_refused(spec):
     """RecoverVolumeExpansionFailure (GA in 1.34; external-resizer, node_expander.go): an expansion marked infeasible
     is not retried until the user lowers the request below the size that failed (allocatedResources). The reason

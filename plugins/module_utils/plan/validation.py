@@ -294,7 +294,7 @@ def _plugin_item_problems(item, plugin, driver_options):
         if not driver_options_mod.allowed(path, roots):
             problems.append("path %s: must be absolute, normalized and under the directories the operator allows for "
                             "%s (%s): driver_options[%r].paths" % (safe_repr(path), plugin, ", ".join(roots) or "none",
-                                                                  plugin))
+                                                                   plugin))
     for option in item.get("mount_options") or ():
         try:
             names.check_mount_option(option)
@@ -315,7 +315,7 @@ def _item_problems(item, pools, driver_options=None):
         return _plugin_item_problems(item, plugin, driver_options)
     if plugin not in (None, CSI):
         return ["plugin %s: not a volume plugin kubevol serves (%s)" % (safe_repr(plugin),
-                                                                       ", ".join((CSI, LOCAL, HOST_PATH)))]
+                                                                        ", ".join((CSI, LOCAL, HOST_PATH)))]
     attributes = item.get("volume_attributes") or {}
     capacity = item.get("capacity_bytes")
     driver = item.get("driver")

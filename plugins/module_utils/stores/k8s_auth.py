@@ -21,7 +21,8 @@ cluster or user wins; the first ``current-context`` wins; missing files are skip
 own ``KubeConfigMerger``, which is also what writes refreshed tokens back with ``persist_config``.
 
 Explicit options then override what the kubeconfig said (the client configuration and ApiClient are built from
-these settings in stores/k8s_client.py). Nothing touches the kubernetes client's global default configuration. The ``kubernetes`` client is imported on first use
+these settings in stores/k8s_client.py). Nothing touches the kubernetes client's global default configuration.
+The ``kubernetes`` client is imported on first use
 (``require_client``): importing it takes about 0.3 s, which node-side code and a run against a cluster
 file never need. It works with every client generation from 24.2 on (api_key is stored under
 ``authorization``, the key both the old and the new generated Configuration read).

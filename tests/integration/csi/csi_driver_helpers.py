@@ -17,7 +17,7 @@ READ_ONLY_CALLS = {"GetPluginInfo", "Probe", "NodeGetInfo", "NodeGetCapabilities
                    "GetPluginCapabilities"}
 PLUGIN_PYTHON = os.environ.get("KUBEVOL_CSI_PLUGIN_PYTHON") or (
     "/usr/bin/python3" if os.path.exists("/usr/bin/python3") and subprocess.run(
-        ["/usr/bin/python3", "-c", "import grpc, google.protobuf"], stderr=subprocess.DEVNULL).returncode == 0
+        ["/usr/bin/python3", "-c", "import grpc, google.protobuf"], stderr=subprocess.DEVNULL, check=False).returncode == 0
     else sys.executable)
 REGISTRAR = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "csiplugin",
                          "registrar.py")

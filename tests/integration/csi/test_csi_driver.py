@@ -209,4 +209,3 @@ def test_check_mode_makes_only_read_only_calls(plugin):
 def plugin(driver):
     """conftest's ``driver`` fixture (the test plugin in a private mount namespace), named for what it is here."""
     return driver
-

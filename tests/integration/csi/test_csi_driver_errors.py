@@ -95,7 +95,7 @@ def test_secrets_reach_the_driver_and_nothing_else(plugin, caplog):
         drv.node_publish(vol, target, staging, results[0].publish_context, pod())
     assert "bad password <redacted>" in str(info.value)
     texts = [repr(r) for r in results] + [str(info.value), repr(info.value), repr(info.value.to_result()),
-                                           caplog.text, plugin.output()]
+                                          caplog.text, plugin.output()]
     assert all(SECRET not in text for text in texts)
     with open(plugin.log) as handle:
         assert SECRET not in handle.read()
@@ -182,4 +182,3 @@ def _stop(proc):
 def plugin(driver):
     """conftest's ``driver`` fixture (the test plugin in a private mount namespace), named for what it is here."""
     return driver
-

@@ -381,7 +381,7 @@ def external_driver_class(name):
                                   "ending with a letter or digit (CSIDriver name rules)")
     if name not in _CLASSES:
         _CLASSES[name] = type("ExternalCsiDriver[%s]" % name, (ExternalCsiDriver,), {"NAME": name,
-                                                                                  "__module__": __name__})
+                                                                                     "__module__": __name__})
     return _CLASSES[name]
 
 

@@ -45,7 +45,7 @@ def file_descriptor():
             field = msg.field.add()
             field.name = fname
             field.number = number
-            field.json_name = fname.split("_")[0] + "".join(p.title() for p in fname.split("_")[1:])
+            field.json_name = fname.split("_", 1)[0] + "".join(p.title() for p in fname.split("_")[1:])
             field.type = FD.TYPE_STRING
             field.label = FD.LABEL_REPEATED if ftype.startswith("repeated ") else FD.LABEL_OPTIONAL
     svc = fdp.service.add()
@@ -78,7 +78,7 @@ def supported_version(versions):
     ("1.0.0", "v1.5.0"; a 0.x-only driver is refused)."""
     for version in versions or ():
         text = str(version).strip().lstrip("vV")
-        if text.split(".")[0] == "1":
+        if text.split(".", 1)[0] == "1":
             return True
     return False
 

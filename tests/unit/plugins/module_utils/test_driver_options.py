@@ -50,7 +50,7 @@ def test_validate_accepts_every_known_name():
     ({LOOP: {"pools": "/p"}}, ["loop.kubevol.io.pools", "list of absolute paths"]),
     ({LOOP: {"pools": ["relative"]}}, ["loop.kubevol.io.pools", "'relative'", "absolute"]),
     ({"kubernetes.io/local-volume": {"paths": ["/mnt/disks/../etc"]}}, ["kubernetes.io/local-volume.paths",
-                                                                       "normalized", "'/mnt/etc'"]),
+                                                                        "normalized", "'/mnt/etc'"]),
     ({"kubernetes.io/host-path": {"paths": ["/srv/"]}}, ["normalized", "'/srv'"]),
     ({"kubernetes.io/host-path": {"paths": ["//srv"]}}, ["normalized", "write '/srv'"]),
     ({LOOP: ["/p"]}, ["options of loop.kubevol.io must be a mapping"]),

@@ -153,7 +153,7 @@ def test_detach_request_records():
 def test_empty_plan_has_no_work(phase):
     assert executor.phase_items([], phase, "n1") == []
     assert phase_outcome([], phase, {}) == {"records": [], "failures": {"nodes": {}, "volumes": {}},
-                                                     "blocked": [], "errors": []}
+                                            "blocked": [], "errors": []}
 
 
 def test_facts_errors_name_each_node_whose_state_was_not_gathered():

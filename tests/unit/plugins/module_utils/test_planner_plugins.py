@@ -224,7 +224,7 @@ def test_local_pod_gone_and_pv_gone_teardown_from_facts_alone():
 def test_local_second_pod_keeps_global_mount():
     data = local_cluster(pod("ns/q", "node1", ["a"]))
     result = run(data, {"node1": facts("node1", [local_pod_mount(UID, "pv-l"), local_pod_mount("uid-ns-q", "pv-l",
-                                                                                                mounted=False)],
+                                                                                               mounted=False)],
                                        [local_global_mount("pv-l")])})
     assert steps(result) == [("unmount", "pod", "node1", "pv-l", None), ("mount", "pod", "node1", "pv-l", "ns/q")]
 

@@ -77,13 +77,13 @@ def test_a_pending_condition_already_there_keeps_its_transition_time_and_replace
     cl = {"apiVersion": "v1", "kind": "List", "items": objects()}
     claim(cl)["conditions"] = [dict(PENDING, lastTransitionTime=T1), dict(RESIZING), CUSTOM]
     apply_one(cl, {"type": "controller_expanded", "pv_name": "pv-a", "capacity": "2Gi", "pvc": "prod/data",
-                      "at": T2})
+                   "at": T2})
     assert claim(cl)["conditions"] == [dict(PENDING, lastTransitionTime=T1), CUSTOM]
     # a False one is replaced (MergeResizeConditionsOfPVC: another status is a transition)
     cl = {"apiVersion": "v1", "kind": "List", "items": objects()}
     claim(cl)["conditions"] = [dict(PENDING, status="False", lastTransitionTime=T1)]
     apply_one(cl, {"type": "controller_expanded", "pv_name": "pv-a", "capacity": "2Gi", "pvc": "prod/data",
-                      "at": T2})
+                   "at": T2})
     assert claim(cl)["conditions"] == [PENDING]
 
 

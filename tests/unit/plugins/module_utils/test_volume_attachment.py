@@ -49,6 +49,6 @@ def test_node_result_is_what_the_record_creates(device):
     cluster = {"apiVersion": "v1", "kind": "List",
                "items": [{"apiVersion": "v1", "kind": "Node", "metadata": {"name": "node1"}, "status": {}}]}
     assert apply_one(cluster, {"type": "attached", "node": "node1", "pv_name": "pv-a", "driver": DRIVER,
-                                  "volume_handle": "pv-a.img", "device_path": device}) is True
+                               "volume_handle": "pv-a.img", "device_path": device}) is True
     recorded = [o for o in cluster["items"] if o["kind"] == "VolumeAttachment"]
     assert recorded == [returned]

@@ -187,7 +187,7 @@ def test_one_class_per_driver_name():
 ])
 def test_errors_are_classified_as_the_kubelet_does(exc, cls, uncertain):
     err = from_csi(exc, "pv9", "node4", "d.example.com")
-    assert type(err) is cls and isinstance(err, KubevolError)
+    assert err.__class__ is cls and isinstance(err, KubevolError)
     assert err.uncertain is uncertain and err.kwargs["uncertain"] is uncertain
     assert str(err).startswith("volume pv9 on node node4: ")
     assert err.kwargs["volume"] == "pv9" and err.kwargs["node"] == "node4" and err.kwargs["driver"] == "d.example.com"
@@ -199,7 +199,7 @@ def test_a_read_only_call_that_fails_leaves_nothing_uncertain():
     exc = CsiUncertainError("GetPluginInfo", "/s.sock", "Driver is missing version", code="UNAVAILABLE",
                             hint="The driver went away during the call: the outcome is uncertain")
     err = from_csi(exc, "pv9", "node4", "hostpath.csi.k8s.io")
-    assert type(err) is CsiVolumeFailed and not err.uncertain
+    assert err.__class__ is CsiVolumeFailed and not err.uncertain
     assert "Driver is missing version" in str(err) and "nothing was done" in str(err) and "uncertain" not in str(err)
 
 

@@ -191,7 +191,7 @@ def test_find_device_reads_only_the_recorded_device(tmp_path, monkeypatch):
     def kernel(only=None):
         asked.append(only)
         return [loop_kernel.LoopDevice(name=name, back_file="", back_ino=backing_inode[name],
-                                back_dev=(os.major(st.st_dev), os.minor(st.st_dev)))
+                                       back_dev=(os.major(st.st_dev), os.minor(st.st_dev)))
                 for name in (only if only is not None else sorted(backing_inode))]
     monkeypatch.setattr(loop, "kernel_loop_devices", kernel)
     assert driver.find_device(item) == "/dev/loop7" and asked == [["/dev/loop7"]]

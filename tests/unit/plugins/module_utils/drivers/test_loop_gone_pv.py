@@ -40,7 +40,7 @@ def setup(tmp_path, monkeypatch):
 
     def kernel(only=None):
         return [loop_kernel.LoopDevice(name=name, back_file="", back_ino=backing[name].st_ino,
-                                back_dev=(os.major(backing[name].st_dev), os.minor(backing[name].st_dev)))
+                                       back_dev=(os.major(backing[name].st_dev), os.minor(backing[name].st_dev)))
                 for name in (only if only is not None else sorted(backing)) if name in backing]
     monkeypatch.setattr(loop, "kernel_loop_devices", kernel)
     gone = volume_item({"pv_name": "pv-x6", "driver": "loop.kubevol.io", "volume_handle": HANDLE})

@@ -168,7 +168,7 @@ def test_in_cluster_configuration(api, tmp_path, monkeypatch):
     monkeypatch.setattr(incluster_config, "SERVICE_CERT_FILENAME", str(ca))
     host, port = api.url.split("//")[1].split(":")
     configuration, source = k8s_client.build_configuration({}, {"KUBERNETES_SERVICE_HOST": host,
-                                                              "KUBERNETES_SERVICE_PORT": port})
+                                                                "KUBERNETES_SERVICE_PORT": port})
     assert source == "in-cluster configuration"
     assert configuration.host == "https://%s:%s" % (host, port)
     # the key differs between client generations (BearerToken from 37 on, authorization before)
