@@ -27,7 +27,7 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors impo
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.names import MANAGED_ATTACH_DETACH_ANNOTATION
 from ansible_collections.kubevol.volumes.plugins.module_utils.cluster.fields import optional_str, pairs, require_str, strings
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.quantity import to_bytes
-from ansible_collections.kubevol.volumes.plugins.module_utils.cluster.pv import (  # noqa: F401  # pylint: disable=unused-import (the model's names)
+from ansible_collections.kubevol.volumes.plugins.module_utils.cluster.pv import (  # noqa: F401  # pylint: disable=unused-import
     ClaimRef, CSISource, HostPathSource, LocalSource, PersistentVolume, build_pv, node_matches, pv_unique_name)
 from ansible_collections.kubevol.volumes.plugins.module_utils.cluster.index import ClusterIndex  # noqa: F401  # pylint: disable=unused-import
 

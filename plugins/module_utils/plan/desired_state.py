@@ -36,7 +36,7 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.common.names impor
     DEFAULT_LOOP_POOLS, FS_GROUP_CHANGE_POLICIES, MAX_GROUP_ID, is_group_id, unique_volume_name)
 from ansible_collections.kubevol.volumes.plugins.module_utils.plan.validation import (
     label, name_refusals, normalized_pools, pod_refusals, pv_refusals, pvc_refusals, refused_text)
-from ansible_collections.kubevol.volumes.plugins.module_utils.plan.inline import (  # noqa: F401  # pylint: disable=unused-import (this module's API)
+from ansible_collections.kubevol.volumes.plugins.module_utils.plan.inline import (  # noqa: F401  # pylint: disable=unused-import
     FS_GROUP_POLICIES, InlineVolume, _add_inline_volume, inline_fs_group, inline_volume, lifecycle_mode_error)
 from ansible_collections.kubevol.volumes.plugins.module_utils.volume.base import DEFAULT_FS_TYPE, FS_TYPES
 from ansible_collections.kubevol.volumes.plugins.module_utils.volume.csi import BLOCK as BLOCK_CAPABILITY, DRIVER_CAPABILITIES

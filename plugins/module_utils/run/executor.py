@@ -15,9 +15,9 @@ __metaclass__ = type
 
 from ansible_collections.kubevol.volumes.plugins.module_utils.common import phases
 from ansible_collections.kubevol.volumes.plugins.module_utils.plan.actual_state import facts_errors  # noqa: F401  # pylint: disable=unused-import
-from ansible_collections.kubevol.volumes.plugins.module_utils.run.outcome import (  # noqa: F401  # pylint: disable=unused-import (the run's API)
+from ansible_collections.kubevol.volumes.plugins.module_utils.run.outcome import (  # noqa: F401  # pylint: disable=unused-import
     advance, task_outcome, timed_out)
-from ansible_collections.kubevol.volumes.plugins.module_utils.run.plan_view import (  # noqa: F401  # pylint: disable=unused-import (the run's API)
+from ansible_collections.kubevol.volumes.plugins.module_utils.run.plan_view import (  # noqa: F401  # pylint: disable=unused-import
     PlanView, node_slice, phase_items, phase_nodes, phase_stale_paths, phase_steps, phase_work)
 from ansible_collections.kubevol.volumes.plugins.module_utils.run import plan_view
 
