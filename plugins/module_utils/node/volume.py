@@ -61,6 +61,9 @@ class VolumeItem(Value):
         ("plugin", CSI),  # str
         ("path", None),  # Optional[str]: spec.local.path or spec.hostPath.path
         ("host_path_type", ""),  # str: spec.hostPath.type
+        # an external CSI driver's (drivers/external/): its CSIDriver's attachRequired, the PV's accessModes
+        ("attach_required", True),  # bool
+        ("access_modes", ()),  # Tuple[str, ...]
     )
 
     @property
@@ -178,6 +181,8 @@ def volume_item(raw):
         multi_attach=bool(raw.get("multi_attach")), detach=detach,
         unmount_device=_unmount_device(raw, plugin, detach),
         ephemeral=_ephemeral(raw, pods, mode), plugin=plugin, path=path, host_path_type=host_path_type,
+        attach_required=raw.get("attach_required") is not False,
+        access_modes=tuple(str(m) for m in raw.get("access_modes") or ()),
     )
 
 

@@ -46,6 +46,17 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.plan.plugin_specs 
     affinity_conflict, node_text, plugin_refusals, plugin_volume_spec)
 
 DEFAULT_KNOWN_DRIVERS = tuple(sorted(DRIVER_CAPABILITIES))  # every driver kubevol has a backend for (volume/csi.py)
+
+
+def known_drivers_of(known_drivers, driver_options):
+    """The drivers a plan acts on: the operator's ``known_drivers`` when given, else kubevol's own and every CSI
+    driver ``driver_options`` configures as external (common/driver_options.py external_drivers). An external
+    driver's capabilities are unknown at plan time (DRIVER_CAPABILITIES has none): it is attachable as its CSIDriver
+    says (attachRequired), Block and expansion are allowed, and its node plugin refuses what it cannot do."""
+    if known_drivers is not None:
+        return tuple(known_drivers)
+    from ansible_collections.kubevol.volumes.plugins.module_utils.common.driver_options import external_drivers
+    return tuple(sorted(set(DEFAULT_KNOWN_DRIVERS) | set(external_drivers(driver_options, DEFAULT_KNOWN_DRIVERS))))
 FOREIGN = "foreign"  # resolve(): a volume of a driver kubevol has no backend for
 KEEP_TERMINATED_POD_VOLUMES_ANNOTATION = "volumes.kubernetes.io/keep-terminated-pod-volumes"
 

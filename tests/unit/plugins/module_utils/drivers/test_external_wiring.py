@@ -1,0 +1,81 @@
+# -*- coding: utf-8 -*-
+"""The registry serves a CSI driver configured in driver_options with ExternalCsiDriver (issue 27)."""
+
+import pytest
+
+from ansible_collections.kubevol.volumes.plugins.module_utils import drivers
+from ansible_collections.kubevol.volumes.plugins.module_utils.common import driver_options
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import InvalidInput, UnknownDriver
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.volume_attachment import attached_volume_attachment
+from ansible_collections.kubevol.volumes.plugins.module_utils.drivers.external.driver import (
+    OPTIONS, ExternalCsiDriver)
+from ansible_collections.kubevol.volumes.plugins.module_utils.node.context import NodeContext
+from ansible_collections.kubevol.volumes.plugins.module_utils.plan.desired_state import (
+    DEFAULT_KNOWN_DRIVERS, known_drivers_of)
+from ansible_collections.kubevol.volumes.plugins.module_utils.records.record import RecordApplier
+from ansible_collections.kubevol.volumes.plugins.module_utils.run.outcome import _records_for
+
+HOSTPATH = "hostpath.csi.k8s.io"
+OPTS = {HOSTPATH: {"controller": "node"}}
+
+
+def test_get_driver_serves_a_configured_name_only():
+    cls = drivers.get_driver(HOSTPATH, driver_options=OPTS)
+    assert issubclass(cls, ExternalCsiDriver) and cls.NAME == HOSTPATH
+    assert drivers.get_driver("loop.kubevol.io", driver_options=OPTS) is drivers.DRIVERS["loop.kubevol.io"]
+    with pytest.raises(UnknownDriver) as err:
+        drivers.get_driver(HOSTPATH, volume="pv-a")
+    assert HOSTPATH in err.value.msg
+    assert drivers.driver_names(OPTS) == sorted(["loop.kubevol.io", HOSTPATH])
+    assert drivers.is_external(HOSTPATH, OPTS) and not drivers.is_external("loop.kubevol.io", OPTS)
+
+
+def test_node_context_passes_driver_options():
+    ctx = NodeContext(lambda *a, **k: None, node_name="n1", kubelet_dir="/var/lib/kubelet",
+                      driver_options={HOSTPATH: {"controller": "node", "socket": "/run/csi.sock", "timeout": 5}})
+    assert ctx.knows(HOSTPATH) and ctx.is_external(HOSTPATH) and not ctx.is_external("loop.kubevol.io")
+    assert HOSTPATH in [d.NAME for d in ctx.all_drivers()]
+    assert ctx.driver_settings(HOSTPATH) == {"controller": "node", "socket": "/run/csi.sock", "timeout": 5}
+    plain = NodeContext(lambda *a, **k: None, node_name="n1", kubelet_dir="/var/lib/kubelet")
+    assert not plain.knows(HOSTPATH)
+
+
+def test_validate_checks_external_entries_with_the_drivers_spec():
+    assert driver_options.validate(OPTS) == OPTS
+    for bad in ({HOSTPATH: {"controller": "elsewhere"}}, {HOSTPATH: {"socket": "relative.sock"}},
+                {HOSTPATH: {"controller": "node", "timeout": -1}}, {HOSTPATH: {"controller": "node", "pools": []}}):
+        with pytest.raises(InvalidInput):
+            driver_options.validate(bad)
+    with pytest.raises(InvalidInput) as err:
+        driver_options.validate({HOSTPATH: {"timeout": 5}})  # neither socket nor controller: not configured
+    assert "controller: node" in err.value.msg
+    assert set(driver_options.FALLBACK_EXTERNAL_OPTIONS) == set(OPTIONS)
+
+
+def test_planner_knows_configured_drivers():
+    assert known_drivers_of(None, OPTS) == tuple(sorted(DEFAULT_KNOWN_DRIVERS + (HOSTPATH,)))
+    assert known_drivers_of(["loop.kubevol.io"], OPTS) == ("loop.kubevol.io",)
+    assert known_drivers_of(None, {"kubernetes.io/local-volume": {"paths": ["/mnt"]}}) == DEFAULT_KNOWN_DRIVERS
+
+
+def test_publish_context_is_the_attachment_metadata():
+    va = attached_volume_attachment(HOSTPATH, "h1", "n1", "pv-a", "", metadata={"devicePath": "/dev/loop9", "k": "v"})
+    assert va["status"] == {"attached": True, "attachmentMetadata": {"devicePath": "/dev/loop9", "k": "v"}}
+
+
+
+def test_attach_record_carries_the_publish_context_into_the_volume_attachment():
+    item = {"pv_name": "pv-a", "driver": HOSTPATH, "volume_handle": "h1"}
+    outcome = {"device": "", "attachment_metadata": {"devicePath": "/dev/loop9", "k": "v"}}
+    records = _records_for("attach", "n1", item, outcome, [])
+    assert records[0]["attachment_metadata"] == {"devicePath": "/dev/loop9", "k": "v"}
+    cl = {"apiVersion": "v1", "kind": "List",
+          "items": [{"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"}, "status": {}}]}
+    assert RecordApplier(cl).apply_all(records)
+    va = [o for o in cl["items"] if o["kind"] == "VolumeAttachment"][0]
+    assert va["status"] == {"attached": True, "attachmentMetadata": {"devicePath": "/dev/loop9", "k": "v"}}
+    assert not RecordApplier(cl).apply_all(records)  # the same publish_context again: nothing changes
+    changed = [dict(records[0], attachment_metadata={"k": "w"})]
+    assert RecordApplier(cl).apply_all(changed)
+    va = [o for o in cl["items"] if o["kind"] == "VolumeAttachment"][0]
+    assert va["status"]["attachmentMetadata"] == {"k": "w"}
