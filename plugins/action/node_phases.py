@@ -112,7 +112,7 @@ class ActionModule(ActionBase):
                                     % ", ".join(p for p in params["phases"] if p != "facts"))
         outcome = self._execute(task_vars, "kubevol.volumes.node_volume_info",
                                 {"node_name": params["node_name"], "kubelet_dir": params["kubelet_dir"],
-                                 "fs_sizes": False})
+                                 "fs_sizes": False, "driver_options": params.get("driver_options") or {}})
         result.update(outcome)
         result["module_runs"] = ["kubevol.volumes.node_volume_info"]
         return result

@@ -235,6 +235,19 @@ options:
             remains, but keep the device attached unless O(volumes[].detach) is set too. Defaults to the value of
             O(volumes[].detach). Other modules ignore it.
         type: bool
+      attach_required:
+        description:
+          - An external CSI driver's volume (one named in O(driver_options) with C(controller) or C(socket)): its
+            CSIDriver's C(attachRequired). When false, no ControllerPublishVolume is made (as the planner builds it).
+        type: bool
+        default: true
+      access_modes:
+        description:
+          - An external CSI driver's volume: the PV's C(spec.accessModes), mapped to CSI access modes as the kubelet
+            maps them. Empty means C(ReadWriteOnce) (C(ReadWriteMany) with O(volumes[].multi_attach)).
+        type: list
+        elements: str
+        default: []
       ephemeral:
         description:
           - An inline ephemeral CSI volume (C(pod.spec.volumes[].csi), volumeLifecycleMode C(Ephemeral)), as the

@@ -181,6 +181,9 @@ class NodeContext:
             entry = dict((k, v) for k, v in err.to_result().items()
                          if k in ("step", "cmd", "rc", "stderr", "hint", "device", "path", "reason"))
             entry.update(volume=item.pv_name, unique_volume_name=item.unique_name, node=self.node_name, msg=err.msg)
+            if getattr(err, "uncertain", False):
+                # a CSI call's outcome is unknown (a non-final gRPC status): failed and uncertain, never absent
+                entry["uncertain"] = True
             entries.append(entry)
         msg = "; ".join(err.msg for _item, err in failures)
         first.kwargs.update(failed_volume=first_item.pv_name, failures=entries, completed=done, volumes=results,

@@ -32,7 +32,8 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.common import name
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import DeviceNotFound
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.volume_attachment import attached_volume_attachment
 from ansible_collections.kubevol.volumes.plugins.module_utils.drivers.base import DEVICE_PATH, AttachedDevice
-from ansible_collections.kubevol.volumes.plugins.module_utils.node import layout, mount, ownership
+from ansible_collections.kubevol.volumes.plugins.module_utils.node import layout, ownership
+from ansible_collections.kubevol.volumes.plugins.module_utils.node import mount as mount_table
 
 PUBLISHED_DIR = "csi-published"
 
@@ -141,7 +142,7 @@ def mount(ctx, item, res):
                              reason="driver %s has not published it to this node (no ControllerPublishVolume "
                                     "recorded in %s); run the attach first" % (item.driver, ctx.run_dir))
     res["attachment_metadata"] = context
-    mounts = mount.list_mounts(ctx.runner_for(item))
+    mounts = mount_table.list_mounts(ctx.runner_for(item))
     staging = None
     if not item.block:
         staging = names.device_mount_path(ctx.kubelet_dir, item.driver, item.volume_handle)
@@ -226,7 +227,7 @@ def expand_controller(ctx, item):
 def expand_node(ctx, item, res):
     driver = ctx.driver(item)
     staging = None if item.block else names.device_mount_path(ctx.kubelet_dir, item.driver, item.volume_handle)
-    mounts = mount.list_mounts(ctx.runner_for(item))
+    mounts = mount_table.list_mounts(ctx.runner_for(item))
     volume_path = staging
     for pod in item.pods:
         target = (names.pod_device_path if item.block else names.pod_mount_path)(ctx.kubelet_dir, pod.uid,

@@ -44,6 +44,9 @@ VOLUME_SPEC = dict(
     detach=dict(type="bool", default=True),
     unmount_device=dict(type="bool"),
     ephemeral=dict(type="bool", default=False),
+    # an external CSI driver's volume (drivers/external/): its CSIDriver's attachRequired and the PV's accessModes
+    attach_required=dict(type="bool", default=True),
+    access_modes=dict(type="list", elements="str", default=[]),
 )
 
 NODE_SPEC = dict(

@@ -1,0 +1,239 @@
+"""An external CSI driver through the role, on 2 real SSH test nodes (issue 27).
+
+The test CSI plugin (tests/csiplugin/plugin.py) runs inside each node's mount namespace (nsenter into the node's
+sshd), serving Identity, Node and Controller on ``<kubelet>/plugins/<driver>/csi.sock`` with
+PUBLISH_UNPUBLISH_VOLUME (ControllerPublishVolume attaches a loop device over an image in a pool both nodes see)
+and STAGE_UNSTAGE_VOLUME. The operator names the driver in ``kubevol_driver_options`` with ``controller: node``;
+the cluster file has its CSIDriver (attachRequired), a PV with a nodeStageSecretRef to a Secret, the claim and a
+pod on node1.
+
+1. One run: ControllerPublishVolume, NodeStageVolume, NodePublishVolume; the VolumeAttachment's
+   attachmentMetadata is the publish_context; data written lands on the volume; the secret reaches the plugin
+   and appears nowhere in the run's output or results.
+2. A second run changes nothing and calls no mutating CSI method.
+3. The pod deleted: NodeUnpublishVolume, NodeUnstageVolume, ControllerUnpublishVolume, in that order; the
+   VolumeAttachment is gone.
+"""
+import base64
+import json
+import os
+import signal
+import subprocess
+import sys
+
+import pytest
+
+from e2e_lib import COLLECTIONS, KUBELET, get, items, node_object, write_list
+
+DRIVER = "csi.kubevol.test"
+SECRET = "Sup3r-s3cret-e2e-value"
+PLUGIN = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "csiplugin", "plugin.py")
+MUTATING = {"ControllerPublishVolume", "ControllerUnpublishVolume", "NodeStageVolume", "NodeUnstageVolume",
+            "NodePublishVolume", "NodeUnpublishVolume", "ControllerExpandVolume", "NodeExpandVolume"}
+
+
+def _python():
+    if subprocess.run(["/usr/bin/python3", "-c", "import grpc, google.protobuf"], stderr=subprocess.DEVNULL,
+                      check=False).returncode == 0:
+        return "/usr/bin/python3"
+    return sys.executable
+
+
+def _loops_backed_under(root):
+    inodes = set()
+    for dirpath, _dirs, files in os.walk(root):
+        for name in files:
+            st = os.lstat(os.path.join(dirpath, name))
+            inodes.add(("%d:%d" % (os.major(st.st_dev), os.minor(st.st_dev)), st.st_ino))
+    out = subprocess.run(["losetup", "-J", "--list", "-O", "NAME,BACK-INO,BACK-MAJ:MIN"], stdout=subprocess.PIPE,
+                         universal_newlines=True, check=True).stdout
+    devices = json.loads(out)["loopdevices"] if out.strip() else []
+    return [d["name"] for d in devices
+            if (str(d.get("back-maj:min") or "").strip(), int(d.get("back-ino") or -1)) in inodes]
+
+
+class NodePlugin:
+    """The test plugin in one node's mount namespace."""
+
+    def __init__(self, cluster, node, pool):
+        self.cluster, self.node, self.pool = cluster, node, pool
+        self.pid = cluster.node_pids(node)[0]
+        self.dir = os.path.join(cluster.dir, "csi-" + node)
+        os.makedirs(self.dir, exist_ok=True)
+        self.socket = "%s/plugins/%s/csi.sock" % (KUBELET, DRIVER)
+        self.config = os.path.join(self.dir, "config.json")
+        self.log = os.path.join(self.dir, "calls.jsonl")
+        self.out = os.path.join(self.dir, "plugin.out")
+        self.proc = None
+
+    def nsenter(self, *argv):
+        return ["nsenter", "-t", str(self.pid), "-m", "--"] + list(argv)
+
+    def start(self, **config):
+        conf = {"controller_caps": ["CREATE_DELETE_VOLUME", "PUBLISH_UNPUBLISH_VOLUME", "EXPAND_VOLUME"],
+}
+        conf.update(config)
+        with open(self.config, "w") as handle:
+            json.dump(conf, handle)
+        subprocess.run(self.nsenter("mkdir", "-p", os.path.dirname(self.socket)), check=True)
+        argv = [_python(), PLUGIN, "--socket", self.socket, "--state-dir", os.path.join(self.dir, "state"),
+                "--config", self.config, "--log", self.log, "--pool", self.pool]
+        with open(self.out, "a") as out:
+            self.proc = subprocess.Popen(self.nsenter(*argv), stdout=out, stderr=subprocess.STDOUT)
+        for _attempt in range(400):
+            with open(self.out) as handle:
+                if "serving on" in handle.read():
+                    return self
+            assert self.proc.poll() is None, open(self.out).read()
+            subprocess.run(["sleep", "0.05"], check=True)
+        raise AssertionError("the test plugin did not start on %s: %s" % (self.node, open(self.out).read()))
+
+    def create(self, handle, size):
+        code = ("import sys; sys.path.insert(0, %r); "
+                "from ansible_collections.kubevol.volumes.plugins.module_utils.csi.client import CsiClient; "
+                "c = CsiClient(%r, timeout=30); c.open(); "
+                "c.call('CreateVolume', {'name': %r, 'capacity_range': {'required_bytes': %d}}); c.close()"
+                % (COLLECTIONS, self.socket, handle, size))
+        subprocess.run(self.nsenter(_python(), "-c", code), check=True)
+
+    def calls(self):
+        if not os.path.exists(self.log):
+            return []
+        with open(self.log) as handle:
+            return [json.loads(line) for line in handle]
+
+    def methods(self, since=0):
+        return [c["method"] for c in self.calls()[since:]]
+
+    def stop(self):
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+    def unmount_all(self):
+        out = subprocess.run(self.nsenter("findmnt", "-J", "-l", "-o", "TARGET"), stdout=subprocess.PIPE,
+                             universal_newlines=True, check=False).stdout
+        targets = [m["target"] for m in json.loads(out)["filesystems"]] if out.strip() else []
+        for target in sorted((t for t in targets if t.startswith(KUBELET + "/")), key=lambda t: -t.count("/")):
+            subprocess.run(self.nsenter("umount", "-l", target), check=False)
+
+
+def csi_volume(pv, claim, handle, size="64Mi"):
+    namespace, name = claim.split("/")
+    uid = "uid-claim-%s-%s" % (namespace, name)
+    return [{"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": pv},
+             "spec": {"capacity": {"storage": size}, "accessModes": ["ReadWriteOnce"], "volumeMode": "Filesystem",
+                      "claimRef": {"namespace": namespace, "name": name, "uid": uid},
+                      "csi": {"driver": DRIVER, "volumeHandle": handle, "fsType": "ext4",
+                              "nodeStageSecretRef": {"namespace": namespace, "name": "stage-secret"}}},
+             "status": {"phase": "Bound"}},
+            {"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+             "metadata": {"namespace": namespace, "name": name, "uid": uid},
+             "spec": {"accessModes": ["ReadWriteOnce"], "volumeName": pv,
+                      "resources": {"requests": {"storage": size}}},
+             "status": {"phase": "Bound", "capacity": {"storage": size}}},
+            {"apiVersion": "v1", "kind": "Secret", "metadata": {"namespace": namespace, "name": "stage-secret"},
+             "data": {"password": base64.b64encode(SECRET.encode()).decode()}}]
+
+
+def pod(name, uid, node, claim):
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"namespace": claim.split("/")[0], "name": name, "uid": uid},
+            "spec": {"nodeName": node, "volumes": [{"name": "d", "persistentVolumeClaim": {"claimName":
+                                                                                          claim.split("/")[1]}}],
+                     "containers": [{"name": "c", "volumeMounts": [{"name": "d", "mountPath": "/d"}]}]},
+            "status": {"phase": "Running"}}
+
+
+def target(uid, pv):
+    return "%s/pods/%s/volumes/kubernetes.io~csi/%s/mount" % (KUBELET, uid, pv)
+
+
+@pytest.fixture(scope="module")
+def kv(make_cluster):
+    cluster = make_cluster("csiext", 2)
+    pool = os.path.join(cluster.dir, "csi-pool")
+    os.makedirs(pool)
+    plugins = {}
+    try:
+        for node in cluster.nodes:
+            plugins[node] = NodePlugin(cluster, node, pool).start()
+        plugins["node1"].create("vol1", 64 << 20)
+        cluster.plugins = plugins
+        cluster.shared = {}
+        cluster.options = ["-e", json.dumps({"kubevol_driver_options": {DRIVER: {"controller": "node"}}})]
+        objects = [node_object("node1"), node_object("node2"),
+                   {"apiVersion": "storage.k8s.io/v1", "kind": "CSIDriver", "metadata": {"name": DRIVER},
+                    "spec": {"attachRequired": True}}]
+        objects += csi_volume("pv-ext", "apps/ext", "vol1")
+        objects += [pod("web", "p-web", "node1", "apps/ext")]
+        write_list(cluster.state, objects)
+        yield cluster
+    finally:
+        for plugin in plugins.values():
+            plugin.stop()
+            plugin.unmount_all()
+        for device in _loops_backed_under(pool):
+            subprocess.run(["losetup", "-d", device], check=False)
+        left = _loops_backed_under(pool)
+        assert not left, "loop devices left behind: %s" % left
+
+
+def _output(run):
+    text = run.stdout
+    for name in (run.log,):
+        with open(name) as handle:
+            text += handle.read()
+    return text + json.dumps(run.tasks)
+
+
+def test_attach_stage_publish_and_data_written(kv):
+    run = kv.reconcile(kv.options)
+    calls = kv.plugins["node1"].methods()
+    mutating = [m for m in calls if m in MUTATING]
+    assert mutating == ["ControllerPublishVolume", "NodeStageVolume", "NodePublishVolume"], (mutating, run.describe())
+    mounts = kv.mounts("node1")
+    assert target("p-web", "pv-ext") in mounts, (mounts, run.describe())
+    assert mounts[target("p-web", "pv-ext")]["fstype"] == "ext4"
+    kv.shared["sum"] = kv.write_data("node1", target("p-web", "pv-ext"), "data.bin")
+    data = kv.cluster()
+    vas = items(data, "VolumeAttachment")
+    assert len(vas) == 1 and vas[0]["status"]["attached"] is True, vas
+    device = vas[0]["status"]["attachmentMetadata"]["devicePath"]
+    assert device.startswith("/dev/loop"), vas
+    assert SECRET not in _output(run)
+    kv.shared["device"] = device
+    kv.shared["set_up"] = True
+
+
+def test_a_second_run_changes_nothing(kv):
+    assert kv.shared.get("set_up"), "needs the first run"
+    before_calls = len(kv.plugins["node1"].calls())
+    before = kv.state_bytes()
+    again = kv.reconcile(kv.options)
+    assert all(again.changed(h) == 0 for h in kv.nodes), again.describe()
+    assert again.plan() == [], again.plan()
+    assert kv.state_bytes() == before
+    assert not [m for m in kv.plugins["node1"].methods(before_calls) if m in MUTATING]
+    assert SECRET not in _output(again)
+    kv.shared["converged"] = True
+
+
+def test_pod_deleted_unpublish_unstage_detach_in_order(kv):
+    assert kv.shared.get("converged"), "needs the converged cluster"
+    data = kv.cluster()
+    data["items"] = [o for o in data["items"] if o["kind"] != "Pod"]
+    write_list(kv.state, data["items"])
+    since = len(kv.plugins["node1"].calls())
+    run = kv.reconcile(kv.options)
+    mutating = [m for m in kv.plugins["node1"].methods(since) if m in MUTATING]
+    assert mutating == ["NodeUnpublishVolume", "NodeUnstageVolume", "ControllerUnpublishVolume"], (
+        mutating, run.describe())
+    assert kv.mounts("node1") == {}
+    assert items(kv.cluster(), "VolumeAttachment") == []
+    assert get(kv.cluster(), "Node", "node1")["status"].get("volumesAttached") in (None, [])
+    assert SECRET not in _output(run)
+    assert _loops_backed_under(kv.plugins["node1"].pool) == []
