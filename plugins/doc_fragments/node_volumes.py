@@ -248,6 +248,19 @@ options:
         type: list
         elements: str
         default: []
+      secret_refs:
+        description:
+          - An external CSI driver's volume: its PV's secret references, C({kind: namespace/name}) with kind one of
+            C(controller_publish), C(node_stage), C(node_publish), C(controller_expand), C(node_expand), as the
+            planner builds them. M(kubevol.volumes.node_phases) reads those Secrets and fills in O(volumes[].secrets).
+        type: dict
+        default: {}
+      secrets:
+        description:
+          - An external CSI driver's volume: the secrets of its CSI calls, C({kind: {key: value}}), passed to the
+            driver only, never in a result, log line, diff or error.
+        type: dict
+        default: {}
       ephemeral:
         description:
           - An inline ephemeral CSI volume (C(pod.spec.volumes[].csi), volumeLifecycleMode C(Ephemeral)), as the

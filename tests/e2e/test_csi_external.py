@@ -71,7 +71,7 @@ class NodePlugin:
 
     def start(self, **config):
         conf = {"controller_caps": ["CREATE_DELETE_VOLUME", "PUBLISH_UNPUBLISH_VOLUME", "EXPAND_VOLUME"],
-}
+                "expected_secrets": {"password": SECRET}}
         conf.update(config)
         with open(self.config, "w") as handle:
             json.dump(conf, handle)
@@ -182,6 +182,12 @@ def kv(make_cluster):
         assert not left, "loop devices left behind: %s" % left
 
 
+def _syslog(cluster, node):
+    """The node's syslog, when it has one (test nodes usually have none: then the run's output is what is
+    searched)."""
+    return cluster.ssh(node, "cat /var/log/syslog /var/log/messages 2>/dev/null || true")
+
+
 def _output(run):
     text = run.stdout
     for name in (run.log,):
@@ -204,7 +210,13 @@ def test_attach_stage_publish_and_data_written(kv):
     assert len(vas) == 1 and vas[0]["status"]["attached"] is True, vas
     device = vas[0]["status"]["attachmentMetadata"]["devicePath"]
     assert device.startswith("/dev/loop"), vas
+    stage = [c for c in kv.plugins["node1"].calls() if c["method"] == "NodeStageVolume"]
+    # the nodeStageSecretRef's Secret reached the plugin (and NodeStageVolume only), and no output has it
+    assert [c["secrets"] for c in stage] == ["expected"], stage
+    assert stage[0]["request"]["secrets"] == {"password": "<redacted>"}
+    assert all(c["secrets"] == "none" for c in kv.plugins["node1"].calls() if c["method"] != "NodeStageVolume")
     assert SECRET not in _output(run)
+    assert SECRET not in _syslog(kv, "node1")
     kv.shared["device"] = device
     kv.shared["set_up"] = True
 

@@ -67,8 +67,9 @@ IN_TREE_ATTACHABLE = frozenset(("gcePersistentDisk", "awsElasticBlockStore", "az
 VolumeSpec = namedtuple("VolumeSpec", "pv_name unique_name driver volume_handle volume_attributes capacity_bytes "
                                       "mode fs_type mount_options read_only multi_attach_allowed attachable "
                                       "claim_key request_bytes claim_capacity_bytes access_modes fs_group_policy "
-                                      "allocated_bytes resize_status plugin path host_path_type node_affinity")
-VolumeSpec.__new__.__defaults__ = ((), "ReadWriteOnceWithFSType", None, None, CSI, None, "", None)
+                                      "allocated_bytes resize_status plugin path host_path_type node_affinity "
+                                      "secret_refs")
+VolumeSpec.__new__.__defaults__ = ((), "ReadWriteOnceWithFSType", None, None, CSI, None, "", None, ())
 VolumeSpec.__doc__ = """One bound PV kubevol serves (CSI with a known driver, local, hostPath), resolved once however
 many pods use it. plugin: the volume plugin's name (volume/); path, host_path_type: a local or hostPath PV's;
 node_affinity: the PV's nodeAffinity terms (cluster/pv.py), or None.
@@ -214,7 +215,7 @@ def volume_spec(pv, pvc, attachable, fs_group_policy=FS_GROUP_POLICIES[0]):
                       pvc.namespace + "/" + pvc.name if pvc else None, pvc.request_bytes if pvc else 0,
                       pvc.capacity_bytes if pvc else None, tuple(pv.access_modes), fs_group_policy,
                       pvc.allocated_bytes if pvc else None, pvc.resize_status if pvc else None, CSI, None, "",
-                      pv.node_affinity)
+                      pv.node_affinity, tuple(csi.secret_refs))
 
 
 def pod_security_problem(pod):

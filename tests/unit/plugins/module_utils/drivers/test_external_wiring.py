@@ -79,3 +79,32 @@ def test_attach_record_carries_the_publish_context_into_the_volume_attachment():
     assert RecordApplier(cl).apply_all(changed)
     va = [o for o in cl["items"] if o["kind"] == "VolumeAttachment"][0]
     assert va["status"]["attachmentMetadata"] == {"k": "w"}
+
+
+def test_secret_refs_travel_in_the_plan_and_secrets_only_to_the_node(tmp_path):
+    import base64
+    import yaml
+    from ansible_collections.kubevol.volumes.plugins.module_utils.cluster.pv import CSI_SECRET_REFS
+    from ansible_collections.kubevol.volumes.plugins.module_utils.drivers.external.secrets import (
+        SECRET_REFS, SecretUnavailable)
+    from ansible_collections.kubevol.volumes.plugins.module_utils.node.volume import volume_item
+    from ansible_collections.kubevol.volumes.plugins.module_utils.run.csi_secrets import with_secrets
+
+    assert CSI_SECRET_REFS == SECRET_REFS
+    secret = {"apiVersion": "v1", "kind": "Secret", "metadata": {"namespace": "apps", "name": "s1"},
+              "data": {"password": base64.b64encode(b"hunter2").decode()}}
+    state = tmp_path / "cluster.yaml"
+    state.write_text(yaml.safe_dump({"apiVersion": "v1", "items": [secret], "kind": "List", "metadata": {}}))
+    store = {"cluster_source": "file", "cluster_state": str(state)}
+    item = {"pv_name": "pv-a", "driver": HOSTPATH, "volume_handle": "h1", "secret_refs": {"node_stage": "apps/s1"}}
+    plain = {"pv_name": "pv-b", "driver": HOSTPATH, "volume_handle": "h2"}
+    got = with_secrets([item, plain], store)
+    assert got[0]["secrets"] == {"node_stage": {"password": "hunter2"}} and got[1] is plain
+    assert "secrets" not in item  # the plan's item is left as it was
+    vol = volume_item(dict(got[0], secret_refs=None))
+    assert vol.secrets["node_stage"]["password"] == "hunter2"
+    assert "hunter2" not in repr(vol) and "hunter2" not in str(vol.secrets)
+    hash(vol)
+    with pytest.raises(SecretUnavailable) as err:
+        with_secrets([dict(item, secret_refs={"node_stage": "apps/missing"})], store)
+    assert "apps/missing" in err.value.msg and "pv-a" in err.value.msg
