@@ -249,3 +249,24 @@ def test_pod_deleted_unpublish_unstage_detach_in_order(kv):
     assert get(kv.cluster(), "Node", "node1")["status"].get("volumesAttached") in (None, [])
     assert SECRET not in _output(run)
     assert _loops_backed_under(kv.plugins["node1"].pool) == []
+
+
+def test_the_pod_moved_to_another_node_finds_its_data(kv):
+    """An attachable driver's volume follows its pod: node2's plugin publishes the same image (the pool both
+    nodes see) and the data written on node1 is there."""
+    assert kv.shared.get("converged"), "needs the converged cluster"
+    data = kv.cluster()
+    data["items"] = [o for o in data["items"] if o["kind"] != "Pod"] + [pod("web", "p-web2", "node2", "apps/ext")]
+    write_list(kv.state, data["items"])
+    since1, since2 = len(kv.plugins["node1"].calls()), len(kv.plugins["node2"].calls())
+    run = kv.reconcile(kv.options)
+    assert [m for m in kv.plugins["node2"].methods(since2) if m in MUTATING] == [
+        "ControllerPublishVolume", "NodeStageVolume", "NodePublishVolume"], run.describe()
+    assert not [m for m in kv.plugins["node1"].methods(since1) if m in MUTATING]
+    assert kv.read_sum("node2", target("p-web2", "pv-ext"), "data.bin") == kv.shared["sum"]
+    vas = items(kv.cluster(), "VolumeAttachment")
+    assert [va["spec"]["nodeName"] for va in vas] == ["node2"], vas
+    assert SECRET not in _output(run)
+    again = kv.reconcile(kv.options)
+    assert all(again.changed(h) == 0 for h in kv.nodes) and again.plan() == [], again.describe()
+    kv.shared["moved"] = True
