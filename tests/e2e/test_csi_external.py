@@ -122,13 +122,13 @@ class NodePlugin:
             subprocess.run(self.nsenter("umount", "-l", target), check=False)
 
 
-def csi_volume(pv, claim, handle, size="64Mi"):
+def csi_volume(pv, claim, handle, size="64Mi", fs_type="ext4"):
     namespace, name = claim.split("/")
     uid = "uid-claim-%s-%s" % (namespace, name)
     return [{"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": pv},
              "spec": {"capacity": {"storage": size}, "accessModes": ["ReadWriteOnce"], "volumeMode": "Filesystem",
                       "claimRef": {"namespace": namespace, "name": name, "uid": uid},
-                      "csi": {"driver": DRIVER, "volumeHandle": handle, "fsType": "ext4",
+                      "csi": {"driver": DRIVER, "volumeHandle": handle, "fsType": fs_type,
                               "nodeStageSecretRef": {"namespace": namespace, "name": "stage-secret"}}},
              "status": {"phase": "Bound"}},
             {"apiVersion": "v1", "kind": "PersistentVolumeClaim",
@@ -138,6 +138,16 @@ def csi_volume(pv, claim, handle, size="64Mi"):
              "status": {"phase": "Bound", "capacity": {"storage": size}}},
             {"apiVersion": "v1", "kind": "Secret", "metadata": {"namespace": namespace, "name": "stage-secret"},
              "data": {"password": base64.b64encode(SECRET.encode()).decode()}}]
+
+
+def without_duplicates(objects):
+    seen, out = set(), []
+    for obj in objects:
+        key = (obj["kind"], obj["metadata"].get("namespace"), obj["metadata"]["name"])
+        if key not in seen:
+            seen.add(key)
+            out.append(obj)
+    return out
 
 
 def pod(name, uid, node, claim):
@@ -270,3 +280,33 @@ def test_the_pod_moved_to_another_node_finds_its_data(kv):
     again = kv.reconcile(kv.options)
     assert all(again.changed(h) == 0 for h in kv.nodes) and again.plan() == [], again.describe()
     kv.shared["moved"] = True
+
+
+def test_expansion_controller_then_node_with_the_claims_capacity_recorded(kv):
+    """xfs (online grow works here; ext4's needs CAP_SYS_RESOURCE): ControllerExpandVolume grows the image, then
+    NodeExpandVolume grows the mounted filesystem; the PV's and the PVC's capacity are recorded."""
+    assert kv.shared.get("moved"), "needs the moved pod's run"
+    kv.plugins["node2"].create("vol2", 320 << 20)
+    data = kv.cluster()
+    objects = without_duplicates(data["items"] + csi_volume("pv-grow", "apps/grow", "vol2", "320Mi", "xfs")
+                                 + [pod("grow", "p-grow", "node2", "apps/grow")])
+    write_list(kv.state, objects)
+    run = kv.reconcile(kv.options)
+    path = target("p-grow", "pv-grow")
+    assert kv.mounts("node2")[path]["fstype"] == "xfs", run.describe()
+    size = int(kv.ssh("node2", "df -B1 --output=size %s | tail -1" % path))
+    data = kv.cluster()
+    get(data, "PersistentVolumeClaim", "grow", "apps")["spec"]["resources"]["requests"]["storage"] = "400Mi"
+    write_list(kv.state, data["items"])
+    since = len(kv.plugins["node2"].calls())
+    run = kv.reconcile(kv.options)
+    mutating = [m for m in kv.plugins["node2"].methods(since) if m in MUTATING]
+    assert mutating == ["ControllerExpandVolume", "NodeExpandVolume"], (mutating, run.describe())
+    grown = int(kv.ssh("node2", "df -B1 --output=size %s | tail -1" % path))
+    assert grown > size + (60 << 20), (size, grown)
+    data = kv.cluster()
+    assert get(data, "PersistentVolume", "pv-grow")["spec"]["capacity"]["storage"] == "400Mi"
+    assert get(data, "PersistentVolumeClaim", "grow", "apps")["status"]["capacity"]["storage"] == "400Mi"
+    assert SECRET not in _output(run)
+    again = kv.reconcile(kv.options)
+    assert all(again.changed(h) == 0 for h in kv.nodes) and again.plan() == [], again.describe()
