@@ -122,18 +122,18 @@ class NodePlugin:
             subprocess.run(self.nsenter("umount", "-l", target), check=False)
 
 
-def csi_volume(pv, claim, handle, size="64Mi", fs_type="ext4"):
+def csi_volume(pv, claim, handle, size="64Mi", fs_type="ext4", mode="Filesystem"):
     namespace, name = claim.split("/")
     uid = "uid-claim-%s-%s" % (namespace, name)
     return [{"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": pv},
-             "spec": {"capacity": {"storage": size}, "accessModes": ["ReadWriteOnce"], "volumeMode": "Filesystem",
+             "spec": {"capacity": {"storage": size}, "accessModes": ["ReadWriteOnce"], "volumeMode": mode,
                       "claimRef": {"namespace": namespace, "name": name, "uid": uid},
                       "csi": {"driver": DRIVER, "volumeHandle": handle, "fsType": fs_type,
                               "nodeStageSecretRef": {"namespace": namespace, "name": "stage-secret"}}},
              "status": {"phase": "Bound"}},
             {"apiVersion": "v1", "kind": "PersistentVolumeClaim",
              "metadata": {"namespace": namespace, "name": name, "uid": uid},
-             "spec": {"accessModes": ["ReadWriteOnce"], "volumeName": pv,
+             "spec": {"accessModes": ["ReadWriteOnce"], "volumeName": pv, "volumeMode": mode,
                       "resources": {"requests": {"storage": size}}},
              "status": {"phase": "Bound", "capacity": {"storage": size}}},
             {"apiVersion": "v1", "kind": "Secret", "metadata": {"namespace": namespace, "name": "stage-secret"},
@@ -310,3 +310,45 @@ def test_expansion_controller_then_node_with_the_claims_capacity_recorded(kv):
     assert SECRET not in _output(run)
     again = kv.reconcile(kv.options)
     assert all(again.changed(h) == 0 for h in kv.nodes) and again.plan() == [], again.describe()
+
+
+def block_pod(name, uid, node, claim):
+    obj = pod(name, uid, node, claim)
+    obj["spec"]["containers"][0] = {"name": "c", "volumeDevices": [{"name": "d", "devicePath": "/dev/xvda"}]}
+    return obj
+
+
+def test_block_mode_through_the_same_calls(kv):
+    """volumeMode Block: NodeStageVolume with a block capability at the kubelet's block staging directory, then
+    NodePublishVolume binds the device onto the pod's volumeDevices file; the pod deleted: unpublish, unstage,
+    detach."""
+    assert kv.shared.get("moved"), "needs the moved pod's run"
+    kv.plugins["node2"].create("vol3", 32 << 20)
+    data = kv.cluster()
+    objects = without_duplicates(data["items"] + csi_volume("pv-blk", "apps/blk", "vol3", "32Mi", mode="Block")
+                                 + [block_pod("blk", "p-blk", "node2", "apps/blk")])
+    write_list(kv.state, objects)
+    since = len(kv.plugins["node2"].calls())
+    run = kv.reconcile(kv.options)
+    calls = kv.plugins["node2"].calls()[since:]
+    assert [c["method"] for c in calls if c["method"] in MUTATING] == [
+        "ControllerPublishVolume", "NodeStageVolume", "NodePublishVolume"], run.describe()
+    stage = [c for c in calls if c["method"] == "NodeStageVolume"][0]["request"]
+    assert "block" in stage["volume_capability"], stage
+    device_file = "%s/pods/p-blk/volumeDevices/kubernetes.io~csi/pv-blk" % KUBELET
+    assert device_file in kv.mounts("node2"), run.describe()
+    kv.ssh("node2", "printf block-data | dd of=%s bs=512 conv=notrunc,fsync status=none" % device_file)
+    assert kv.ssh("node2", "head -c 10 %s" % device_file) == "block-data"
+    again = kv.reconcile(kv.options)
+    assert all(again.changed(h) == 0 for h in kv.nodes) and again.plan() == [], again.describe()
+    data = kv.cluster()
+    data["items"] = [o for o in data["items"] if not (o["kind"] == "Pod" and o["metadata"]["name"] == "blk")]
+    write_list(kv.state, data["items"])
+    since = len(kv.plugins["node2"].calls())
+    run = kv.reconcile(kv.options)
+    assert [m for m in kv.plugins["node2"].methods(since) if m in MUTATING] == [
+        "NodeUnpublishVolume", "NodeUnstageVolume", "ControllerUnpublishVolume"], run.describe()
+    assert device_file not in kv.mounts("node2")
+    assert kv.ssh("node2", "ls %s/plugins/kubernetes.io/csi/volumeDevices/staging/ 2>/dev/null || true"
+                  % KUBELET).strip() == ""
+    assert SECRET not in _output(run)

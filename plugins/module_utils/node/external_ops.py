@@ -131,6 +131,36 @@ def _publish_context(ctx, item):
     return None
 
 
+def block_staging_path(ctx, item):
+    """csi_block.go getStagingPath: <kubelet>/plugins/kubernetes.io/csi/volumeDevices/staging/<pv> (a directory the
+    plugin stages the block volume at; nothing is mounted there by kubevol)."""
+    names.check_component("PV name", item.pv_name)
+    return os.path.join(ctx.kubelet_dir, "plugins", names.CSI_PLUGIN_NAME, "volumeDevices", "staging", item.pv_name)
+
+
+def _target(ctx, item, pod):
+    return (names.pod_device_path if item.block else names.pod_mount_path)(ctx.kubelet_dir, pod.uid, item.pv_name)
+
+
+def _stage_block(ctx, item, driver, context, mounts, res):
+    """csi_block.go SetUpDevice: NodeStageVolume with a block capability at the staging directory, when a pod's
+    device is not mapped yet (the call is idempotent); vol_data.json in the volume's data directory, where node
+    facts read a Block volume's identity."""
+    staging = block_staging_path(ctx, item)
+    if all(mounts.mounted(_target(ctx, item, pod)) for pod in item.pods):
+        return staging
+    ctx.step = "node stage %s" % staging
+    if not ctx.check_mode:
+        layout.ensure_dir(ctx.kubelet_dir, staging, ctx.node_name)
+        data_dir = layout.block_data_dir(ctx.kubelet_dir, item.pv_name)
+        layout.ensure_dir(ctx.kubelet_dir, data_dir, ctx.node_name)
+        layout.write_vol_data(ctx.kubelet_dir, data_dir, layout.device_vol_data(item), ctx.node_name)
+    if driver.node_stage(item, staging, context, check_mode=ctx.check_mode).called:
+        res["actions"].append("stage %s" % staging)
+        res["changed"] = True
+    return staging
+
+
 def mount(ctx, item, res):
     driver = ctx.driver(item)
     context = _publish_context(ctx, item)
@@ -143,7 +173,7 @@ def mount(ctx, item, res):
                                     "recorded in %s); run the attach first" % (item.driver, ctx.run_dir))
     res["attachment_metadata"] = context
     mounts = mount_table.list_mounts(ctx.runner_for(item))
-    staging = None
+    staging = _stage_block(ctx, item, driver, context, mounts, res) if item.block else None
     if not item.block:
         staging = names.device_mount_path(ctx.kubelet_dir, item.driver, item.volume_handle)
         if not mounts.mounted(staging):
@@ -158,15 +188,15 @@ def mount(ctx, item, res):
                 res["changed"] = True
         res["global_mount_path"] = staging
     for pod in item.pods:
-        target = (names.pod_device_path if item.block else names.pod_mount_path)(ctx.kubelet_dir, pod.uid,
-                                                                                  item.pv_name)
+        target = _target(ctx, item, pod)
         read_only = bool(pod.read_only or item.read_only)
         if not mounts.mounted(target):
             ctx.step = "node publish %s" % target
             if not ctx.check_mode:
                 layout.ensure_dir(ctx.kubelet_dir, os.path.dirname(target), ctx.node_name)
-                layout.write_vol_data(ctx.kubelet_dir, os.path.dirname(target),
-                                      layout.pod_vol_data(item, ctx.node_name), ctx.node_name)
+                if not item.block:  # a Block volume's identity is in its data directory (_stage_block)
+                    layout.write_vol_data(ctx.kubelet_dir, os.path.dirname(target),
+                                          layout.pod_vol_data(item, ctx.node_name), ctx.node_name)
             step = driver.node_publish(item, target, staging, context, pod, check_mode=ctx.check_mode)
             res["actions"].append("publish %s" % target)
             res["changed"] = True
@@ -193,7 +223,17 @@ def teardown(ctx, item, plan, res):
         res["unmounted"].append(path)
         res["changed"] = True
     gpath = plan["global"]
-    if gpath and mounts.mounted(gpath):
+    block_staging = block_staging_path(ctx, item) if item.block and item.unmount_device else None
+    if block_staging and os.path.isdir(block_staging):
+        ctx.step = "node unstage %s" % block_staging
+        driver.node_unstage(item, block_staging, check_mode=ctx.check_mode)
+        res["actions"].append("unstage %s" % block_staging)
+        res["changed"] = True
+        if not ctx.check_mode:
+            removed = layout.rmdir_safe(block_staging, mount_table.list_mounts(ctx.runner_for(item)))
+            if removed:
+                res["removed"].append(removed)
+    elif gpath and mounts.mounted(gpath):
         ctx.step = "node unstage %s" % gpath
         driver.node_unstage(item, gpath, check_mode=ctx.check_mode)
         res["actions"].append("unstage %s" % gpath)
@@ -226,12 +266,12 @@ def expand_controller(ctx, item):
 
 def expand_node(ctx, item, res):
     driver = ctx.driver(item)
-    staging = None if item.block else names.device_mount_path(ctx.kubelet_dir, item.driver, item.volume_handle)
+    staging = block_staging_path(ctx, item) if item.block else names.device_mount_path(
+        ctx.kubelet_dir, item.driver, item.volume_handle)
     mounts = mount_table.list_mounts(ctx.runner_for(item))
     volume_path = staging
     for pod in item.pods:
-        target = (names.pod_device_path if item.block else names.pod_mount_path)(ctx.kubelet_dir, pod.uid,
-                                                                                  item.pv_name)
+        target = _target(ctx, item, pod)
         if mounts.mounted(target):
             volume_path = target
             break

@@ -230,7 +230,7 @@ def detach_volume(ctx, item, force=False):
     if _external(ctx, item):
         external_ops.teardown(ctx, item, plan, res)
         if not ctx.check_mode:
-            res["removed"] = _cleanup(ctx, runner, item, plan)
+            res["removed"] += _cleanup(ctx, runner, item, plan)
         return res
     driver = ctx.driver(item)
     for path in plan["unmount"]:
