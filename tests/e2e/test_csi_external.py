@@ -73,8 +73,7 @@ class NodePlugin:
         conf = {"controller_caps": ["CREATE_DELETE_VOLUME", "PUBLISH_UNPUBLISH_VOLUME", "EXPAND_VOLUME"],
                 "expected_secrets": {"password": SECRET}}
         conf.update(config)
-        with open(self.config, "w") as handle:
-            json.dump(conf, handle)
+        self.configure(**conf)
         subprocess.run(self.nsenter("mkdir", "-p", os.path.dirname(self.socket)), check=True)
         argv = [_python(), PLUGIN, "--socket", self.socket, "--state-dir", os.path.join(self.dir, "state"),
                 "--config", self.config, "--log", self.log, "--pool", self.pool]
@@ -87,6 +86,17 @@ class NodePlugin:
             assert self.proc.poll() is None, open(self.out).read()
             subprocess.run(["sleep", "0.05"], check=True)
         raise AssertionError("the test plugin did not start on %s: %s" % (self.node, open(self.out).read()))
+
+    def configure(self, **config):
+        """Change the plugin's config (read again at every call)."""
+        conf = {}
+        if os.path.exists(self.config):
+            with open(self.config) as handle:
+                conf = json.load(handle)
+        conf.update(config)
+        with open(self.config + ".tmp", "w") as handle:
+            json.dump(conf, handle)
+        os.replace(self.config + ".tmp", self.config)
 
     def create(self, handle, size):
         code = ("import sys; sys.path.insert(0, %r); "
@@ -352,3 +362,30 @@ def test_block_mode_through_the_same_calls(kv):
     assert kv.ssh("node2", "ls %s/plugins/kubernetes.io/csi/volumeDevices/staging/ 2>/dev/null || true"
                   % KUBELET).strip() == ""
     assert SECRET not in _output(run)
+
+
+def test_an_interrupted_unstage_leaves_the_volume_uncertain_never_absent(kv):
+    """NodeUnstageVolume answers UNAVAILABLE (non-final: the plugin may have done it): the volume fails as
+    uncertain, its VolumeAttachment stays and ControllerUnpublishVolume is not called; once the plugin answers
+    again the next run unstages and detaches it."""
+    assert kv.shared.get("moved"), "needs the moved pod's run"
+    data = kv.cluster()
+    assert get(data, "Pod", "grow", "apps") is not None
+    data["items"] = [o for o in data["items"] if not (o["kind"] == "Pod" and o["metadata"]["name"] == "grow")]
+    write_list(kv.state, data["items"])
+    node2 = kv.plugins["node2"]
+    node2.configure(fail={"NodeUnstageVolume": {"code": "UNAVAILABLE", "message": "try again"}})
+    since = len(node2.calls())
+    run = kv.reconcile(kv.options, expect_rc="nonzero")
+    assert [m for m in node2.methods(since) if m in MUTATING] == ["NodeUnpublishVolume", "NodeUnstageVolume"]
+    assert "uncertain" in run.stdout.lower() and "pv-grow" in run.stdout, run.describe()
+    vas = [va for va in items(kv.cluster(), "VolumeAttachment")
+           if va["spec"]["source"]["persistentVolumeName"] == "pv-grow"]
+    assert vas and vas[0]["status"]["attached"] is True, vas
+    node2.configure(fail={})
+    since = len(node2.calls())
+    run = kv.reconcile(kv.options)
+    assert [m for m in node2.methods(since) if m in MUTATING] == ["NodeUnstageVolume", "ControllerUnpublishVolume"], \
+        run.describe()
+    assert not [va for va in items(kv.cluster(), "VolumeAttachment")
+                if va["spec"]["source"]["persistentVolumeName"] == "pv-grow"]
