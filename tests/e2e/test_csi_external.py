@@ -389,3 +389,21 @@ def test_an_interrupted_unstage_leaves_the_volume_uncertain_never_absent(kv):
         run.describe()
     assert not [va for va in items(kv.cluster(), "VolumeAttachment")
                 if va["spec"]["source"]["persistentVolumeName"] == "pv-grow"]
+
+
+def test_check_mode_makes_only_read_only_calls(kv):
+    """--check for a new external volume: the plan is shown, the plugin gets read-only calls only (Probe,
+    GetPluginInfo, capabilities, NodeGetInfo), nothing is mounted and the cluster file is unchanged."""
+    assert kv.shared.get("moved"), "needs the moved pod's run"
+    kv.plugins["node1"].create("vol5", 32 << 20)
+    data = kv.cluster()
+    write_list(kv.state, without_duplicates(data["items"] + csi_volume("pv-chk", "apps/chk", "vol5", "32Mi")
+                                            + [pod("chk", "p-chk", "node1", "apps/chk")]))
+    before = kv.state_bytes()
+    since = len(kv.plugins["node1"].calls())
+    run = kv.reconcile(kv.options, check=True)
+    assert kv.state_bytes() == before, run.describe()
+    assert not [m for m in kv.plugins["node1"].methods(since) if m in MUTATING], run.describe()
+    assert not [p for p in kv.mounts("node1") if "pv-chk" in p]
+    real = kv.reconcile(kv.options)
+    assert target("p-chk", "pv-chk") in kv.mounts("node1"), real.describe()
