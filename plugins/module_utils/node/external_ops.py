@@ -90,13 +90,15 @@ def published_volumes(ctx, driver_name):
     return found
 
 
-def _calls(driver):
-    return list(getattr(driver, "calls", ()))
+def _calls(driver, start=0):
+    """The CSI methods this phase called (names only, never a request)."""
+    return list(getattr(driver, "calls", ()))[start:]
 
 
 # -- attach ----------------------------------------------------------------------------------------------
 def attach(ctx, item):
     driver = ctx.driver(item)
+    start = len(getattr(driver, "calls", ()))
     att = driver.controller_publish(item, check_mode=ctx.check_mode)
     context = dict(att.publish_context or {})
     if not ctx.check_mode and not att.skipped:
@@ -113,7 +115,7 @@ def attach(ctx, item):
         "changed": True,
         "by_record": bool(att.by_record),
         "attachment_metadata": context,
-        "csi_calls": _calls(driver),
+        "csi_calls": _calls(driver, start),
         "volume_attachment": attached_volume_attachment(item.driver, item.volume_handle, ctx.node_name, item.pv_name,
                                                         device, metadata=context),
         "volumes_attached": {"name": item.unique_name, "devicePath": device},
@@ -163,6 +165,7 @@ def _stage_block(ctx, item, driver, context, mounts, res):
 
 def mount(ctx, item, res):
     driver = ctx.driver(item)
+    start = len(getattr(driver, "calls", ()))
     context = _publish_context(ctx, item)
     if context is None:
         if ctx.check_mode:
@@ -207,7 +210,7 @@ def mount(ctx, item, res):
             delegated, mounted = False, True
         if not item.block and not delegated:
             ownership.apply_fs_group(ctx, res, item, pod, target, read_only, mounted=mounted)
-    res["csi_calls"] = _calls(driver)
+    res["csi_calls"] = _calls(driver, start)
     return res
 
 
@@ -215,6 +218,7 @@ def mount(ctx, item, res):
 def teardown(ctx, item, plan, res):
     """NodeUnpublish per pod, NodeUnstage, then ControllerUnpublish (after the node is done)."""
     driver = ctx.driver(item)
+    start = len(getattr(driver, "calls", ()))
     mounts = plan["mounts"]
     for path in plan["unmount"]:
         ctx.step = "node unpublish %s" % path
@@ -248,24 +252,26 @@ def teardown(ctx, item, plan, res):
         res["changed"] = True
         if not ctx.check_mode:
             drop_published(ctx, item)
-    res["csi_calls"] = _calls(driver)
+    res["csi_calls"] = _calls(driver, start)
     return res
 
 
 # -- expand ----------------------------------------------------------------------------------------------
 def expand_controller(ctx, item):
     driver = ctx.driver(item)
+    start = len(getattr(driver, "calls", ()))
     exp = driver.controller_expand(item, check_mode=ctx.check_mode)
     return {"pv_name": item.pv_name, "unique_volume_name": item.unique_name, "stage": "controller",
             "changed": exp.changed, "backing_size_bytes": {"old": exp.old_bytes, "new": exp.new_bytes},
             "node_expansion_required": exp.node_expansion_required, "skipped": exp.skipped,
-            "csi_calls": _calls(driver),
+            "csi_calls": _calls(driver, start),
             "diff": {"before": {item.pv_name: {"backing_size_bytes": exp.old_bytes}},
                      "after": {item.pv_name: {"backing_size_bytes": exp.new_bytes}}}}
 
 
 def expand_node(ctx, item, res):
     driver = ctx.driver(item)
+    start = len(getattr(driver, "calls", ()))
     staging = block_staging_path(ctx, item) if item.block else names.device_mount_path(
         ctx.kubelet_dir, item.driver, item.volume_handle)
     mounts = mount_table.list_mounts(ctx.runner_for(item))
@@ -279,7 +285,7 @@ def expand_node(ctx, item, res):
         res["skipped"] = "no mount of volume %s on node %s to grow" % (item.pv_name, ctx.node_name)
         return res
     step = driver.node_expand(item, volume_path, staging, check_mode=ctx.check_mode)
-    res.update(changed=step.called, skipped=step.skipped, mount_path=volume_path, csi_calls=_calls(driver))
+    res.update(changed=step.called, skipped=step.skipped, mount_path=volume_path, csi_calls=_calls(driver, start))
     if step.capacity_bytes:
         res["fs_size_bytes"] = {"old": None, "new": step.capacity_bytes}
     return res
