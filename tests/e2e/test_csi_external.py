@@ -217,7 +217,7 @@ def _output(run):
 
 
 def test_attach_stage_publish_and_data_written(kv):
-    run = kv.reconcile(kv.options)
+    run = kv.reconcile(kv.options + ["-vvv"])  # every task's arguments and results printed: no secret among them
     calls = kv.plugins["node1"].methods()
     mutating = [m for m in calls if m in MUTATING]
     assert mutating == ["ControllerPublishVolume", "NodeStageVolume", "NodePublishVolume"], (mutating, run.describe())

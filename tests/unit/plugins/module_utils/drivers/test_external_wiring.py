@@ -125,3 +125,10 @@ def test_inline_ephemeral_volumes_of_an_external_driver_are_refused():
     valid = ctx.items([{"pv_name": "v", "driver": HOSTPATH, "volume_handle": ephemeral_volume_handle("u1", "v"),
                         "ephemeral": True, "pods": [{"uid": "u1"}]}])
     assert valid == [] and "PersistentVolumes only" in ctx.refused[0][1].msg
+
+
+def test_setup_phases_secrets_are_masked():
+    from ansible_collections.kubevol.volumes.plugins.module_utils.node.setup_args import secret_values
+    params = {"attach": {"volumes": [{"pv_name": "a", "secrets": {"node_stage": {"password": "hunter2"}}}]},
+              "mount": {"volumes": [{"pv_name": "b"}]}, "expand_node": None}
+    assert secret_values(params) == {"hunter2"}
