@@ -26,6 +26,7 @@ from ansible.plugins.action import ActionBase
 from ansible_collections.kubevol.volumes.plugins.module_utils.common import driver_options, phases
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import KubevolError
 from ansible_collections.kubevol.volumes.plugins.module_utils.run import executor
+from ansible_collections.kubevol.volumes.plugins.module_utils.run.csi_secrets import with_secrets
 from ansible_collections.kubevol.volumes.plugins.module_utils.node.node_args import node_phases_argspec
 from ansible_collections.kubevol.volumes.plugins.module_utils.run.run_lock_task import kept_renewed
 
@@ -112,7 +113,7 @@ class ActionModule(ActionBase):
                                     % ", ".join(p for p in params["phases"] if p != "facts"))
         outcome = self._execute(task_vars, "kubevol.volumes.node_volume_info",
                                 {"node_name": params["node_name"], "kubelet_dir": params["kubelet_dir"],
-                                 "fs_sizes": False})
+                                 "fs_sizes": False, "driver_options": params.get("driver_options") or {}})
         result.update(outcome)
         result["module_runs"] = ["kubevol.volumes.node_volume_info"]
         return result
@@ -146,7 +147,10 @@ class ActionModule(ActionBase):
             module = phases.BY_NAME[phase].module
             executed.append(module)
             try:
-                outcome = self._execute(task_vars, module, module_args(phase, node, todo[0], todo[1], todo[2], params))
+                items = with_secrets(todo[0], params["cluster_store"])  # no_log on the node modules
+                outcome = self._execute(task_vars, module, module_args(phase, node, items, todo[1], todo[2], params))
+            except KubevolError as err:  # a Secret an external CSI driver's PV names is missing: no value named
+                outcome = {"failed": True, "msg": "%s: %s" % (module, err.msg)}
             except AnsibleConnectionFailure as err:
                 # keep what the earlier phases did: it is recorded; this phase and the rest are not
                 outcome = {"unreachable": True, "failed": True, "msg": "%s: %s" % (module, err)}
@@ -162,8 +166,12 @@ class ActionModule(ActionBase):
         args = {"node_name": node, "kubelet_dir": params["kubelet_dir"], "lock_timeout": params["lock_timeout"],
                 "driver_options": params["driver_options"], "command_timeout": params["command_timeout"],
                 "long_command_timeout": params["long_command_timeout"]}
-        for phase, items in setup.items():
-            args[phase] = {"volumes": items}
+        try:
+            for phase, items in setup.items():
+                args[phase] = {"volumes": with_secrets(items, params["cluster_store"])}  # no_log on the node
+        except KubevolError as err:  # a Secret an external CSI driver's PV names is missing: no value named
+            return dict((phase, {"failed": True, "msg": "kubevol.volumes.node_volume_setup: %s" % err.msg,
+                                 "volumes": []}) for phase in setup)
         if "attach" in args:
             args["attach"]["provision"] = params["provision"]
             if params.get("force_release_holders"):

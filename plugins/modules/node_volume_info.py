@@ -34,6 +34,19 @@ options:
     type: bool
     default: true
     version_added: 0.2.0
+  driver_options:
+    description:
+      - The operator's options of each volume plugin and CSI driver, C({name: {option: value}}), as the volume
+        modules take them. A CSI driver named here with C(controller) or C(socket) is driven over its plugin's socket
+        (an external CSI driver): its volumes are the node's own, never foreign, and those it published are listed
+        in C(devices).
+    type: dict
+    default: {}
+  run_dir:
+    description:
+      - Where the volume modules keep their state (locks, an external CSI driver's ControllerPublishVolume records).
+    type: str
+    default: /run/kubevol
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
   - kubevol.volumes.node_volumes.node

@@ -22,7 +22,8 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.audit import audit
 
 from ansible_collections.kubevol.volumes.plugins.module_utils.run import run_lock
 from ansible_collections.kubevol.volumes.plugins.module_utils.cluster.objects import ClusterIndex, cluster_from_data
-from ansible_collections.kubevol.volumes.plugins.module_utils.plan.desired_state import DEFAULT_KNOWN_DRIVERS
+from ansible_collections.kubevol.volumes.plugins.module_utils.plan.desired_state import (  # noqa: F401
+    DEFAULT_KNOWN_DRIVERS, known_drivers_of)
 from ansible_collections.kubevol.volumes.plugins.module_utils.common import driver_options as driver_opts
 from ansible_collections.kubevol.volumes.plugins.module_utils.node.node_args import LOOP_POOLS_ALIAS
 from ansible_collections.kubevol.volumes.plugins.module_utils.plan.planner import PlanOptions, plan_cluster, utc_now
@@ -52,7 +53,7 @@ def argspec():
 
 
 def _known(params):
-    return tuple(params["known_drivers"]) if params["known_drivers"] is not None else DEFAULT_KNOWN_DRIVERS
+    return known_drivers_of(params["known_drivers"], params.get("driver_options"))
 
 
 def _store(params):

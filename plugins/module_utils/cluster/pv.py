@@ -24,7 +24,26 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.volume.local impor
 _EMPTY = {}
 
 ClaimRef = namedtuple("ClaimRef", "namespace name uid")
-CSISource = namedtuple("CSISource", "driver volume_handle fs_type read_only volume_attributes")
+CSISource = namedtuple("CSISource", "driver volume_handle fs_type read_only volume_attributes secret_refs")
+CSISource.__new__.__defaults__ = ((),)
+CSISource.__doc__ = """spec.csi. secret_refs: ((kind, "namespace/name"), ...) of its *SecretRef fields (kinds as
+drivers/external/requests.py SECRET_KINDS), for an external CSI driver's calls; never the secrets themselves."""
+# spec.csi's secret references by the kind an external CSI driver's item carries them under (drivers/external/
+# secrets.py SECRET_REFS: a unit test keeps them equal)
+CSI_SECRET_REFS = (("controller_publish", "controllerPublishSecretRef"), ("node_stage", "nodeStageSecretRef"),
+                   ("node_publish", "nodePublishSecretRef"), ("controller_expand", "controllerExpandSecretRef"),
+                   ("node_expand", "nodeExpandSecretRef"))
+
+
+def _secret_refs(csi):
+    """((kind, "namespace/name"), ...) of spec.csi's secret references; an incomplete one is kept as given, for the
+    node task to refuse naming it (drivers/external/secrets.py)."""
+    refs = []
+    for kind, field in CSI_SECRET_REFS:
+        ref = csi.get(field)
+        if isinstance(ref, dict) and ref:
+            refs.append((kind, "%s/%s" % (ref.get("namespace") or "", ref.get("name") or "")))
+    return tuple(refs)
 LocalSource = namedtuple("LocalSource", "path fs_type")
 LocalSource.__doc__ = """spec.local: path as written; fs_type: spec.local.fsType or "" (used for a block device)."""
 HostPathSource = namedtuple("HostPathSource", "path type")
@@ -177,7 +196,7 @@ def build_pv(obj):
     if csi is not None:
         csi = CSISource(require_str(csi["driver"], "driver"), require_str(csi["volumeHandle"], "volumeHandle"),
                         optional_str(csi.get("fsType"), "fsType") or "", bool(csi.get("readOnly")),
-                        pairs(csi.get("volumeAttributes"), "volumeAttributes"))
+                        pairs(csi.get("volumeAttributes"), "volumeAttributes"), _secret_refs(csi))
         source_kind = "csi"
     elif spec.get("local") is not None:
         where = "spec.local"

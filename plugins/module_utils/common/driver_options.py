@@ -46,6 +46,13 @@ PLUGIN_OPTIONS = {
 # a driver class without OPTIONS yet: its spec here (drivers/loop.py LoopDriver: pools)
 FALLBACK_DRIVER_OPTIONS = {LOOP_DRIVER: {"pools": "paths"}}
 
+# an external CSI driver's entry (drivers/external/driver.py OPTIONS; a unit test keeps the two equal), for where
+# the drivers package is not shipped (the planner). An entry with one of EXTERNAL_KEYS names a CSI driver kubevol
+# drives over its plugin's socket (drivers/external/driver.py configured_drivers).
+FALLBACK_EXTERNAL_OPTIONS = {"socket": {"type": "path"}, "controller": {"type": "str", "choices": ["node"]},
+                             "timeout": {"type": "float"}}
+EXTERNAL_KEYS = ("socket", "controller")
+
 FIELD = "driver_options"
 DRIVERS_PACKAGE = "ansible_collections.kubevol.volumes.plugins.module_utils.drivers"
 
@@ -78,6 +85,24 @@ def specs():
     known = dict(PLUGIN_OPTIONS)
     known.update(_drivers())
     return known
+
+
+def external_spec():
+    """The options spec of an external CSI driver's entry: the driver's own OPTIONS, or the fallback copy."""
+    try:
+        return importlib.import_module(DRIVERS_PACKAGE).external_options_spec()
+    except (ImportError, AttributeError):
+        return dict(FALLBACK_EXTERNAL_OPTIONS)
+
+
+def external_drivers(driver_options, builtin=()):
+    """The CSI drivers ``driver_options`` configures as external (an entry with ``socket`` or ``controller``,
+    other than the plugins' and ``builtin`` names): as drivers/external/driver.py configured_drivers, without
+    importing driver code (the planner's known drivers)."""
+    skip = set(PLUGINS) | set(builtin)
+    return sorted(name for name, own in (driver_options or {}).items()
+                  if isinstance(name, str) and name not in skip and isinstance(own, dict)
+                  and any(key in own for key in EXTERNAL_KEYS))
 
 
 def allowed(path, roots):
@@ -125,6 +150,18 @@ def _check_option(name, option, value, rule):
         kind = rule.get("kind") or ("paths" if rule.get("type") == "list" and rule.get("elements") in ("path", "str")
                                     else None)
         if kind is None:
+            choices = rule.get("choices")
+            if choices is not None and value is not None and value not in choices:
+                raise InvalidInput(field=FIELD, value={name: {option: value}},
+                                   reason="%s.%s must be one of %s" % (name, option, ", ".join(map(str, choices))))
+            if rule.get("type") == "path" and value is not None and (
+                    not isinstance(value, str) or not value.startswith("/") or "\x00" in value):
+                raise InvalidInput(field=FIELD, value={name: {option: value}},
+                                   reason="%s.%s must be an absolute path" % (name, option))
+            if rule.get("type") == "float" and value is not None and (
+                    isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0):
+                raise InvalidInput(field=FIELD, value={name: {option: value}},
+                                   reason="%s.%s must be a positive number of seconds" % (name, option))
             return copy.deepcopy(value)
         rule = kind
     if rule in ("paths", "normalized_paths"):
@@ -142,13 +179,18 @@ def validate(driver_options):
         raise InvalidInput(field=FIELD, value=driver_options,
                            reason="must be a mapping of plugin or driver name to its options")
     known = specs()
+    external = external_drivers(driver_options, builtin=known)
+    if external:
+        spec = external_spec()
+        known.update((name, spec) for name in external)
     checked = {}
     for name in sorted(driver_options, key=str):
         options = driver_options[name]
         if name not in known:
             raise InvalidInput(field=FIELD, value=name,
-                               reason="%r is neither a volume plugin nor a driver kubevol knows (known: %s); "
-                                      "correct the name or remove it" % (name, ", ".join(sorted(known))))
+                               reason="%r is neither a volume plugin nor a driver kubevol knows (known: %s), nor a "
+                                      "CSI driver kubevol drives over its socket (an entry with 'controller: node' "
+                                      "or 'socket'); correct the name or remove it" % (name, ", ".join(sorted(known))))
         if options is None:
             options = {}
         if not isinstance(options, dict):

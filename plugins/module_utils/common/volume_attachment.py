@@ -22,15 +22,21 @@ API_VERSION = "storage.k8s.io/v1"
 KIND = "VolumeAttachment"
 
 
-def attached_volume_attachment(driver, volume_handle, node_name, pv_name, device_path, attached=True):
+def attached_volume_attachment(driver, volume_handle, node_name, pv_name, device_path, attached=True, metadata=None):
     """The VolumeAttachment of ``pv_name`` (``driver``, ``volume_handle``) attached to ``node_name``.
 
     ``device_path`` None is recorded as ``""``. ``attached=False`` is the intent the A/D controller writes
     before the attacher acts (csi_attacher.go Attach creates the object, the external-attacher sets
-    attached). A new dict each call (the caller may keep or change it).
+    attached). A new dict each call (the caller may keep or change it). ``metadata``: an external CSI driver's
+    ControllerPublishVolume publish_context, recorded as the attachmentMetadata (external-attacher csiAttach),
+    with devicePath only when the driver gave one.
     """
-    status = {"attached": True, "attachmentMetadata": {"devicePath": device_path or ""}} if attached else \
-        {"attached": False}
+    if metadata is not None:
+        status = {"attached": True, "attachmentMetadata": dict(metadata)}
+    else:
+        status = {"attached": True, "attachmentMetadata": {"devicePath": device_path or ""}}
+    if not attached:
+        status = {"attached": False}
     return {
         "apiVersion": API_VERSION,
         "kind": KIND,

@@ -7,6 +7,11 @@ map). Adding a driver means one file in drivers/ and one line in ``DRIVER_PATHS`
 ``DRIVERS`` iterates over the names (``sorted(DRIVERS)``, ``name in DRIVERS``) and hands out the class by name
 (``DRIVERS[name]``, ``DRIVERS.get(name)``), importing only that driver's module. ``capabilities(name)`` and
 ``options_spec(name)`` read a driver's class data (CAPABILITIES, OPTIONS) for the planner and the options check.
+
+Any other CSI driver the operator configures in ``driver_options`` (an entry with ``controller`` or ``socket``:
+drivers/external/ ``configured_drivers``) is served by ``external_driver_class(name)``: ``get_driver(name,
+driver_options=...)`` and ``driver_names(driver_options)`` take the operator's mapping, as the kubelet's
+VolumePluginMgr serves a CSI driver once its plugin registered (pkg/volume/csi/csi_plugin.go RegistrationHandler).
 """
 
 from __future__ import absolute_import, division, print_function
@@ -54,12 +59,36 @@ class _Registry(Mapping):
 DRIVERS = _Registry(DRIVER_PATHS)
 
 
-def get_driver(name, volume=None):
-    """The driver class registered for CSI driver ``name``; raises UnknownDriver."""
+def configured_names(driver_options):
+    """The external CSI drivers ``driver_options`` configures (never one of kubevol's own drivers)."""
+    if not driver_options:
+        return []
+    from ansible_collections.kubevol.volumes.plugins.module_utils.drivers.external.driver import configured_drivers
+    return configured_drivers(driver_options, builtin=tuple(DRIVERS))
+
+
+def driver_names(driver_options=None):
+    """Every driver name this node serves: kubevol's own and the configured external ones, sorted."""
+    return sorted(set(DRIVERS) | set(configured_names(driver_options)))
+
+
+def is_external(name, driver_options=None):
+    """True for a CSI driver served by ExternalCsiDriver (configured in driver_options, not kubevol's own)."""
+    return name not in DRIVERS and name in configured_names(driver_options)
+
+
+def get_driver(name, volume=None, driver_options=None):
+    """The driver class registered for CSI driver ``name``, or the external driver's class when ``driver_options``
+    configures ``name``; raises UnknownDriver."""
     try:
         return DRIVERS[name]
     except (KeyError, TypeError):
-        raise UnknownDriver(driver=name, volume=volume, known=", ".join(sorted(DRIVERS)))
+        pass
+    if isinstance(name, str) and name in configured_names(driver_options):
+        from ansible_collections.kubevol.volumes.plugins.module_utils.drivers.external.driver import (
+            external_driver_class)
+        return external_driver_class(name)
+    raise UnknownDriver(driver=name, volume=volume, known=", ".join(driver_names(driver_options)))
 
 
 def capabilities(name):
@@ -72,8 +101,15 @@ def options_spec(name):
     return dict(DRIVERS[name].OPTIONS) if name in DRIVERS else None
 
 
+def external_options_spec():
+    """The OPTIONS spec of an external CSI driver's driver_options entry (drivers/external/driver.py)."""
+    from ansible_collections.kubevol.volumes.plugins.module_utils.drivers.external.driver import OPTIONS
+    return dict(OPTIONS)
+
+
 def _shipped_by_import():  # pragma: no cover (never called)
     """Ansible's module_utils finder follows import statements, never a dotted string: this import (never run) puts
     every registered driver's file in the node modules' payloads (tests/unit/plugins/modules/test_node_payload.py).
     A new driver adds its line here too."""
     from ansible_collections.kubevol.volumes.plugins.module_utils.drivers import loop  # noqa: F401 pylint: disable=unused-import
+    from ansible_collections.kubevol.volumes.plugins.module_utils.drivers.external import driver  # noqa: F401 pylint: disable=unused-import

@@ -10,7 +10,8 @@ __metaclass__ = type
 import os
 
 from ansible_collections.kubevol.volumes.plugins.module_utils.common import driver_options as options, names
-from ansible_collections.kubevol.volumes.plugins.module_utils.drivers import DRIVERS, get_driver
+from ansible_collections.kubevol.volumes.plugins.module_utils.drivers import (
+    driver_names, get_driver, is_external)
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import InvalidInput, KubevolError, NoBackend
 from ansible_collections.kubevol.volumes.plugins.module_utils.node.lock import DEFAULT_RUN_DIR, VolumeLock
 from ansible_collections.kubevol.volumes.plugins.module_utils.node.runner import Runner
@@ -68,8 +69,11 @@ class NodeContext:
 
     def driver_settings(self, name):
         """What a driver instance of ``name`` is constructed with: its options (options_for), the operator's
-        force_release_holders, and ``loop_pools`` (the loop driver's pools, under the key drivers/loop.py reads)."""
+        force_release_holders, and ``loop_pools`` (the loop driver's pools, under the key drivers/loop.py reads).
+        An external CSI driver gets its own entry only (drivers/external/driver.py driver_settings refuses others)."""
         settings = self.options_for(name)
+        if self.is_external(name):
+            return settings
         settings.update(loop_pools=options.loop_pools(self.driver_options),
                         force_release_holders=self.force_release_holders)
         return settings
@@ -80,21 +84,36 @@ class NodeContext:
     def runner_for(self, item):
         return self.runner.for_volume(item.pv_name)
 
+    def is_external(self, name):
+        """True for a CSI driver this node drives over its plugin's socket (drivers/external/)."""
+        return is_external(name, self.driver_options)
+
+    def knows(self, name):
+        """True for a driver this node serves: kubevol's own or a configured external one."""
+        return name in self.driver_names()
+
+    def driver_names(self):
+        return driver_names(self.driver_options)
+
     def driver(self, item):
         """A driver instance for ``item`` whose runner names the item's volume in errors."""
-        cls = get_driver(item.driver, volume=item.pv_name)
-        return cls(self.runner_for(item), self.kubelet_dir, self.node_name, self.driver_settings(item.driver))
+        key = (item.driver, item.pv_name)
+        if key not in self._drivers or not self.is_external(item.driver):
+            cls = get_driver(item.driver, volume=item.pv_name, driver_options=self.driver_options)
+            self._drivers[key] = cls(self.runner_for(item), self.kubelet_dir, self.node_name,
+                                     self.driver_settings(item.driver))
+        return self._drivers[key]
 
     def all_drivers(self):
-        return [get_driver(name)(self.runner, self.kubelet_dir, self.node_name, self.driver_settings(name))
-                for name in sorted(DRIVERS)]
+        return [get_driver(name, driver_options=self.driver_options)(
+            self.runner, self.kubelet_dir, self.node_name, self.driver_settings(name)) for name in self.driver_names()]
 
     def lock(self, item):
         return VolumeLock(self.run_dir, item.unique_name, self.lock_timeout, node=self.node_name, volume=item.pv_name)
 
     def has_backend(self, item):
         """False for a volume of a driver kubevol has no backend for on this node."""
-        return not item.csi or item.driver in DRIVERS  # local and hostPath are served by node/plugin_ops.py
+        return not item.csi or self.knows(item.driver)  # local and hostPath are served by node/plugin_ops.py
 
     def no_backend(self, item):
         """The error of a volume this node cannot serve: it fails that volume, named with its driver and what the node
@@ -102,7 +121,7 @@ class NodeContext:
         nothing made (the kubelet's operation generator fails a volume whose plugin it cannot find, too:
         operation_generator.go, "MountVolume.FindPluginBySpec failed")."""
         return NoBackend(volume=item.pv_name, node=self.node_name, driver=item.driver,
-                         known=", ".join(sorted(DRIVERS)) or "no driver", step="find driver")
+                         known=", ".join(self.driver_names()) or "no driver", step="find driver")
 
     def items(self, raw_volumes):
         """Validate every item (names; driver paths) before anything runs.
@@ -122,6 +141,11 @@ class NodeContext:
                     raise self.no_backend(item)
                 if item.csi:
                     self.driver(item).validate(item)
+                if item.csi and item.ephemeral and self.is_external(item.driver):
+                    raise InvalidInput(field="volume %s" % item.pv_name, value=item.driver,
+                                       reason="driver %s on node %s is an external CSI driver: kubevol drives its "
+                                              "PersistentVolumes only, not inline ephemeral volumes; nothing was "
+                                              "done. Use a PVC" % (item.driver, self.node_name))
                 valid.append(item)
             except KubevolError as err:
                 # one volume that cannot be served never stops a node's other volumes
@@ -162,6 +186,9 @@ class NodeContext:
             entry = dict((k, v) for k, v in err.to_result().items()
                          if k in ("step", "cmd", "rc", "stderr", "hint", "device", "path", "reason"))
             entry.update(volume=item.pv_name, unique_volume_name=item.unique_name, node=self.node_name, msg=err.msg)
+            if getattr(err, "uncertain", False):
+                # a CSI call's outcome is unknown (a non-final gRPC status): failed and uncertain, never absent
+                entry["uncertain"] = True
             entries.append(entry)
         msg = "; ".join(err.msg for _item, err in failures)
         first.kwargs.update(failed_volume=first_item.pv_name, failures=entries, completed=done, volumes=results,

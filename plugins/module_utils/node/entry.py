@@ -28,7 +28,8 @@ def _volume_info(module):
 
     try:
         ctx = NodeContext(process_runner(), node_name=module.params["node_name"],
-                          kubelet_dir=module.params["kubelet_dir"])
+                          kubelet_dir=module.params["kubelet_dir"], run_dir=module.params["run_dir"],
+                          driver_options=module.params["driver_options"])
         facts = node_facts(ctx, fs_sizes=module.params["fs_sizes"])
     except KubevolError as err:
         module.fail_json(msg=err.msg, **err.to_result())
@@ -90,7 +91,10 @@ def _volume_setup(module):
 
 # module name -> (its argument spec, its work)
 MODULES = {
-    "node_volume_info": (lambda: node_args.node_argspec(fs_sizes=dict(type="bool", default=True)), _volume_info),
+    "node_volume_info": (lambda: node_args.node_argspec(fs_sizes=dict(type="bool", default=True),
+                                                        driver_options=dict(type="dict", default={}),
+                                                        run_dir=dict(type="str", default="/run/kubevol")),
+                         _volume_info),
     "k8s_volume_attach": (lambda: node_args.volumes_argspec(provision=dict(type="bool", default=False)),
                           _volume_attach),
     "node_volume_mount": (lambda: node_args.volumes_argspec(force=dict(type="bool", default=False),

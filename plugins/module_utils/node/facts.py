@@ -16,10 +16,10 @@ import glob
 import os
 import stat
 
-from ansible_collections.kubevol.volumes.plugins.module_utils.common import names
 from ansible_collections.kubevol.volumes.plugins.module_utils.drivers import DRIVERS
+from ansible_collections.kubevol.volumes.plugins.module_utils.common import names
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import KubevolError, UnsafePath
-from ansible_collections.kubevol.volumes.plugins.module_utils.node import blockdev, ephemeral, layout, mount
+from ansible_collections.kubevol.volumes.plugins.module_utils.node import blockdev, ephemeral, external_ops, layout, mount
 from ansible_collections.kubevol.volumes.plugins.module_utils.node import plugin_facts
 from ansible_collections.kubevol.volumes.plugins.module_utils.node.filesystems import get_filesystem
 
@@ -35,14 +35,23 @@ def _driver_of(data):
     return value if isinstance(value, str) and value else None
 
 
-def is_foreign(driver):
-    """A driver this node has no kubevol backend for (its own CSI node plugin owns the volume)."""
-    return bool(driver) and driver not in DRIVERS
+def is_foreign(driver, known=None):
+    """A driver this node has no kubevol backend for (its own CSI node plugin owns the volume). ``known``: the
+    drivers the node serves (NodeContext.driver_names: kubevol's own and the configured external ones)."""
+    return bool(driver) and driver not in (DRIVERS if known is None else known)
 
 
 def devices(ctx):
     found = []
     for driver in ctx.all_drivers():
+        if ctx.is_external(driver.NAME):
+            # published by ControllerPublishVolume: the node's own record (node/external_ops.py); the device is
+            # the plugin's business
+            for att in external_ops.published_volumes(ctx, driver.NAME):
+                found.append({"unique_volume_name": att.unique_volume_name, "driver": att.driver,
+                              "volume_handle": att.volume_handle, "device": att.device or None,
+                              "size_bytes": None, "read_only": False})
+            continue
         for att in driver.attached_volumes():
             found.append({
                 "unique_volume_name": att.unique_volume_name,
@@ -104,7 +113,7 @@ def global_mounts(ctx, mounts, devs=(), fs_sizes=True):
         data, problem = (None, unsafe) if unsafe else layout.load_vol_data(os.path.dirname(path))
         unique, handle, uncertain = (None, None, unsafe) if unsafe else _global_identity(path, data, problem, devs)
         driver = _driver_of(data) or os.path.basename(os.path.dirname(os.path.dirname(path)))
-        foreign = is_foreign(driver)
+        foreign = is_foreign(driver, ctx.driver_names())
         current = mounts.at(path)
         device = current.source_device if current else None
         fs_type = current.fstype if current else None
@@ -140,7 +149,7 @@ def pod_mounts(ctx, mounts, devs=()):
         current = mounts.at(path)
         unsafe = _unsafe(ctx, path)
         entry = _pod_entry(vol_dir, "Filesystem", path, current, current.source_device if current else None,
-                           (None, unsafe) if unsafe else layout.load_vol_data(vol_dir), by_device)
+                           (None, unsafe) if unsafe else layout.load_vol_data(vol_dir), by_device, ctx.driver_names())
         if unsafe:
             entry.update(unique_volume_name=None, foreign=False, unsafe=True)
         found.append(entry)
@@ -157,11 +166,11 @@ def pod_mounts(ctx, mounts, devs=()):
             loaded = layout.load_vol_data(layout.block_data_dir(ctx.kubelet_dir, pv_name))
         except KubevolError as err:
             loaded = (None, "no vol_data.json for %s: %s" % (path, err.msg))
-        found.append(_pod_entry(path, "Block", path, current, device, loaded, by_device))
+        found.append(_pod_entry(path, "Block", path, current, device, loaded, by_device, ctx.driver_names()))
     return sorted(found, key=lambda m: m["path"])
 
 
-def _pod_entry(vol_path, mode, path, current, device, loaded, by_device):
+def _pod_entry(vol_path, mode, path, current, device, loaded, by_device, known=None):
     """One pod_mounts entry. Identity from vol_data.json; without one, from the attached kubevol device
     it is mounted from (else null, and ``uncertain`` says why)."""
     data, problem = loaded
@@ -188,7 +197,7 @@ def _pod_entry(vol_path, mode, path, current, device, loaded, by_device):
         "device": device,
         "unique_volume_name": unique,
         "driver": driver,
-        "foreign": is_foreign(driver),
+        "foreign": is_foreign(driver, known),
         "uncertain": problem,
         "unsafe": False,
         # the volume root's group and mode, for fsGroup (the kubelet's OnRootMismatch check)

@@ -44,6 +44,13 @@ VOLUME_SPEC = dict(
     detach=dict(type="bool", default=True),
     unmount_device=dict(type="bool"),
     ephemeral=dict(type="bool", default=False),
+    # an external CSI driver's volume (drivers/external/): its CSIDriver's attachRequired and the PV's accessModes
+    attach_required=dict(type="bool", default=True),
+    access_modes=dict(type="list", elements="str", default=[]),
+    # its PV's secret references ({kind: "namespace/name"}) and, filled in by node_phases from the Secret objects,
+    # the secrets themselves ({kind: {key: value}}): passed to the driver's calls only, never in a result
+    secret_refs=dict(type="dict", default={}),
+    secrets=dict(type="dict", default={}, no_log=True),
 )
 
 NODE_SPEC = dict(

@@ -21,14 +21,22 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors impo
 from ansible_collections.kubevol.volumes.plugins.module_utils.node import plugin_ops
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.volume_attachment import attached_volume_attachment
 from ansible_collections.kubevol.volumes.plugins.module_utils.drivers.base import DEVICE_PATH, STAGE_UNSTAGE
-from ansible_collections.kubevol.volumes.plugins.module_utils.node import blockdev, ephemeral, layout, mount
+from ansible_collections.kubevol.volumes.plugins.module_utils.node import blockdev, ephemeral, external_ops, layout, mount
 from ansible_collections.kubevol.volumes.plugins.module_utils.node.context import act as _act
+
+
+def _external(ctx, item):
+    """A volume of an external CSI driver (drivers/external/), served by node/external_ops.py."""
+    is_external = getattr(ctx, "is_external", None)
+    return bool(is_external and is_external(item.driver))
 
 
 # -- attach ----------------------------------------------------------------------------------------
 def attach_volume(ctx, item, provision=False):
     if not item.csi:
         return plugin_ops.attach(ctx, item)  # local, hostPath: not attachable
+    if _external(ctx, item):
+        return external_ops.attach(ctx, item)  # ControllerPublishVolume over the driver's socket
     att = ctx.driver(item).controller_publish(item, ctx.node_name, check_mode=ctx.check_mode, provision=provision)
     released = dict(att.released or {})
     if released:
@@ -66,6 +74,8 @@ def mount_volume(ctx, item, force=False, device_timeout=30):
         return plugin_ops.mount(ctx, item)  # local, hostPath (node/local.py, node/host_path.py)
     if item.ephemeral:
         return ephemeral.publish(ctx, item)  # an inline volume: no attach, no staging (csi_mounter.go SetUpAt)
+    if _external(ctx, item):
+        return external_ops.mount(ctx, item, _result(item, device=None, global_mount_path=None, published=[]))
     runner = ctx.runner_for(item)
     driver = ctx.driver(item)
     res = _result(item, device=None, formatted=False, fs_type=None, fs_type_mismatch=None, grown_offline=None,
@@ -108,6 +118,8 @@ def _staging_path(ctx, driver, item):
 def expand_controller(ctx, item):
     if not item.csi:
         return plugin_ops.expand_controller(ctx, item)
+    if _external(ctx, item):
+        return external_ops.expand_controller(ctx, item)
     exp = ctx.driver(item).controller_expand(item, check_mode=ctx.check_mode)
     return {"pv_name": item.pv_name, "unique_volume_name": item.unique_name, "stage": "controller",
             "changed": exp.changed, "backing_size_bytes": {"old": exp.old_bytes, "new": exp.new_bytes},
@@ -131,6 +143,8 @@ def _expand_node(ctx, item, res):
     res.update({"pv_name": item.pv_name, "unique_volume_name": item.unique_name, "stage": "node",
                 "changed": False, "device": None, "fs_type": None, "mount_path": None, "skipped": None,
                 "device_size_bytes": {"old": None, "new": None}, "fs_size_bytes": {"old": None, "new": None}})
+    if _external(ctx, item):
+        return external_ops.expand_node(ctx, item, res)
     staging = names.device_mount_path(ctx.kubelet_dir, item.driver, item.volume_handle)
     ctx.driver(item).node_expand(item, None, staging, check_mode=ctx.check_mode, ctx=ctx, res=res)
     return res
@@ -177,7 +191,8 @@ def plan_detach(ctx, item, force=False):
         return ephemeral.plan_unpublish(ctx, item)
     runner = ctx.runner_for(item)
     mounts = mount.list_mounts(runner)
-    device = ctx.driver(item).find_device(item)
+    # an external CSI driver's device is its plugin's business (csi_attacher.go: devicePath "")
+    device = None if _external(ctx, item) else ctx.driver(item).find_device(item)
     named = [_named_path(ctx, item, pod.uid) for pod in item.pods]
     _refuse_unsafe(ctx, named)
     plan = {"mounts": mounts, "device": device, "named": named,
@@ -212,6 +227,11 @@ def detach_volume(ctx, item, force=False):
     plan = plan_detach(ctx, item, force)
     mounts = plan["mounts"]
     res = _result(item, device=plan["device"], unmounted=[], removed=[], detached=None)
+    if _external(ctx, item):
+        external_ops.teardown(ctx, item, plan, res)
+        if not ctx.check_mode:
+            res["removed"] += _cleanup(ctx, runner, item, plan)
+        return res
     driver = ctx.driver(item)
     for path in plan["unmount"]:
         driver.node_unpublish(item, path, check_mode=ctx.check_mode, ctx=ctx, res=res, mounts=mounts)

@@ -16,6 +16,20 @@ from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible_collections.kubevol.volumes.plugins.module_utils.node.node_args import setup_phase_specs
 
 
+def secret_values(params):
+    """Every secret value in the phases' volume items (an external CSI driver's ``volumes[].secrets``): the
+    module masks them in everything it returns, as Ansible masks a ``no_log`` option's values."""
+    found = set()
+    for phase in setup_phase_specs():
+        for item in ((params.get(phase) or {}).get("volumes") or ()) if isinstance(params.get(phase), dict) else ():
+            secrets = item.get("secrets") if isinstance(item, dict) else None
+            for data in (secrets or {}).values() if isinstance(secrets, dict) else ():
+                for value in (data or {}).values() if isinstance(data, dict) else ():
+                    if isinstance(value, str) and value:
+                        found.add(value)
+    return found
+
+
 def check_setup_phases(params):
     """None when every phase given in ``params`` is valid (each then holds its checked options, defaults
     filled in), else the error: ``<phase>: <what is wrong>``."""

@@ -21,7 +21,6 @@ import re
 import stat
 
 from ansible_collections.kubevol.volumes.plugins.module_utils.common import names
-from ansible_collections.kubevol.volumes.plugins.module_utils.drivers import DRIVERS
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import InvalidInput, StalePathRefused, UnsafeName
 from ansible_collections.kubevol.volumes.plugins.module_utils.node import layout, mount
 
@@ -111,13 +110,13 @@ def plan_removal(ctx, path, kind, mounts):
     vol_data = os.path.join(parent, layout.VOL_DATA)
     if kind == DEVICE:
         dir_driver = os.path.basename(os.path.dirname(parent))
-        if dir_driver not in DRIVERS:
+        if not ctx.knows(dir_driver):
             return [], _foreign_reason(dir_driver, ctx.node_name)
     data, problem = layout.load_vol_data(parent)
     if kind == DEVICE:
         problem = layout.global_vol_data_problem(parent, data, problem)
     driver = (data or {}).get("driverName")
-    if isinstance(driver, str) and driver and driver not in DRIVERS:
+    if isinstance(driver, str) and driver and not ctx.knows(driver):
         return [], _foreign_reason(driver, ctx.node_name)
     if problem is None:
         return [], ("%s identifies volume %s: not stale (tear it down as that volume)"

@@ -61,6 +61,10 @@ class VolumeItem(Value):
         ("plugin", CSI),  # str
         ("path", None),  # Optional[str]: spec.local.path or spec.hostPath.path
         ("host_path_type", ""),  # str: spec.hostPath.type
+        # an external CSI driver's (drivers/external/): its CSIDriver's attachRequired, the PV's accessModes
+        ("attach_required", True),  # bool
+        ("access_modes", ()),  # Tuple[str, ...]
+        ("secrets", None),  # Optional[Secrets]: never printed
     )
 
     @property
@@ -178,7 +182,38 @@ def volume_item(raw):
         multi_attach=bool(raw.get("multi_attach")), detach=detach,
         unmount_device=_unmount_device(raw, plugin, detach),
         ephemeral=_ephemeral(raw, pods, mode), plugin=plugin, path=path, host_path_type=host_path_type,
+        attach_required=raw.get("attach_required") is not False,
+        access_modes=tuple(str(m) for m in raw.get("access_modes") or ()),
+        secrets=_secrets(raw),
     )
+
+
+class Secrets(dict):
+    """{kind: {key: value}}: hashable as the item is, and never printed (an error or a log line showing an item
+    shows this placeholder)."""
+
+    def __hash__(self):
+        return hash(tuple(sorted(self)))
+
+    def __repr__(self):
+        return "<secrets: %s>" % ", ".join(sorted(self))
+
+    __str__ = __repr__
+
+
+def _secrets(raw):
+    """An external CSI driver's secrets ({kind: {key: value}}, node_phases fills them in); refused naming the kind
+    and key only, never a value."""
+    secrets = raw.get("secrets") or {}
+    if not isinstance(secrets, dict):
+        raise InvalidInput(field="secrets of PV %s" % raw["pv_name"], value="(hidden)", reason="must be a dict")
+    out = {}
+    for kind, data in secrets.items():
+        if not isinstance(data, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in data.items()):
+            raise InvalidInput(field="secrets[%s] of PV %s" % (kind, raw["pv_name"]), value="(hidden)",
+                               reason="must map each key to a string")
+        out[str(kind)] = dict(data)
+    return Secrets(out) if out else None
 
 
 def _unmount_device(raw, plugin, detach):

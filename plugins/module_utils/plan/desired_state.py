@@ -46,6 +46,17 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.plan.plugin_specs 
     affinity_conflict, node_text, plugin_refusals, plugin_volume_spec)
 
 DEFAULT_KNOWN_DRIVERS = tuple(sorted(DRIVER_CAPABILITIES))  # every driver kubevol has a backend for (volume/csi.py)
+
+
+def known_drivers_of(known_drivers, driver_options):
+    """The drivers a plan acts on: the operator's ``known_drivers`` when given, else kubevol's own and every CSI
+    driver ``driver_options`` configures as external (common/driver_options.py external_drivers). An external
+    driver's capabilities are unknown at plan time (DRIVER_CAPABILITIES has none): it is attachable as its CSIDriver
+    says (attachRequired), Block and expansion are allowed, and its node plugin refuses what it cannot do."""
+    if known_drivers is not None:
+        return tuple(known_drivers)
+    from ansible_collections.kubevol.volumes.plugins.module_utils.common.driver_options import external_drivers
+    return tuple(sorted(set(DEFAULT_KNOWN_DRIVERS) | set(external_drivers(driver_options, DEFAULT_KNOWN_DRIVERS))))
 FOREIGN = "foreign"  # resolve(): a volume of a driver kubevol has no backend for
 KEEP_TERMINATED_POD_VOLUMES_ANNOTATION = "volumes.kubernetes.io/keep-terminated-pod-volumes"
 
@@ -56,8 +67,9 @@ IN_TREE_ATTACHABLE = frozenset(("gcePersistentDisk", "awsElasticBlockStore", "az
 VolumeSpec = namedtuple("VolumeSpec", "pv_name unique_name driver volume_handle volume_attributes capacity_bytes "
                                       "mode fs_type mount_options read_only multi_attach_allowed attachable "
                                       "claim_key request_bytes claim_capacity_bytes access_modes fs_group_policy "
-                                      "allocated_bytes resize_status plugin path host_path_type node_affinity")
-VolumeSpec.__new__.__defaults__ = ((), "ReadWriteOnceWithFSType", None, None, CSI, None, "", None)
+                                      "allocated_bytes resize_status plugin path host_path_type node_affinity "
+                                      "secret_refs")
+VolumeSpec.__new__.__defaults__ = ((), "ReadWriteOnceWithFSType", None, None, CSI, None, "", None, ())
 VolumeSpec.__doc__ = """One bound PV kubevol serves (CSI with a known driver, local, hostPath), resolved once however
 many pods use it. plugin: the volume plugin's name (volume/); path, host_path_type: a local or hostPath PV's;
 node_affinity: the PV's nodeAffinity terms (cluster/pv.py), or None.
@@ -203,7 +215,7 @@ def volume_spec(pv, pvc, attachable, fs_group_policy=FS_GROUP_POLICIES[0]):
                       pvc.namespace + "/" + pvc.name if pvc else None, pvc.request_bytes if pvc else 0,
                       pvc.capacity_bytes if pvc else None, tuple(pv.access_modes), fs_group_policy,
                       pvc.allocated_bytes if pvc else None, pvc.resize_status if pvc else None, CSI, None, "",
-                      pv.node_affinity)
+                      pv.node_affinity, tuple(csi.secret_refs))
 
 
 def pod_security_problem(pod):

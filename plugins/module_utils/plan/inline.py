@@ -84,7 +84,10 @@ def inline_volume(index, known_drivers, pod, node, volume, use):
         return ("%s: %s; list Ephemeral in the CSIDriver %s's spec.volumeLifecycleModes, or use a PVC (a generic "
                 "ephemeral volume)" % (where, error, driver))
     capabilities = DRIVER_CAPABILITIES.get(driver)
-    if capabilities is not None and EPHEMERAL_CAPABILITY not in capabilities:
+    if capabilities is None:  # an external CSI driver (driver_options): driven for PersistentVolumes only
+        return ("%s: kubevol drives CSI driver %s over its socket for PersistentVolumes only, not its inline "
+                "ephemeral volumes yet; use a PVC (a generic ephemeral volume)" % (where, driver))
+    if EPHEMERAL_CAPABILITY not in capabilities:
         return "%s: kubevol's driver %s cannot create inline ephemeral volumes; use a PVC" % (where, driver)
     if use[0] != "Filesystem":
         return "%s: an inline CSI volume is a filesystem; mount it with volumeMounts, not volumeDevices" % where

@@ -41,6 +41,13 @@ def _volume_item(spec):
             "volume_attributes": dict(spec.volume_attributes), "capacity_bytes": spec.capacity_bytes,
             "mode": spec.mode, "fs_type": spec.fs_type, "mount_options": list(spec.mount_options),
             "read_only": spec.read_only, "multi_attach": spec.multi_attach_allowed}
+    if spec.plugin == CSI and spec.driver not in DEFAULT_KNOWN_DRIVERS:
+        # an external CSI driver's item (drivers/external/): what its requests are built from
+        item["attach_required"] = bool(spec.attachable)
+        item["access_modes"] = list(spec.access_modes or ())
+        if spec.secret_refs:
+            # the references only: node_phases reads the Secrets when it runs the node task (never in a plan)
+            item["secret_refs"] = dict(spec.secret_refs)
     if spec.plugin != CSI:
         item["plugin"] = spec.plugin
         item["path"] = spec.path

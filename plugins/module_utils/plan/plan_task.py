@@ -13,7 +13,8 @@ __metaclass__ = type
 
 from ansible_collections.kubevol.volumes.plugins.module_utils.cluster.objects import (
     ClusterIndex, cluster_from_data, gc_paused, load_cluster_file)
-from ansible_collections.kubevol.volumes.plugins.module_utils.plan.desired_state import DEFAULT_KNOWN_DRIVERS
+from ansible_collections.kubevol.volumes.plugins.module_utils.plan.desired_state import (  # noqa: F401
+    DEFAULT_KNOWN_DRIVERS, known_drivers_of)
 from ansible_collections.kubevol.volumes.plugins.module_utils.plan.actual_state import facts_errors
 from ansible_collections.kubevol.volumes.plugins.module_utils.common import driver_options as driver_opts
 from ansible_collections.kubevol.volumes.plugins.module_utils.plan.plan_text import OUTPUTS, blocked_once, nodes_outside, shape
@@ -91,10 +92,11 @@ def _run(params, now, keep_alive):
     cluster, data = _load(params)
     selected = select_pods(data, params["scope"], field="scope")
     scope = None if selected is None else frozenset("%s/%s" % key for key in selected)
-    known_drivers = DEFAULT_KNOWN_DRIVERS if params["known_drivers"] is None else tuple(params["known_drivers"])
+    driver_options = plan_driver_options(params)
+    known_drivers = known_drivers_of(params["known_drivers"], driver_options["driver_options"])
     options = PlanOptions(params["force_detach"], params["max_wait_for_unmount"], known_drivers, now,
                           params["max_teardown_fraction"], params["max_teardown_count"], params["allow_mass_teardown"],
-                          **plan_driver_options(params))
+                          **driver_options)
     index = ClusterIndex(cluster)
     result = plan_cluster(index, params["node_facts"], options, scope)
     if keep_alive is not None:

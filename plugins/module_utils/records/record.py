@@ -205,14 +205,19 @@ class RecordApplier(ClaimRecords):
         return volume_attachment_name(record["volume_handle"], record["driver"], record["node"])
 
     @staticmethod
-    def _va_differs(va, wanted_spec, device_path):
+    def _va_differs(va, wanted_spec, device_path, wanted_metadata=None):
         """Whether recording an attach would change this VolumeAttachment."""
         spec = va.get("spec") if isinstance(va.get("spec"), dict) else {}
         if any(spec.get(key) != value for key, value in wanted_spec.items()):
             return True
         status = va.get("status") if isinstance(va.get("status"), dict) else {}
         metadata = status.get("attachmentMetadata") if isinstance(status.get("attachmentMetadata"), dict) else {}
-        if status.get("attached") is not True or "attachError" in status or metadata.get("devicePath") != device_path:
+        if status.get("attached") is not True or "attachError" in status:
+            return True
+        if wanted_metadata is not None:
+            if metadata != wanted_metadata:
+                return True
+        elif metadata.get("devicePath") != device_path:
             return True
         annotations = va["metadata"].get("annotations")
         return isinstance(annotations, dict) and DETACH_REQUESTED_AT_ANNOTATION in annotations
@@ -226,10 +231,13 @@ class RecordApplier(ClaimRecords):
     # -- record kinds ---------------------------------------------------------------------------
     def _attached(self, record):
         node = self._node(record["node"], True, "cannot record that %s is attached to it" % record["pv_name"])
+        # an external CSI driver's publish_context is the whole attachmentMetadata (external-attacher csiAttach)
+        wanted_metadata = record.get("attachment_metadata") if isinstance(record.get("attachment_metadata"),
+                                                                          dict) else None
         wanted = attached_volume_attachment(record["driver"], record["volume_handle"], record["node"],
-                                            record["pv_name"], record["device_path"])
+                                            record["pv_name"], record["device_path"], metadata=wanted_metadata)
         name = wanted["metadata"]["name"]
-        device_path = wanted["status"]["attachmentMetadata"]["devicePath"]
+        device_path = record["device_path"] or ""
         wanted_spec = wanted["spec"]
         objects = []
         va = self.vas.get(name)
@@ -238,7 +246,7 @@ class RecordApplier(ClaimRecords):
             self.items.append(va)
             self.vas[name] = va
             objects.append(self._created(va))
-        elif self._va_differs(va, wanted_spec, device_path):
+        elif self._va_differs(va, wanted_spec, device_path, wanted_metadata):
             objects.append(self._touch(va))
             spec = va.get("spec") if isinstance(va.get("spec"), dict) else {}
             spec.update(wanted_spec)
@@ -247,7 +255,10 @@ class RecordApplier(ClaimRecords):
             status["attached"] = True
             status.pop("attachError", None)
             metadata = status.get("attachmentMetadata") if isinstance(status.get("attachmentMetadata"), dict) else {}
-            metadata["devicePath"] = device_path
+            if wanted_metadata is not None:
+                metadata = dict(wanted_metadata)
+            else:
+                metadata["devicePath"] = device_path
             status["attachmentMetadata"] = metadata
             va["status"] = status
             annotations = va["metadata"].get("annotations")

@@ -227,7 +227,10 @@ def _records_for(phase, node, item, outcome, steps):
         return []
     if phase == "attach":
         device = outcome.get("device_path") or outcome.get("device")
-        return [dict(base, type="attached", device_path=device)]
+        record = dict(base, type="attached", device_path=device)
+        if isinstance(outcome.get("attachment_metadata"), dict):  # an external CSI driver's publish_context
+            record["attachment_metadata"] = outcome["attachment_metadata"]
+        return [record]
     if phase == "mount":
         return [{"type": "in_use", "node": node, "unique_volume_names": [key], "in_use": True}]
     records = []

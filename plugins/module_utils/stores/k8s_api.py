@@ -63,6 +63,8 @@ RESOURCES = (
 )
 BY_KIND = dict((r.kind, r) for r in RESOURCES)
 LEASE = Resource("Lease", "coordination.k8s.io/v1", "leases", True)
+# read one by one (store.get), for an external CSI driver's secret references; never listed
+BY_KIND["Secret"] = Resource("Secret", "v1", "secrets", True)
 
 
 def send(api_client, method, path, query, headers, body, timeout):

@@ -1,0 +1,291 @@
+# -*- coding: utf-8 -*-
+# Copyright: kubevol contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Each node phase for a volume of an external CSI driver (drivers/external/): the kubelet's and the sidecars'
+calls over the plugin's socket, in their order.
+
+- attach: ControllerPublishVolume (the external-attacher's csiAttach); its ``publish_context`` becomes the
+  VolumeAttachment's ``status.attachmentMetadata`` and is kept on the node (``<run_dir>/csi-published/``) for
+  NodeStage and NodePublish, as the kubelet reads it back from the VolumeAttachment (csi_attacher.go
+  MountDevice, csi_mounter.go SetUpAt). That file is also the node's evidence the volume is published here
+  (node facts' ``devices``), so a second run plans no attach.
+- mount: the staging directory and its vol_data.json (csi_attacher.go MountDevice saveVolumeData), NodeStageVolume;
+  per pod the target's parent and its vol_data.json (csi_mounter.go SetUpAt), NodePublishVolume (the plugin
+  creates the target), then the pod's fsGroup applied by kubevol unless the plugin took it (VOLUME_MOUNT_GROUP).
+- teardown: NodeUnpublishVolume per pod, NodeUnstageVolume, then ControllerUnpublishVolume.
+- expand: ControllerExpandVolume, then NodeExpandVolume when the controller says it is required.
+
+A non-final gRPC status (CsiVolumeUncertain) fails the volume and marks it ``uncertain`` (NodeContext.run_each):
+the next run retries or tears it down; it is never recorded absent.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import glob
+import hashlib
+import json
+import os
+
+from ansible_collections.kubevol.volumes.plugins.module_utils.common import names
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import DeviceNotFound
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.volume_attachment import attached_volume_attachment
+from ansible_collections.kubevol.volumes.plugins.module_utils.drivers.base import DEVICE_PATH, AttachedDevice
+from ansible_collections.kubevol.volumes.plugins.module_utils.node import layout, ownership
+from ansible_collections.kubevol.volumes.plugins.module_utils.node import mount as mount_table
+
+PUBLISHED_DIR = "csi-published"
+
+
+# -- the node's record of ControllerPublishVolume ---------------------------------------------------------
+def _record_path(ctx, unique):
+    return os.path.join(ctx.run_dir, PUBLISHED_DIR, hashlib.sha256(unique.encode("utf-8")).hexdigest() + ".json")
+
+
+def save_published(ctx, item, publish_context, node_id):
+    directory = os.path.join(ctx.run_dir, PUBLISHED_DIR)
+    os.makedirs(directory, mode=0o700, exist_ok=True)
+    path = _record_path(ctx, item.unique_name)
+    tmp = path + ".tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    with os.fdopen(fd, "w") as handle:
+        json.dump({"unique_volume_name": item.unique_name, "driver": item.driver, "volume_handle": item.volume_handle,
+                   "pv_name": item.pv_name, "node_id": node_id, "publish_context": publish_context}, handle,
+                  sort_keys=True)
+    os.rename(tmp, path)
+
+
+def load_published(ctx, unique):
+    try:
+        with open(_record_path(ctx, unique)) as handle:
+            data = json.load(handle)
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) and data.get("unique_volume_name") == unique else None
+
+
+def drop_published(ctx, item):
+    try:
+        os.unlink(_record_path(ctx, item.unique_name))
+        return True
+    except FileNotFoundError:
+        return False
+
+
+def published_volumes(ctx, driver_name):
+    """AttachedDevice for every volume of ``driver_name`` this node recorded as published (node facts)."""
+    found = []
+    for path in sorted(glob.glob(os.path.join(glob.escape(ctx.run_dir), PUBLISHED_DIR, "*.json"))):
+        try:
+            with open(path) as handle:
+                data = json.load(handle)
+        except (OSError, ValueError):
+            continue
+        if not isinstance(data, dict) or data.get("driver") != driver_name:
+            continue
+        context = data.get("publish_context") or {}
+        found.append(AttachedDevice(unique_volume_name=data["unique_volume_name"], driver=driver_name,
+                                    volume_handle=data["volume_handle"], device=context.get(DEVICE_PATH) or ""))
+    return found
+
+
+def _calls(driver, start=0):
+    """The CSI methods this phase called (names only, never a request)."""
+    return list(getattr(driver, "calls", ()))[start:]
+
+
+# -- attach ----------------------------------------------------------------------------------------------
+def attach(ctx, item):
+    driver = ctx.driver(item)
+    start = len(getattr(driver, "calls", ()))
+    att = driver.controller_publish(item, check_mode=ctx.check_mode)
+    context = dict(att.publish_context or {})
+    if not ctx.check_mode and not att.skipped:
+        save_published(ctx, item, context, att.node_id)
+    device = context.get(DEVICE_PATH, "")
+    return {
+        "pv_name": item.pv_name,
+        "unique_volume_name": item.unique_name,
+        "device": device,
+        "attached": not ctx.check_mode,
+        "provisioned": False,
+        "adopted": False,
+        "released_holders": {},
+        "changed": True,
+        "by_record": bool(att.by_record),
+        "attachment_metadata": context,
+        "csi_calls": _calls(driver, start),
+        "volume_attachment": attached_volume_attachment(item.driver, item.volume_handle, ctx.node_name, item.pv_name,
+                                                        device, metadata=context),
+        "volumes_attached": {"name": item.unique_name, "devicePath": device},
+        "diff": {"before": {item.unique_name: None}, "after": {item.unique_name: device or "(published)"}},
+    }
+
+
+# -- mount -----------------------------------------------------------------------------------------------
+def _publish_context(ctx, item):
+    record = load_published(ctx, item.unique_name)
+    if record is not None:
+        return record.get("publish_context") or {}
+    if not item.attach_required:
+        return {}
+    return None
+
+
+def block_staging_path(ctx, item):
+    """csi_block.go getStagingPath: <kubelet>/plugins/kubernetes.io/csi/volumeDevices/staging/<pv> (a directory the
+    plugin stages the block volume at; nothing is mounted there by kubevol)."""
+    names.check_component("PV name", item.pv_name)
+    return os.path.join(ctx.kubelet_dir, "plugins", names.CSI_PLUGIN_NAME, "volumeDevices", "staging", item.pv_name)
+
+
+def _target(ctx, item, pod):
+    return (names.pod_device_path if item.block else names.pod_mount_path)(ctx.kubelet_dir, pod.uid, item.pv_name)
+
+
+def _stage_block(ctx, item, driver, context, mounts, res):
+    """csi_block.go SetUpDevice: NodeStageVolume with a block capability at the staging directory, when a pod's
+    device is not mapped yet (the call is idempotent); vol_data.json in the volume's data directory, where node
+    facts read a Block volume's identity."""
+    staging = block_staging_path(ctx, item)
+    if all(mounts.mounted(_target(ctx, item, pod)) for pod in item.pods):
+        return staging
+    ctx.step = "node stage %s" % staging
+    if not ctx.check_mode:
+        layout.ensure_dir(ctx.kubelet_dir, staging, ctx.node_name)
+        data_dir = layout.block_data_dir(ctx.kubelet_dir, item.pv_name)
+        layout.ensure_dir(ctx.kubelet_dir, data_dir, ctx.node_name)
+        layout.write_vol_data(ctx.kubelet_dir, data_dir, layout.device_vol_data(item), ctx.node_name)
+    if driver.node_stage(item, staging, context, check_mode=ctx.check_mode).called:
+        res["actions"].append("stage %s" % staging)
+        res["changed"] = True
+    return staging
+
+
+def mount(ctx, item, res):
+    driver = ctx.driver(item)
+    start = len(getattr(driver, "calls", ()))
+    context = _publish_context(ctx, item)
+    if context is None:
+        if ctx.check_mode:
+            res.update(changed=True, pending="not published to this node yet; it would be mounted after the attach")
+            return res
+        raise DeviceNotFound(step="mount", node=ctx.node_name, volume=item.pv_name,
+                             reason="driver %s has not published it to this node (no ControllerPublishVolume "
+                                    "recorded in %s); run the attach first" % (item.driver, ctx.run_dir))
+    res["attachment_metadata"] = context
+    mounts = mount_table.list_mounts(ctx.runner_for(item))
+    staging = _stage_block(ctx, item, driver, context, mounts, res) if item.block else None
+    if not item.block:
+        staging = names.device_mount_path(ctx.kubelet_dir, item.driver, item.volume_handle)
+        if not mounts.mounted(staging):
+            ctx.step = "node stage %s" % staging
+            if not ctx.check_mode:
+                layout.ensure_dir(ctx.kubelet_dir, staging, ctx.node_name)
+                layout.write_vol_data(ctx.kubelet_dir, os.path.dirname(staging), layout.device_vol_data(item),
+                                      ctx.node_name)
+            step = driver.node_stage(item, staging, context, check_mode=ctx.check_mode)
+            if step.called:
+                res["actions"].append("stage %s" % staging)
+                res["changed"] = True
+        res["global_mount_path"] = staging
+    for pod in item.pods:
+        target = _target(ctx, item, pod)
+        read_only = bool(pod.read_only or item.read_only)
+        if not mounts.mounted(target):
+            ctx.step = "node publish %s" % target
+            if not ctx.check_mode:
+                layout.ensure_dir(ctx.kubelet_dir, os.path.dirname(target), ctx.node_name)
+                if not item.block:  # a Block volume's identity is in its data directory (_stage_block)
+                    layout.write_vol_data(ctx.kubelet_dir, os.path.dirname(target),
+                                          layout.pod_vol_data(item, ctx.node_name), ctx.node_name)
+            step = driver.node_publish(item, target, staging, context, pod, check_mode=ctx.check_mode)
+            res["actions"].append("publish %s" % target)
+            res["changed"] = True
+            res["published"].append(pod.uid)
+            delegated = step.fs_group_delegated
+            mounted = not ctx.check_mode
+        else:
+            delegated, mounted = False, True
+        if not item.block and not delegated:
+            ownership.apply_fs_group(ctx, res, item, pod, target, read_only, mounted=mounted)
+    res["csi_calls"] = _calls(driver, start)
+    return res
+
+
+# -- teardown --------------------------------------------------------------------------------------------
+def teardown(ctx, item, plan, res):
+    """NodeUnpublish per pod, NodeUnstage, then ControllerUnpublish (after the node is done)."""
+    driver = ctx.driver(item)
+    start = len(getattr(driver, "calls", ()))
+    mounts = plan["mounts"]
+    for path in plan["unmount"]:
+        ctx.step = "node unpublish %s" % path
+        driver.node_unpublish(item, path, check_mode=ctx.check_mode)
+        res["actions"].append("unpublish %s" % path)
+        res["unmounted"].append(path)
+        res["changed"] = True
+    gpath = plan["global"]
+    block_staging = block_staging_path(ctx, item) if item.block and item.unmount_device else None
+    if block_staging and os.path.isdir(block_staging):
+        ctx.step = "node unstage %s" % block_staging
+        driver.node_unstage(item, block_staging, check_mode=ctx.check_mode)
+        res["actions"].append("unstage %s" % block_staging)
+        res["changed"] = True
+        if not ctx.check_mode:
+            removed = layout.rmdir_safe(block_staging, mount_table.list_mounts(ctx.runner_for(item)))
+            if removed:
+                res["removed"].append(removed)
+    elif gpath and mounts.mounted(gpath):
+        ctx.step = "node unstage %s" % gpath
+        driver.node_unstage(item, gpath, check_mode=ctx.check_mode)
+        res["actions"].append("unstage %s" % gpath)
+        res["unmounted"].append(gpath)
+        res["changed"] = True
+    if item.detach and item.unmount_device and (load_published(ctx, item.unique_name) is not None
+                                                or item.attach_required):
+        ctx.step = "controller unpublish"
+        step = driver.controller_unpublish(item, check_mode=ctx.check_mode)
+        res["actions"].append("detach (ControllerUnpublishVolume)" if step.called else "detach (by record)")
+        res["detached"] = step.called or None
+        res["changed"] = True
+        if not ctx.check_mode:
+            drop_published(ctx, item)
+    res["csi_calls"] = _calls(driver, start)
+    return res
+
+
+# -- expand ----------------------------------------------------------------------------------------------
+def expand_controller(ctx, item):
+    driver = ctx.driver(item)
+    start = len(getattr(driver, "calls", ()))
+    exp = driver.controller_expand(item, check_mode=ctx.check_mode)
+    return {"pv_name": item.pv_name, "unique_volume_name": item.unique_name, "stage": "controller",
+            "changed": exp.changed, "backing_size_bytes": {"old": exp.old_bytes, "new": exp.new_bytes},
+            "node_expansion_required": exp.node_expansion_required, "skipped": exp.skipped,
+            "csi_calls": _calls(driver, start),
+            "diff": {"before": {item.pv_name: {"backing_size_bytes": exp.old_bytes}},
+                     "after": {item.pv_name: {"backing_size_bytes": exp.new_bytes}}}}
+
+
+def expand_node(ctx, item, res):
+    driver = ctx.driver(item)
+    start = len(getattr(driver, "calls", ()))
+    staging = block_staging_path(ctx, item) if item.block else names.device_mount_path(
+        ctx.kubelet_dir, item.driver, item.volume_handle)
+    mounts = mount_table.list_mounts(ctx.runner_for(item))
+    volume_path = staging
+    for pod in item.pods:
+        target = _target(ctx, item, pod)
+        if mounts.mounted(target):
+            volume_path = target
+            break
+    if volume_path is None:
+        res["skipped"] = "no mount of volume %s on node %s to grow" % (item.pv_name, ctx.node_name)
+        return res
+    step = driver.node_expand(item, volume_path, staging, check_mode=ctx.check_mode)
+    res.update(changed=step.called, skipped=step.skipped, mount_path=volume_path, csi_calls=_calls(driver, start))
+    if step.capacity_bytes:
+        res["fs_size_bytes"] = {"old": None, "new": step.capacity_bytes}
+    return res

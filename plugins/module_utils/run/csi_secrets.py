@@ -1,0 +1,93 @@
+# -*- coding: utf-8 -*-
+# Copyright: kubevol contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""An external CSI driver's secrets, read from the Secret objects its PVs reference, for the node task only.
+
+The plan carries each item's ``secret_refs`` ({kind: "namespace/name"}: spec.csi's *SecretRef, cluster/pv.py),
+never a value: a plan is printed. node_phases (controller side) fills in ``secrets`` ({kind: {key: value}}) right
+before it runs the node modules, whose ``volumes[].secrets`` option is ``no_log``, as the kubelet reads them when
+it calls the driver (pkg/volume/csi/csi_client.go getCredentialsFromSecret, via csi_attacher.go, csi_mounter.go,
+expander.go). A Secret that is missing or unreadable fails the node task naming the PV and the reference, never a
+value (drivers/external/secrets.py SecretUnavailable).
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
+
+from ansible_collections.kubevol.volumes.plugins.module_utils.cluster.pv import CSI_SECRET_REFS
+from ansible_collections.kubevol.volumes.plugins.module_utils.drivers.external.secrets import (
+    SecretUnavailable, secret_data)
+from ansible_collections.kubevol.volumes.plugins.module_utils.stores import (
+    CLUSTER_STORE_ARGSPEC, CLUSTER_STORE_REQUIRED_IF, get_store, store_options)
+
+
+def needs_secrets(items):
+    return any(item.get("secret_refs") for item in items or ())
+
+
+class _Finder:
+    """Secret objects by (namespace, name), from the store the run uses (the file's List, or the API one by one)."""
+
+    def __init__(self, cluster_store):
+        validated = ArgumentSpecValidator(CLUSTER_STORE_ARGSPEC, required_if=CLUSTER_STORE_REQUIRED_IF).validate(
+            cluster_store or {})
+        if validated.error_messages:
+            raise ValueError("the cluster store options: %s" % "; ".join(validated.error_messages))
+        params = validated.validated_parameters
+        self.store = get_store(params["cluster_source"], **store_options(params))
+        self.source = params["cluster_source"]
+        self._secrets = None
+
+    def __call__(self, namespace, name):
+        if self.source == "file":
+            if self._secrets is None:
+                data = self.store.load()
+                self._secrets = {}
+                for obj in (data or {}).get("items") or ():
+                    if isinstance(obj, dict) and obj.get("kind") == "Secret":
+                        meta = obj.get("metadata") or {}
+                        self._secrets[(meta.get("namespace"), meta.get("name"))] = obj
+            return self._secrets.get((namespace, name))
+        return self.store.get("Secret", name, namespace)
+
+    def close(self):
+        close = getattr(self.store, "close", None)
+        if close is not None:
+            close()
+
+
+def with_secrets(items, cluster_store):
+    """``items`` with ``secrets`` filled in from their ``secret_refs`` (new dicts; the others unchanged)."""
+    if not needs_secrets(items):
+        return items
+    find = _Finder(cluster_store)
+    fields = dict(CSI_SECRET_REFS)
+    try:
+        out = []
+        for item in items:
+            refs = item.get("secret_refs") or {}
+            if not refs:
+                out.append(item)
+                continue
+            secrets = {}
+            for kind, ref in sorted(refs.items()):
+                namespace, _sep, name = str(ref).partition("/")
+                field = fields.get(kind, kind)
+                if not namespace or not name:
+                    raise SecretUnavailable(pv=item["pv_name"], field=field, ref=repr(ref),
+                                            reason="is not a {name, namespace} reference")
+                secret = find(namespace, name)
+                if secret is None:
+                    raise SecretUnavailable(pv=item["pv_name"], field=field, ref=ref, reason="does not exist")
+                try:
+                    secrets[kind] = secret_data(secret)
+                except ValueError as exc:
+                    raise SecretUnavailable(pv=item["pv_name"], field=field, ref=ref,
+                                            reason="cannot be read (%s)" % exc) from None
+            out.append(dict(item, secrets=secrets))
+        return out
+    finally:
+        find.close()

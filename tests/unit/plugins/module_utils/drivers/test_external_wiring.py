@@ -1,0 +1,134 @@
+# -*- coding: utf-8 -*-
+"""The registry serves a CSI driver configured in driver_options with ExternalCsiDriver (issue 27)."""
+
+import pytest
+
+from ansible_collections.kubevol.volumes.plugins.module_utils import drivers
+from ansible_collections.kubevol.volumes.plugins.module_utils.common import driver_options
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import InvalidInput, UnknownDriver
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.volume_attachment import attached_volume_attachment
+from ansible_collections.kubevol.volumes.plugins.module_utils.drivers.external.driver import (
+    OPTIONS, ExternalCsiDriver)
+from ansible_collections.kubevol.volumes.plugins.module_utils.node.context import NodeContext
+from ansible_collections.kubevol.volumes.plugins.module_utils.plan.desired_state import (
+    DEFAULT_KNOWN_DRIVERS, known_drivers_of)
+from ansible_collections.kubevol.volumes.plugins.module_utils.records.record import RecordApplier
+from ansible_collections.kubevol.volumes.plugins.module_utils.run.outcome import _records_for
+
+HOSTPATH = "hostpath.csi.k8s.io"
+OPTS = {HOSTPATH: {"controller": "node"}}
+
+
+def test_get_driver_serves_a_configured_name_only():
+    cls = drivers.get_driver(HOSTPATH, driver_options=OPTS)
+    assert issubclass(cls, ExternalCsiDriver) and cls.NAME == HOSTPATH
+    assert drivers.get_driver("loop.kubevol.io", driver_options=OPTS) is drivers.DRIVERS["loop.kubevol.io"]
+    with pytest.raises(UnknownDriver) as err:
+        drivers.get_driver(HOSTPATH, volume="pv-a")
+    assert HOSTPATH in err.value.msg
+    assert drivers.driver_names(OPTS) == sorted(["loop.kubevol.io", HOSTPATH])
+    assert drivers.is_external(HOSTPATH, OPTS) and not drivers.is_external("loop.kubevol.io", OPTS)
+
+
+def test_node_context_passes_driver_options():
+    ctx = NodeContext(lambda *a, **k: None, node_name="n1", kubelet_dir="/var/lib/kubelet",
+                      driver_options={HOSTPATH: {"controller": "node", "socket": "/run/csi.sock", "timeout": 5}})
+    assert ctx.knows(HOSTPATH) and ctx.is_external(HOSTPATH) and not ctx.is_external("loop.kubevol.io")
+    assert HOSTPATH in [d.NAME for d in ctx.all_drivers()]
+    assert ctx.driver_settings(HOSTPATH) == {"controller": "node", "socket": "/run/csi.sock", "timeout": 5}
+    plain = NodeContext(lambda *a, **k: None, node_name="n1", kubelet_dir="/var/lib/kubelet")
+    assert not plain.knows(HOSTPATH)
+
+
+def test_validate_checks_external_entries_with_the_drivers_spec():
+    assert driver_options.validate(OPTS) == OPTS
+    for bad in ({HOSTPATH: {"controller": "elsewhere"}}, {HOSTPATH: {"socket": "relative.sock"}},
+                {HOSTPATH: {"controller": "node", "timeout": -1}}, {HOSTPATH: {"controller": "node", "pools": []}}):
+        with pytest.raises(InvalidInput):
+            driver_options.validate(bad)
+    with pytest.raises(InvalidInput) as err:
+        driver_options.validate({HOSTPATH: {"timeout": 5}})  # neither socket nor controller: not configured
+    assert "controller: node" in err.value.msg
+    assert set(driver_options.FALLBACK_EXTERNAL_OPTIONS) == set(OPTIONS)
+
+
+def test_planner_knows_configured_drivers():
+    assert known_drivers_of(None, OPTS) == tuple(sorted(DEFAULT_KNOWN_DRIVERS + (HOSTPATH,)))
+    assert known_drivers_of(["loop.kubevol.io"], OPTS) == ("loop.kubevol.io",)
+    assert known_drivers_of(None, {"kubernetes.io/local-volume": {"paths": ["/mnt"]}}) == DEFAULT_KNOWN_DRIVERS
+
+
+def test_publish_context_is_the_attachment_metadata():
+    va = attached_volume_attachment(HOSTPATH, "h1", "n1", "pv-a", "", metadata={"devicePath": "/dev/loop9", "k": "v"})
+    assert va["status"] == {"attached": True, "attachmentMetadata": {"devicePath": "/dev/loop9", "k": "v"}}
+
+
+
+def test_attach_record_carries_the_publish_context_into_the_volume_attachment():
+    item = {"pv_name": "pv-a", "driver": HOSTPATH, "volume_handle": "h1"}
+    outcome = {"device": "", "attachment_metadata": {"devicePath": "/dev/loop9", "k": "v"}}
+    records = _records_for("attach", "n1", item, outcome, [])
+    assert records[0]["attachment_metadata"] == {"devicePath": "/dev/loop9", "k": "v"}
+    cl = {"apiVersion": "v1", "kind": "List",
+          "items": [{"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"}, "status": {}}]}
+    assert RecordApplier(cl).apply_all(records)
+    va = [o for o in cl["items"] if o["kind"] == "VolumeAttachment"][0]
+    assert va["status"] == {"attached": True, "attachmentMetadata": {"devicePath": "/dev/loop9", "k": "v"}}
+    assert not RecordApplier(cl).apply_all(records)  # the same publish_context again: nothing changes
+    changed = [dict(records[0], attachment_metadata={"k": "w"})]
+    assert RecordApplier(cl).apply_all(changed)
+    va = [o for o in cl["items"] if o["kind"] == "VolumeAttachment"][0]
+    assert va["status"]["attachmentMetadata"] == {"k": "w"}
+
+
+def test_secret_refs_travel_in_the_plan_and_secrets_only_to_the_node(tmp_path):
+    import base64
+    import yaml
+    from ansible_collections.kubevol.volumes.plugins.module_utils.cluster.pv import CSI_SECRET_REFS
+    from ansible_collections.kubevol.volumes.plugins.module_utils.drivers.external.secrets import (
+        SECRET_REFS, SecretUnavailable)
+    from ansible_collections.kubevol.volumes.plugins.module_utils.node.volume import volume_item
+    from ansible_collections.kubevol.volumes.plugins.module_utils.run.csi_secrets import with_secrets
+
+    assert CSI_SECRET_REFS == SECRET_REFS
+    secret = {"apiVersion": "v1", "kind": "Secret", "metadata": {"namespace": "apps", "name": "s1"},
+              "data": {"password": base64.b64encode(b"hunter2").decode()}}
+    state = tmp_path / "cluster.yaml"
+    state.write_text(yaml.safe_dump({"apiVersion": "v1", "items": [secret], "kind": "List", "metadata": {}}))
+    store = {"cluster_source": "file", "cluster_state": str(state)}
+    item = {"pv_name": "pv-a", "driver": HOSTPATH, "volume_handle": "h1", "secret_refs": {"node_stage": "apps/s1"}}
+    plain = {"pv_name": "pv-b", "driver": HOSTPATH, "volume_handle": "h2"}
+    got = with_secrets([item, plain], store)
+    assert got[0]["secrets"] == {"node_stage": {"password": "hunter2"}} and got[1] is plain
+    assert "secrets" not in item  # the plan's item is left as it was
+    vol = volume_item(dict(got[0], secret_refs=None))
+    assert vol.secrets["node_stage"]["password"] == "hunter2"
+    assert "hunter2" not in repr(vol) and "hunter2" not in str(vol.secrets)
+    hash(vol)
+    with pytest.raises(SecretUnavailable) as err:
+        with_secrets([dict(item, secret_refs={"node_stage": "apps/missing"})], store)
+    assert "apps/missing" in err.value.msg and "pv-a" in err.value.msg
+
+
+def test_inline_ephemeral_volumes_of_an_external_driver_are_refused():
+    from types import SimpleNamespace
+    from ansible_collections.kubevol.volumes.plugins.module_utils.plan.inline import inline_volume
+    from ansible_collections.kubevol.volumes.plugins.module_utils.common.names import ephemeral_volume_handle
+    index = SimpleNamespace(csidriver_by_name={HOSTPATH: SimpleNamespace(
+        name=HOSTPATH, attach_required=False, lifecycle_modes=("Ephemeral",), fs_group_policy="File")})
+    pod = SimpleNamespace(namespace="ns", name="p", uid="u1")
+    volume = SimpleNamespace(name="v", driver=HOSTPATH, csi=SimpleNamespace(driver=HOSTPATH, volume_attributes=(
+        ("size", "64Mi"),), fs_type="", read_only=False))
+    reason = inline_volume(index, (HOSTPATH,), pod, "n1", volume, ("Filesystem", False))
+    assert isinstance(reason, str) and "PersistentVolumes only" in reason
+    ctx = NodeContext(lambda *a, **k: None, node_name="n1", kubelet_dir="/var/lib/kubelet", driver_options=OPTS)
+    valid = ctx.items([{"pv_name": "v", "driver": HOSTPATH, "volume_handle": ephemeral_volume_handle("u1", "v"),
+                        "ephemeral": True, "pods": [{"uid": "u1"}]}])
+    assert valid == [] and "PersistentVolumes only" in ctx.refused[0][1].msg
+
+
+def test_setup_phases_secrets_are_masked():
+    from ansible_collections.kubevol.volumes.plugins.module_utils.node.setup_args import secret_values
+    params = {"attach": {"volumes": [{"pv_name": "a", "secrets": {"node_stage": {"password": "hunter2"}}}]},
+              "mount": {"volumes": [{"pv_name": "b"}]}, "expand_node": None}
+    assert secret_values(params) == {"hunter2"}
