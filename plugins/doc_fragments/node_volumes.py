@@ -237,27 +237,27 @@ options:
         type: bool
       attach_required:
         description:
-          - An external CSI driver's volume (one named in O(driver_options) with C(controller) or C(socket)): its
+          - An external CSI driver's volume (one named in O(driver_options) with C(controller) or C(socket)), its
             CSIDriver's C(attachRequired). When false, no ControllerPublishVolume is made (as the planner builds it).
         type: bool
         default: true
       access_modes:
         description:
-          - An external CSI driver's volume: the PV's C(spec.accessModes), mapped to CSI access modes as the kubelet
+          - An external CSI driver's volume, the PV's C(spec.accessModes), mapped to CSI access modes as the kubelet
             maps them. Empty means C(ReadWriteOnce) (C(ReadWriteMany) with O(volumes[].multi_attach)).
         type: list
         elements: str
         default: []
       secret_refs:
         description:
-          - An external CSI driver's volume: its PV's secret references, C({kind: namespace/name}) with kind one of
+          - An external CSI driver's volume, its PV's secret references, each C(kind) to a C(namespace/name) with kind one of
             C(controller_publish), C(node_stage), C(node_publish), C(controller_expand), C(node_expand), as the
             planner builds them. M(kubevol.volumes.node_phases) reads those Secrets and fills in O(volumes[].secrets).
         type: dict
         default: {}
       secrets:
         description:
-          - An external CSI driver's volume: the secrets of its CSI calls, C({kind: {key: value}}), passed to the
+          - An external CSI driver's volume, the secrets of its CSI calls, each C(kind) to a mapping of keys to values, passed to the
             driver only, never in a result, log line, diff or error.
         type: dict
         default: {}

@@ -36,9 +36,9 @@ options:
     version_added: 0.2.0
   driver_options:
     description:
-      - The operator's options of each volume plugin and CSI driver, C({name: {option: value}}), as the volume
+      - The operator's options of each volume plugin and CSI driver, a mapping of each name to its options, as the volume
         modules take them. A CSI driver named here with C(controller) or C(socket) is driven over its plugin's socket
-        (an external CSI driver): its volumes are the node's own, never foreign, and those it published are listed
+        (an external CSI driver), its volumes are the node's own, never foreign, and those it published are listed
         in C(devices).
     type: dict
     default: {}
