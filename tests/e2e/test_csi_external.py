@@ -163,7 +163,7 @@ def without_duplicates(objects):
 def pod(name, uid, node, claim):
     return {"apiVersion": "v1", "kind": "Pod", "metadata": {"namespace": claim.split("/")[0], "name": name, "uid": uid},
             "spec": {"nodeName": node, "volumes": [{"name": "d", "persistentVolumeClaim": {"claimName":
-                                                                                          claim.split("/")[1]}}],
+                                                                                           claim.split("/")[1]}}],
                      "containers": [{"name": "c", "volumeMounts": [{"name": "d", "mountPath": "/d"}]}]},
             "status": {"phase": "Running"}}
 

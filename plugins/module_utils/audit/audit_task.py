@@ -23,7 +23,7 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.audit import audit
 from ansible_collections.kubevol.volumes.plugins.module_utils.run import run_lock
 from ansible_collections.kubevol.volumes.plugins.module_utils.cluster.objects import ClusterIndex, cluster_from_data
 from ansible_collections.kubevol.volumes.plugins.module_utils.plan.desired_state import (  # noqa: F401
-    DEFAULT_KNOWN_DRIVERS, known_drivers_of)
+    known_drivers_of)
 from ansible_collections.kubevol.volumes.plugins.module_utils.common import driver_options as driver_opts
 from ansible_collections.kubevol.volumes.plugins.module_utils.node.node_args import LOOP_POOLS_ALIAS
 from ansible_collections.kubevol.volumes.plugins.module_utils.plan.planner import PlanOptions, plan_cluster, utc_now

@@ -44,6 +44,8 @@ def _secret_refs(csi):
         if isinstance(ref, dict) and ref:
             refs.append((kind, "%s/%s" % (ref.get("namespace") or "", ref.get("name") or "")))
     return tuple(refs)
+
+
 LocalSource = namedtuple("LocalSource", "path fs_type")
 LocalSource.__doc__ = """spec.local: path as written; fs_type: spec.local.fsType or "" (used for a block device)."""
 HostPathSource = namedtuple("HostPathSource", "path type")

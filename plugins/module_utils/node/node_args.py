@@ -49,7 +49,8 @@ VOLUME_SPEC = dict(
     access_modes=dict(type="list", elements="str", default=[]),
     # its PV's secret references ({kind: "namespace/name"}) and, filled in by node_phases from the Secret objects,
     # the secrets themselves ({kind: {key: value}}): passed to the driver's calls only, never in a result
-    secret_refs=dict(type="dict", default={}),
+    # references (kind: namespace/name), never a secret's value
+    secret_refs=dict(type="dict", default={}, no_log=False),
     secrets=dict(type="dict", default={}, no_log=True),
 )
 

@@ -57,6 +57,8 @@ def known_drivers_of(known_drivers, driver_options):
         return tuple(known_drivers)
     from ansible_collections.kubevol.volumes.plugins.module_utils.common.driver_options import external_drivers
     return tuple(sorted(set(DEFAULT_KNOWN_DRIVERS) | set(external_drivers(driver_options, DEFAULT_KNOWN_DRIVERS))))
+
+
 FOREIGN = "foreign"  # resolve(): a volume of a driver kubevol has no backend for
 KEEP_TERMINATED_POD_VOLUMES_ANNOTATION = "volumes.kubernetes.io/keep-terminated-pod-volumes"
 

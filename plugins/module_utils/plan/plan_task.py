@@ -14,7 +14,7 @@ __metaclass__ = type
 from ansible_collections.kubevol.volumes.plugins.module_utils.cluster.objects import (
     ClusterIndex, cluster_from_data, gc_paused, load_cluster_file)
 from ansible_collections.kubevol.volumes.plugins.module_utils.plan.desired_state import (  # noqa: F401
-    DEFAULT_KNOWN_DRIVERS, known_drivers_of)
+    known_drivers_of)
 from ansible_collections.kubevol.volumes.plugins.module_utils.plan.actual_state import facts_errors
 from ansible_collections.kubevol.volumes.plugins.module_utils.common import driver_options as driver_opts
 from ansible_collections.kubevol.volumes.plugins.module_utils.plan.plan_text import OUTPUTS, blocked_once, nodes_outside, shape

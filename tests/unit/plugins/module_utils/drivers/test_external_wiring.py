@@ -63,7 +63,6 @@ def test_publish_context_is_the_attachment_metadata():
     assert va["status"] == {"attached": True, "attachmentMetadata": {"devicePath": "/dev/loop9", "k": "v"}}
 
 
-
 def test_attach_record_carries_the_publish_context_into_the_volume_attachment():
     item = {"pv_name": "pv-a", "driver": HOSTPATH, "volume_handle": "h1"}
     outcome = {"device": "", "attachment_metadata": {"devicePath": "/dev/loop9", "k": "v"}}
