@@ -223,6 +223,12 @@ options:
                 volume root already has the group and the bits; V(Always) (the default) checks every entry.
             type: str
             choices: [Always, OnRootMismatch]
+          service_account:
+            description:
+              - The pod's C(spec.serviceAccountName). An external CSI driver whose CSIDriver sets C(podInfoOnMount)
+                gets it in NodePublishVolume's C(volume_context), with the pod's name, namespace and uid.
+            type: str
+            default: ""
       detach:
         description:
           - M(kubevol.volumes.volume_detach) only. After the pod unmounts, also unmount the global mount and detach
@@ -248,6 +254,13 @@ options:
         type: list
         elements: str
         default: []
+      pod_info_on_mount:
+        description:
+          - An external CSI driver's volume, its CSIDriver's C(podInfoOnMount), as the planner builds it. When true,
+            NodePublishVolume's C(volume_context) carries C(csi.storage.k8s.io/pod.name), C(pod.namespace),
+            C(pod.uid), C(serviceAccount.name) and C(ephemeral), as the kubelet's csi_mounter.go adds them.
+        type: bool
+        default: false
       secret_refs:
         description:
           - An external CSI driver's volume, its PV's secret references, each C(kind) to a C(namespace/name) with kind one of

@@ -187,9 +187,11 @@ def kv(make_cluster):
         cluster.options = ["-e", json.dumps({"kubevol_driver_options": {DRIVER: {"controller": "node"}}})]
         objects = [node_object("node1"), node_object("node2"),
                    {"apiVersion": "storage.k8s.io/v1", "kind": "CSIDriver", "metadata": {"name": DRIVER},
-                    "spec": {"attachRequired": True}}]
+                    "spec": {"attachRequired": True, "podInfoOnMount": True}}]
         objects += csi_volume("pv-ext", "apps/ext", "vol1")
-        objects += [pod("web", "p-web", "node1", "apps/ext")]
+        web = pod("web", "p-web", "node1", "apps/ext")
+        web["spec"]["serviceAccountName"] = "web-sa"
+        objects += [web]
         write_list(cluster.state, objects)
         yield cluster
     finally:
@@ -237,6 +239,15 @@ def test_attach_stage_publish_and_data_written(kv):
     assert all(c["secrets"] == "none" for c in kv.plugins["node1"].calls() if c["method"] != "NodeStageVolume")
     assert SECRET not in _output(run)
     assert SECRET not in _syslog(kv, "node1")
+    # the CSIDriver's podInfoOnMount: the pod's own fields in NodePublishVolume's volume_context (csi_mounter.go)
+    publish = [c for c in kv.plugins["node1"].calls() if c["method"] == "NodePublishVolume"]
+    context = publish[0]["request"].get("volume_context") or publish[0]["request"].get("volumeContext") or {}
+    assert {k: context.get(k) for k in ("csi.storage.k8s.io/pod.name", "csi.storage.k8s.io/pod.namespace",
+                                        "csi.storage.k8s.io/pod.uid", "csi.storage.k8s.io/serviceAccount.name",
+                                        "csi.storage.k8s.io/ephemeral")} == {
+        "csi.storage.k8s.io/pod.name": "web", "csi.storage.k8s.io/pod.namespace": "apps",
+        "csi.storage.k8s.io/pod.uid": "p-web", "csi.storage.k8s.io/serviceAccount.name": "web-sa",
+        "csi.storage.k8s.io/ephemeral": "false"}, publish[0]["request"]
     kv.shared["device"] = device
     kv.shared["set_up"] = True
 

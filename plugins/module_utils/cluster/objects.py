@@ -43,13 +43,15 @@ PodVolume.__doc__ = """kind: the volume source key (persistentVolumeClaim, ephem
 claim_name: the PVC for persistentVolumeClaim and ephemeral (<pod>-<volume>) volumes, else None.
 csi: for an inline CSI volume (kind csi), a CSISource without volume_handle."""
 Pod = namedtuple("Pod", "namespace name uid node_name phase deletion_timestamp container_states "
-                        "volumes volume_mounts volume_devices fs_group fs_group_change_policy creation_timestamp")
-Pod.__new__.__defaults__ = (None, None, None)
+                        "volumes volume_mounts volume_devices fs_group fs_group_change_policy creation_timestamp "
+                        "service_account")
+Pod.__new__.__defaults__ = (None, None, None, "")
 Pod.__doc__ = """container_states: one of running/terminated/waiting per init, regular and ephemeral
 container status, read only for a pod being deleted (IsPodTerminated), so () unless deletion_timestamp is set: one
 tuple less per pod at 150,000 pods. volume_mounts: (name, read_only) per container mount, plain pairs (a
 namedtuple per mount cost 0.1 s at 210,000 mounts); volume_devices: names.
-fs_group, fs_group_change_policy: spec.securityContext's, as written (validated by the planner)."""
+fs_group, fs_group_change_policy: spec.securityContext's, as written (validated by the planner).
+service_account: spec.serviceAccountName ("" when unset)."""
 
 PersistentVolumeClaim = namedtuple("PersistentVolumeClaim", "namespace name uid phase volume_name request_bytes "
                                                             "capacity_bytes access_modes conditions owner_uids "
@@ -58,10 +60,12 @@ PersistentVolumeClaim.__new__.__defaults__ = (None, None)
 PersistentVolumeClaim.__doc__ = """allocated_bytes: status.allocatedResources.storage; resize_status:
 status.allocatedResourceStatuses.storage (ControllerResizeInProgress, NodeResizePending, ..., or None)."""
 VolumeAttachment = namedtuple("VolumeAttachment", "name attacher node_name pv_name attached device_path annotations")
-CSIDriver = namedtuple("CSIDriver", "name attach_required lifecycle_modes fs_group_policy")
-CSIDriver.__new__.__defaults__ = (("Persistent",), "ReadWriteOnceWithFSType")
+CSIDriver = namedtuple("CSIDriver", "name attach_required lifecycle_modes fs_group_policy pod_info_on_mount")
+CSIDriver.__new__.__defaults__ = (("Persistent",), "ReadWriteOnceWithFSType", False)
 CSIDriver.__doc__ = """lifecycle_modes: spec.volumeLifecycleModes (default Persistent); fs_group_policy:
-spec.fsGroupPolicy as written (default ReadWriteOnceWithFSType; the planner rejects unknown values)."""
+spec.fsGroupPolicy as written (default ReadWriteOnceWithFSType; the planner rejects unknown values);
+pod_info_on_mount: spec.podInfoOnMount (the pod's name, namespace, uid and service account in NodePublishVolume's
+volume_context)."""
 Cluster = namedtuple("Cluster", "nodes pods persistent_volumes claims volume_attachments csi_drivers")
 
 _EMPTY = {}
@@ -182,11 +186,13 @@ def _pod(obj):
                 mounts.append((mount_name, bool(m.get("readOnly"))))
             for d in container.get("volumeDevices") or ():
                 devices.append(d["name"])
+    where = "spec.serviceAccountName"
+    service_account = optional_str(spec.get("serviceAccountName"), where) or ""
     where = "spec.securityContext"
     security = spec.get("securityContext") or _EMPTY
     return Pod(namespace, name, uid, node_name, phase, deleted, states, volumes,
                tuple(mounts), tuple(devices), security.get("fsGroup"), security.get("fsGroupChangePolicy"),
-               meta.get("creationTimestamp"))
+               meta.get("creationTimestamp"), service_account)
 
 
 def _pvc(obj):
@@ -248,7 +254,7 @@ def _csidriver(obj):
     # volumeLifecycleModes to [Persistent] and fsGroupPolicy to ReadWriteOnceWithFSType
     return CSIDriver(name, True if required is None else bool(required),
                      tuple(spec.get("volumeLifecycleModes") or ("Persistent",)),
-                     spec.get("fsGroupPolicy") or "ReadWriteOnceWithFSType")
+                     spec.get("fsGroupPolicy") or "ReadWriteOnceWithFSType", spec.get("podInfoOnMount") is True)
 
 
 _BUILDERS = {

@@ -20,6 +20,7 @@ POD_SPEC = dict(
     read_only=dict(type="bool", default=False),
     fs_group=dict(type="int"),
     fs_group_change_policy=dict(type="str", choices=list(names.FS_GROUP_CHANGE_POLICIES)),
+    service_account=dict(type="str", default=""),
 )
 
 VOLUME_SPEC = dict(
@@ -47,6 +48,7 @@ VOLUME_SPEC = dict(
     # an external CSI driver's volume (drivers/external/): its CSIDriver's attachRequired and the PV's accessModes
     attach_required=dict(type="bool", default=True),
     access_modes=dict(type="list", elements="str", default=[]),
+    pod_info_on_mount=dict(type="bool", default=False),
     # its PV's secret references ({kind: "namespace/name"}) and, filled in by node_phases from the Secret objects,
     # the secrets themselves ({kind: {key: value}}): passed to the driver's calls only, never in a result
     # references (kind: namespace/name), never a secret's value

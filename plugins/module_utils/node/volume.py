@@ -33,6 +33,7 @@ class PodMount(Value):
         # the pod's securityContext.fsGroup, when its CSIDriver's fsGroupPolicy lets the kubelet apply it
         ("fs_group", None),  # Optional[int]
         ("fs_group_change_policy", None),  # Optional[str]
+        ("service_account", ""),  # str: spec.serviceAccountName (an external CSI driver's podInfoOnMount)
     )
 
 
@@ -64,6 +65,7 @@ class VolumeItem(Value):
         # an external CSI driver's (drivers/external/): its CSIDriver's attachRequired, the PV's accessModes
         ("attach_required", True),  # bool
         ("access_modes", ()),  # Tuple[str, ...]
+        ("pod_info_on_mount", False),  # bool: its CSIDriver's podInfoOnMount
         ("secrets", None),  # Optional[Secrets]: never printed
     )
 
@@ -172,7 +174,8 @@ def volume_item(raw):
             raise InvalidInput(field="pods[].fs_group_change_policy", value=change_policy,
                                reason="must be %s" % " or ".join(names.FS_GROUP_CHANGE_POLICIES))
         pods.append(PodMount(uid=pod["uid"], name=pod.get("name") or "", read_only=bool(pod.get("read_only")),
-                             fs_group=fs_group, fs_group_change_policy=change_policy))
+                             fs_group=fs_group, fs_group_change_policy=change_policy,
+                             service_account=str(pod.get("service_account") or "")))
     detach = True if raw.get("detach") is None else bool(raw.get("detach"))
     return VolumeItem(
         pv_name=raw["pv_name"], driver=raw["driver"], volume_handle=raw["volume_handle"],
@@ -184,6 +187,7 @@ def volume_item(raw):
         ephemeral=_ephemeral(raw, pods, mode), plugin=plugin, path=path, host_path_type=host_path_type,
         attach_required=raw.get("attach_required") is not False,
         access_modes=tuple(str(m) for m in raw.get("access_modes") or ()),
+        pod_info_on_mount=raw.get("pod_info_on_mount") is True,
         secrets=_secrets(raw),
     )
 

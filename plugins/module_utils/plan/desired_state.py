@@ -70,18 +70,19 @@ VolumeSpec = namedtuple("VolumeSpec", "pv_name unique_name driver volume_handle 
                                       "mode fs_type mount_options read_only multi_attach_allowed attachable "
                                       "claim_key request_bytes claim_capacity_bytes access_modes fs_group_policy "
                                       "allocated_bytes resize_status plugin path host_path_type node_affinity "
-                                      "secret_refs")
-VolumeSpec.__new__.__defaults__ = ((), "ReadWriteOnceWithFSType", None, None, CSI, None, "", None, ())
+                                      "secret_refs pod_info_on_mount")
+VolumeSpec.__new__.__defaults__ = ((), "ReadWriteOnceWithFSType", None, None, CSI, None, "", None, (), False)
 VolumeSpec.__doc__ = """One bound PV kubevol serves (CSI with a known driver, local, hostPath), resolved once however
 many pods use it. plugin: the volume plugin's name (volume/); path, host_path_type: a local or hostPath PV's;
 node_affinity: the PV's nodeAffinity terms (cluster/pv.py), or None.
-access_modes: the PV's. fs_group_policy: its CSIDriver's. allocated_bytes, resize_status: the PVC's
+access_modes: the PV's. fs_group_policy, pod_info_on_mount: its CSIDriver's. allocated_bytes, resize_status: the PVC's
 status.allocatedResources / allocatedResourceStatuses for storage (expansion recovery)."""
 
-PodToMount = namedtuple("PodToMount", "uid name read_only fs_group fs_group_change_policy created")
-PodToMount.__new__.__defaults__ = (None, None, None)
+PodToMount = namedtuple("PodToMount", "uid name read_only fs_group fs_group_change_policy created service_account")
+PodToMount.__new__.__defaults__ = (None, None, None, "")
 PodToMount.__doc__ = """fs_group, fs_group_change_policy: the pod's securityContext (validated);
-created: its creationTimestamp (ReadWriteOncePod: the older pod keeps the volume)."""
+created: its creationTimestamp (ReadWriteOncePod: the older pod keeps the volume); service_account: its
+spec.serviceAccountName (an external CSI driver's volume_context when its CSIDriver sets podInfoOnMount)."""
 NodeVolume = namedtuple("NodeVolume", "spec node attach pods mount_pods read_only claims_read_only")
 NodeVolume.__doc__ = """One (volume, node) pair. attach: the A/D controller attaches it here (managed node,
 attachable volume). pods: "ns/name" of every pod that references it (multi-attach messages).
@@ -203,10 +204,11 @@ class _Resolver:
             return reason
         # csi_plugin.go skipAttach: no CSIDriver object means attach is required
         return volume_spec(pv, pvc, driver_object is None or driver_object.attach_required,
-                           driver_object.fs_group_policy if driver_object is not None else FS_GROUP_POLICIES[0])
+                           driver_object.fs_group_policy if driver_object is not None else FS_GROUP_POLICIES[0],
+                           driver_object is not None and driver_object.pod_info_on_mount)
 
 
-def volume_spec(pv, pvc, attachable, fs_group_policy=FS_GROUP_POLICIES[0]):
+def volume_spec(pv, pvc, attachable, fs_group_policy=FS_GROUP_POLICIES[0], pod_info_on_mount=False):
     """A VolumeSpec for a CSI, local or hostPath PV (pvc None: a PV only actual state still refers to)."""
     if pv.csi is None:
         return plugin_volume_spec(VolumeSpec, pv, pvc, is_pv_read_only(pv), is_multi_attach_allowed(pv.access_modes))
@@ -217,7 +219,7 @@ def volume_spec(pv, pvc, attachable, fs_group_policy=FS_GROUP_POLICIES[0]):
                       pvc.namespace + "/" + pvc.name if pvc else None, pvc.request_bytes if pvc else 0,
                       pvc.capacity_bytes if pvc else None, tuple(pv.access_modes), fs_group_policy,
                       pvc.allocated_bytes if pvc else None, pvc.resize_status if pvc else None, CSI, None, "",
-                      pv.node_affinity, tuple(csi.secret_refs))
+                      pv.node_affinity, tuple(csi.secret_refs), pod_info_on_mount)
 
 
 def pod_security_problem(pod):
@@ -378,7 +380,7 @@ def build_desired_state(index, known_drivers=DEFAULT_KNOWN_DRIVERS, scope=None, 
                 continue
             mount = () if use is None else (
                 PodToMount(pod.uid, key, volume.read_only or spec.read_only or use[1], pod.fs_group,
-                           pod.fs_group_change_policy, pod.creation_timestamp),)
+                           pod.fs_group_change_policy, pod.creation_timestamp, pod.service_account),)
             nv = volumes.get(pair)
             if nv is None:
                 volumes[pair] = NodeVolume(spec, node, managed and spec.attachable, (key,), mount, spec.read_only,

@@ -45,6 +45,8 @@ def _volume_item(spec):
         # an external CSI driver's item (drivers/external/): what its requests are built from
         item["attach_required"] = bool(spec.attachable)
         item["access_modes"] = list(spec.access_modes or ())
+        if spec.pod_info_on_mount:
+            item["pod_info_on_mount"] = True  # its pods' name, namespace, uid, service account in volume_context
         if spec.secret_refs:
             # the references only: node_phases reads the Secrets when it runs the node task (never in a plan)
             item["secret_refs"] = dict(spec.secret_refs)

@@ -238,6 +238,8 @@ def mount_pods(p):
                 extra = {"pod_fs_group": fs_group, "pod_fs_group_change_policy": pod.fs_group_change_policy or "Always"}
             if item is None:
                 item = p.item_of(nv)
+            if item.get("pod_info_on_mount") and pod.service_account:
+                extra["pod_service_account"] = pod.service_account  # csi_mounter.go getPodInfoAttrs
             add(_step("mount", "pod", node, nv.spec.pv_name, unique, why, item, pod=pod.name,
                       pod_uid=pod.uid, pod_read_only=pod.read_only, **extra))
 

@@ -107,6 +107,8 @@ def phase_items(plan_result, phase, node, failures=None):
             if step.get("pod_fs_group") is not None:
                 pod["fs_group"] = step["pod_fs_group"]
                 pod["fs_group_change_policy"] = step.get("pod_fs_group_change_policy")
+            if step.get("pod_service_account"):
+                pod["service_account"] = step["pod_service_account"]
             if pod not in item["pods"]:
                 item["pods"].append(pod)
         if kind == ("unmount", "device"):

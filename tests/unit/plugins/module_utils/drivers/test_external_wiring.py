@@ -131,3 +131,41 @@ def test_setup_phases_secrets_are_masked():
     params = {"attach": {"volumes": [{"pv_name": "a", "secrets": {"node_stage": {"password": "hunter2"}}}]},
               "mount": {"volumes": [{"pv_name": "b"}]}, "expand_node": None}
     assert secret_values(params) == {"hunter2"}
+
+
+def test_pod_info_on_mount_travels_from_the_csidriver_to_the_node_item():
+    """A CSIDriver with podInfoOnMount: the item says so, each pod step names the pod's service account, and the
+    node's item carries both (csi_mounter.go getPodInfoAttrs reads them from the pod)."""
+    from ansible_collections.kubevol.volumes.plugins.module_utils.cluster.objects import ClusterIndex, cluster_from_data
+    from ansible_collections.kubevol.volumes.plugins.module_utils.node.volume import volume_item
+    from ansible_collections.kubevol.volumes.plugins.module_utils.plan.desired_state import known_drivers_of
+    from ansible_collections.kubevol.volumes.plugins.module_utils.plan.planner import PlanOptions, plan_cluster
+    from ansible_collections.kubevol.volumes.plugins.module_utils.run.plan_view import phase_items
+
+    pv = {"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": "pv-a"},
+          "spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"],
+                   "claimRef": {"namespace": "apps", "name": "c", "uid": "cu"},
+                   "csi": {"driver": HOSTPATH, "volumeHandle": "h1"}}, "status": {"phase": "Bound"}}
+    pvc = {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"namespace": "apps", "name": "c", "uid": "cu"},
+           "spec": {"accessModes": ["ReadWriteOnce"], "volumeName": "pv-a", "resources": {"requests": {"storage": "1Gi"}}},
+           "status": {"phase": "Bound", "capacity": {"storage": "1Gi"}}}
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"namespace": "apps", "name": "web", "uid": "p1"},
+           "spec": {"nodeName": "node1", "serviceAccountName": "web-sa",
+                    "volumes": [{"name": "d", "persistentVolumeClaim": {"claimName": "c"}}],
+                    "containers": [{"name": "c", "volumeMounts": [{"name": "d", "mountPath": "/d"}]}]},
+           "status": {"phase": "Running"}}
+    node = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "node1", "annotations": {
+        "volumes.kubernetes.io/controller-managed-attach-detach": "true"}}, "status": {"conditions": [
+            {"type": "Ready", "status": "True"}]}}
+    driver = {"apiVersion": "storage.k8s.io/v1", "kind": "CSIDriver", "metadata": {"name": HOSTPATH},
+              "spec": {"attachRequired": False, "podInfoOnMount": True}}
+    index = ClusterIndex(cluster_from_data({"apiVersion": "v1", "kind": "List", "items": [node, pod, pv, pvc, driver]}))
+    driver_options = {HOSTPATH: {"controller": "node"}}
+    options = PlanOptions(known_drivers=known_drivers_of(None, driver_options), driver_options=driver_options)
+    result = plan_cluster(index, {"node1": {"node_name": "node1", "reachable": True}}, options)
+    mount = [s for s in result["plan"] if (s["action"], s["target"]) == ("mount", "pod")]
+    assert mount and mount[0]["pod_service_account"] == "web-sa", (result["plan"], result["blocked"], result.get("desired"))
+    items = phase_items(result, "mount", "node1")
+    assert items[0]["pod_info_on_mount"] is True and items[0]["pods"][0]["service_account"] == "web-sa", items
+    vol = volume_item(items[0])
+    assert vol.pod_info_on_mount and vol.pods[0].service_account == "web-sa"
