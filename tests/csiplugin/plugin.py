@@ -23,6 +23,9 @@ The config file (JSON, read again at every call, so a test can change it between
   sleep             {method: seconds}: sleep before doing the call (past the client's timeout)
   exit_after        [method, ...]: exit the process right after answering that method
   expected_secrets  {key: value}: each call's secrets are compared with these
+  stage_records_only  true: NodeStageVolume mounts nothing at the staging path, it only records the volume as
+                    staged, and NodePublishVolume mounts the device at the target itself (csi-driver-host-path's
+                    way: the mount table cannot tell that such a volume is staged)
 
 The log (JSON lines): per call its method, request with every secret value replaced by "<redacted>", whether
 secrets came and were the expected ones ("none", "expected", "unexpected"), and the gRPC code answered.
@@ -261,7 +264,7 @@ class Plugin(object):
         device = self.device_for(request, conf, state, image)
         mount_cap = self.capability(request.volume_capability, conf)
         try:
-            if mount_cap is not None:
+            if mount_cap is not None and not conf.get("stage_records_only"):
                 self.pool.format_and_mount(device, request.staging_target_path, mount_cap)
             state["staged"][request.volume_id] = {"path": request.staging_target_path, "device": device,
                                                   "block": mount_cap is None}
@@ -305,10 +308,10 @@ class Plugin(object):
                     run("mount", "--bind", device, target)
             else:
                 os.makedirs(target, exist_ok=True)  # the SP creates target_path (spec: NodePublishVolume)
-                if self.stage_mode(conf):
+                if self.stage_mode(conf) and not conf.get("stage_records_only"):
                     if mount_at(target) is None:
                         run("mount", "--bind", request.staging_target_path, target)
-                else:
+                elif mount_at(target) is None:
                     self.pool.format_and_mount(device, target, mount_cap)
             if request.readonly:
                 run("mount", "-o", "remount,bind,ro", target)

@@ -418,3 +418,33 @@ def test_check_mode_makes_only_read_only_calls(kv):
     assert not [p for p in kv.mounts("node1") if "pv-chk" in p]
     real = kv.reconcile(kv.options)
     assert target("p-chk", "pv-chk") in kv.mounts("node1"), real.describe()
+
+
+def test_a_plugin_whose_stage_mounts_nothing_is_staged_once_and_unstaged_at_teardown(kv):
+    """csi-driver-host-path's NodeStageVolume only records the volume: nothing is mounted at the staging path, so the
+    mount table cannot say that it is staged. The node's own record of the NodeStageVolume (as the kubelet's actual
+    state of world keeps it) makes a second run change nothing, and the teardown still calls NodeUnstageVolume
+    before ControllerUnpublishVolume."""
+    assert kv.shared.get("moved"), "needs the moved pod's run"
+    kv.plugins["node1"].configure(stage_records_only=True)
+    kv.plugins["node1"].create("vol6", 32 << 20)
+    data = kv.cluster()
+    write_list(kv.state, without_duplicates(data["items"] + csi_volume("pv-rec", "apps/rec", "vol6", "32Mi")
+                                            + [pod("rec", "p-rec", "node1", "apps/rec")]))
+    since = len(kv.plugins["node1"].calls())
+    run = kv.reconcile(kv.options)
+    assert [m for m in kv.plugins["node1"].methods(since) if m in MUTATING] == [
+        "ControllerPublishVolume", "NodeStageVolume", "NodePublishVolume"], run.describe()
+    staging = [p for p in kv.mounts("node1") if p.endswith("/globalmount")]
+    assert target("p-rec", "pv-rec") in kv.mounts("node1") and not [p for p in staging if "pv-rec" in p]
+    since = len(kv.plugins["node1"].calls())
+    again = kv.reconcile(kv.options)
+    assert all(again.changed(h) == 0 for h in kv.nodes) and again.plan() == [], again.describe()
+    assert not [m for m in kv.plugins["node1"].methods(since) if m in MUTATING]
+    data = kv.cluster()
+    write_list(kv.state, [o for o in data["items"] if not (o["kind"] == "Pod" and o["metadata"]["name"] == "rec")])
+    since = len(kv.plugins["node1"].calls())
+    run = kv.reconcile(kv.options)
+    assert [m for m in kv.plugins["node1"].methods(since) if m in MUTATING] == [
+        "NodeUnpublishVolume", "NodeUnstageVolume", "ControllerUnpublishVolume"], run.describe()
+    kv.plugins["node1"].configure(stage_records_only=False)

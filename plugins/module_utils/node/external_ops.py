@@ -36,6 +36,7 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.node import layout
 from ansible_collections.kubevol.volumes.plugins.module_utils.node import mount as mount_table
 
 PUBLISHED_DIR = "csi-published"
+STAGED_DIR = "csi-staged"  # NodeStageVolume records (mark_staged)
 
 
 # -- the node's record of ControllerPublishVolume ---------------------------------------------------------
@@ -71,6 +72,41 @@ def drop_published(ctx, item):
         return True
     except FileNotFoundError:
         return False
+
+
+# -- the node's record of NodeStageVolume -----------------------------------------------------------------
+# A plugin's NodeStageVolume need not mount anything at the staging path (csi-driver-host-path only records it),
+# so the mount table cannot tell that a volume is staged. The kubelet keeps that in its actual state of world;
+# kubevol keeps it here, under the run directory (a tmpfs: a reboot forgets it, as it forgets the kubelet's
+# memory, and the volume is staged again), written after NodeStageVolume succeeded, removed after NodeUnstageVolume.
+def _staged_path(ctx, unique):
+    return os.path.join(ctx.run_dir, STAGED_DIR, hashlib.sha256(unique.encode("utf-8")).hexdigest())
+
+
+def mark_staged(ctx, item, staging):
+    directory = os.path.join(ctx.run_dir, STAGED_DIR)
+    os.makedirs(directory, mode=0o700, exist_ok=True)
+    path = _staged_path(ctx, item.unique_name)
+    fd = os.open(path + ".tmp", os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    with os.fdopen(fd, "w") as handle:
+        handle.write(staging)
+    os.rename(path + ".tmp", path)
+
+
+def is_staged(ctx, unique, staging):
+    """Whether this node recorded a NodeStageVolume of ``unique`` at ``staging`` that no NodeUnstageVolume undid."""
+    try:
+        with open(_staged_path(ctx, unique)) as handle:
+            return handle.read() == staging
+    except (OSError, ValueError):
+        return False
+
+
+def drop_staged(ctx, item):
+    try:
+        os.unlink(_staged_path(ctx, item.unique_name))
+    except FileNotFoundError:
+        pass
 
 
 def published_volumes(ctx, driver_name):
@@ -179,7 +215,7 @@ def mount(ctx, item, res):
     staging = _stage_block(ctx, item, driver, context, mounts, res) if item.block else None
     if not item.block:
         staging = names.device_mount_path(ctx.kubelet_dir, item.driver, item.volume_handle)
-        if not mounts.mounted(staging):
+        if not mounts.mounted(staging) and not is_staged(ctx, item.unique_name, staging):
             ctx.step = "node stage %s" % staging
             if not ctx.check_mode:
                 layout.ensure_dir(ctx.kubelet_dir, staging, ctx.node_name)
@@ -189,6 +225,8 @@ def mount(ctx, item, res):
             if step.called:
                 res["actions"].append("stage %s" % staging)
                 res["changed"] = True
+            if not ctx.check_mode:
+                mark_staged(ctx, item, staging)
         res["global_mount_path"] = staging
     for pod in item.pods:
         target = _target(ctx, item, pod)
@@ -237,12 +275,14 @@ def teardown(ctx, item, plan, res):
             removed = layout.rmdir_safe(block_staging, mount_table.list_mounts(ctx.runner_for(item)))
             if removed:
                 res["removed"].append(removed)
-    elif gpath and mounts.mounted(gpath):
+    elif gpath and (mounts.mounted(gpath) or is_staged(ctx, item.unique_name, gpath)):
         ctx.step = "node unstage %s" % gpath
         driver.node_unstage(item, gpath, check_mode=ctx.check_mode)
         res["actions"].append("unstage %s" % gpath)
         res["unmounted"].append(gpath)
         res["changed"] = True
+        if not ctx.check_mode:
+            drop_staged(ctx, item)
     if item.detach and item.unmount_device and (load_published(ctx, item.unique_name) is not None
                                                 or item.attach_required):
         ctx.step = "controller unpublish"

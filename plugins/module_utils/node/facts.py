@@ -118,6 +118,10 @@ def global_mounts(ctx, mounts, devs=(), fs_sizes=True):
         device = current.source_device if current else None
         fs_type = current.fstype if current else None
         pv_name = (data or {}).get("specVolID")
+        # an external driver's staging path holds no mount when its NodeStageVolume mounts nothing: staged is what
+        # this node recorded (external_ops.mark_staged), as the kubelet's actual state of world records it
+        staged = bool(unique and not current and ctx.is_external(driver)
+                      and external_ops.is_staged(ctx, unique, path))
         found.append({
             "plugin": names.CSI_PLUGIN_NAME,
             "unique_volume_name": unique,
@@ -125,7 +129,7 @@ def global_mounts(ctx, mounts, devs=(), fs_sizes=True):
             "volume_handle": handle,
             "pv_name": pv_name if isinstance(pv_name, str) and pv_name else None,
             "path": path,
-            "mounted": current is not None,
+            "mounted": current is not None or staged,
             "device": device,
             "fs_type": fs_type,
             # hands off a foreign volume: no tool runs on its device
