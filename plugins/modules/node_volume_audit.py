@@ -23,21 +23,6 @@ description:
     only, the way the kubelet's C(cleanupOrphanedPodDirs) does. Never recursive, never into or through a mountpoint
     or a symlink; a directory that holds a file or a mount is kept. No image, file or mount is ever touched.
 options:
-  driver_options:
-    description:
-      - The operator's options of each volume plugin and CSI driver (as M(kubevol.volumes.k8s_volume_attach) takes
-        them); the audit reads C(loop.kubevol.io) C(pools), the directories this node keeps loop images in (default
-        V([/var/lib/kubevol/pool])).
-      - The reconcile role's C(kubevol_driver_options).
-    type: dict
-    default: {}
-    version_added: 0.2.0
-  loop_pools:
-    description:
-      - Deprecated, to be removed in 2.0.0; use O(driver_options) C(loop.kubevol.io) C(pools) instead. When given, it
-        sets C(loop.kubevol.io)'s C(pools); giving both with different values is an error.
-    type: list
-    elements: str
   pod_uids:
     description:
       - The UIDs of the pods the cluster binds to this node. A C(pods/<uid>) directory of any other pod is an orphan.
@@ -54,6 +39,7 @@ options:
     default: false
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
+  - kubevol.volumes.driver_options
   - kubevol.volumes.node_volumes.node
 attributes:
   check_mode:

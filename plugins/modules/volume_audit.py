@@ -49,21 +49,6 @@ options:
     description: The kubelet root directory on the nodes.
     type: str
     default: /var/lib/kubelet
-  driver_options:
-    description:
-      - The operator's options of each volume plugin and CSI driver (as M(kubevol.volumes.k8s_volume_attach) takes
-        them); the audit reads C(loop.kubevol.io) C(pools), the directories the nodes keep loop images in (default
-        V([/var/lib/kubevol/pool])).
-      - The reconcile role's C(kubevol_driver_options).
-    type: dict
-    default: {}
-    version_added: 0.2.0
-  loop_pools:
-    description:
-      - Deprecated, to be removed in 2.0.0; use O(driver_options) C(loop.kubevol.io) C(pools) instead. When given, it
-        sets C(loop.kubevol.io)'s C(pools); giving both with different values is an error.
-    type: list
-    elements: str
   known_drivers:
     description: The CSI drivers kubevol manages (as M(kubevol.volumes.volume_reconcile_plan) takes them).
     type: list
@@ -87,6 +72,7 @@ options:
     default: kubevol-reconcile
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
+  - kubevol.volumes.driver_options
   - ansible.builtin.action_common_attributes.flow
   - kubevol.volumes.cluster_store
   - kubevol.volumes.k8s_auth
