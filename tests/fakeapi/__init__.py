@@ -3,7 +3,7 @@
 It speaks what kubevol's kubernetes store uses, the way kube-apiserver answers:
 
 - paths ``/api/v1/[namespaces/NS/]PLURAL[/NAME[/status]]`` and ``/apis/GROUP/VERSION/...`` for nodes,
-  pods, persistentvolumes, persistentvolumeclaims (namespaced), volumeattachments, csidrivers;
+  pods, persistentvolumes, persistentvolumeclaims (namespaced), volumeattachments, csidrivers, leases, secrets;
 - GET list with ``limit``/``continue`` paging and ``fieldSelector`` (``spec.nodeName!=``,
   ``spec.nodeName=X``); list items carry no kind/apiVersion, as in the real API;
 - GET one, POST (201; status dropped on create; 409 AlreadyExists), DELETE (DeleteOptions
@@ -45,6 +45,7 @@ RESOURCES = {
     "volumeattachments": ("VolumeAttachment", "storage.k8s.io/v1", False),
     "csidrivers": ("CSIDriver", "storage.k8s.io/v1", False),
     "leases": ("Lease", "coordination.k8s.io/v1", True),
+    "secrets": ("Secret", "v1", True),  # read one by one, for an external CSI driver's secret references
 }
 PLURAL = dict((kind, plural) for plural, (kind, _v, _n) in RESOURCES.items())
 VERBS = {"GET": "get", "POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}

@@ -22,6 +22,7 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.drivers.external.s
     SecretUnavailable, secret_data)
 from ansible_collections.kubevol.volumes.plugins.module_utils.stores import (
     CLUSTER_STORE_ARGSPEC, CLUSTER_STORE_REQUIRED_IF, get_store, store_options)
+from ansible_collections.kubevol.volumes.plugins.module_utils.stores.base import StoreError
 
 
 def needs_secrets(items):
@@ -79,7 +80,11 @@ def with_secrets(items, cluster_store):
                 if not namespace or not name:
                     raise SecretUnavailable(pv=item["pv_name"], field=field, ref=repr(ref),
                                             reason="is not a {name, namespace} reference")
-                secret = find(namespace, name)
+                try:
+                    secret = find(namespace, name)
+                except StoreError as exc:  # the API refused or failed: say which PV needs it (the message has no value)
+                    raise SecretUnavailable(pv=item["pv_name"], field=field, ref=ref,
+                                            reason="cannot be read (%s)" % exc.msg) from None
                 if secret is None:
                     raise SecretUnavailable(pv=item["pv_name"], field=field, ref=ref, reason="does not exist")
                 try:

@@ -28,6 +28,8 @@ PERMISSIONS = (
     ("storage.k8s.io", "volumeattachments", ("get", "list", "create", "patch", "delete")),
     ("storage.k8s.io", "volumeattachments/status", ("patch",)),
     ("storage.k8s.io", "csidrivers", ("list",)),
+    # only read when an external CSI driver's PV names a Secret (spec.csi.*SecretRef), one by one, never listed
+    ("", "secrets", ("get",)),
     ("coordination.k8s.io", "leases", ("get", "create", "update")),
 )
 NAMESPACED = frozenset(["leases"])

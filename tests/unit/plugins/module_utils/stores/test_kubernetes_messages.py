@@ -94,7 +94,8 @@ def test_every_request_the_store_sends_is_in_the_permissions(api, tmp_path):
     api.load([{"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": "pv-a"},
                "spec": {"capacity": {"storage": "1Gi"}}},
               {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "c", "namespace": "ns"},
-               "spec": {"volumeName": "pv-a"}, "status": {"capacity": {"storage": "1Gi"}}}])
+               "spec": {"volumeName": "pv-a"}, "status": {"capacity": {"storage": "1Gi"}}},
+              {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "csi-creds", "namespace": "ns"}, "data": {}}])
     base = {"node": "node1", "pv_name": "pv-a", "driver": DRIVER, "volume_handle": "pv-a.img"}
     try:
         store.load()
@@ -107,6 +108,7 @@ def test_every_request_the_store_sends_is_in_the_permissions(api, tmp_path):
                      {"type": "resize_intent", "pvc": "ns/c", "stage": "controller", "capacity": "2Gi"},
                      {"type": "controller_expanded", "pv_name": "pv-a", "capacity": "2Gi", "pvc": "ns/c"}])
         store.apply([dict(base, type="detached")])
+        store.get("Secret", "csi-creds", "ns")  # an external CSI driver's secret reference (run/csi_secrets.py)
         assert store.release_run_lock(lock["holder"])
     finally:
         store.close()
