@@ -88,9 +88,31 @@ def test_planning_imports_no_node_driver_store_or_run_code():
 
 
 def test_volume_plugins_are_shared_code():
-    """volume/ is imported by node and planning code alike: it imports only common/ and itself."""
+    """volume/ is imported by node and planning code alike: it imports only common/, itself and (the CSI plugin,
+    to ask kubevol's drivers what they can do) the drivers' registry."""
     for path in python_files(os.path.join(MODULE_UTILS, "volume")):
-        assert module_utils_imports(path) <= {"common", "volume"}, relative(path)
+        assert module_utils_imports(path) <= {"common", "volume", "drivers"}, relative(path)
+
+
+def test_planning_a_driver_volume_imports_no_node_code():
+    """The CSI plugin reads a driver's capabilities from its class (drivers/ registry): loading the registry and
+    every driver class, as planning does, must import no node/ or csi/ module (a driver's module imports node code
+    inside the methods that run it). In a fresh interpreter, so that nothing imported earlier hides it."""
+    import subprocess
+    import sys
+    code = (
+        "import sys\n"
+        "from ansible_collections.kubevol.volumes.plugins.module_utils.plan import planner\n"
+        "from ansible_collections.kubevol.volumes.plugins.module_utils.volume.csi import driver_capabilities\n"
+        "from ansible_collections.kubevol.volumes.plugins.module_utils.drivers import DRIVERS\n"
+        "assert all(driver_capabilities(name) for name in DRIVERS)\n"
+        "print(sorted(m for m in sys.modules if m.startswith(%r)))\n" % PREFIX)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+    out = subprocess.run([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         universal_newlines=True, env=env, check=False, timeout=60)
+    assert out.returncode == 0, out.stderr
+    loaded = set(m[len(PREFIX):].split(".")[0] for m in eval(out.stdout))  # noqa: S307 - our own list's repr
+    assert "drivers" in loaded and not loaded & {"node", "csi", "stores", "run"}, sorted(loaded)
 
 
 def test_the_import_reader_sees_what_it_must():

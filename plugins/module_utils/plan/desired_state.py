@@ -39,19 +39,20 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.plan.validation im
 from ansible_collections.kubevol.volumes.plugins.module_utils.plan.inline import (  # noqa: F401  # pylint: disable=unused-import
     FS_GROUP_POLICIES, InlineVolume, _add_inline_volume, inline_fs_group, inline_volume, lifecycle_mode_error)
 from ansible_collections.kubevol.volumes.plugins.module_utils.volume.base import DEFAULT_FS_TYPE, FS_TYPES
-from ansible_collections.kubevol.volumes.plugins.module_utils.volume.csi import BLOCK as BLOCK_CAPABILITY, DRIVER_CAPABILITIES
+from ansible_collections.kubevol.volumes.plugins.module_utils.volume.csi import (
+    BLOCK as BLOCK_CAPABILITY, driver_capabilities, own_drivers)
 from ansible_collections.kubevol.volumes.plugins.module_utils.volume import CSI
 from ansible_collections.kubevol.volumes.plugins.module_utils.cluster.pv import pv_unique_name
 from ansible_collections.kubevol.volumes.plugins.module_utils.plan.plugin_specs import (
     affinity_conflict, node_text, plugin_refusals, plugin_volume_spec)
 
-DEFAULT_KNOWN_DRIVERS = tuple(sorted(DRIVER_CAPABILITIES))  # every driver kubevol has a backend for (volume/csi.py)
+DEFAULT_KNOWN_DRIVERS = own_drivers()  # every driver kubevol has a backend for (the drivers/ registry)
 
 
 def known_drivers_of(known_drivers, driver_options):
     """The drivers a plan acts on: the operator's ``known_drivers`` when given, else kubevol's own and every CSI
     driver ``driver_options`` configures as external (common/driver_options.py external_drivers). An external
-    driver's capabilities are unknown at plan time (DRIVER_CAPABILITIES has none): it is attachable as its CSIDriver
+    driver's capabilities are unknown at plan time (driver_capabilities has none): it is attachable as its CSIDriver
     says (attachRequired), Block and expansion are allowed, and its node plugin refuses what it cannot do."""
     if known_drivers is not None:
         return tuple(known_drivers)
@@ -194,7 +195,7 @@ class _Resolver:
             # the kubelet would fail the mount (unknown filesystem type); kubevol never formats it either
             return ("PV %s: csi.fsType %r is not one kubevol formats or mounts (%s); fix the PV's csi.fsType"
                     % (pv.name, csi.fs_type, ", ".join(sorted(FS_TYPES))))
-        capabilities = DRIVER_CAPABILITIES.get(csi.driver)
+        capabilities = driver_capabilities(csi.driver)
         if pv.volume_mode == "Block" and capabilities is not None and BLOCK_CAPABILITY not in capabilities:
             return ("PV %s: volumeMode Block is not supported by kubevol's driver %s; use volumeMode Filesystem"
                     % (pv.name, csi.driver))

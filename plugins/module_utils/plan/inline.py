@@ -5,7 +5,7 @@
 
 Split from desired_state.py. Kubernetes: csi_plugin.go getVolumeLifecycleMode and supportsVolumeLifecycleMode,
 csi_mounter.go makeVolumeHandle and supportsFSGroup. The driver's capability comes from volume/csi.py
-DRIVER_CAPABILITIES (planning imports no driver code).
+driver_capabilities (planning imports no node code).
 """
 
 from __future__ import absolute_import, division, print_function
@@ -21,7 +21,7 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.common.quantity im
 from ansible_collections.kubevol.volumes.plugins.module_utils.plan.validation import inline_refusals, label, refused_text
 from ansible_collections.kubevol.volumes.plugins.module_utils.volume.base import DEFAULT_FS_TYPE, FS_TYPES
 from ansible_collections.kubevol.volumes.plugins.module_utils.volume.csi import (
-    DRIVER_CAPABILITIES, EPHEMERAL as EPHEMERAL_CAPABILITY)
+    driver_capabilities, EPHEMERAL as EPHEMERAL_CAPABILITY)
 
 FS_GROUP_POLICIES = ("ReadWriteOnceWithFSType", "File", "None")
 DEFAULT_LOOP_POOLS = ("/var/lib/kubevol/pool",)
@@ -83,7 +83,7 @@ def inline_volume(index, known_drivers, pod, node, volume, use):
     if error is not None:
         return ("%s: %s; list Ephemeral in the CSIDriver %s's spec.volumeLifecycleModes, or use a PVC (a generic "
                 "ephemeral volume)" % (where, error, driver))
-    capabilities = DRIVER_CAPABILITIES.get(driver)
+    capabilities = driver_capabilities(driver)
     if capabilities is None:  # an external CSI driver (driver_options): driven for PersistentVolumes only
         return ("%s: kubevol drives CSI driver %s over its socket for PersistentVolumes only, not its inline "
                 "ephemeral volumes yet; use a PVC (a generic ephemeral volume)" % (where, driver))

@@ -13,7 +13,7 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.plan.plan_state im
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.quantity import format_bytes
 from ansible_collections.kubevol.volumes.plugins.module_utils.volume import CSI
 from ansible_collections.kubevol.volumes.plugins.module_utils.volume.csi import (
-    CONTROLLER_EXPAND, DRIVER_CAPABILITIES, NODE_EXPAND)
+    CONTROLLER_EXPAND, NODE_EXPAND, driver_capabilities)
 
 
 def _first_node(p, nvs):
@@ -45,8 +45,9 @@ def not_expandable(p, spec):
     ExpandableVolumePlugin (and no CSI driver) for it. A CSI driver of kubevol that declares no expansion counts as
     such a plugin."""
     plugin = p.plugin(spec)
-    if plugin.NAME == CSI and spec.driver in DRIVER_CAPABILITIES:
-        can = CONTROLLER_EXPAND in DRIVER_CAPABILITIES[spec.driver]
+    capabilities = driver_capabilities(spec.driver) if plugin.NAME == CSI else None
+    if capabilities is not None:
+        can = CONTROLLER_EXPAND in capabilities
     else:
         can = plugin.CONTROLLER_EXPANDABLE or plugin.NODE_EXPANDABLE
     if can:
@@ -62,8 +63,9 @@ def node_expands(p, spec):
     """Whether the node grows this volume after the controller (NodeExpandableVolumePlugin, a CSI driver's
     node expansion)."""
     plugin = p.plugin(spec)
-    if plugin.NAME == CSI and spec.driver in DRIVER_CAPABILITIES:
-        return NODE_EXPAND in DRIVER_CAPABILITIES[spec.driver]
+    capabilities = driver_capabilities(spec.driver) if plugin.NAME == CSI else None
+    if capabilities is not None:
+        return NODE_EXPAND in capabilities
     return plugin.NODE_EXPANDABLE
 
 

@@ -7,9 +7,10 @@ Layout: csi_attacher.go makeDeviceMountPath (plugins/kubernetes.io/csi/<driver>/
 csi_mounter.go getTargetPath (pods/<uid>/volumes/kubernetes.io~csi/<pv>/mount), csi_block.go
 (pods/<uid>/volumeDevices/kubernetes.io~csi/<pv>). Unique name: csi_plugin.go GetVolumeName (<driver>^<handle>).
 
-DRIVER_CAPABILITIES is the capability table of kubevol's own drivers, keyed by driver name: the planner reads it here
-so that planning never imports driver code (drivers/ classes declare the same CAPABILITIES; a unit test keeps them
-equal, and drivers/ may take its class data from this table).
+What kubevol's own CSI drivers can do, the plugin asks the drivers themselves (``driver_capabilities``), as the
+kubelet's CSI plugin asks its driver: the driver registry (drivers/__init__.py, one line per driver) imports only
+the class, whose CAPABILITIES are class data; a driver's module imports node code inside the methods that run it,
+so planning still imports no node code (tests/unit/test_layout.py checks that, in a fresh interpreter).
 """
 
 from __future__ import absolute_import, division, print_function
@@ -28,15 +29,25 @@ CONTROLLER_EXPAND = "controller_expand"
 BLOCK = "block"
 EPHEMERAL = "ephemeral"
 
-DRIVER_CAPABILITIES = {
-    "loop.kubevol.io": frozenset((ATTACHABLE, NODE_EXPAND, CONTROLLER_EXPAND, BLOCK, EPHEMERAL)),
-}
 VOLUME_NAME_SEP = "^"
+
+
+def own_drivers():
+    """The names of kubevol's own CSI drivers (the registry's), sorted."""
+    from ansible_collections.kubevol.volumes.plugins.module_utils.drivers import DRIVER_PATHS
+    return tuple(sorted(DRIVER_PATHS))
+
+
+def driver_capabilities(driver):
+    """The CAPABILITIES kubevol's own driver ``driver`` declares (a frozenset), or None for any other driver (an
+    external one: its capabilities are its plugin's, asked on the node)."""
+    from ansible_collections.kubevol.volumes.plugins.module_utils.drivers import capabilities
+    return capabilities(driver)
 
 
 def driver_can(driver, capability):
     """Whether kubevol's driver ``driver`` declares ``capability``; a driver kubevol does not know: False."""
-    return capability in DRIVER_CAPABILITIES.get(driver, ())
+    return capability in (driver_capabilities(driver) or ())
 
 
 def check_driver_name(value):
