@@ -13,7 +13,8 @@ __metaclass__ = type
 from ansible_collections.kubevol.volumes.plugins.module_utils.plan.actual_state import ATTACHED
 from ansible_collections.kubevol.volumes.plugins.module_utils.plan.plan_state import _step
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.quantity import format_bytes
-from ansible_collections.kubevol.volumes.plugins.module_utils.volume import HOST_PATH, LOCAL
+from ansible_collections.kubevol.volumes.plugins.module_utils.volume import CSI, HOST_PATH, LOCAL
+from ansible_collections.kubevol.volumes.plugins.module_utils.volume.csi import driver_capabilities
 
 
 def _multi_attach_error(p, nv, holders, pod):
@@ -39,6 +40,7 @@ def attach(p):
     """Desired attachments not confirmed: reconciler.go attachDesiredVolumes with the multi-attach check."""
     attached = p.actual.attached
     reachable_facts, unreachable_errors = p.reachable_facts, p.unreachable_errors
+    first_setup = {}
     for pair, nv in p.desired.volumes.items():
         av = attached.get(pair)
         if av is not None and av.detach_requested_at:
@@ -74,12 +76,51 @@ def attach(p):
             if holders:
                 _block_multi_attach(p, nv, holders)
                 continue
+        else:
+            if unique not in first_setup:
+                first_setup[unique] = _first_setup_node(p, nv, first_setup)
+            first = first_setup[unique]
+            if first is not None and first != node:
+                p.not_attached[pair] = (
+                    "waiting for node %s to set it up first: a multi-attach volume that no node has mounted may be "
+                    "blank, and two nodes formatting one blank device at once would each make a filesystem; the "
+                    "next run attaches and mounts it here" % first)
+                continue
         p.attached_to.setdefault(unique, set()).add(node)
         # No release of another node's hold in the backend goes with the attach: the out-of-service taint and a
         # detach recorded without the node release the records, not the node's device (a node that was only
         # unreachable still has it). The backend waits for that node's own detach, or the operator's
         # force_release_holders (drivers/loop.py attach).
         p.add(_step("attach", "device", node, nv.spec.pv_name, unique, why, p.item_of(nv)))
+
+
+def _first_setup_node(p, nv, memo):
+    """The one node that may attach and mount a multi-attach volume in this run, or None when any may: when
+    kubevol's own driver formats it (format only if blank) and no node has it mounted or in use, a filesystem may
+    not exist yet, and nodes that probe at once could each find it blank and format it (on shared storage the
+    second mkfs would destroy the first node's filesystem). So one node goes first: one that holds it already,
+    else the first by name; the others follow on the next run, when its mount shows the filesystem exists.
+    Kubernetes leaves this to the CSI driver's NodeStageVolume; kubevol's drivers are the ones that format.
+    ``memo`` keeps the indexes (built once per plan, on the first multi-attach volume) under the key None."""
+    spec = nv.spec
+    if spec.mode != "Filesystem" or p.plugin(spec).NAME != CSI or driver_capabilities(spec.driver) is None:
+        return None
+    if None not in memo:
+        set_up = set(u for u, _node in p.actual.in_use)  # node status volumesInUse: mounted, so formatted
+        for facts in p.reachable_facts.values():
+            set_up.update(u for u, gm in facts.global_mounts.items() if gm and gm.get("mounted"))
+        wanted = {}
+        for (u, node), other in p.desired.volumes.items():
+            if other.mount_pods and other.spec.multi_attach_allowed and node not in p.unreachable_errors:
+                wanted.setdefault(u, []).append(node)
+        memo[None] = (set_up, wanted)
+    set_up, wanted = memo[None]
+    unique = spec.unique_name
+    nodes = wanted.get(unique, ())
+    if unique in set_up or len(nodes) < 2:
+        return None
+    held = set(p.actual.confirmed_nodes.get(unique, ()))
+    return sorted(nodes, key=lambda node: (node not in held, node))[0]
 
 
 def _holders(p, unique, node):

@@ -432,3 +432,38 @@ def test_expand_steps_name_the_claim():
                                                    if p["kind"] == "Pod"]), "node2": facts("node2")})
     expands = [s for s in result["plan"] if s["action"] == "expand"]
     assert expands and all(s["pvc"] == "ns/a" for s in expands)
+
+
+# ---- a blank multi-attach volume is set up by one node first --------------------------------------------------
+
+def rwx_wanted_on_two_nodes(**node1_kw):
+    return cluster(node("node1", **node1_kw), node("node2"), bound("pv-a", "ns/a", modes=("ReadWriteMany",)),
+                   pod("ns/p1", "node1", ["a"]), pod("ns/p2", "node2", ["a"]))
+
+
+def test_a_multi_attach_volume_no_node_has_mounted_is_set_up_on_one_node_first():
+    """Two nodes probing one blank device at once could each format it: node1 goes first, node2 waits a run."""
+    node_facts = {"node1": facts("node1"), "node2": facts("node2")}
+    result = run(rwx_wanted_on_two_nodes(), node_facts)
+    assert steps(result, "attach") == [("attach", "device", "node1", "pv-a", None)]
+    assert [s[2] for s in steps(result, "mount")] == ["node1", "node1"]
+    blocked = [b for b in result["blocked"] if b["node"] == "node2"]
+    assert len(blocked) == 1 and "waiting for node node1 to set it up first" in blocked[0]["reason"], result["blocked"]
+
+
+def test_once_a_node_has_it_mounted_every_node_attaches_it():
+    node_facts = {"node1": facts("node1", devices=["pv-a"], global_mounts=["pv-a"]), "node2": facts("node2")}
+    result = run(rwx_wanted_on_two_nodes(attached=[uvn("pv-a")]), node_facts)
+    assert steps(result, "attach") == [("attach", "device", "node2", "pv-a", None)]
+    assert result["blocked"] == []
+
+
+def test_a_node_reporting_it_in_use_is_proof_enough_and_a_holder_goes_first():
+    in_use = run(rwx_wanted_on_two_nodes(attached=[uvn("pv-a")], in_use=[uvn("pv-a")]))  # no facts: status only
+    assert steps(in_use, "attach") == [("attach", "device", "node2", "pv-a", None)]
+    # node2 holds it (attached, never mounted): node2 goes first, node1 waits
+    data = cluster(node("node1"), node("node2", attached=[uvn("pv-a")]), bound("pv-a", "ns/a", modes=("ReadWriteMany",)),
+                   pod("ns/p1", "node1", ["a"]), pod("ns/p2", "node2", ["a"]))
+    held = run(data, {"node1": facts("node1"), "node2": facts("node2", devices=["pv-a"])})
+    assert steps(held, "attach") == []
+    assert [b["node"] for b in held["blocked"]] == ["node1"], held["blocked"]
