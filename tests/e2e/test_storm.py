@@ -164,8 +164,8 @@ def check_data(kv, storm, state, round_no):
         if files:
             out = kv.ssh(pod["node"], "cd %s && sha256sum %s" % (path, " ".join(sorted(files))))
             found = dict((line.split()[1], line.split()[0]) for line in out.splitlines())
-            assert found == files, "round %d: %s on %s (pod %s) lost data: %s" % (round_no, pv, pod["node"], name,
-                                                                                sorted(set(files.items()) - set(found.items())))
+            lost = sorted(set(files.items()) - set(found.items()))
+            assert found == files, "round %d: %s on %s (pod %s) lost data: %s" % (round_no, pv, pod["node"], name, lost)
             if storm.last_node.get(pv) not in (None, pod["node"]):
                 storm.followed += 1
         storm.last_node[pv] = pod["node"]
