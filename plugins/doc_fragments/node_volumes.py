@@ -274,6 +274,18 @@ options:
             driver only, never in a result, log line, diff or error.
         type: dict
         default: {}
+      controller_publish_context:
+        description:
+          - An external CSI driver whose Controller service runs on a host of the inventory (C(driver_options)
+            C(controller) and C(controller_socket)), the C(publish_context) its ControllerPublishVolume answered on
+            that host for this node. M(kubevol.volumes.node_phases) fills it in for the attach from the run's
+            controller task (M(kubevol.volumes.csi_controller)); the attach keeps it for NodeStage and NodePublish.
+        type: dict
+      controller_host:
+        description:
+          - The controller host of such a volume, as the planner marks it (informational: the node reads
+            C(driver_options)).
+        type: str
       ephemeral:
         description:
           - An inline ephemeral CSI volume (C(pod.spec.volumes[].csi), volumeLifecycleMode C(Ephemeral)), as the
