@@ -35,7 +35,6 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.common import name
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import DeviceNotFound
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.volume_attachment import attached_volume_attachment
 from ansible_collections.kubevol.volumes.plugins.module_utils.drivers.base import DEVICE_PATH, AttachedDevice
-from ansible_collections.kubevol.volumes.plugins.module_utils.drivers.external.driver import CsiAttachment
 from ansible_collections.kubevol.volumes.plugins.module_utils.node import layout, ownership
 from ansible_collections.kubevol.volumes.plugins.module_utils.node import mount as mount_table
 
@@ -169,6 +168,8 @@ def attach(ctx, item):
 def remote_published(ctx, item, remote):
     """What the controller host's ControllerPublishVolume answered for this node (the item's
     controller_publish_context); a volume it did not publish here fails, naming host and socket."""
+    # imported here: a facts run must not load the CSI client (and its socket module)
+    from ansible_collections.kubevol.volumes.plugins.module_utils.drivers.external.driver import CsiAttachment
     if not item.attach_required:
         return CsiAttachment(device="", publish_context={}, skipped="CSIDriver %s has attachRequired false"
                              % item.driver)

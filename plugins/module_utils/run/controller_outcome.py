@@ -21,6 +21,7 @@ __metaclass__ = type
 
 from ansible_collections.kubevol.volumes.plugins.module_utils.common import phases
 from ansible_collections.kubevol.volumes.plugins.module_utils.run import plan_view
+from ansible_collections.kubevol.volumes.plugins.module_utils.volume import unique_name_of
 from ansible_collections.kubevol.volumes.plugins.module_utils.run.outcome import _copy_failures, _not_attempted
 
 OPS = {("detach", "device"): "unpublish", ("attach", "device"): "publish", ("expand", "controller"): "expand"}
@@ -51,7 +52,7 @@ def with_published(items, published, node):
     (``controller_publish_context``, node/external_ops.py remote_published)."""
     out = []
     for item in items or ():
-        context = ((published or {}).get(item.get("unique_volume_name") or "") or {}).get(node)
+        context = ((published or {}).get(item.get("unique_volume_name") or unique_name_of(item)) or {}).get(node)
         out.append(dict(item, controller_publish_context=context) if context is not None else item)
     return out
 

@@ -51,8 +51,7 @@ def run_tasks(plan):
         ([{"name": phases.CONTROLLER_TASK, "phases": [], "hosts": controllers}] if controllers else []) + \
         ([{"name": "setup", "phases": setup}] if setup else []) + \
         ([{"name": "expand_node", "phases": ["expand_node"]}] if after else [])
-    return {"teardown": teardown, "setup": setup, "expand_node_after": after, "controllers": controllers,
-            "sequence": sequence}
+    return {"teardown": teardown, "setup": setup, "expand_node_after": after, "sequence": sequence}
 
 
 def initial_run_state(plan_result):
