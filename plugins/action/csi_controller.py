@@ -1,7 +1,8 @@
 # -*- coding: utf-8 -*-
 # Copyright: kubevol contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""csi_controller: one controller host's share of a plan's controller calls (run/controller_outcome.py), run there.
+"""csi_controller: one controller host's share of a plan's controller calls (run/controller_outcome.py), run there
+by module csi_controller_calls.
 
 The reconcile role delegates this task to each controller host (delegate_to): the module runs over that host's own
 connection, as Ansible runs any module. Here, on the Ansible controller: the host's operations cut from the plan
@@ -18,16 +19,11 @@ from ansible.plugins.action import ActionBase
 
 from ansible_collections.kubevol.volumes.plugins.module_utils.common import driver_options as driver_opts
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import KubevolError
+from ansible_collections.kubevol.volumes.plugins.module_utils.node.node_args import csi_controller_argspec
 from ansible_collections.kubevol.volumes.plugins.module_utils.run.controller_outcome import controller_work
 from ansible_collections.kubevol.volumes.plugins.module_utils.run.csi_secrets import with_secrets
 
-ARGSPEC = dict(
-    plan=dict(type="dict", required=True),
-    controller_host=dict(type="str", required=True),
-    failures=dict(type="dict", default={}),
-    driver_options=dict(type="dict", default={}),
-    cluster_store=dict(type="dict", no_log=True),
-)
+ARGSPEC = csi_controller_argspec()
 
 
 class ActionModule(ActionBase):
@@ -52,10 +48,10 @@ class ActionModule(ActionBase):
         if not ops:
             result.update(changed=False, operations=[], failures=[], controller_host=host)
             return result
-        args = {"controller_host": host, "driver_options": options,
-                "operations": [dict(op, volume=volume) for op, volume in zip(ops, volumes)]}
+        args = {"controller_host": host, "driver_options": options, "volumes": volumes,
+                "operations": [{"op": op["op"], "node": op["node"], "node_id": op["node_id"]} for op in ops]}
         try:
-            outcome = self._execute_module(module_name="kubevol.volumes.csi_controller", module_args=args,
+            outcome = self._execute_module(module_name="kubevol.volumes.csi_controller_calls", module_args=args,
                                            task_vars=task_vars)
         except AnsibleConnectionFailure as err:
             outcome = {"unreachable": True, "failed": True, "msg": "controller host %s is unreachable: %s" % (host, err)}

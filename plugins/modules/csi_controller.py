@@ -7,20 +7,22 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-DOCUMENTATION = r'''
+DOCUMENTATION = r"""
+---
 module: csi_controller
-short_description: External CSI drivers' controller calls, on the host their controller plugin runs on
+short_description: One controller host's share of a volume plan's CSI controller calls
 version_added: 0.2.0
 author: kubevol contributors (@kubevol)
 description:
-  - Makes ControllerUnpublishVolume, ControllerPublishVolume and ControllerExpandVolume over the controller plugin's
-    unix socket on this host, as the external-attacher and the external-resizer do beside the controller plugin,
-    for the drivers whose C(driver_options) entry names this host as C(controller) with its C(controller_socket).
-  - The reconcile role runs it (through its action plugin, which reads the plan, the PVs' Secrets and the run's
-    failures) once per controller host, delegated there, between the nodes' teardown and their setup, and only when
-    the plan has such calls. Every unpublish comes before any publish; a volume whose call failed gets no later call.
-  - Secrets travel in O(operations[].volume.secrets) only (no_log), never in a result or an error.
-  - Check mode makes only the read-only calls (GetPluginInfo, Probe, the capability calls).
+  - An action plugin. It takes a M(kubevol.volumes.volume_reconcile_plan) result and cuts from it the controller calls
+    of the external CSI drivers whose C(driver_options) name O(controller_host) as their C(controller) (with a
+    C(controller_socket)): ControllerUnpublishVolume of every volume the nodes' teardown released, then
+    ControllerPublishVolume, then ControllerExpandVolume, minus what earlier failures of the run stop.
+  - It reads the Secrets the PVs' C(controllerPublishSecretRef) and C(controllerExpandSecretRef) name from the
+    cluster store and runs M(kubevol.volumes.csi_controller_calls) over the connection of the host the task is
+    delegated to (the reconcile role delegates it to each controller host), the secrets in its no_log option only.
+  - A call's failure does not fail the reconcile role's run at once; the role records what succeeded and reports the
+    failures (naming the controller host, the driver and the socket) with the nodes'.
 attributes:
   check_mode:
     support: full
@@ -29,103 +31,68 @@ attributes:
   platform:
     platforms: posix
 options:
+  plan:
+    description: A M(kubevol.volumes.volume_reconcile_plan) result (O(kubevol.volumes.volume_reconcile_plan#module:output=full)).
+    type: dict
+    required: true
   controller_host:
-    description: This host's inventory name, for the messages.
+    description: The inventory name of the controller host whose calls to make (the host the task is delegated to).
     type: str
     required: true
-  operations:
-    description:
-      - The calls, in order, as the action plugin cuts them from the plan.
-    type: list
-    elements: dict
-    required: true
-    suboptions:
-      op:
-        description: V(unpublish), V(publish) or V(expand).
-        type: str
-        required: true
-        choices: [unpublish, publish, expand]
-      node:
-        description: The Kubernetes node the volume is published to or unpublished from.
-        type: str
-        required: true
-      node_id:
-        description: That node's CSI node id (its node plugin's NodeGetInfo, from the node facts).
-        type: str
-      unique_volume_name:
-        description: The volume's unique name (informational).
-        type: str
-      volume:
-        description: The volume item, as the node modules take it (kubevol.volumes.node_volumes doc fragment).
-        type: dict
-        required: true
-  driver_options:
-    description:
-      - The operator's C(driver_options); the driver's C(controller_socket) is the socket called.
+  failures:
+    description: The run's failures so far (M(kubevol.volumes.reconcile_run)'s RV(kubevol.volumes.reconcile_run#module:failures)); their volumes get no call.
     type: dict
     default: {}
-'''
+  driver_options:
+    description: The operator's C(driver_options), as the plan's.
+    type: dict
+    default: {}
+  cluster_store:
+    description: The cluster store's options, to read the PVs' Secrets (C(cluster_source), C(cluster_state), ...).
+    type: dict
+seealso:
+  - module: kubevol.volumes.csi_controller_calls
+    description: The module it runs on the controller host.
+"""
 
-EXAMPLES = r'''
-# Run by the reconcile role; the action plugin builds the operations from the plan.
-- name: Controller calls on the controller host
+EXAMPLES = r"""
+- name: Controller calls on each controller host
   kubevol.volumes.csi_controller:
     plan: "{{ kubevol_plan_result }}"
-    controller_host: ctrl1
-    driver_options: {example.csi.vendor.io: {controller: ctrl1, controller_socket: /run/example/controller.sock}}
-  delegate_to: ctrl1
-'''
+    controller_host: "{{ item }}"
+    driver_options: "{{ kubevol_driver_options }}"
+    cluster_store: {cluster_source: file, cluster_state: /srv/cluster.yaml}
+  delegate_to: "{{ item }}"
+  run_once: true
+  loop: [ctrl1]
+"""
 
-RETURN = r'''
+RETURN = r"""
 operations:
-  description: "One entry per call done: C({op, node, pv_name, unique_volume_name, called, skipped, publish_context,
-    capacity_bytes, node_expansion_required, csi_calls}) (no request, no secret)."
-  returned: always
+  description: The calls made, as M(kubevol.volumes.csi_controller_calls) returns them.
+  returned: when the host has calls to make
   type: list
   elements: dict
 failures:
-  description: "One entry per call that failed or was not attempted: C({op, node, pv_name, unique_volume_name, msg,
-    uncertain}); C(uncertain) true when the driver may have done it (a non-final gRPC status)."
-  returned: always
+  description: The calls that failed or were not attempted, as M(kubevol.volumes.csi_controller_calls) returns them.
+  returned: when the host has calls to make
   type: list
   elements: dict
-'''
-
-import copy
+controller_host:
+  description: O(controller_host).
+  returned: always
+  type: str
+"""
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.kubevol.volumes.plugins.module_utils.node import node_args
-
-
-def argspec():
-    return dict(
-        controller_host=dict(type="str", required=True),
-        operations=dict(type="list", elements="dict", required=True, options=dict(
-            op=dict(type="str", required=True, choices=["unpublish", "publish", "expand"]),
-            node=dict(type="str", required=True),
-            node_id=dict(type="str"),
-            unique_volume_name=dict(type="str"),
-            volume=dict(type="dict", required=True, options=copy.deepcopy(node_args.VOLUME_SPEC)),
-        )),
-        driver_options=dict(type="dict", default={}),
-    )
+from ansible_collections.kubevol.volumes.plugins.module_utils.node.node_args import csi_controller_argspec
 
 
 def main():
-    module = AnsibleModule(argument_spec=argspec(), supports_check_mode=True)
-    from ansible_collections.kubevol.volumes.plugins.module_utils.drivers.external.controller_host import run_operations
-    from ansible_collections.kubevol.volumes.plugins.module_utils.node.runner import Runner, process_runner
-
-    host = module.params["controller_host"]
-    results, failures = run_operations(Runner(process_runner(), node=host), host, module.params["operations"],
-                                       module.params["driver_options"], check_mode=module.check_mode)
-    changed = not module.check_mode and any(r.get("called") for r in results)
-    if failures:
-        module.fail_json(msg="%d controller call(s) failed on controller host %s: %s" % (
-            len(failures), host, "; ".join(f["msg"] for f in failures)), operations=results, failures=failures,
-            changed=changed)
-    module.exit_json(changed=changed, operations=results, failures=[])
+    module = AnsibleModule(argument_spec=csi_controller_argspec(), supports_check_mode=True)
+    module.fail_json(msg="kubevol.volumes.csi_controller runs as an action plugin on the controller; it was run as a "
+                         "module instead (is the collection's action plugin on the controller's path?)")
 
 
 if __name__ == "__main__":

@@ -148,3 +148,15 @@ def node_phases_argspec():
         # {unique volume name: {node: publish_context}}: the run's controller task's ControllerPublishVolume answers
         controller_published=dict(type="dict", default={}),
     )
+
+
+def csi_controller_argspec():
+    """The csi_controller action plugin's arguments (plugins/action/csi_controller.py; its module file documents
+    them)."""
+    return dict(
+        plan=dict(type="dict", required=True),
+        controller_host=dict(type="str", required=True),
+        failures=dict(type="dict", default={}),
+        driver_options=dict(type="dict", default={}),
+        cluster_store=dict(type="dict", no_log=True),
+    )
