@@ -286,7 +286,7 @@ options:
         type: dict
       controller_host:
         description:
-          - The controller host of such a volume, as the planner marks it (informational: the node reads
+          - The controller host of such a volume, as the planner marks it (informational, the node reads
             C(driver_options)).
         type: str
       ephemeral:

@@ -16,7 +16,7 @@ author: kubevol contributors (@kubevol)
 description:
   - An action plugin. It takes a M(kubevol.volumes.volume_reconcile_plan) result and cuts from it the controller calls
     of the external CSI drivers whose C(driver_options) name O(controller_host) as their C(controller) (with a
-    C(controller_socket)): ControllerUnpublishVolume of every volume the nodes' teardown released, then
+    C(controller_socket)), ControllerUnpublishVolume of every volume the nodes' teardown released, then
     ControllerPublishVolume, then ControllerExpandVolume, minus what earlier failures of the run stop.
   - It reads the Secrets the PVs' C(controllerPublishSecretRef) and C(controllerExpandSecretRef) name from the
     cluster store and runs M(kubevol.volumes.csi_controller_calls) over the connection of the host the task is

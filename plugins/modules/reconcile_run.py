@@ -44,7 +44,7 @@ options:
       - The step just done. V(plan) starts the run. V(teardown), V(setup) and V(expand_node) are node tasks; each
         needs O(state) and O(results).
       - V(controller) is the controller task of CSI drivers whose controller plugin runs on a host of the inventory
-        (M(kubevol.volumes.csi_controller)); its O(results) are C({controller host: its result}).
+        (M(kubevol.volumes.csi_controller)); its O(results) map each controller host to its result.
     type: str
     choices: [plan, teardown, setup, expand_node, controller]
     default: plan
@@ -120,7 +120,8 @@ tasks:
   description:
     - The node tasks this run needs, in order, each C({name, phases}) for M(kubevol.volumes.node_phases).
     - Only when the plan has controller calls of a CSI driver whose controller plugin runs on a host of the
-      inventory, a C({name: controller, phases: [], hosts}) task before the setup, for M(kubevol.volumes.csi_controller).
+      inventory, a task named C(controller) with its C(hosts) (and no phases) before the setup, for
+      M(kubevol.volumes.csi_controller).
   returned: always
   type: list
   elements: dict

@@ -143,9 +143,9 @@ options:
         (default V([])) - the directories local and hostPath PVs may name.
       - An unknown plugin or driver name, an unknown option or a value of the wrong shape fails the task, naming the
         key and what is allowed.
-      - An external CSI driver's C(controller) naming a host of the inventory (with C(controller_socket)): its
-        attach, detach and controller expansion steps are marked with that C(controller_host) (and the nodes' CSI
-        node ids, C(csi_node_id), from O(node_facts)), and RV(csi_controllers) lists such drivers; a C(controller)
+      - An external CSI driver whose C(controller) names a host of the inventory (with C(controller_socket)) has its
+        attach, detach and controller expansion steps marked with that C(controller_host) (and the nodes' CSI
+        node ids, C(csi_node_id), from O(node_facts)), and RV(csi_controllers) lists such drivers. A C(controller)
         not in O(inventory_hosts) or without C(controller_socket) fails the task naming the option.
       - The reconcile role passes C(kubevol_driver_options).
     type: dict
