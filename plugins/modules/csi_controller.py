@@ -23,7 +23,16 @@ description:
     delegated to (the reconcile role delegates it to each controller host), the secrets in its no_log option only.
   - A call's failure does not fail the reconcile role's run at once; the role records what succeeded and reports the
     failures (naming the controller host, the driver and the socket) with the nodes'.
+extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
+  - ansible.builtin.action_common_attributes.flow
 attributes:
+  action:
+    support: full
+  async:
+    support: none
+  bypass_host_loop:
+    support: none
   check_mode:
     support: full
   diff_mode:

@@ -19,7 +19,7 @@ description:
   - M(kubevol.volumes.csi_controller) runs it (after reading the plan, the PVs' Secrets and the run's failures) on
     each controller host, delegated there by the reconcile role between the nodes' teardown and their setup, and only
     when the plan has such calls. Every unpublish comes before any publish; a volume whose call failed gets no later call.
-  - Secrets travel in O(operations[].volume.secrets) only (no_log), never in a result or an error.
+  - Secrets travel in O(volumes[].secrets) only (no_log), never in a result or an error.
   - Check mode makes only the read-only calls (GetPluginInfo, Probe, the capability calls).
 attributes:
   check_mode:
@@ -29,6 +29,7 @@ attributes:
   platform:
     platforms: posix
 extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
   - kubevol.volumes.node_volumes
   - kubevol.volumes.node_volumes.node
   - kubevol.volumes.node_volumes.settings
