@@ -22,6 +22,7 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors impo
 from ansible_collections.kubevol.volumes.plugins.module_utils.node.node_args import csi_controller_argspec
 from ansible_collections.kubevol.volumes.plugins.module_utils.run.controller_outcome import controller_work
 from ansible_collections.kubevol.volumes.plugins.module_utils.run.csi_secrets import with_secrets
+from ansible_collections.kubevol.volumes.plugins.module_utils.run.run_lock_task import kept_renewed
 
 ARGSPEC = csi_controller_argspec()
 
@@ -50,11 +51,16 @@ class ActionModule(ActionBase):
             return result
         args = {"controller_host": host, "driver_options": options, "volumes": volumes,
                 "operations": [{"op": op["op"], "node": op["node"], "node_id": op["node_id"]} for op in ops]}
+        renewal_warnings = []
         try:
-            outcome = self._execute_module(module_name="kubevol.volumes.csi_controller_calls", module_args=args,
-                                           task_vars=task_vars)
+            # the run's lock renewed while the calls run, as during a node task (run_lock_task.kept_renewed)
+            with kept_renewed(params["cluster_store"], params["run_lock"], renewal_warnings):
+                outcome = self._execute_module(module_name="kubevol.volumes.csi_controller_calls", module_args=args,
+                                               task_vars=task_vars)
         except AnsibleConnectionFailure as err:
             outcome = {"unreachable": True, "failed": True, "msg": "controller host %s is unreachable: %s" % (host, err)}
         result.update(outcome)
+        if renewal_warnings:
+            result["warnings"] = ["controller host %s: %s" % (host, w) for w in renewal_warnings]
         result["controller_host"] = host
         return result

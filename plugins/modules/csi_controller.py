@@ -56,6 +56,11 @@ options:
     description: The operator's C(driver_options), as the plan's.
     type: dict
     default: {}
+  run_lock:
+    description:
+      - The run's M(kubevol.volumes.cluster_run_lock) result; the lock is renewed while the calls run, as during a
+        node task.
+    type: dict
   cluster_store:
     description: The cluster store's options, to read the PVs' Secrets (C(cluster_source), C(cluster_state), ...).
     type: dict

@@ -158,5 +158,6 @@ def csi_controller_argspec():
         controller_host=dict(type="str", required=True),
         failures=dict(type="dict", default={}),
         driver_options=dict(type="dict", default={}),
+        run_lock=dict(type="dict"),
         cluster_store=dict(type="dict", no_log=True),
     )
