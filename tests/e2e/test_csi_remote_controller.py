@@ -175,3 +175,10 @@ def test_the_controller_socket_gone_fails_naming_host_and_socket(kv):
         ("node1", "NodePublishVolume")], run.describe()
     assert [v["spec"]["nodeName"] for v in items(kv.cluster(), "VolumeAttachment")] == ["node1"]
     assert SECRET not in _output(run)
+    # a controller host that is not in the inventory: the plan refuses it, naming the option; nothing is called
+    before, since = kv.state_bytes(), _counts(kv)
+    bad = ["-e", json.dumps({"kubevol_driver_options": {
+        DRIVER: {"controller": "ctl-nowhere", "controller_socket": CONTROLLER_SOCKET}}})]
+    run = kv.reconcile(bad, expect_rc="nonzero")
+    assert "driver_options[%s].controller" % DRIVER in run.stdout and "ctl-nowhere" in run.stdout, run.describe()
+    assert "Traceback" not in run.stdout and kv.state_bytes() == before and _new(kv, since) == []
