@@ -8,6 +8,7 @@ in Kubernetes' order, and the nodes never call the Controller service.
 """
 import json
 import os
+import subprocess
 
 import pytest
 
@@ -72,7 +73,7 @@ def kv(make_cluster):
             plugin.stop()
             plugin.unmount_all()
         for device in _loops_backed_under(pool):
-            os.system("losetup -d %s" % device)
+            subprocess.run(["losetup", "-d", device], check=False)
         left = _loops_backed_under(pool)
         assert not left, "loop devices left behind: %s" % left
 
