@@ -190,6 +190,13 @@ def _publish_context(ctx, item):
         return record.get("publish_context") or {}
     if not item.attach_required:
         return {}
+    if item.controller_publish_context is not None:
+        # a controller host published it and the VolumeAttachment says so, but this node kept no record (a run
+        # that stopped between the two): its attachmentMetadata, as csi_attacher.go MountDevice reads it
+        context = dict(item.controller_publish_context)
+        if not ctx.check_mode:
+            save_published(ctx, item, context, "")
+        return context
     return None
 
 

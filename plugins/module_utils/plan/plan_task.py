@@ -104,7 +104,7 @@ def _run(params, now, keep_alive):
     result = plan_cluster(index, params["node_facts"], options, scope)
     # the controller calls of drivers whose Controller service runs on a host of the inventory
     remote_controller.mark(result, driver_options["driver_options"], params.get("inventory_hosts"),
-                           params["node_facts"])
+                           params["node_facts"], index.va_by_pair)
     if keep_alive is not None:
         keep_alive.append((data, index, result))
     result["changed"] = False

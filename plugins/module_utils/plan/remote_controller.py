@@ -24,10 +24,15 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.common.csi_control
 CONTROLLER_KINDS = (("detach", "device"), ("attach", "device"), ("expand", "controller"))
 
 
-def mark(result, driver_options, inventory=None, node_facts=None):
+def mark(result, driver_options, inventory=None, node_facts=None, va_by_pair=None):
     """Mark ``result``'s (a plan_cluster result) controller steps of remote controllers, in place; add
     ``csi_controllers`` ({driver: {host, socket}}). Raises InvalidInput for a controller host not in ``inventory``
-    (when given) or a missing controller_socket, naming the option."""
+    (when given) or a missing controller_socket, naming the option.
+
+    A volume the node mounts without attaching it in this run (its VolumeAttachment already says attached) gets
+    that VolumeAttachment's attachmentMetadata as ``controller_publish_context``, as the kubelet reads it back
+    (csi_attacher.go MountDevice): the node needs it when it has no record of its own (a run that stopped after
+    the controller host published and before the node kept the answer). ``va_by_pair``: {(pv, node): VA}."""
     remote = remote_controllers(driver_options, inventory)
     if not remote:
         return result
@@ -35,9 +40,11 @@ def mark(result, driver_options, inventory=None, node_facts=None):
     items = result.get("volume_items") or {}
     for step in result.get("plan") or ():
         kind = phases.step_kind(step)
+        item = (items.get(step.get("node")) or {}).get(step.get("unique_volume_name"))
+        if kind[0] == "mount" and item is not None and item.get("driver") in remote:
+            _from_attachment(result, step, item, va_by_pair)
         if kind not in CONTROLLER_KINDS or step.get("record_only"):
             continue  # a record-only release runs nothing anywhere (a node out of service or gone)
-        item = (items.get(step.get("node")) or {}).get(step.get("unique_volume_name"))
         if item is None or item.get("driver") not in remote:
             continue
         if kind != ("expand", "controller") and item.get("attach_required") is False:
@@ -48,3 +55,11 @@ def mark(result, driver_options, inventory=None, node_facts=None):
             facts = (node_facts or {}).get(step["node"]) or {}
             step["csi_node_id"] = (facts.get("csi_node_ids") or {}).get(item["driver"])
     return result
+
+
+def _from_attachment(result, step, item, va_by_pair):
+    attaches = any(phases.step_kind(other) == ("attach", "device") and other.get("node") == step["node"]
+                   and other.get("unique_volume_name") == step["unique_volume_name"] for other in result["plan"])
+    va = (va_by_pair or {}).get((item.get("pv_name"), step["node"]))
+    if not attaches and va is not None and va.attached and item.get("attach_required") is not False:
+        item["controller_publish_context"] = dict(va.metadata)

@@ -212,3 +212,38 @@ def test_the_node_never_calls_a_remote_controller():
     assert drv.settings["remote"] == {"host": "ctl", "socket": SOCKET}
     with pytest.raises(CsiDriverRefused, match="runs on host ctl"):
         drv.controller_publish(volume_item(item()), "id-n1")
+
+
+def test_a_volume_mounted_without_an_attach_in_this_run_gets_the_attachments_metadata():
+    """The controller host published it and the VolumeAttachment says so, but the node kept no record (a run that
+    stopped between the two): the mount item carries the attachmentMetadata, as the kubelet reads it back."""
+    from ansible_collections.kubevol.volumes.plugins.module_utils.cluster.objects import VolumeAttachment
+
+    plan = lean_plan([step("mount", "device", "n2"), step("mount", "pod", "n2", pod_uid="new")])
+    va = VolumeAttachment("va", DRIVER, "n2", "pv-a", True, "/dev/loop7", {}, (("devicePath", "/dev/loop7"),))
+    remote_controller.mark(plan, OPTIONS, ["ctl"], FACTS, {("pv-a", "n2"): va})
+    assert executor.phase_items(plan, "mount", "n2")[0]["controller_publish_context"] == {"devicePath": "/dev/loop7"}
+    assert executor.run_tasks(plan["plan"])["sequence"] == [{"name": "setup", "phases": ["mount"]}]
+    # an attach in this run: the controller task's answer is the one the node gets, never an older record's
+    moving = marked_plan()
+    remote_controller.mark(moving, OPTIONS, ["ctl"], FACTS, {("pv-a", "n2"): va})
+    assert "controller_publish_context" not in executor.phase_items(moving, "mount", "n2")[0]
+    # not attached (an intent, an uncertain attach): nothing
+    unattached = lean_plan([step("mount", "device", "n2")])
+    remote_controller.mark(unattached, OPTIONS, ["ctl"], FACTS, {("pv-a", "n2"): va._replace(attached=False)})
+    assert "controller_publish_context" not in executor.phase_items(unattached, "mount", "n2")[0]
+
+
+def test_the_node_keeps_the_attachments_metadata_when_it_has_no_record_of_its_own(tmp_path):
+    from types import SimpleNamespace
+
+    from ansible_collections.kubevol.volumes.plugins.module_utils.node import external_ops
+    from ansible_collections.kubevol.volumes.plugins.module_utils.node.volume import volume_item
+
+    ctx = SimpleNamespace(run_dir=str(tmp_path), check_mode=False)
+    assert external_ops._publish_context(ctx, volume_item(item())) is None  # nothing: "run the attach first"
+    given = volume_item(item(controller_publish_context={"devicePath": "/dev/loop7"}))
+    assert external_ops._publish_context(ctx, given) == {"devicePath": "/dev/loop7"}
+    # kept: the node's facts list it as published here, and the next mount reads it without the item's
+    assert external_ops._publish_context(ctx, volume_item(item())) == {"devicePath": "/dev/loop7"}
+    assert [d.unique_volume_name for d in external_ops.published_volumes(ctx, DRIVER)] == [UNIQUE]
