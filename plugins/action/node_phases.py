@@ -27,6 +27,7 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.common import driv
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import KubevolError
 from ansible_collections.kubevol.volumes.plugins.module_utils.run import executor
 from ansible_collections.kubevol.volumes.plugins.module_utils.run.csi_secrets import with_secrets
+from ansible_collections.kubevol.volumes.plugins.module_utils.run.controller_outcome import with_published
 from ansible_collections.kubevol.volumes.plugins.module_utils.node.node_args import node_phases_argspec
 from ansible_collections.kubevol.volumes.plugins.module_utils.run.run_lock_task import kept_renewed
 
@@ -148,6 +149,8 @@ class ActionModule(ActionBase):
             executed.append(module)
             try:
                 items = with_secrets(todo[0], params["cluster_store"])  # no_log on the node modules
+                if phase == "attach":
+                    items = with_published(items, params["controller_published"], node)
                 outcome = self._execute(task_vars, module, module_args(phase, node, items, todo[1], todo[2], params))
             except KubevolError as err:  # a Secret an external CSI driver's PV names is missing: no value named
                 outcome = {"failed": True, "msg": "%s: %s" % (module, err.msg)}
@@ -169,6 +172,9 @@ class ActionModule(ActionBase):
         try:
             for phase, items in setup.items():
                 args[phase] = {"volumes": with_secrets(items, params["cluster_store"])}  # no_log on the node
+                if phase == "attach":
+                    args[phase]["volumes"] = with_published(args[phase]["volumes"], params["controller_published"],
+                                                            node)
         except KubevolError as err:  # a Secret an external CSI driver's PV names is missing: no value named
             return dict((phase, {"failed": True, "msg": "kubevol.volumes.node_volume_setup: %s" % err.msg,
                                  "volumes": []}) for phase in setup)

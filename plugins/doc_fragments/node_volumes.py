@@ -48,6 +48,9 @@ options:
         before anything runs, so whoever can write a PV cannot make the node open, format or grow a file elsewhere.
       - C(kubernetes.io/local-volume) C(paths) (default V([/mnt/disks])) and C(kubernetes.io/host-path) C(paths)
         (default V([]), nothing allowed) - the directories local and hostPath PVs may name (absolute, normalized paths).
+      - An external CSI driver (an entry with C(socket), C(controller) or C(controller_socket)) - C(socket), C(timeout),
+        and C(controller) (V(node), or the inventory host its controller plugin runs on, with C(controller_socket), its
+        socket there); docs/csi.md.
       - A name that is neither a volume plugin (C(kubernetes.io/csi), C(kubernetes.io/local-volume),
         C(kubernetes.io/host-path)) nor a driver kubevol has, an option the name does not have, or a value of the wrong
         shape fails the call before anything runs, naming the key and what is allowed.
@@ -274,6 +277,18 @@ options:
             driver only, never in a result, log line, diff or error.
         type: dict
         default: {}
+      controller_publish_context:
+        description:
+          - An external CSI driver whose Controller service runs on a host of the inventory (C(driver_options)
+            C(controller) and C(controller_socket)), the C(publish_context) its ControllerPublishVolume answered on
+            that host for this node. M(kubevol.volumes.node_phases) fills it in for the attach from the run's
+            controller task (M(kubevol.volumes.csi_controller)); the attach keeps it for NodeStage and NodePublish.
+        type: dict
+      controller_host:
+        description:
+          - The controller host of such a volume, as the planner marks it (informational, the node reads
+            C(driver_options)).
+        type: str
       ephemeral:
         description:
           - An inline ephemeral CSI volume (C(pod.spec.volumes[].csi), volumeLifecycleMode C(Ephemeral)), as the

@@ -79,6 +79,13 @@ options:
         not run."
     type: dict
     default: {}
+  controller_published:
+    description:
+      - "C({unique volume name: {node: publish_context}}): what the run's controller task's ControllerPublishVolume
+        answered on a CSI driver's controller host (M(kubevol.volumes.reconcile_run)'s C(published) after it); each
+        attach item of this node gets its own as O(kubevol.volumes.k8s_volume_attach#module:volumes[].controller_publish_context)."
+    type: dict
+    default: {}
   node_name:
     description: This host's Kubernetes node name.
     type: str

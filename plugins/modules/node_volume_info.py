@@ -39,7 +39,8 @@ options:
       - The operator's options of each volume plugin and CSI driver, a mapping of each name to its options, as the volume
         modules take them. A CSI driver named here with C(controller) or C(socket) is driven over its plugin's socket
         (an external CSI driver), its volumes are the node's own, never foreign, and those it published are listed
-        in C(devices).
+        in C(devices). One whose C(controller) is a host of the inventory (with C(controller_socket)) is asked for
+        its node id (RV(node_facts.csi_node_ids)).
     type: dict
     default: {}
   run_dir:
@@ -221,6 +222,12 @@ node_facts:
         root_mode:
           description: The mode of the mounted volume's root directory as four octal digits, else null.
           type: str
+    csi_node_ids:
+      description:
+        - "C({driver: node id}): for each external CSI driver whose C(driver_options) C(controller) is a host of the
+          inventory (with C(controller_socket)), its node plugin's NodeGetInfo node id (null, with a warning, when the
+          plugin does not answer), for that host's ControllerPublish/UnpublishVolume. Empty otherwise."
+      type: dict
   sample:
     node_name: node1
     reachable: true

@@ -43,8 +43,10 @@ options:
     description:
       - The step just done. V(plan) starts the run. V(teardown), V(setup) and V(expand_node) are node tasks; each
         needs O(state) and O(results).
+      - V(controller) is the controller task of CSI drivers whose controller plugin runs on a host of the inventory
+        (M(kubevol.volumes.csi_controller)); its O(results) map each controller host to its result.
     type: str
-    choices: [plan, teardown, setup, expand_node]
+    choices: [plan, teardown, setup, expand_node, controller]
     default: plan
   state:
     description:
@@ -115,7 +117,11 @@ EXAMPLES = r"""
 
 RETURN = r"""
 tasks:
-  description: The node tasks this run needs, in order, each C({name, phases}) for M(kubevol.volumes.node_phases).
+  description:
+    - The node tasks this run needs, in order, each C({name, phases}) for M(kubevol.volumes.node_phases).
+    - Only when the plan has controller calls of a CSI driver whose controller plugin runs on a host of the
+      inventory, a task named C(controller) with its C(hosts) (and no phases) before the setup, for
+      M(kubevol.volumes.csi_controller).
   returned: always
   type: list
   elements: dict
@@ -144,6 +150,12 @@ count:
   description: Number of entries in RV(changes).
   returned: always
   type: int
+published:
+  description:
+    - "After the controller task, C({unique volume name: {node: publish_context}}) of each ControllerPublishVolume
+      made, for the next node task's O(kubevol.volumes.node_phases#module:controller_published)."
+  returned: after O(after=controller)
+  type: dict
 summary:
   description: What the run did per node, C({lines, nodes, blocked, errors}), when no node task is left.
   returned: when the run has no node task left, and in check mode

@@ -143,10 +143,20 @@ options:
         (default V([])) - the directories local and hostPath PVs may name.
       - An unknown plugin or driver name, an unknown option or a value of the wrong shape fails the task, naming the
         key and what is allowed.
+      - An external CSI driver whose C(controller) names a host of the inventory (with C(controller_socket)) has its
+        attach, detach and controller expansion steps marked with that C(controller_host) (and the nodes' CSI
+        node ids, C(csi_node_id), from O(node_facts)), and RV(csi_controllers) lists such drivers. A C(controller)
+        not in O(inventory_hosts) or without C(controller_socket) fails the task naming the option.
       - The reconcile role passes C(kubevol_driver_options).
     type: dict
     default: {}
     version_added: 0.2.0
+  inventory_hosts:
+    description:
+      - The inventory's hostnames (the reconcile role passes C(groups['all'])). When given, an external CSI
+        driver's C(controller) host must be one of them.
+    type: list
+    elements: str
   loop_pools:
     description:
       - Deprecated, to be removed in 2.0.0; use O(driver_options) C(loop.kubevol.io) C(pools) instead.
@@ -281,6 +291,12 @@ nodes_out_of_service:
   returned: when O(output=full)
   type: list
   elements: str
+csi_controllers:
+  description:
+    - "C({driver: {host, socket}}) of the external CSI drivers whose Controller service runs on a host of the
+      inventory (O(driver_options) C(controller), C(controller_socket))."
+  returned: when O(output=full) and such a driver is configured
+  type: dict
 node_errors:
   description:
     - "C({node, phase: facts, msg}) for each node of O(node_facts) whose state could not be gathered (C(reachable=false)),

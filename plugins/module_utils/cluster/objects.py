@@ -59,7 +59,10 @@ PersistentVolumeClaim = namedtuple("PersistentVolumeClaim", "namespace name uid 
 PersistentVolumeClaim.__new__.__defaults__ = (None, None)
 PersistentVolumeClaim.__doc__ = """allocated_bytes: status.allocatedResources.storage; resize_status:
 status.allocatedResourceStatuses.storage (ControllerResizeInProgress, NodeResizePending, ..., or None)."""
-VolumeAttachment = namedtuple("VolumeAttachment", "name attacher node_name pv_name attached device_path annotations")
+VolumeAttachment = namedtuple("VolumeAttachment",
+                              "name attacher node_name pv_name attached device_path annotations metadata")
+# metadata: status.attachmentMetadata as sorted (key, value) pairs (an external CSI driver's publish_context)
+VolumeAttachment.__new__.__defaults__ = ((),)
 CSIDriver = namedtuple("CSIDriver", "name attach_required lifecycle_modes fs_group_policy pod_info_on_mount")
 CSIDriver.__new__.__defaults__ = (("Persistent",), "ReadWriteOnceWithFSType", False)
 CSIDriver.__doc__ = """lifecycle_modes: spec.volumeLifecycleModes (default Persistent); fs_group_policy:
@@ -241,9 +244,11 @@ def _va(obj):
     where = "spec.source.persistentVolumeName"
     pv_name = optional_str((spec.get("source") or _EMPTY).get("persistentVolumeName"), "persistentVolumeName")
     where = "status.attachmentMetadata"
-    device_path = (status.get("attachmentMetadata") or _EMPTY).get("devicePath") or ""
+    metadata = status.get("attachmentMetadata") or _EMPTY
+    device_path = metadata.get("devicePath") or ""
     return VolumeAttachment(name, spec.get("attacher"), node_name, pv_name,
-                            bool(status.get("attached")), device_path, annotations)
+                            bool(status.get("attached")), device_path, annotations,
+                            tuple(sorted((str(k), str(v)) for k, v in metadata.items())))
 
 
 def _csidriver(obj):

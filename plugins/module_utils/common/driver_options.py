@@ -22,6 +22,7 @@ import copy
 import importlib
 import posixpath
 
+from ansible_collections.kubevol.volumes.plugins.module_utils.common import csi_controller
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import InvalidInput
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.names import DEFAULT_LOOP_POOL, LOOP_DRIVER
 
@@ -49,9 +50,9 @@ FALLBACK_DRIVER_OPTIONS = {LOOP_DRIVER: {"pools": "paths"}}
 # an external CSI driver's entry (drivers/external/driver.py OPTIONS; a unit test keeps the two equal), for where
 # the drivers package is not shipped (the planner). An entry with one of EXTERNAL_KEYS names a CSI driver kubevol
 # drives over its plugin's socket (drivers/external/driver.py configured_drivers).
-FALLBACK_EXTERNAL_OPTIONS = {"socket": {"type": "path"}, "controller": {"type": "str", "choices": ["node"]},
-                             "timeout": {"type": "float"}}
-EXTERNAL_KEYS = ("socket", "controller")
+FALLBACK_EXTERNAL_OPTIONS = {"socket": {"type": "path"}, "controller": {"type": "str"},
+                             "controller_socket": {"type": "path"}, "timeout": {"type": "float"}}
+EXTERNAL_KEYS = ("socket", "controller", "controller_socket")
 
 FIELD = "driver_options"
 DRIVERS_PACKAGE = "ansible_collections.kubevol.volumes.plugins.module_utils.drivers"
@@ -204,6 +205,8 @@ def validate(driver_options):
                                    reason="%s has no option %r (its options: %s)"
                                           % (name, option, ", ".join(sorted(spec)) or "none"))
             checked[name][option] = _check_option(name, option, options[option], spec[option])
+        if name in external:
+            csi_controller.check(name, checked[name])  # controller and controller_socket go together
     return checked
 
 

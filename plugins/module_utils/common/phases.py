@@ -47,6 +47,9 @@ TEARDOWN_KINDS = frozenset(kind for phase in PHASES if phase.teardown for kind i
                            if kind[0] != "cleanup")
 # the reconcile role's node tasks, in the order a run sequences them (executor.run_tasks)
 NODE_TASKS = ("teardown", "setup", "expand_node")
+# the task that runs external CSI drivers' Controller calls on their controller hosts, between the teardown and the
+# setup, only when the plan has such calls (executor.run_tasks, run/controller_outcome.py)
+CONTROLLER_TASK = "controller"
 # what node_phases runs besides the phases: the node's facts, alone
 FACTS = "facts"
 

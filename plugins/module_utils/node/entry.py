@@ -89,6 +89,27 @@ def _volume_setup(module):
     module.exit_json(**result)
 
 
+def _csi_controller_calls(module):
+    """csi_controller_calls, on a controller host: the I-th operation on the I-th volume item."""
+    from ansible_collections.kubevol.volumes.plugins.module_utils.drivers.external.controller_host import run_operations
+    from ansible_collections.kubevol.volumes.plugins.module_utils.node.runner import Runner, process_runner
+
+    params = module.params
+    host = params["controller_host"]
+    if len(params["operations"]) != len(params["volumes"]):
+        module.fail_json(msg="csi_controller_calls: operations and volumes must be as many (the I-th operation is on "
+                             "the I-th volume)")
+    operations = [dict(op, volume=volume) for op, volume in zip(params["operations"], params["volumes"])]
+    results, failures = run_operations(Runner(process_runner(), node=host), host, operations,
+                                       params["driver_options"], check_mode=module.check_mode)
+    changed = not module.check_mode and any(r.get("called") for r in results)
+    if failures:
+        module.fail_json(msg="%d controller call(s) failed on controller host %s: %s" % (
+            len(failures), host, "; ".join(f["msg"] for f in failures)), operations=results, failures=failures,
+            changed=changed)
+    module.exit_json(changed=changed, operations=results, failures=[])
+
+
 # module name -> (its argument spec, its work)
 MODULES = {
     "node_volume_info": (lambda: node_args.node_argspec(fs_sizes=dict(type="bool", default=True),
@@ -106,6 +127,12 @@ MODULES = {
                                                         stale_paths=dict(type="list", elements="str", default=[])),
                       _volume_detach),
     "node_volume_setup": (node_args.setup_argspec, _volume_setup),
+    "csi_controller_calls": (lambda: node_args.volumes_argspec(
+        controller_host=dict(type="str", required=True),
+        operations=dict(type="list", elements="dict", required=True, options=dict(
+            op=dict(type="str", required=True, choices=["unpublish", "publish", "expand"]),
+            node=dict(type="str", required=True),
+            node_id=dict(type="str")))), _csi_controller_calls),
 }
 
 

@@ -13,6 +13,9 @@ calls over the plugin's socket, in their order.
   per pod the target's parent and its vol_data.json (csi_mounter.go SetUpAt), NodePublishVolume (the plugin
   creates the target), then the pod's fsGroup applied by kubevol unless the plugin took it (VOLUME_MOUNT_GROUP).
 - teardown: NodeUnpublishVolume per pod, NodeUnstageVolume, then ControllerUnpublishVolume.
+- a Controller service on a host of the inventory (driver_options controller/controller_socket): the node never
+  calls it; the run's controller task does, between the nodes' teardown and their setup (module csi_controller),
+  and the node's attach keeps the publish_context that task got (remote_published).
 - expand: ControllerExpandVolume, then NodeExpandVolume when the controller says it is required.
 
 A non-final gRPC status (CsiVolumeUncertain) fails the volume and marks it ``uncertain`` (NodeContext.run_each):
@@ -135,7 +138,10 @@ def _calls(driver, start=0):
 def attach(ctx, item):
     driver = ctx.driver(item)
     start = len(getattr(driver, "calls", ()))
-    att = driver.controller_publish(item, check_mode=ctx.check_mode)
+    remote = driver.settings.get("remote")
+    # a controller on a host of the inventory: the run's controller task made ControllerPublishVolume there; the
+    # node keeps its answer, as the kubelet reads the VolumeAttachment's attachmentMetadata (csi_attacher.go)
+    att = remote_published(ctx, item, remote) if remote else driver.controller_publish(item, check_mode=ctx.check_mode)
     context = dict(att.publish_context or {})
     if not ctx.check_mode and not att.skipped:
         save_published(ctx, item, context, att.node_id)
@@ -159,6 +165,24 @@ def attach(ctx, item):
     }
 
 
+def remote_published(ctx, item, remote):
+    """What the controller host's ControllerPublishVolume answered for this node (the item's
+    controller_publish_context); a volume it did not publish here fails, naming host and socket."""
+    # imported here: a facts run must not load the CSI client (and its socket module)
+    from ansible_collections.kubevol.volumes.plugins.module_utils.drivers.external.driver import CsiAttachment
+    if not item.attach_required:
+        return CsiAttachment(device="", publish_context={}, skipped="CSIDriver %s has attachRequired false"
+                             % item.driver)
+    if item.controller_publish_context is None:
+        if ctx.check_mode:
+            return CsiAttachment(device=None, publish_context={})
+        raise DeviceNotFound(step="attach", node=ctx.node_name, volume=item.pv_name,
+                             reason="driver %s's controller on host %s (socket %s) has not published it to this node "
+                                    "in this run (no ControllerPublishVolume answer reached the node); nothing was "
+                                    "done: run again" % (item.driver, remote["host"], remote["socket"]))
+    return CsiAttachment(device="", attached=True, publish_context=dict(item.controller_publish_context))
+
+
 # -- mount -----------------------------------------------------------------------------------------------
 def _publish_context(ctx, item):
     record = load_published(ctx, item.unique_name)
@@ -166,6 +190,13 @@ def _publish_context(ctx, item):
         return record.get("publish_context") or {}
     if not item.attach_required:
         return {}
+    if item.controller_publish_context is not None:
+        # a controller host published it and the VolumeAttachment says so, but this node kept no record (a run
+        # that stopped between the two): its attachmentMetadata, as csi_attacher.go MountDevice reads it
+        context = dict(item.controller_publish_context)
+        if not ctx.check_mode:
+            save_published(ctx, item, context, "")
+        return context
     return None
 
 
@@ -285,10 +316,18 @@ def teardown(ctx, item, plan, res):
             drop_staged(ctx, item)
     if item.detach and item.unmount_device and (load_published(ctx, item.unique_name) is not None
                                                 or item.attach_required):
-        ctx.step = "controller unpublish"
-        step = driver.controller_unpublish(item, check_mode=ctx.check_mode)
-        res["actions"].append("detach (ControllerUnpublishVolume)" if step.called else "detach (by record)")
-        res["detached"] = step.called or None
+        remote = driver.settings.get("remote")
+        if remote:
+            # the node is done: the run's controller task calls ControllerUnpublishVolume on its host next (and
+            # records the detach); the node forgets its publish_context now (an unpublish that fails leaves the
+            # VolumeAttachment attached, so the next run plans the detach again)
+            res["actions"].append("detach: ControllerUnpublishVolume next, on controller host %s" % remote["host"])
+            res["detached"] = None
+        else:
+            ctx.step = "controller unpublish"
+            step = driver.controller_unpublish(item, check_mode=ctx.check_mode)
+            res["actions"].append("detach (ControllerUnpublishVolume)" if step.called else "detach (by record)")
+            res["detached"] = step.called or None
         res["changed"] = True
         if not ctx.check_mode:
             drop_published(ctx, item)

@@ -16,7 +16,7 @@ import glob
 import os
 import stat
 
-from ansible_collections.kubevol.volumes.plugins.module_utils.drivers import DRIVERS
+from ansible_collections.kubevol.volumes.plugins.module_utils.drivers import DRIVERS, get_driver
 from ansible_collections.kubevol.volumes.plugins.module_utils.common import names
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import KubevolError, UnsafePath
 from ansible_collections.kubevol.volumes.plugins.module_utils.node import blockdev, ephemeral, external_ops, layout, mount
@@ -248,4 +248,30 @@ def node_facts(ctx, fs_sizes=True):
                                 + plugin_facts.global_mounts(ctx, mounts, fs_sizes), key=lambda m: m["path"]),
         "pod_mounts": pods,
         "ephemeral_volumes": ephemeral.ephemeral_facts(ctx, mounts, pods),
+        "csi_node_ids": csi_node_ids(ctx),
     }
+
+
+class _NodeInfoItem(object):
+    """What a driver's errors name when no volume is concerned: asking the node plugin for its node id."""
+    pv_name = "(node info)"
+
+
+def csi_node_ids(ctx):
+    """{driver: NodeGetInfo's node id} of each external CSI driver whose Controller service runs on a host of the
+    inventory: that host's ControllerPublish/UnpublishVolume name the node by it, as the external-attacher reads it
+    from the CSINode the kubelet registered (csi_plugin.go). Read-only. A plugin that does not answer gives None
+    (with a warning): the controller calls needing it then fail, naming the node and the driver."""
+    ids = {}
+    for name in ctx.driver_names():
+        if not ctx.is_external(name) or not (ctx.options_for(name) or {}).get("controller_socket"):
+            continue
+        driver = get_driver(name, driver_options=ctx.driver_options)(ctx.runner, ctx.kubelet_dir, ctx.node_name,
+                                                                     ctx.driver_settings(name))
+        try:
+            ids[name] = driver.node_info(_NodeInfoItem())
+        except KubevolError as err:
+            ids[name] = None
+            ctx.warn("driver %s's node plugin on node %s gave no node id (NodeGetInfo): %s" % (name, ctx.node_name,
+                                                                                               err.msg))
+    return ids

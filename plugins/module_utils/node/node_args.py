@@ -54,6 +54,10 @@ VOLUME_SPEC = dict(
     # references (kind: namespace/name), never a secret's value
     secret_refs=dict(type="dict", default={}, no_log=False),
     secrets=dict(type="dict", default={}, no_log=True),
+    # a driver whose Controller service runs on a host of the inventory: the publish_context its
+    # ControllerPublishVolume answered there (node_phases fills it in from the run's controller task)
+    controller_publish_context=dict(type="dict"),
+    controller_host=dict(type="str"),  # that host (plan/remote_controller.py): the node reads it from driver_options
 )
 
 NODE_SPEC = dict(
@@ -139,6 +143,21 @@ def node_phases_argspec():
         force_release_holders=copy.deepcopy(LOCK_SPEC["force_release_holders"]),
         command_timeout=copy.deepcopy(LOCK_SPEC["command_timeout"]),
         long_command_timeout=copy.deepcopy(LOCK_SPEC["long_command_timeout"]),
+        run_lock=dict(type="dict"),
+        cluster_store=dict(type="dict", no_log=True),
+        # {unique volume name: {node: publish_context}}: the run's controller task's ControllerPublishVolume answers
+        controller_published=dict(type="dict", default={}),
+    )
+
+
+def csi_controller_argspec():
+    """The csi_controller action plugin's arguments (plugins/action/csi_controller.py; its module file documents
+    them)."""
+    return dict(
+        plan=dict(type="dict", required=True),
+        controller_host=dict(type="str", required=True),
+        failures=dict(type="dict", default={}),
+        driver_options=dict(type="dict", default={}),
         run_lock=dict(type="dict"),
         cluster_store=dict(type="dict", no_log=True),
     )

@@ -67,6 +67,8 @@ class VolumeItem(Value):
         ("access_modes", ()),  # Tuple[str, ...]
         ("pod_info_on_mount", False),  # bool: its CSIDriver's podInfoOnMount
         ("secrets", None),  # Optional[Secrets]: never printed
+        # Optional[Tuple[(key, value)]]: a controller host's ControllerPublishVolume answer (controller_publish_context)
+        ("controller_publish_context", None),
     )
 
     @property
@@ -189,7 +191,18 @@ def volume_item(raw):
         access_modes=tuple(str(m) for m in raw.get("access_modes") or ()),
         pod_info_on_mount=raw.get("pod_info_on_mount") is True,
         secrets=_secrets(raw),
+        controller_publish_context=_publish_context(raw),
     )
+
+
+def _publish_context(raw):
+    context = raw.get("controller_publish_context")
+    if context is None:
+        return None
+    if not isinstance(context, dict):
+        raise InvalidInput(field="controller_publish_context of PV %s" % raw["pv_name"], value=context,
+                           reason="must be a mapping of string to string (ControllerPublishVolume's publish_context)")
+    return tuple(sorted((str(k), str(v)) for k, v in context.items()))
 
 
 class Secrets(dict):

@@ -11,6 +11,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.kubevol.volumes.plugins.module_utils.plan import remote_controller
 from ansible_collections.kubevol.volumes.plugins.module_utils.cluster.objects import (
     ClusterIndex, cluster_from_data, gc_paused, load_cluster_file)
 from ansible_collections.kubevol.volumes.plugins.module_utils.plan.desired_state import (  # noqa: F401
@@ -47,6 +48,8 @@ def argspec():
         # the nodes' driver_options (node_args.LOCK_SPEC): a loop PV naming a pool not in loop.kubevol.io's pools is
         # blocked before any node; loop_pools is its deprecated spelling of those pools
         driver_options=dict(type="dict", default={}),
+        # the inventory's hostnames (the role: groups['all']): a driver's controller host must be one of them
+        inventory_hosts=dict(type="list", elements="str"),
         loop_pools=dict(type="list", elements="str", removed_in_version="2.0.0",
                         removed_from_collection="kubevol.volumes"),
     )
@@ -99,6 +102,9 @@ def _run(params, now, keep_alive):
                           **driver_options)
     index = ClusterIndex(cluster)
     result = plan_cluster(index, params["node_facts"], options, scope)
+    # the controller calls of drivers whose Controller service runs on a host of the inventory
+    remote_controller.mark(result, driver_options["driver_options"], params.get("inventory_hosts"),
+                           params["node_facts"], index.va_by_pair)
     if keep_alive is not None:
         keep_alive.append((data, index, result))
     result["changed"] = False

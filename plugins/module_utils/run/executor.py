@@ -19,7 +19,7 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.run.outcome import
     advance, task_outcome, timed_out)
 from ansible_collections.kubevol.volumes.plugins.module_utils.run.plan_view import (  # noqa: F401  # pylint: disable=unused-import
     PlanView, node_slice, phase_items, phase_nodes, phase_stale_paths, phase_steps, phase_work)
-from ansible_collections.kubevol.volumes.plugins.module_utils.run import plan_view
+from ansible_collections.kubevol.volumes.plugins.module_utils.run import controller_outcome, plan_view
 
 
 def run_tasks(plan):
@@ -30,16 +30,25 @@ def run_tasks(plan):
     Teardown is its own task so that every detach is done and recorded before any node attaches (an
     RWO volume follows its pod: reconciler.go detaches before it attaches). Attach, mount and expansion
     are one task: on one node they follow each other in order. Only a filesystem whose backing volume
-    another node grows in this plan waits for a task of its own."""
-    kinds = set(phases.step_kind(step) for step in plan or ())
+    another node grows in this plan waits for a task of its own.
+
+    Only when the plan has controller calls of a driver whose Controller service runs on a host of the inventory
+    (plan/remote_controller.py), the ``controller`` task (its ``hosts``) comes between the teardown and the
+    setup: ControllerUnpublishVolume after the nodes are done, ControllerPublishVolume before they stage and
+    publish, ControllerExpandVolume before they grow (the external-attacher and -resizer act between the kubelet's
+    teardown and its setup). A plan without such calls runs the tasks it always ran."""
+    kinds = set(phases.step_kind(step) for step in plan or ()
+                if not (step.get("controller_host") and phases.step_kind(step) == ("expand", "controller")))
     grown_on = dict((step["unique_volume_name"], step["node"]) for step in plan or ()
-                    if phases.step_kind(step) == ("expand", "controller"))
+                    if phases.step_kind(step) == ("expand", "controller") and not step.get("controller_host"))
+    controllers = sorted(set(step["controller_host"] for step in plan or () if step.get("controller_host")))
     after = any(phases.step_kind(step) == ("expand", "node")
                 and grown_on.get(step["unique_volume_name"], step["node"]) != step["node"] for step in plan or ())
     setup = [phase.name for phase in phases.PHASES if not phase.teardown and kinds & set(phase.step_kinds)
              and not (after and phase.name == "expand_node")]
     teardown = any(kinds & set(phase.step_kinds) for phase in phases.PHASES if phase.teardown)
     sequence = ([{"name": "teardown", "phases": ["teardown"]}] if teardown else []) + \
+        ([{"name": phases.CONTROLLER_TASK, "phases": [], "hosts": controllers}] if controllers else []) + \
         ([{"name": "setup", "phases": setup}] if setup else []) + \
         ([{"name": "expand_node", "phases": ["expand_node"]}] if after else [])
     return {"teardown": teardown, "setup": setup, "expand_node_after": after, "sequence": sequence}
@@ -79,12 +88,17 @@ def run_step(plan_result, state=None, task=None, results=None, check_mode=False)
         if task not in names:
             raise ValueError("node task %r is not one of this run's node tasks (%s)" % (task, ", ".join(names)))
         position = names.index(task)
-        state = run_state_after(plan_result, state["tasks"][position]["phases"], results, state)
+        if task == phases.CONTROLLER_TASK:
+            state = controller_outcome.controller_state_after(plan_result, results, state)
+        else:
+            state = run_state_after(plan_result, state["tasks"][position]["phases"], results, state)
         records = state.pop("records")
         upcoming = state["tasks"][position + 1:]
     if check_mode:
         return state, [], []
-    if upcoming and upcoming[0]["name"] == "setup":
+    # the intents before the first task that attaches or grows (the controller task, else the setup), once
+    if upcoming and (upcoming[0]["name"] == phases.CONTROLLER_TASK
+                     or (upcoming[0]["name"] == "setup" and task != phases.CONTROLLER_TASK)):
         records = list(records) + attach_intents(plan_result, state["failures"])
     return state, records, upcoming
 
@@ -111,8 +125,11 @@ def attach_intents(plan_result, failures=None):
     # RecoverVolumeExpansionFailure: the claim says an expansion is under way before it starts. A claim the
     # controller grows first goes ControllerResizeInProgress -> NodeResizePending (its record) -> done.
     growing = set()
-    for phase, stage in (("expand_controller", "controller"), ("expand_node", "node")):
-        for step in plan.steps(phase, None, failures):
+    remote = [step for host in sorted(plan.by_controller) for step in plan.controller_steps(host, failures)
+              if phases.step_kind(step) == ("expand", "controller")]
+    for steps, stage in ((remote + plan.steps("expand_controller", None, failures), "controller"),
+                         (plan.steps("expand_node", None, failures), "node")):
+        for step in steps:
             if step.get("pvc") and step.get("size_to") is not None and step["pvc"] not in growing:
                 growing.add(step["pvc"])
                 records.append({"type": "resize_intent", "pvc": step["pvc"], "stage": stage,

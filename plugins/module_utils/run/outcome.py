@@ -219,12 +219,17 @@ def _records_for(phase, node, item, outcome, steps):
         return []
     base = {"node": node, "pv_name": item["pv_name"], "driver": item["driver"],
             "volume_handle": item["volume_handle"]}
+    remote = item.get("controller_host")  # its controller calls, and their records, are the controller task's
     if phase == "teardown":
-        if item.get("detach"):
+        if item.get("detach") and not remote:
             return [dict(base, type="detached")]
+        if item.get("detach"):
+            return [{"type": "in_use", "node": node, "unique_volume_names": [key], "in_use": False}]
         if item.get("unmount_device"):
             return [{"type": "in_use", "node": node, "unique_volume_names": [key], "in_use": False}]
         return []
+    if phase == "attach" and remote:
+        return []  # recorded with its publish_context after the controller host's ControllerPublishVolume
     if phase == "attach":
         device = outcome.get("device_path") or outcome.get("device")
         record = dict(base, type="attached", device_path=device)

@@ -26,15 +26,29 @@ class PlanView:
         self.items = (plan_result or {}).get("volume_items") or {}
         self.by_phase_node = {}
         self.nodes_by_phase = dict((name, []) for name in phases.NAMES)
+        # the steps a controller host carries out (plan/remote_controller.py), in plan order, by host
+        self.by_controller = {}
         for step in self.plan:
             phase = phases.phase_of(phases.step_kind(step))
             if phase is None:
                 continue
+            if step.get("controller_host"):
+                self.by_controller.setdefault(step["controller_host"], []).append(step)
+                if phase == "expand_controller":
+                    continue  # all of it is the controller host's: no node part
             key = (phase, step.get("node"))
             if key not in self.by_phase_node:
                 self.by_phase_node[key] = []
                 self.nodes_by_phase[phase].append(step.get("node"))
             self.by_phase_node[key].append(step)
+
+    def controller_steps(self, host, failures=None):
+        """The steps controller host ``host`` carries out, minus those blocked by earlier failures (a detach
+        whose node teardown failed: the node is not done)."""
+        failures = failures or {}
+        return [step for step in self.by_controller.get(host, ())
+                if step.get("node") not in failures.get("nodes", {})
+                and step.get("unique_volume_name") not in failures.get("volumes", {})]
 
     def item(self, step):
         """A copy of the step's volume item (None for a stale directory)."""

@@ -23,7 +23,8 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.records import rec
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import KubevolError
 from ansible_collections.kubevol.volumes.plugins.module_utils.stores import CLUSTER_STORE_REQUIRED_IF
 
-REQUIRED_IF = CLUSTER_STORE_REQUIRED_IF + [("after", task, ["state", "results"]) for task in phases.NODE_TASKS]
+TASKS = list(phases.NODE_TASKS) + [phases.CONTROLLER_TASK]
+REQUIRED_IF = CLUSTER_STORE_REQUIRED_IF + [("after", task, ["state", "results"]) for task in TASKS]
 RUN_KEYS = ("tasks", "failures", "blocked", "errors")
 
 
@@ -32,7 +33,7 @@ def argspec():
     del spec["records"]
     spec.update(
         plan=dict(type="dict", required=True),
-        after=dict(type="str", choices=["plan"] + list(phases.NODE_TASKS), default="plan"),
+        after=dict(type="str", choices=["plan"] + TASKS, default="plan"),
         state=dict(type="dict"),
         results=dict(type="dict"),
         plan_shown=dict(type="bool", default=True),

@@ -13,7 +13,9 @@ the plugin formats, mounts and grows. One class serves any driver name: ``extern
   GetPluginInfo names this driver and that Probe does not say "not ready", then asks for the capabilities it
   decides by.
 - The Controller service: ``driver_options[<driver>]["controller"] == "node"``: this node's plugin serves it
-  (csi-driver-host-path does). No other place is supported yet: a controller call is refused, naming the option.
+  (csi-driver-host-path does). An inventory hostname (with ``controller_socket``): the controller plugin runs on
+  that host, and only the run's controller task calls it there (``serve_controller_at``, module csi_controller);
+  on a node a controller call is refused.
 - Check mode makes only GetPluginInfo, Probe, NodeGetInfo, the capability calls (and the registrar's GetInfo).
 - Errors: errors.py (final -> CsiVolumeFailed, non-final -> CsiVolumeUncertain, socket -> CsiDriverUnreachable).
 """
@@ -34,18 +36,10 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.drivers import bas
 from ansible_collections.kubevol.volumes.plugins.module_utils.drivers.external import requests as req
 from ansible_collections.kubevol.volumes.plugins.module_utils.drivers.external.endpoint import find_node_socket
 from ansible_collections.kubevol.volumes.plugins.module_utils.drivers.external.errors import from_csi, refused
+from ansible_collections.kubevol.volumes.plugins.module_utils.drivers.external.settings import (  # noqa: F401
+    CONTROLLER_ON_NODE, OPTIONS, driver_settings)
 
 STAGE_UNSTAGE = getattr(base, "STAGE_UNSTAGE", "stage_unstage")  # drivers/base.py gains it with the verbs
-CONTROLLER_ON_NODE = "node"
-OPTIONS = {
-    "socket": {"type": "path", "default": None,
-               "description": "the node plugin's CSI socket, when neither <kubelet>/plugins_registry/<driver>-reg.sock "
-                              "nor <kubelet>/plugins/<driver>/csi.sock exists"},
-    "controller": {"type": "str", "default": None, "choices": [CONTROLLER_ON_NODE],
-                   "description": "where the Controller service runs: 'node' = this node's plugin serves it"},
-    "timeout": {"type": "float", "default": csi_client.DEFAULT_TIMEOUT,
-                "description": "seconds per CSI call (the kubelet's csiTimeout: 120)"},
-}
 
 
 def _extend(cls, name, extra):
@@ -77,36 +71,6 @@ class CsiStep(Value):
     )
 
 
-def driver_settings(name, options):
-    """The driver's own options from ``options``: the whole driver_options mapping (keyed by driver name) or
-    this driver's entry itself. Unknown keys and bad values are refused naming key and allowed values."""
-    options = options or {}
-    if isinstance(options.get(name), dict):
-        own = options[name]
-    elif any(key in OPTIONS for key in options):
-        own = options
-    else:
-        own = {}
-    unknown = sorted(set(own) - set(OPTIONS))
-    if unknown:
-        raise InvalidInput(field="driver_options[%s]" % name, value=unknown[0],
-                           reason="unknown option; allowed: %s" % ", ".join(sorted(OPTIONS)))
-    socket = own.get("socket")
-    if socket is not None and (not isinstance(socket, str) or not os.path.isabs(socket) or "\x00" in socket):
-        raise InvalidInput(field="driver_options[%s].socket" % name, value=socket, reason="must be an absolute path")
-    controller = own.get("controller")
-    if controller is not None and controller != CONTROLLER_ON_NODE:
-        raise InvalidInput(field="driver_options[%s].controller" % name, value=controller,
-                           reason="only %r is supported (this node's plugin serves the Controller service, as "
-                                  "csi-driver-host-path's does); a controller reached elsewhere is not supported "
-                                  "yet: leave it unset for a driver kubevol only mounts" % CONTROLLER_ON_NODE)
-    timeout = own.get("timeout", csi_client.DEFAULT_TIMEOUT)
-    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0:
-        raise InvalidInput(field="driver_options[%s].timeout" % name, value=timeout,
-                           reason="must be a positive number of seconds")
-    return {"socket": socket, "controller": controller, "timeout": float(timeout)}
-
-
 class ExternalCsiDriver(base.Driver):
     """A CSI driver kubevol drives over its socket. Subclasses made by ``external_driver_class`` set NAME.
 
@@ -124,6 +88,15 @@ class ExternalCsiDriver(base.Driver):
         self.timeout = self.settings["timeout"]
         self.calls = []  # the CSI methods called, in order (names only: never a request)
         self._socket = None
+        self.controller_only = False  # serve_controller_at: the controller plugin on its controller host
+
+    def serve_controller_at(self, socket):
+        """This driver as its controller host reaches it (module csi_controller): the Controller service at
+        ``socket``, a plugin that may serve nothing else (no Node service: the external-attacher and -resizer
+        talk to the controller plugin alone)."""
+        self._socket = socket
+        self.controller_only = True
+        return self
 
     # -- connection --------------------------------------------------------------------------------------
     def node_socket(self, item=None):
@@ -139,12 +112,13 @@ class ExternalCsiDriver(base.Driver):
     def _plugin(self, item, step, controller=False):
         """An open client to the node plugin (or the controller: the same socket, 'controller: node'), its
         identity checked; every CSI error inside becomes the volume's error (errors.from_csi)."""
-        if controller and self.settings["controller"] != CONTROLLER_ON_NODE:
-            raise self._refuse(item, step, "%s needs driver %s's Controller service and kubevol does not know where "
-                               "it runs" % (step, self.NAME),
-                               "Set driver_options {%r: {controller: node}} when each node's plugin serves it (as "
-                               "csi-driver-host-path's does); no other controller location is supported yet"
-                               % self.NAME)
+        if controller and not self.controller_only and self.settings["controller"] != CONTROLLER_ON_NODE:
+            raise self._refuse(item, step, "%s needs driver %s's Controller service and %s" % (
+                step, self.NAME, "it runs on host %s: only the run's controller task calls it there"
+                % self.settings["remote"]["host"] if self.settings["remote"] else "kubevol does not know where it runs"),
+                "Set driver_options {%r: {controller: node}} when each node's plugin serves it (as "
+                "csi-driver-host-path's does), or {controller: <inventory host>, controller_socket: <its socket "
+                "there>}" % self.NAME)
         csi = None
         try:
             csi = csi_client.CsiClient(self.node_socket(item), timeout=self.timeout, driver=self.NAME,
@@ -191,6 +165,12 @@ class ExternalCsiDriver(base.Driver):
     def node_id(self, csi):
         """NodeGetInfo's node id: what the CSINode records and ControllerPublishVolume takes."""
         return self._call(csi, "NodeGetInfo").node_id
+
+    def node_info(self, item):
+        """The node plugin's node id (NodeGetInfo), for a controller host's ControllerPublishVolume: what the
+        kubelet registers in the CSINode (csi_plugin.go) and the external-attacher reads back."""
+        with self._plugin(item, "node info") as csi:
+            return self.node_id(csi)
 
     # -- controller verbs (the external-attacher, the external-resizer) ----------------------------------
     def controller_publish(self, item, node_id=None, check_mode=False):
@@ -245,7 +225,8 @@ class ExternalCsiDriver(base.Driver):
         with self._plugin(item, step, controller=True) as csi:
             caps = self._controller_caps(csi)
             if "EXPAND_VOLUME" not in caps:
-                if "EXPAND_VOLUME" in self._node_caps(csi):
+                # on its controller host the node plugin is out of reach: the node decides (node_expand)
+                if self.controller_only or "EXPAND_VOLUME" in self._node_caps(csi):
                     return CsiExpansion(old_bytes=old, new_bytes=new, node_expansion_required=True,
                                         skipped="the controller has no EXPAND_VOLUME: the node expands it")
                 raise self._refuse(item, step, "driver %s supports no expansion (neither the controller nor the node "
@@ -255,8 +236,8 @@ class ExternalCsiDriver(base.Driver):
             request = req.controller_expand(item, new, req.volume_capability(item, mode),
                                             req.secrets(item, "controller_expand"))
             if check_mode:
-                return CsiExpansion(old_bytes=old, new_bytes=new,
-                                    node_expansion_required="EXPAND_VOLUME" in self._node_caps(csi))
+                return CsiExpansion(old_bytes=old, new_bytes=new, node_expansion_required=(
+                    self.controller_only or "EXPAND_VOLUME" in self._node_caps(csi)))
             response = self._call(csi, "ControllerExpandVolume", request)
             return CsiExpansion(old_bytes=old, new_bytes=int(response.capacity_bytes) or new, called=True,
                                 node_expansion_required=bool(response.node_expansion_required))

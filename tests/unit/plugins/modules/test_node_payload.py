@@ -17,7 +17,7 @@ REPO = os.path.abspath(os.path.join(HERE, "..", "..", "..", ".."))
 MODULES_DIR = os.path.join(REPO, "plugins", "modules")
 COLLECTIONS = os.path.join(REPO, ".build", "collections")  # tests/conftest.py links the checkout there
 NODE_MODULES = ["node_volume_info", "k8s_volume_attach", "node_volume_mount", "fs_expand", "volume_detach",
-                "node_volume_setup"]
+                "node_volume_setup", "csi_controller_calls"]
 PREFIX = "ansible_collections/kubevol/volumes/plugins/module_utils/"
 
 # the collection's module_utils a node module may ship

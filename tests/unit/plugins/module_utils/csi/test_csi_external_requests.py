@@ -146,19 +146,25 @@ def test_capability_answers():
 
 
 def test_driver_settings():
-    assert driver_settings("d", None) == {"socket": None, "controller": None, "timeout": 120.0}
+    assert driver_settings("d", None) == {"socket": None, "controller": None, "remote": None, "timeout": 120.0}
     # the whole driver_options mapping, or this driver's own entry; other drivers' entries are not ours
     assert driver_settings("d", {"d": {"controller": "node", "timeout": 5}, "loop.kubevol.io": {"pools": []}}) == {
-        "socket": None, "controller": "node", "timeout": 5.0}
+        "socket": None, "controller": "node", "remote": None, "timeout": 5.0}
+    # a controller plugin on a host of the inventory, with its socket there
+    assert driver_settings("d", {"d": {"controller": "ctrl1", "controller_socket": "/run/c.sock"}})["remote"] == {
+        "host": "ctrl1", "socket": "/run/c.sock"}
     assert driver_settings("d", {"socket": "/run/d.sock"})["socket"] == "/run/d.sock"
     assert driver_settings("d", {"loop_pools": None, "force_release_holders": ()})["socket"] is None
     for bad, field in (({"d": {"sockets": "/x"}}, "driver_options[d]"), ({"d": {"socket": "run/x"}}, ".socket"),
-                       ({"d": {"controller": "host1:/run/c.sock"}}, ".controller"), ({"d": {"timeout": 0}}, ".timeout"),
+                       ({"d": {"controller": "host1"}}, ".controller_socket"),
+                       ({"d": {"controller": "node", "controller_socket": "/c.sock"}}, ".controller_socket"),
+                       ({"d": {"controller": "h", "controller_socket": "c.sock"}}, ".controller_socket"),
+                       ({"d": {"controller": ""}}, ".controller"), ({"d": {"timeout": 0}}, ".timeout"),
                        ({"d": {"timeout": True}}, ".timeout")):
         with pytest.raises(InvalidInput) as info:
             driver_settings("d", bad)
         assert field in str(info.value)
-    assert sorted(OPTIONS) == ["controller", "socket", "timeout"]
+    assert sorted(OPTIONS) == ["controller", "controller_socket", "socket", "timeout"]
 
 
 def test_one_class_per_driver_name():

@@ -1,0 +1,66 @@
+# -*- coding: utf-8 -*-
+# Copyright: kubevol contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""csi_controller: one controller host's share of a plan's controller calls (run/controller_outcome.py), run there
+by module csi_controller_calls.
+
+The reconcile role delegates this task to each controller host (delegate_to): the module runs over that host's own
+connection, as Ansible runs any module. Here, on the Ansible controller: the host's operations cut from the plan
+minus the run's failures, and the Secrets the PVs name read from the cluster store (run/csi_secrets.py), passed to
+the module's no_log option. An unreachable host fails its operations, named, in the result."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible.errors import AnsibleActionFail, AnsibleConnectionFailure
+from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
+from ansible.plugins.action import ActionBase
+
+from ansible_collections.kubevol.volumes.plugins.module_utils.common import driver_options as driver_opts
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import KubevolError
+from ansible_collections.kubevol.volumes.plugins.module_utils.node.node_args import csi_controller_argspec
+from ansible_collections.kubevol.volumes.plugins.module_utils.run.controller_outcome import controller_work
+from ansible_collections.kubevol.volumes.plugins.module_utils.run.csi_secrets import with_secrets
+from ansible_collections.kubevol.volumes.plugins.module_utils.run.run_lock_task import kept_renewed
+
+ARGSPEC = csi_controller_argspec()
+
+
+class ActionModule(ActionBase):
+    TRANSFERS_FILES = False
+    _supports_check_mode = True
+    _supports_async = False
+
+    def run(self, tmp=None, task_vars=None):
+        result = super(ActionModule, self).run(tmp, task_vars)
+        validated = ArgumentSpecValidator(ARGSPEC).validate(self._task.args)
+        if validated.error_messages:
+            raise AnsibleActionFail("kubevol.volumes.csi_controller: %s" % "; ".join(validated.error_messages))
+        params = validated.validated_parameters
+        host = params["controller_host"]
+        try:
+            options = driver_opts.validate(params["driver_options"])
+            ops = controller_work(params["plan"], host, params["failures"])
+            volumes = with_secrets([op["volume"] for op in ops], params["cluster_store"])  # no_log in the module
+        except KubevolError as err:  # a Secret a PV names is missing: its reference named, never a value
+            result.update(failed=True, msg="kubevol.volumes.csi_controller on %s: %s" % (host, err.msg))
+            return result
+        if not ops:
+            result.update(changed=False, operations=[], failures=[], controller_host=host)
+            return result
+        args = {"controller_host": host, "driver_options": options, "volumes": volumes,
+                "operations": [{"op": op["op"], "node": op["node"], "node_id": op["node_id"]} for op in ops]}
+        renewal_warnings = []
+        try:
+            # the run's lock renewed while the calls run, as during a node task (run_lock_task.kept_renewed)
+            with kept_renewed(params["cluster_store"], params["run_lock"], renewal_warnings):
+                outcome = self._execute_module(module_name="kubevol.volumes.csi_controller_calls", module_args=args,
+                                               task_vars=task_vars)
+        except AnsibleConnectionFailure as err:
+            outcome = {"unreachable": True, "failed": True, "msg": "controller host %s is unreachable: %s" % (host, err)}
+        result.update(outcome)
+        if renewal_warnings:
+            result["warnings"] = ["controller host %s: %s" % (host, w) for w in renewal_warnings]
+        result["controller_host"] = host
+        return result
