@@ -89,7 +89,7 @@ def test_attach_move_and_expand_with_the_controller_on_its_own_host(kv):
     run = kv.reconcile(kv.options + ["-vvv"])
     calls = _new(kv, since)
     assert [(n, m) for n, m, _r in calls] == [("ctl", "ControllerPublishVolume"), ("node1", "NodeStageVolume"),
-                                             ("node1", "NodePublishVolume")], (calls, run.describe())
+                                              ("node1", "NodePublishVolume")], (calls, run.describe())
     publish = calls[0][2]
     assert publish["node_id"] == "csi-node1", publish
     va = items(kv.cluster(), "VolumeAttachment")

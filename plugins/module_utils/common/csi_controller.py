@@ -47,7 +47,7 @@ def check(name, own):
             raise InvalidInput(field="%s.%s" % (where, CONTROLLER_SOCKET), value=socket,
                                reason="is only for a controller on a host of the inventory: set %s.%s to that "
                                       "host's inventory hostname, or remove %s" % (where, CONTROLLER,
-                                                                                 CONTROLLER_SOCKET))
+                                                                                   CONTROLLER_SOCKET))
         return controller
     if socket is None:
         raise InvalidInput(field="%s.%s" % (where, CONTROLLER_SOCKET), value=None,
