@@ -354,6 +354,13 @@ class Cluster:
                 pids.append(pid)
         return pids
 
+    def node_sshd_pid(self, node):
+        """The pid of ``node``'s own sshd (it lives as long as the node; a per-connection child of node_pids may
+        exit at any time, when ssh's ControlPersist ends)."""
+        info = [n for n in self.nodes_json()["nodes"] if n["name"] == node][0]
+        assert info["pid"] in self.node_pids(node), "the sshd of %s (pid %s) is not running" % (node, info["pid"])
+        return info["pid"]
+
     def signal_node(self, node, sig):
         """Send ``sig`` to every process of ``node`` (SIGSTOP: the node freezes behind its open ControlMaster)."""
         pids = self.node_pids(node)

@@ -57,7 +57,7 @@ class NodePlugin:
 
     def __init__(self, cluster, node, pool):
         self.cluster, self.node, self.pool = cluster, node, pool
-        self.pid = cluster.node_pids(node)[0]
+        self.pid = cluster.node_sshd_pid(node)
         self.dir = os.path.join(cluster.dir, "csi-" + node)
         os.makedirs(self.dir, exist_ok=True)
         self.socket = "%s/plugins/%s/csi.sock" % (KUBELET, DRIVER)
