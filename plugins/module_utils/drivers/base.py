@@ -32,7 +32,12 @@ CONTROLLER_EXPAND = "controller_expand"  # EXPAND_VOLUME (controller)
 BLOCK = "block"  # supports volumeMode Block
 # creates a volume per pod for an inline CSI volume (volumeLifecycleMode Ephemeral) and deletes it with the pod
 EPHEMERAL = "ephemeral"
-ALL_CAPABILITIES = frozenset((ATTACHABLE, STAGE_UNSTAGE, NODE_EXPAND, CONTROLLER_EXPAND, BLOCK, EPHEMERAL))
+# kubevol's own: a multi-attach volume is staged (probed, fsck'd, formatted if blank, mounted) on one node at a time,
+# under a lock on the storage side every node sees (the loop driver's holder lock); without it the planner sets up
+# a multi-attach volume that no node has mounted on one node first (plan/rules_setup.py _first_setup_node)
+STAGE_LOCKED = "stage_locked"
+ALL_CAPABILITIES = frozenset((ATTACHABLE, STAGE_UNSTAGE, NODE_EXPAND, CONTROLLER_EXPAND, BLOCK, EPHEMERAL,
+                              STAGE_LOCKED))
 
 # publish_context key of the device ControllerPublishVolume attached (the VolumeAttachment's attachmentMetadata, as
 # the in-tree attachers' devicePath)

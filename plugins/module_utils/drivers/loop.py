@@ -26,8 +26,8 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.common import name
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import (
     DeviceNotFound, InvalidInput, ParseError, UnsafeName)
 from ansible_collections.kubevol.volumes.plugins.module_utils.drivers.base import (
-    ATTACHABLE, BLOCK, CONTROLLER_EXPAND, EPHEMERAL, EPHEMERAL_IMAGE_KEY, NODE_EXPAND, STAGE_UNSTAGE, AttachedDevice,
-    Attachment, EphemeralVolume, Expansion)
+    ATTACHABLE, BLOCK, CONTROLLER_EXPAND, EPHEMERAL, EPHEMERAL_IMAGE_KEY, NODE_EXPAND, STAGE_LOCKED, STAGE_UNSTAGE,
+    AttachedDevice, Attachment, EphemeralVolume, Expansion)
 from ansible_collections.kubevol.volumes.plugins.module_utils.drivers.device import DeviceDriver
 from ansible_collections.kubevol.volumes.plugins.module_utils.drivers.loop_holders import Holders
 from ansible_collections.kubevol.volumes.plugins.module_utils.drivers.loop_kernel import (
@@ -53,7 +53,8 @@ def _other_owner(record, item, node):
 
 class LoopDriver(Records, Holders, DeviceDriver):
     NAME = "loop.kubevol.io"
-    CAPABILITIES = frozenset((ATTACHABLE, STAGE_UNSTAGE, NODE_EXPAND, CONTROLLER_EXPAND, BLOCK, EPHEMERAL))
+    CAPABILITIES = frozenset((ATTACHABLE, STAGE_UNSTAGE, NODE_EXPAND, CONTROLLER_EXPAND, BLOCK, EPHEMERAL,
+                              STAGE_LOCKED))
     # driver_options["loop.kubevol.io"]: the directories this node keeps images in (the operator's, never a PV's)
     OPTIONS = {"pools": {"type": "list", "elements": "path", "default": [DEFAULT_POOL]}}
 
@@ -256,6 +257,18 @@ class LoopDriver(Records, Holders, DeviceDriver):
             if not holders:
                 remove_lock()  # nobody holds the image: the holder directory keeps nothing of it
         return device
+
+    def node_stage(self, item, staging_path, publish_context, check_mode=False, ctx=None, res=None, mounts=None,
+                   force=False):
+        """A multi-attach image is staged under its holder lock, in turn with every node that stages it: nodes that
+        probe one blank image at once could each format it, and one node's fsck opens the device exclusively while
+        another mounts it ("already mounted or mount point busy", seen by the sliced storm on the test nodes, which
+        share a kernel). The lock file is the holder record's: only a node holding the image stages it."""
+        stage = super(LoopDriver, self).node_stage
+        if check_mode or item.block or not item.multi_attach:
+            return stage(item, staging_path, publish_context, check_mode, ctx, res, mounts, force)
+        with self._holders_locked(self._as_recorded(item, self.read_record(item.volume_handle))):
+            return stage(item, staging_path, publish_context, check_mode, ctx, res, mounts, force)
 
     def expand(self, item, check_mode=False):
         image = self.image_path(item)

@@ -14,7 +14,7 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.plan.actual_state 
 from ansible_collections.kubevol.volumes.plugins.module_utils.plan.plan_state import _step
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.quantity import format_bytes
 from ansible_collections.kubevol.volumes.plugins.module_utils.volume import CSI, HOST_PATH, LOCAL
-from ansible_collections.kubevol.volumes.plugins.module_utils.volume.csi import driver_capabilities
+from ansible_collections.kubevol.volumes.plugins.module_utils.volume.csi import STAGE_LOCKED, driver_capabilities
 
 
 def _multi_attach_error(p, nv, holders, pod):
@@ -100,11 +100,15 @@ def _first_setup_node(p, nv, memo):
     not exist yet, and nodes that probe at once could each find it blank and format it (on shared storage the
     second mkfs would destroy the first node's filesystem). So one node goes first: one that holds it already,
     else the first by name; the others follow on the next run, when its mount shows the filesystem exists.
-    Kubernetes leaves this to the CSI driver's NodeStageVolume; kubevol's drivers are the ones that format.
+    Kubernetes leaves this to the CSI driver's NodeStageVolume; kubevol's drivers are the ones that format. A
+    driver that stages under a storage-side lock (STAGE_LOCKED: the loop driver) needs no such turn.
     ``memo`` keeps the indexes (built once per plan, on the first multi-attach volume) under the key None."""
     spec = nv.spec
-    if spec.mode != "Filesystem" or p.plugin(spec).NAME != CSI or driver_capabilities(spec.driver) is None:
+    if spec.mode != "Filesystem" or p.plugin(spec).NAME != CSI:
         return None
+    capabilities = driver_capabilities(spec.driver)
+    if capabilities is None or STAGE_LOCKED in capabilities:
+        return None  # an external driver formats in its own NodeStageVolume; a locked stage takes turns itself
     if None not in memo:
         set_up = set(u for u, _node in p.actual.in_use)  # node status volumesInUse: mounted, so formatted
         for facts in p.reachable_facts.values():

@@ -28,6 +28,7 @@ NODE_EXPAND = "node_expand"
 CONTROLLER_EXPAND = "controller_expand"
 BLOCK = "block"
 EPHEMERAL = "ephemeral"
+STAGE_LOCKED = "stage_locked"
 
 VOLUME_NAME_SEP = "^"
 

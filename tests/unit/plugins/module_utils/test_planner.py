@@ -434,14 +434,30 @@ def test_expand_steps_name_the_claim():
     assert expands and all(s["pvc"] == "ns/a" for s in expands)
 
 
-# ---- a blank multi-attach volume is set up by one node first --------------------------------------------------
+# ---- a blank multi-attach volume is set up by one node first (unless its driver stages under a lock) ------------
 
 def rwx_wanted_on_two_nodes(**node1_kw):
     return cluster(node("node1", **node1_kw), node("node2"), bound("pv-a", "ns/a", modes=("ReadWriteMany",)),
                    pod("ns/p1", "node1", ["a"]), pod("ns/p2", "node2", ["a"]))
 
 
-def test_a_multi_attach_volume_no_node_has_mounted_is_set_up_on_one_node_first():
+@pytest.fixture
+def unlocked_stage(monkeypatch):
+    """kubevol's driver as one without STAGE_LOCKED (a device driver with no storage-side lock)."""
+    from ansible_collections.kubevol.volumes.plugins.module_utils.plan import rules_setup
+    from ansible_collections.kubevol.volumes.plugins.module_utils.volume.csi import STAGE_LOCKED, driver_capabilities
+    caps = driver_capabilities("loop.kubevol.io") - {STAGE_LOCKED}
+    monkeypatch.setattr(rules_setup, "driver_capabilities", lambda driver: caps if driver == "loop.kubevol.io" else None)
+
+
+def test_the_loop_driver_stages_a_blank_multi_attach_volume_on_every_node_at_once():
+    """Its stage takes the image's holder lock (drivers/loop.py node_stage): no turn is needed."""
+    result = run(rwx_wanted_on_two_nodes(), {"node1": facts("node1"), "node2": facts("node2")})
+    assert sorted(s[2] for s in steps(result, "attach")) == ["node1", "node2"]
+    assert result["blocked"] == []
+
+
+def test_a_multi_attach_volume_no_node_has_mounted_is_set_up_on_one_node_first(unlocked_stage):
     """Two nodes probing one blank device at once could each format it: node1 goes first, node2 waits a run."""
     node_facts = {"node1": facts("node1"), "node2": facts("node2")}
     result = run(rwx_wanted_on_two_nodes(), node_facts)
@@ -451,14 +467,14 @@ def test_a_multi_attach_volume_no_node_has_mounted_is_set_up_on_one_node_first()
     assert len(blocked) == 1 and "waiting for node node1 to set it up first" in blocked[0]["reason"], result["blocked"]
 
 
-def test_once_a_node_has_it_mounted_every_node_attaches_it():
+def test_once_a_node_has_it_mounted_every_node_attaches_it(unlocked_stage):
     node_facts = {"node1": facts("node1", devices=["pv-a"], global_mounts=["pv-a"]), "node2": facts("node2")}
     result = run(rwx_wanted_on_two_nodes(attached=[uvn("pv-a")]), node_facts)
     assert steps(result, "attach") == [("attach", "device", "node2", "pv-a", None)]
     assert result["blocked"] == []
 
 
-def test_a_node_reporting_it_in_use_is_proof_enough_and_a_holder_goes_first():
+def test_a_node_reporting_it_in_use_is_proof_enough_and_a_holder_goes_first(unlocked_stage):
     in_use = run(rwx_wanted_on_two_nodes(attached=[uvn("pv-a")], in_use=[uvn("pv-a")]))  # no facts: status only
     assert steps(in_use, "attach") == [("attach", "device", "node2", "pv-a", None)]
     # node2 holds it (attached, never mounted): node2 goes first, node1 waits
