@@ -78,8 +78,13 @@ class Job:
         return self.rc == 0 and self.complete
 
     def line(self):
-        return "%s: rc %s, changed %d, failed or unreachable %d%s (log %s)" % (
+        text = "%s: rc %s, changed %d, failed or unreachable %d%s (log %s)" % (
             self.label, self.rc, self.changed, self.failed, "" if self.complete else ", no PLAY RECAP", self.log)
+        if not self.complete:  # it stopped before its recap (a bad argument, an interrupted run): say how
+            with open(self.log) as handle:
+                tail = handle.read().splitlines()[-12:]
+            text += "".join("\n    " + line for line in tail)
+        return text
 
     def stop(self):
         if self.proc.poll() is None:
