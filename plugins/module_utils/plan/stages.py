@@ -89,7 +89,7 @@ def hold_detaches(p):
             kept.append(step)
             continue
         p.detached.discard(pair)
-        p.block(step["node"], step["volume"], None, WAIT_UNMOUNT % (step["node"], why))
+        _block(p, step, None, WAIT_UNMOUNT % (step["node"], why))
     p.phases[("detach", "device")] = kept
 
 
@@ -120,10 +120,9 @@ def _node_stage(p, nodes):
             if nodes is not None and step["node"] not in nodes:
                 continue  # another slice's node
             if pair in attaching:
-                p.block(step["node"], step["volume"], step.get("pod"),
-                        WAIT_ATTACH % (step["volume"], step["node"], attaching[pair]))
+                _block(p, step, step.get("pod"), WAIT_ATTACH % (step["volume"], step["node"], attaching[pair]))
             elif kind == ("expand", "node") and pair[0] in growing:
-                p.block(step["node"], step["volume"], None, WAIT_RESIZE % (step["volume"], growing[pair[0]]))
+                _block(p, step, None, WAIT_RESIZE % (step["volume"], growing[pair[0]]))
             else:
                 kept.append(step)
         p.phases[kind] = kept
@@ -131,6 +130,12 @@ def _node_stage(p, nodes):
         for kind in NODE_KINDS:
             p.phases[kind] = [s for s in p.phases[kind] if s["node"] in nodes]
         p.blocked = [b for b in p.blocked if b.get("node") is None or b["node"] in nodes]
+
+
+def _block(p, step, pod, reason):
+    """A blocked entry for the step held back, naming its action (the plan table's first column)."""
+    p.blocked.append({"node": step["node"], "volume": step["volume"], "pod": pod, "reason": reason,
+                      "action": step["action"]})
 
 
 def stage_records(p, result):
