@@ -47,7 +47,8 @@ def list_hosts(ansible, inventory, pattern, env):
     if proc.returncode != 0:
         raise SystemExit("workflow: cannot list the hosts %r of inventory %s:\n%s" % (pattern, inventory, proc.stdout))
     lines = proc.stdout.splitlines()
-    hosts = [line.strip() for line in lines[1:] if line.strip()] if lines and lines[0].strip().startswith("hosts") else []
+    listed = bool(lines) and lines[0].strip().startswith("hosts")  # "  hosts (N):", then one host a line
+    hosts = [line.strip() for line in lines[1:] if line.strip()] if listed else []
     if not hosts:
         raise SystemExit("workflow: inventory %s has no host matching %r: nothing to reconcile" % (inventory, pattern))
     return hosts
@@ -123,12 +124,13 @@ class Workflow:
 
     def node_stage(self, round_no, which):
         count = len(self.slices)
-        return [self._start("round %d node stage %s, slice %d/%d (%s)" % (round_no, which, k + 1, count, ",".join(hosts)),
-                            NODE_STAGE, hosts, "r%02d-node-%s-slice%d" % (round_no, which, k + 1))
-                for k, hosts in enumerate(self.slices)]
+        return [self._start("round %d node stage %s, slice %d/%d (%s)" % (
+            round_no, which, k + 1, count, ",".join(hosts)), NODE_STAGE, hosts,
+            "r%02d-node-%s-slice%d" % (round_no, which, k + 1)) for k, hosts in enumerate(self.slices)]
 
     def attach_detach(self, round_no):
-        return [self._start("round %d attach/detach stage" % round_no, ATTACH_DETACH, None, "r%02d-attach-detach" % round_no)]
+        return [self._start("round %d attach/detach stage" % round_no, ATTACH_DETACH, None,
+                            "r%02d-attach-detach" % round_no)]
 
     def _wait(self, jobs):
         for job in jobs:
