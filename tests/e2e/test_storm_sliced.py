@@ -25,10 +25,12 @@ from storm_lib import EXTRA, NODES, RWO, RWX, SEED, Storm, check_data, check_inv
 
 WORKFLOW = os.path.join(REPO, "scripts", "workflow.py")
 NODE_STAGE = os.path.join(REPO, "playbooks", "reconcile_node_stage.yml")
+ATTACH_DETACH = os.path.join(REPO, "playbooks", "reconcile_attach_detach.yml")
 SLICES = 3
 ROUNDS = 4
 KILL_ROUND = 2
 TWO_WORKFLOWS_ROUND = 3
+AD_FIRST_ROUND = 4  # the attach/detach stage alone first, before any node stage saw the moves
 CONVERGE_ROUNDS = 4  # a bound: a pod move needs one workflow round, a multi-attach volume's second node another
 
 
@@ -121,8 +123,21 @@ def test_a_sliced_storm_keeps_rwo_single_and_data_whole_and_converges(kv):
 
     for round_no in range(1, ROUNDS + 1):
         where = "seed %d, round %d" % (SEED, round_no)
+        held = dict((pv, n) for n, s in state.items() for pv in s["mounted"] if pv in RWO)
         storm.shuffle()
         storm.write()
+        if round_no == AD_FIRST_ROUND:
+            # the A/D stage before the node stage: an RWO volume whose pod left its node is still mounted there, so
+            # it is neither detached nor attached elsewhere, and says why
+            run = kv.reconcile(EXTRA, playbook=ATTACH_DETACH)
+            moved = [pv for pv, n in held.items() if any(p["pv"] == pv and p["node"] != n for p in storm.pods.values())
+                     and not any(p["pv"] == pv and p["node"] == n for p in storm.pods.values())]
+            assert moved, "%s: no RWO pod left a node where its volume was mounted" % where
+            for pv in moved:
+                assert "waiting for node %s to unmount it" % held[pv] in run.stdout, (where, pv, run.stdout)
+            after = check_invariants(kv, storm, where + " (attach/detach stage first)")
+            for pv in moved:  # still where it was, mounted and attached, and nowhere else
+                assert pv in after[held[pv]]["mounted"] and pv in after[held[pv]]["devices"], (where, pv, after)
         if round_no == KILL_ROUND:
             hosts = kv.nodes[0::SLICES]  # AWX's first slice
             assert killed_slice(kv, hosts) == -9, "%s: the slice to kill ended before its node task" % where
