@@ -123,6 +123,20 @@ options:
     type: str
     choices: [full, table, summary]
     default: full
+  stage:
+    description:
+      - Which side of Kubernetes' split this plan keeps (docs/fleet.md, docs/planner.md "Stages").
+      - V(all) plans the whole reconcile, as one controller runs it.
+      - V(node) keeps the kubelet's steps (unmount, mount, node-side expansion) on the nodes with O(node_facts)
+        only, for a slice of the nodes; a mount whose attach this plan would make is blocked, "waiting for the
+        attach/detach stage". Nothing is attached or detached and no VolumeAttachment is written.
+      - V(attach_detach) keeps the attach/detach controller's steps (detach, attach, controller-side expansion); a
+        detach whose node still has the volume mounted (an unmount planned there, or C(node.status.volumesInUse)
+        lists it) is blocked, "waiting for node ... to unmount it", unless forced or record-only, and an exclusive
+        volume it holds is not attached elsewhere.
+    type: str
+    choices: [all, node, attach_detach]
+    default: all
   table_rows:
     description:
       - With O(output=table) or O(output=summary), at most this many step rows and blocked rows (or node rows),

@@ -329,8 +329,10 @@ class Cluster:
         shutil.rmtree(dest, ignore_errors=True)
         os.makedirs(dest)
         for name in sorted(os.listdir(self.dir)):
-            if name.startswith("run-") or name.endswith((".yaml", ".yml", ".json")):
-                path = os.path.join(self.dir, name)
+            path = os.path.join(self.dir, name)
+            if os.path.isdir(path) and name.startswith("workflow-"):  # scripts/workflow.py's logs, one per stage
+                shutil.copytree(path, os.path.join(dest, name))
+            elif name.startswith(("run-", "workflow-", "killed-")) or name.endswith((".yaml", ".yml", ".json")):
                 if os.path.isfile(path):
                     shutil.copy2(path, dest)
 

@@ -22,6 +22,7 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.plan.plan_text imp
 from ansible_collections.kubevol.volumes.plugins.module_utils.plan.planner import (
     DEFAULT_MAX_TEARDOWN_COUNT, DEFAULT_MAX_TEARDOWN_FRACTION, PlanOptions, TeardownRefused, plan_cluster)
 from ansible_collections.kubevol.volumes.plugins.module_utils.cluster.scope import select_pods
+from ansible_collections.kubevol.volumes.plugins.module_utils.plan.stages import STAGES
 from ansible_collections.kubevol.volumes.plugins.module_utils.stores import CLUSTER_STORE_ARGSPEC, get_store, store_options
 
 # The cluster: data (cluster), else the store's (a file, cluster_state, or the Kubernetes API). Given data wins over
@@ -44,6 +45,7 @@ def argspec():
         max_teardown_count=dict(type="int", default=DEFAULT_MAX_TEARDOWN_COUNT),
         allow_mass_teardown=dict(type="bool", default=False),
         output=dict(type="str", default="full", choices=list(OUTPUTS)),
+        stage=dict(type="str", default="all", choices=list(STAGES)),  # plan/stages.py: a sliced run's side
         table_rows=dict(type="int", default=DEFAULT_TABLE_ROWS),
         # the nodes' driver_options (node_args.LOCK_SPEC): a loop PV naming a pool not in loop.kubevol.io's pools is
         # blocked before any node; loop_pools is its deprecated spelling of those pools
@@ -99,7 +101,7 @@ def _run(params, now, keep_alive):
     known_drivers = known_drivers_of(params["known_drivers"], driver_options["driver_options"])
     options = PlanOptions(params["force_detach"], params["max_wait_for_unmount"], known_drivers, now,
                           params["max_teardown_fraction"], params["max_teardown_count"], params["allow_mass_teardown"],
-                          **driver_options)
+                          stage=params.get("stage") or "all", **driver_options)
     index = ClusterIndex(cluster)
     result = plan_cluster(index, params["node_facts"], options, scope)
     # the controller calls of drivers whose Controller service runs on a host of the inventory

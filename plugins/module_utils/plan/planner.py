@@ -35,6 +35,7 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.plan.rules_setup i
     _multi_attach_error, attach, fs_group_to_apply, mount_devices, mount_pods, publish_inline, read_write_once_pod)
 from ansible_collections.kubevol.volumes.plugins.module_utils.plan.rules_expand import (  # noqa: F401  # pylint: disable=unused-import
     expand_controller, expand_node, expansion_refused)
+from ansible_collections.kubevol.volumes.plugins.module_utils.plan import stages
 
 
 def lean_plan(steps, in_place=False):
@@ -112,6 +113,9 @@ def plan(desired, actual, index, options=None):
         raise InvalidInput(field="max_teardown_count", value=options.max_teardown_count,
                            reason="must be a non-negative number of volumes")
     check_loop_pools(options.loop_pools)
+    if options.stage not in stages.STAGES:
+        raise InvalidInput(field="stage", value=options.stage,
+                           reason="must be one of %s (docs/fleet.md)" % ", ".join(stages.STAGES))
     p = _Plan(desired, actual, index, options)
     for node, reason in sorted(p.no_picture.items()):
         p.block(node, None, None, reason)
@@ -120,6 +124,7 @@ def plan(desired, actual, index, options=None):
     unpublish_inline(p)     # kubelet: inline ephemeral volumes of gone pods; the driver deletes them
     unmount_devices(p)      # kubelet: then the global mounts no pod needs
     detach(p)               # controller: detach before attach so an RWO volume can follow its pod
+    stages.hold_detaches(p)  # stage attach_detach: a detach waits for its node's own unmount (volumesInUse)
     attach(p)               # controller: attach, refusing a second node for RWO/RWOP volumes
     mount_devices(p)        # kubelet: stage the device once per node
     read_write_once_pod(p)  # kubelet: one pod per ReadWriteOncePod volume
@@ -128,6 +133,7 @@ def plan(desired, actual, index, options=None):
     expand_controller(p)    # resizer: grow the backing volume and the PV
     expand_node(p)          # kubelet: then grow the filesystem on the node using it
     refuse_unsafe_steps(p, STEP_KINDS, options.loop_pools, options.driver_options)  # what a node would refuse
+    stages.keep_stage(p, frozenset(actual.node_facts) if actual.node_facts else None)  # one stage's steps
     steps = []
     summary = {}
     for phase in STEP_KINDS:
@@ -138,11 +144,12 @@ def plan(desired, actual, index, options=None):
     blocked = dict(((b["node"], b["volume"], b["pod"], b["reason"]), b) for b in p.blocked)  # each entry once
     summary["blocked"] = len(blocked)
     summary["skipped"] = desired.skipped
-    return {"plan": lean["plan"], "volume_items": lean["volume_items"], "by_node": lean["by_node"],
-            "blocked": [blocked[key] for key in sorted(blocked, key=lambda k: tuple(x or "" for x in k))],
-            "detach_requests": p.detach_requests, "detach_requests_to_clear": p.detach_requests_to_clear,
-            "teardown_guard": teardown_guard(p, steps), "summary": summary, "in_use_repairs": in_use_repairs(p, steps),
-            "nodes_out_of_service": sorted(p.out_of_service)}
+    return stages.stage_records(p, {
+        "plan": lean["plan"], "volume_items": lean["volume_items"], "by_node": lean["by_node"],
+        "blocked": [blocked[key] for key in sorted(blocked, key=lambda k: tuple(x or "" for x in k))],
+        "detach_requests": p.detach_requests, "detach_requests_to_clear": p.detach_requests_to_clear,
+        "teardown_guard": teardown_guard(p, steps), "summary": summary, "in_use_repairs": in_use_repairs(p, steps),
+        "nodes_out_of_service": sorted(p.out_of_service)})
 
 
 def plan_cluster(index, node_facts=None, options=None, scope=None):
