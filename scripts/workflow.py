@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/env python
 # Copyright: kubevol contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Run kubevol's sliced reconcile workflow locally, the way AWX / Ansible Automation Platform runs it (docs/fleet.md).
@@ -177,7 +177,7 @@ class Workflow:
 
 
 def parse(argv):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0],
                                      epilog="Arguments after -- go to every ansible-playbook (e.g. -e "
                                             "kubevol_cluster_state=cluster.yaml).")
     parser.add_argument("-i", "--inventory", required=True, help="the inventory of the Kubernetes nodes")

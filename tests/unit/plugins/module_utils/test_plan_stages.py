@@ -83,7 +83,7 @@ def test_a_pod_move_seen_by_the_attach_detach_stage_alone():
 
 def test_detach_waits_while_volumes_in_use_lists_it():
     """Facts show nothing mounted but node status still lists it in use: the node has not recorded its unmount."""
-    data, _ = moved()
+    data, _uids = moved()
     node_facts = {"node1": facts("node1", devices=["pv-a"]), "node2": facts("node2")}
     result = run(data, node_facts, stage="attach_detach")
     assert steps(result) == []
@@ -95,7 +95,7 @@ def test_detach_waits_while_volumes_in_use_lists_it():
 
 
 def test_detach_and_attach_once_unmounted_and_recorded():
-    data, _ = moved()
+    data, _uids = moved()
     data["items"][0]["status"]["volumesInUse"] = []
     node_facts = {"node1": facts("node1", devices=["pv-a"]), "node2": facts("node2")}
     result = run(data, node_facts, stage="attach_detach")
