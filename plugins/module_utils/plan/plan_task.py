@@ -150,6 +150,8 @@ def _run(params, now, keep_alive, check_mode, local_tmp):
             shape(result, output, rows)
         raise TeardownRefused(dict(shaped, teardown_guard=result["teardown_guard"]))
     if output == "record":
-        handle = plan_record.write(result, record_dir(params, check_mode, local_tmp))
+        # a file per node for the run's hosts only (those with node facts): no other node has a node task
+        hosts = None if params["node_facts"] is None else list(params["node_facts"])
+        handle = plan_record.write(result, record_dir(params, check_mode, local_tmp), nodes=hosts)
         return record_result(result, handle, rows, params.get("table_hint"))
     return shape(result, output, rows)

@@ -80,8 +80,11 @@ def _nodes(plan_result):
     return sorted(node for node in nodes if isinstance(node, str))
 
 
-def write(plan_result, directory, run_id=None, keep=KEEP):
-    """Write ``plan_result`` as run ``run_id``'s record under ``directory`` (created, mode 0700): its handle."""
+def write(plan_result, directory, run_id=None, keep=KEEP, nodes=None):
+    """Write ``plan_result`` as run ``run_id``'s record under ``directory`` (created, mode 0700): its handle.
+
+    ``nodes``: the nodes whose share gets a file of its own (the run's hosts: the planner's node facts); None, every
+    node of the plan. A node outside them has no node task in this run; read_node still answers it, from the plan."""
     run_id = run_id or new_run_id()
     if not RUN_ID.match(run_id):
         raise KubevolError("plan record: run id %r is not of the form 20261125T232600Z-1a2b3c4d" % run_id)
@@ -97,8 +100,12 @@ def write(plan_result, directory, run_id=None, keep=KEEP):
         os.mkdir(os.path.join(temp, "nodes"))
         data = _dumps(plan_result)
         _write(os.path.join(temp, PLAN), data)
-        manifest = {"version": VERSION, "run_id": run_id, "plan": {"file": PLAN, "digest": _digest(data)}, "nodes": {}}
+        manifest = {"version": VERSION, "run_id": run_id, "plan": {"file": PLAN, "digest": _digest(data)}, "nodes": {},
+                    "sharded": None if nodes is None else sorted(node for node in nodes if isinstance(node, str))}
+        wanted = None if nodes is None else frozenset(nodes)
         for node in _nodes(plan_result):
+            if wanted is not None and node not in wanted:
+                continue
             data = _dumps(node_slice(plan_result, node))
             name = _node_file(node)
             _write(os.path.join(temp, name), data)
@@ -176,9 +183,13 @@ def read_plan(handle):
 
 def read_node(handle, node):
     """One node's share of the record's plan (node_slice's shape), read from that node's file only: a node with no
-    step and no volume item has none, and gets an empty share."""
-    entry = manifest(handle)["nodes"].get(node)
+    step and no volume item has none, and gets an empty share; a node the record has no files for (not one of the
+    run's hosts) gets its share cut from the whole plan."""
+    found = manifest(handle)
+    entry = found["nodes"].get(node)
     if entry is None:
+        if found.get("sharded") is not None and node not in found["sharded"]:
+            return node_slice(read_plan(handle), node)  # not one of the run's hosts: cut from the whole plan
         return {"plan": [], "volume_items": {}}
     return _read(os.path.join(handle["path"], entry["file"]), entry["digest"], entry["file"], handle)
 

@@ -135,3 +135,13 @@ def test_an_unwritable_directory_is_a_clear_error(tmp_path):
     blocker.write_text("x")
     with pytest.raises(KubevolError, match="cannot create %s.*kubevol_plan_record_dir" % blocker):
         plan_record.write({"plan": []}, str(blocker / "plans"))
+
+
+def test_only_the_runs_hosts_get_a_file_and_the_others_are_cut_from_the_plan(state):
+    full = plan_task.run(params(state), utc_now())
+    nodes = sorted(full["by_node"])
+    handle = plan_record.write(full, str(state) + ".plans", nodes=nodes[:1] + ["node-not-planned"])
+    assert os.listdir(os.path.join(handle["path"], "nodes")) == ["n-%s.json" % nodes[0]]
+    for node in nodes:
+        assert plan_record.read_node(handle, node) == node_slice(full, node)
+    assert plan_record.read_node(handle, "node-not-planned") == {"plan": [], "volume_items": {}}
