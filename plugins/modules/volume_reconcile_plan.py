@@ -121,7 +121,7 @@ options:
         (C(ansible localhost -m kubevol.volumes.volume_reconcile_plan -a 'cluster_state=cluster.yaml output=table')).
       - V(summary) returns one line per node in RV(table) (steps per action, blocked), plus RV(summary).
       - V(record) writes the whole plan as a record on disk (see O(record_dir)) and returns its handle in RV(record),
-        the counts in RV(counts), the plan as lines in RV(table) (bounded by O(table_rows)) and RV(summary): what the
+        the counts in RV(counts), the plan as lines in RV(table) (bounded by O(table_rows)) and RV(summary), what the
         reconcile role passes between its steps instead of the plan itself. M(kubevol.volumes.reconcile_run), the
         role's node tasks and the P(kubevol.volumes.plan_table#filter) filter read the plan back by that handle.
     type: str
@@ -146,7 +146,7 @@ options:
         under a temporary name and renamed into place; all but the two newest are removed.
       - By default, beside the state file (C(<cluster_state>.plans)) for the file store; in check mode and for the
         Kubernetes API store, C(kubevol-plans) in the controller's local temporary directory (Ansible's, removed
-        when Ansible exits; the system's when run as a module): check mode writes nothing beside the cluster's
+        when Ansible exits; the system's when run as a module), so check mode writes nothing beside the cluster's
         state.
     type: path
     version_added: 0.3.0
