@@ -1,7 +1,8 @@
 # -*- coding: utf-8 -*-
 # Copyright: kubevol contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""volume_reconcile_plan's arguments and its one call: load the cluster, plan, return the result.
+"""volume_reconcile_plan's arguments and its one call: load the cluster, plan, return the result (with
+output=record: write the plan as the run's record, run/plan_record.py, and return its handle instead).
 
 Shared by the action plugin (plugins/action/volume_reconcile_plan.py), which plans inside the
 controller's own process, and the module file, which documents it and runs it as a module.
