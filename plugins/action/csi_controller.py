@@ -20,6 +20,7 @@ from ansible.plugins.action import ActionBase
 from ansible_collections.kubevol.volumes.plugins.module_utils.common import driver_options as driver_opts
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import KubevolError
 from ansible_collections.kubevol.volumes.plugins.module_utils.node.node_args import csi_controller_argspec
+from ansible_collections.kubevol.volumes.plugins.module_utils.run import plan_record
 from ansible_collections.kubevol.volumes.plugins.module_utils.run.controller_outcome import controller_work
 from ansible_collections.kubevol.volumes.plugins.module_utils.run.csi_secrets import with_secrets
 from ansible_collections.kubevol.volumes.plugins.module_utils.run.run_lock_task import kept_renewed
@@ -41,7 +42,7 @@ class ActionModule(ActionBase):
         host = params["controller_host"]
         try:
             options = driver_opts.validate(params["driver_options"])
-            ops = controller_work(params["plan"], host, params["failures"])
+            ops = controller_work(plan_record.plan_of(params["plan"]), host, params["failures"])
             volumes = with_secrets([op["volume"] for op in ops], params["cluster_store"])  # no_log in the module
         except KubevolError as err:  # a Secret a PV names is missing: its reference named, never a value
             result.update(failed=True, msg="kubevol.volumes.csi_controller on %s: %s" % (host, err.msg))

@@ -25,7 +25,7 @@ from ansible.plugins.action import ActionBase
 
 from ansible_collections.kubevol.volumes.plugins.module_utils.common import driver_options, phases
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import KubevolError
-from ansible_collections.kubevol.volumes.plugins.module_utils.run import executor
+from ansible_collections.kubevol.volumes.plugins.module_utils.run import executor, plan_record
 from ansible_collections.kubevol.volumes.plugins.module_utils.run.csi_secrets import with_secrets
 from ansible_collections.kubevol.volumes.plugins.module_utils.run.controller_outcome import with_published
 from ansible_collections.kubevol.volumes.plugins.module_utils.node.node_args import node_phases_argspec
@@ -82,8 +82,12 @@ class ActionModule(ActionBase):
         if params["plan"] is None:
             raise AnsibleActionFail("kubevol.volumes.node_phases: plan is required for the phases %s (only facts "
                                     "runs without one)" % ", ".join(params["phases"]))
-        # a whole plan result is cut here; the role passes the host's slice (filter node_plan) already
-        plan = executor.PlanView(executor.node_slice(params["plan"], node))
+        # a whole plan result is cut here, a record result (output=record) read from this node's file of the record;
+        # the role passes the host's slice (filter node_plan) already
+        try:
+            plan = executor.PlanView(plan_record.node_plan_of(params["plan"], node))
+        except KubevolError as err:
+            raise AnsibleActionFail("kubevol.volumes.node_phases: node %s: %s" % (node, err.msg))
         failures = params["failures"]
         # A long node task renews the run's lock as it goes (run_lock_task.kept_renewed): no second run takes it
         # over as expired while this one still works on the nodes.

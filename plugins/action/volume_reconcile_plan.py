@@ -7,6 +7,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible import constants as C
+
 from ansible_collections.kubevol.volumes.plugins.module_utils.plan.plan_task import (
     REQUIRED_IF, argspec, run)
 from ansible_collections.kubevol.volumes.plugins.module_utils.plan.planner import utc_now
@@ -25,4 +27,6 @@ class ActionModule(InProcessAction):
         return dict(argument_spec=argspec(), required_if=REQUIRED_IF)
 
     def run_task(self, params, check_mode, diff):
-        return run(params, utc_now(), keep_alive=_KEEP_ALIVE)  # it only reads: the same in check mode
+        # it only reads the cluster; output=record writes the plan, in check mode into Ansible's local temporary
+        # directory on the controller (removed when ansible-playbook exits), never beside the cluster's state
+        return run(params, utc_now(), keep_alive=_KEEP_ALIVE, check_mode=check_mode, local_tmp=C.DEFAULT_LOCAL_TMP)

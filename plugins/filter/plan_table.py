@@ -19,7 +19,9 @@ description:
 positional: max_rows, more_hint
 options:
   _input:
-    description: The registered result of M(kubevol.volumes.volume_reconcile_plan).
+    description:
+      - The registered result of M(kubevol.volumes.volume_reconcile_plan). With
+        O(kubevol.volumes.volume_reconcile_plan#module:output=record) the plan is read from its record, by handle.
     type: dict
     required: true
   max_rows:
@@ -52,11 +54,22 @@ _value:
 
 from ansible.errors import AnsibleFilterError
 
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import KubevolError
 from ansible_collections.kubevol.volumes.plugins.module_utils.plan import plan_text
+from ansible_collections.kubevol.volumes.plugins.module_utils.run.plan_record import plan_of
+
+
+def _full(result, name):
+    """A record result (output=record) read back by its handle; a full result as it is."""
+    try:
+        return plan_of(result)
+    except KubevolError as err:
+        raise AnsibleFilterError("%s: %s" % (name, err.msg))
 
 
 def plan_table(result, max_rows=None, more_hint="raise max_rows"):
     """The plan result as text: steps, blocked items (each once, with its action), summary line."""
+    result = _full(result, "plan_table")
     if not isinstance(result, dict) or "plan" not in result:
         raise AnsibleFilterError("plan_table expects the result of kubevol.volumes.volume_reconcile_plan")
     if max_rows is not None and (isinstance(max_rows, bool) or not isinstance(max_rows, int) or max_rows < 0):
@@ -66,6 +79,7 @@ def plan_table(result, max_rows=None, more_hint="raise max_rows"):
 
 def run_summary(result, errors=None, blocked_after_plan=None, check_mode=False, plan_shown=True):
     """What a reconcile run did per node (applied, failed, blocked), with lines to print."""
+    result = _full(result, "run_summary")
     if not isinstance(result, dict) or "plan" not in result:
         raise AnsibleFilterError("run_summary expects the result of kubevol.volumes.volume_reconcile_plan")
     return plan_text.run_summary(result, errors or (), blocked_after_plan or (), bool(check_mode), bool(plan_shown))

@@ -12,7 +12,8 @@ __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
 from ansible_collections.kubevol.volumes.plugins.module_utils.run.outcome import timed_out
-from ansible_collections.kubevol.volumes.plugins.module_utils.run.plan_view import node_slice
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import KubevolError
+from ansible_collections.kubevol.volumes.plugins.module_utils.run.plan_record import node_plan_of
 
 
 def _node_of(hostvars, host):
@@ -44,9 +45,12 @@ def node_facts_map(hostvars, hosts, var_name):
 
 
 def node_plan(plan_result, node):
-    """One node's slice of a volume_reconcile_plan result (plan, items), cut through its by_node index."""
+    """One node's slice of a volume_reconcile_plan result (plan, items), cut through its by_node index; of a record
+    result (output=record, what the role passes), read from the node's own file of the record."""
     try:
-        return node_slice(plan_result, node)
+        return node_plan_of(plan_result, node)
+    except KubevolError as e:
+        raise AnsibleFilterError("kubevol node_plan: node %s: %s" % (node, e.msg))
     except (AttributeError, IndexError, TypeError) as e:
         raise AnsibleFilterError("kubevol node_plan: the input is not a volume_reconcile_plan result: %s" % e)
 

@@ -60,6 +60,8 @@ options:
     description:
       - A M(kubevol.volumes.volume_reconcile_plan) result, or this host's slice of it
         (P(kubevol.volumes.node_plan#filter)); only its C(plan), C(volume_items) and C(by_node) are read.
+      - A result with O(kubevol.volumes.volume_reconcile_plan#module:output=record) is read by its handle, on the
+        controller, and only this node's file of the record.
       - With many hosts pass the slice, so that no host templates the whole plan.
       - Required for every phase but C(facts).
     type: dict

@@ -36,7 +36,9 @@ description:
 options:
   plan:
     description:
-      - The M(kubevol.volumes.volume_reconcile_plan) result of this run, with O(kubevol.volumes.volume_reconcile_plan#module:output=full).
+      - The M(kubevol.volumes.volume_reconcile_plan) result of this run, with O(kubevol.volumes.volume_reconcile_plan#module:output=full),
+        or with O(kubevol.volumes.volume_reconcile_plan#module:output=record) (what the reconcile role passes), and then
+        the plan is read from its record, by the handle in the result, on the controller.
     type: dict
     required: true
   after:

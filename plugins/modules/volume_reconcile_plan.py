@@ -120,8 +120,12 @@ options:
         action they hold back, the teardown guard's count, the C(Plan:) line), plus RV(summary). For an ad-hoc run
         (C(ansible localhost -m kubevol.volumes.volume_reconcile_plan -a 'cluster_state=cluster.yaml output=table')).
       - V(summary) returns one line per node in RV(table) (steps per action, blocked), plus RV(summary).
+      - V(record) writes the whole plan as a record on disk (see O(record_dir)) and returns its handle in RV(record),
+        the counts in RV(counts), the plan as lines in RV(table) (bounded by O(table_rows)) and RV(summary), what the
+        reconcile role passes between its steps instead of the plan itself. M(kubevol.volumes.reconcile_run), the
+        role's node tasks and the P(kubevol.volumes.plan_table#filter) filter read the plan back by that handle.
     type: str
-    choices: [full, table, summary]
+    choices: [full, table, summary, record]
     default: full
   stage:
     description:
@@ -144,6 +148,22 @@ options:
       - V(0) shows them all.
     type: int
     default: 100
+  table_hint:
+    description:
+      - What the line after the last row of RV(table) says about seeing the rows left out (in parentheses).
+    type: str
+    default: output=full returns them all, or raise table_rows
+    version_added: 0.3.0
+  record_dir:
+    description:
+      - With O(output=record), the directory the plan records are written in, one directory per run id, written
+        under a temporary name and renamed into place; all but the two newest are removed.
+      - By default, beside the state file (C(<cluster_state>.plans)) for the file store; in check mode and for the
+        Kubernetes API store, C(kubevol-plans) in the controller's local temporary directory (Ansible's, removed
+        when Ansible exits; the system's when run as a module), so check mode writes nothing beside the cluster's
+        state.
+    type: path
+    version_added: 0.3.0
   driver_options:
     description:
       - The operator's options of each volume plugin and CSI driver, as the node modules' O(driver_options) (the same
@@ -270,8 +290,9 @@ by_node:
   type: dict
   sample: {node1: [0, 1, 2]}
 table:
-  description: The plan (O(output=table)) or the per-node counts (O(output=summary)) as lines to read.
-  returned: when O(output) is V(table) or V(summary)
+  description: The plan (O(output=table) or O(output=record)) or the per-node counts (O(output=summary)) as lines to
+    read.
+  returned: when O(output) is V(table), V(summary) or V(record)
   type: list
   elements: str
   sample:
@@ -279,6 +300,21 @@ table:
     - "+  attach/device  node1  pv-db-data  -    pod(s) shop/db-0 on node node1 use it"
     - ""
     - "Plan: 0 to unmount, 0 to detach, 1 to attach, 0 to mount, 0 to expand; 0 blocked"
+record:
+  description:
+    - "The handle of the plan's record: C({path, run_id, digest}), the record's directory, the run's id and the
+      sha256 of its manifest. A record changed or replaced under the handle is refused when read."
+  returned: when O(output=record)
+  type: dict
+  sample: {path: /srv/kubevol/cluster.yaml.plans/20261125T232600Z-1a2b3c4d, run_id: 20261125T232600Z-1a2b3c4d,
+           digest: 9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08}
+  version_added: 0.3.0
+counts:
+  description: "C({steps, blocked, nodes}): the plan's steps, its blocked items and the nodes with steps."
+  returned: when O(output=record)
+  type: dict
+  sample: {steps: 3, blocked: 0, nodes: 1}
+  version_added: 0.3.0
 blocked:
   description:
     - What cannot be acted on, each once, with node, volume, pod, reason and C(action), the step it holds back
@@ -302,7 +338,7 @@ in_use_repairs:
   elements: dict
 nodes_out_of_service:
   description: Nodes with the C(node.kubernetes.io/out-of-service) taint; their attachments are released at once.
-  returned: when O(output=full)
+  returned: when O(output) is V(full) or V(record)
   type: list
   elements: str
 csi_controllers:
@@ -315,7 +351,7 @@ node_errors:
   description:
     - "C({node, phase: facts, msg}) for each node of O(node_facts) whose state could not be gathered (C(reachable=false)),
       unless it is out of service. The plan blocks what needs such a node; the reconcile role fails the run with these."
-  returned: when O(output=full) and O(node_facts) is given
+  returned: when O(output) is V(full) or V(record) and O(node_facts) is given
   type: list
   elements: dict
   sample: [{node: node3, phase: facts, msg: "Failed to connect to the host via ssh"}]
@@ -362,7 +398,7 @@ _KEEP_ALIVE = []
 def main():
     module = AnsibleModule(argument_spec=argspec(), required_if=REQUIRED_IF, supports_check_mode=True)
     try:
-        module.exit_json(**run(module.params, utc_now(), keep_alive=_KEEP_ALIVE))
+        module.exit_json(**run(module.params, utc_now(), keep_alive=_KEEP_ALIVE, check_mode=module.check_mode))
     except KubevolError as err:
         module.fail_json(msg=err.msg, **err.to_result())
 

@@ -6,6 +6,8 @@ node1 and node3 dies -> --check exits non-zero, each blocked line once with its 
 changes nothing -> --check --limit node2,node3: a warning for node1's steps -> a real run with node3 still
 dead: applied / blocked per node.
 """
+import os
+
 import pytest
 
 TEARDOWN_OR_SETUP = ("Teardown", "Set up")
@@ -32,6 +34,28 @@ def test_converge_reports_each_node_and_its_volumes(kv):
     # node3: attach, global mount, the two logs pod mounts, log-writer's inline spool volume
     assert summary_of(run, "node3")["applied"] == 5 and run.report() == {}
     kv.shared["converged"] = True
+
+
+def test_the_plan_is_a_record_beside_the_state_file_not_a_variable(kv):
+    """Issue 30: the plan task returns the record's handle, counts and table, never the plan; a real run's record is
+    beside the state file (the two newest kept), a check's in Ansible's local temp (gone with the run)."""
+    assert kv.shared.get("converged")
+    plans = kv.state + ".plans"
+    before = sorted(os.listdir(plans))
+    assert before, "the converge run left no plan record in %s" % plans
+    state = kv.state_bytes()
+    check = kv.reconcile(check=True)
+    planned = check.result("Plan the operations")
+    assert "plan" not in planned["_e2e_result_keys"] and "volume_items" not in planned["_e2e_result_keys"], planned
+    assert sorted(planned["record"]) == ["digest", "path", "run_id"] and planned["counts"]["steps"] == 0
+    assert not planned["record"]["path"].startswith(plans) and not os.path.exists(planned["record"]["path"])
+    assert sorted(os.listdir(plans)) == before and kv.state_bytes() == state  # --check wrote nothing beside it
+    runs = [kv.reconcile() for _ in range(2)]
+    records = [run.result("Plan the operations")["record"] for run in runs]
+    assert sorted(os.listdir(plans)) == sorted(r["run_id"] for r in records), os.listdir(plans)
+    # a no-op: no node has a share, so no node file; the plan file holds the (empty) plan
+    assert os.listdir(os.path.join(records[1]["path"], "nodes")) == []
+    assert runs[1].plan() == [] and runs[1].node_module_runs() == {}
 
 
 def test_check_mode_with_an_unreachable_node(kv):

@@ -24,9 +24,10 @@ NODE_SIDE = ("node", "drivers", "csi")
 NODE_MAY_IMPORT = frozenset(("common", "volume", "node", "drivers", "csi"))
 PLAN_MAY_NOT_IMPORT = frozenset(("node", "drivers", "stores", "run"))
 # plan/'s module glue, not planning: plan_task.py runs the volume_reconcile_plan module, which reads the cluster
-# store itself (so the cluster never crosses Ansible's variables)
+# store itself (so the cluster never crosses Ansible's variables) and writes the plan as the run's record
+# (run/plan_record.py: so the plan does not cross them either)
 PLAN_GLUE = {
-    "plan/plan_task.py": frozenset(("stores",)),
+    "plan/plan_task.py": frozenset(("stores", "run")),
 }
 
 MAX_LINES = 420

@@ -1,7 +1,8 @@
 # -*- coding: utf-8 -*-
 # Copyright: kubevol contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""volume_reconcile_plan's arguments and its one call: load the cluster, plan, return the result.
+"""volume_reconcile_plan's arguments and its one call: load the cluster, plan, return the result (with
+output=record: write the plan as the run's record, run/plan_record.py, and return its handle instead).
 
 Shared by the action plugin (plugins/action/volume_reconcile_plan.py), which plans inside the
 controller's own process, and the module file, which documents it and runs it as a module.
@@ -11,6 +12,9 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import os
+import tempfile
+
 from ansible_collections.kubevol.volumes.plugins.module_utils.plan import remote_controller
 from ansible_collections.kubevol.volumes.plugins.module_utils.cluster.objects import (
     ClusterIndex, cluster_from_data, gc_paused, load_cluster_file)
@@ -18,7 +22,9 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.plan.desired_state
     known_drivers_of)
 from ansible_collections.kubevol.volumes.plugins.module_utils.plan.actual_state import facts_errors
 from ansible_collections.kubevol.volumes.plugins.module_utils.common import driver_options as driver_opts
-from ansible_collections.kubevol.volumes.plugins.module_utils.plan.plan_text import OUTPUTS, blocked_once, nodes_outside, shape
+from ansible_collections.kubevol.volumes.plugins.module_utils.plan.plan_text import (
+    MORE_HINT, OUTPUTS, blocked_once, nodes_outside, shape, table_lines)
+from ansible_collections.kubevol.volumes.plugins.module_utils.run import plan_record
 from ansible_collections.kubevol.volumes.plugins.module_utils.plan.planner import (
     DEFAULT_MAX_TEARDOWN_COUNT, DEFAULT_MAX_TEARDOWN_FRACTION, PlanOptions, TeardownRefused, plan_cluster)
 from ansible_collections.kubevol.volumes.plugins.module_utils.cluster.scope import select_pods
@@ -44,9 +50,11 @@ def argspec():
         max_teardown_fraction=dict(type="float", default=DEFAULT_MAX_TEARDOWN_FRACTION),
         max_teardown_count=dict(type="int", default=DEFAULT_MAX_TEARDOWN_COUNT),
         allow_mass_teardown=dict(type="bool", default=False),
-        output=dict(type="str", default="full", choices=list(OUTPUTS)),
+        output=dict(type="str", default="full", choices=list(OUTPUTS) + ["record"]),
         stage=dict(type="str", default="all", choices=list(STAGES)),  # plan/stages.py: a sliced run's side
         table_rows=dict(type="int", default=DEFAULT_TABLE_ROWS),
+        table_hint=dict(type="str", default=MORE_HINT),
+        record_dir=dict(type="path"),
         # the nodes' driver_options (node_args.LOCK_SPEC): a loop PV naming a pool not in loop.kubevol.io's pools is
         # blocked before any node; loop_pools is its deprecated spelling of those pools
         driver_options=dict(type="dict", default={}),
@@ -65,7 +73,32 @@ def plan_driver_options(params):
     return {"loop_pools": tuple(driver_opts.loop_pools(options)), "driver_options": options}
 
 
-def run(params, now, keep_alive=None):
+def record_dir(params, check_mode, local_tmp):
+    """Where output=record writes the plan (run/plan_record.py): ``record_dir`` when given; else, for a file store
+    outside check mode, beside the state file (plan_record.default_dir), where the run's later steps read it; else
+    ``local_tmp``'s kubevol-plans, on the controller: in check mode nothing is written beside the cluster's state
+    (a read-only state directory must not fail a check), and the Kubernetes API store keeps the plan on the
+    controller that runs the role (the API objects of issue 30's sliced runs are not built yet)."""
+    if params.get("record_dir"):
+        return params["record_dir"]
+    if not check_mode and params["cluster"] is None and params["cluster_source"] == "file" and params["cluster_state"]:
+        return plan_record.default_dir(params["cluster_state"])
+    return os.path.join(local_tmp, "kubevol-plans")
+
+
+def record_result(result, handle, rows, hint):
+    """The result of output=record: the record's handle, the counts, what the role prints, never the plan."""
+    shaped = {"changed": False, "record": handle, "summary": result.get("summary"),
+              "counts": {"steps": len(result.get("plan") or ()), "blocked": len(result.get("blocked") or ()),
+                         "nodes": len(result.get("by_node") or ())},
+              "table": table_lines(result, rows, hint or MORE_HINT)}
+    for key in ("node_errors", "warnings", "nodes_out_of_service"):
+        if key in result:
+            shaped[key] = result[key]
+    return shaped
+
+
+def run(params, now, keep_alive=None, check_mode=False, local_tmp=None):
     """Load, plan, and return the module result (changed is always false: this only reads), shaped for
     ``output`` (plan_text.shape). With node facts, steps on nodes that have none (not in the play) are warned about.
 
@@ -75,7 +108,7 @@ def run(params, now, keep_alive=None):
     worker), where freeing them one object at a time is wasted work (over a second at 5,000 nodes); such a process
     also leaves what it built out of the GC's reach when it re-enables it (cluster.gc_paused's freeze)."""
     with gc_paused(freeze=keep_alive is not None):
-        return _run(params, now, keep_alive)
+        return _run(params, now, keep_alive, check_mode, local_tmp or tempfile.gettempdir())
 
 
 def _load(params):
@@ -93,7 +126,7 @@ def _load(params):
     return cluster_from_data(data), data
 
 
-def _run(params, now, keep_alive):
+def _run(params, now, keep_alive, check_mode, local_tmp):
     cluster, data = _load(params)
     selected = select_pods(data, params["scope"], field="scope")
     scope = None if selected is None else frozenset("%s/%s" % key for key in selected)
@@ -119,7 +152,15 @@ def _run(params, now, keep_alive):
             result["warnings"] = warnings
     output = params.get("output") or "full"
     rows = params.get("table_rows")
-    shaped = shape(result, output, None if rows is None or rows <= 0 else rows)
+    rows = None if rows is None or rows <= 0 else rows
     if result["teardown_guard"]["tripped"]:
+        # output=record refuses with the table (bounded), the blocked items and the guard's list, not the plan
+        shaped = dict(shape(result, "table", rows), blocked=result["blocked"]) if output == "record" else \
+            shape(result, output, rows)
         raise TeardownRefused(dict(shaped, teardown_guard=result["teardown_guard"]))
-    return shaped
+    if output == "record":
+        # a file per node for the run's hosts only (those with node facts): no other node has a node task
+        hosts = None if params["node_facts"] is None else list(params["node_facts"])
+        handle = plan_record.write(result, record_dir(params, check_mode, local_tmp), nodes=hosts)
+        return record_result(result, handle, rows, params.get("table_hint"))
+    return shape(result, output, rows)

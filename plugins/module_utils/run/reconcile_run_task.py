@@ -15,7 +15,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.kubevol.volumes.plugins.module_utils.common import phases
-from ansible_collections.kubevol.volumes.plugins.module_utils.run import executor
+from ansible_collections.kubevol.volumes.plugins.module_utils.run import executor, plan_record
 
 from ansible_collections.kubevol.volumes.plugins.module_utils.plan import plan_text
 
@@ -44,7 +44,8 @@ def argspec():
 def _check_input(params):
     plan = params["plan"]
     if "plan" not in plan or "volume_items" not in plan:
-        raise KubevolError("reconcile_run: plan is not a kubevol.volumes.volume_reconcile_plan result (with output=full)")
+        raise KubevolError("reconcile_run: plan is not a kubevol.volumes.volume_reconcile_plan result (with "
+                           "output=full, or output=record: its record is read back by handle)")
     state = params.get("state")
     if params["after"] != "plan" and any(key not in state for key in RUN_KEYS):
         raise KubevolError("reconcile_run: state is not a run state (it needs %s): pass the result this module "
@@ -52,6 +53,8 @@ def _check_input(params):
 
 
 def run(params, check_mode=False, diff=False):
+    # the role passes the plan task's output=record result: the plan is read here, by handle, not templated
+    params = dict(params, plan=plan_record.plan_of(params["plan"]))
     _check_input(params)
     state = None if params["after"] == "plan" else dict((key, params["state"][key]) for key in RUN_KEYS)
     try:

@@ -70,6 +70,14 @@ class CallbackModule(CallbackBase):
         task = _part(result, "task")
         host = _part(result, "host").get_name()
         data = dict(_part(result, "result"))
+        record = data.get("record")
+        if isinstance(record, dict) and "plan" not in data and isinstance(record.get("path"), str):
+            # the plan task's output=record: the tests read the plan it recorded (plan, blocked, desired, ...), read
+            # here while the record is there (in check mode it lives in Ansible's local temp, gone at exit)
+            keys = sorted(data)
+            with open(os.path.join(record["path"], "plan.json")) as stream:
+                data = dict(json.load(stream), **data)
+            data["_e2e_result_keys"] = keys  # what the task itself returned
         entry = self._task_entry(task)
         changed = bool(data.get("changed")) and status == "ok"
         item = {"status": "changed" if changed else status, "result": _jsonable(data)}

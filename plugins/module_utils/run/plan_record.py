@@ -1,0 +1,209 @@
+# -*- coding: utf-8 -*-
+# Copyright: kubevol contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The run's plan as a record on disk, read back by handle: what the reconcile role's later steps read instead of
+an Ansible variable holding the whole plan (issue 30).
+
+A record is one directory per run id, ``<dir>/<run id>/``: ``plan.json`` (the volume_reconcile_plan result, whole),
+``nodes/<node>.json`` (each node's share, run/plan_view.py node_slice: what that host's node task reads, and nothing
+more) and ``manifest.json`` (the run id and each file's sha256). It is built in a temporary directory beside it and
+renamed into place, so a reader sees a whole record or none; the records of older runs are pruned (``keep``).
+The handle, what Ansible's variables carry, is ``{path, run_id, digest}``, the digest being the manifest's: a record
+replaced or changed under the handle is refused, never read as this run's plan.
+
+Where the records live is the caller's choice (plugins/action/volume_reconcile_plan.py): beside the state file for
+the file store, the controller's local temporary directory in check mode and for the Kubernetes API store.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import tempfile
+import time
+import uuid
+
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import KubevolError
+from ansible_collections.kubevol.volumes.plugins.module_utils.run.plan_view import node_slice
+
+try:
+    from urllib.parse import quote
+except ImportError:  # pragma: no cover - Python 2 is not supported, the import keeps sanity's compile test quiet
+    from urllib import quote  # pylint: disable=no-name-in-module
+
+VERSION = 1
+KEEP = 2  # this run's record and the one before it (for a look after the run)
+STALE_TEMP_SECONDS = 3600  # a temporary directory of a writer killed before its rename
+RUN_ID = re.compile(r"^\d{8}T\d{6}Z-[0-9a-f]{8}$")
+HANDLE_KEYS = ("path", "run_id", "digest")
+MANIFEST = "manifest.json"
+PLAN = "plan.json"
+
+
+def new_run_id(now=None):
+    """A run id that sorts by time and is unique: ``20261125T232600Z-1a2b3c4d``."""
+    return "%s-%s" % (time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(now)), uuid.uuid4().hex[:8])
+
+
+def default_dir(state_file):
+    """The records of a file store's runs: a directory beside the state file, ``<state file>.plans``."""
+    return os.path.abspath(state_file) + ".plans"
+
+
+def _dumps(value):
+    return json.dumps(value, separators=(",", ":")).encode("utf-8")
+
+
+def _digest(data):
+    return hashlib.sha256(data).hexdigest()
+
+
+def _write(path, data):
+    with open(path, "wb") as handle:
+        handle.write(data)
+
+
+def _node_file(node):
+    """A node's file name: Kubernetes node names are DNS subdomains, but nothing from a cluster file names a path
+    unquoted (``..``, ``/``)."""
+    return "nodes/n-%s.json" % quote(node, safe="")
+
+
+def _nodes(plan_result):
+    nodes = set((plan_result.get("by_node") or {}).keys()) | set((plan_result.get("volume_items") or {}).keys())
+    nodes.update(step.get("node") for step in plan_result.get("plan") or ())
+    return sorted(node for node in nodes if isinstance(node, str))
+
+
+def write(plan_result, directory, run_id=None, keep=KEEP, nodes=None):
+    """Write ``plan_result`` as run ``run_id``'s record under ``directory`` (created, mode 0700): its handle.
+
+    ``nodes``: the nodes whose share gets a file of its own (the run's hosts: the planner's node facts); None, every
+    node of the plan. A node outside them has no node task in this run; read_node still answers it, from the plan."""
+    run_id = run_id or new_run_id()
+    if not RUN_ID.match(run_id):
+        raise KubevolError("plan record: run id %r is not of the form 20261125T232600Z-1a2b3c4d" % run_id)
+    try:
+        os.makedirs(directory, mode=0o700, exist_ok=True)
+        final = os.path.join(directory, run_id)
+        temp = tempfile.mkdtemp(prefix=".%s." % run_id, dir=directory)
+    except OSError as err:
+        raise KubevolError("plan record: cannot create %s: %s. The run's plan is written there for its later steps: "
+                           "make it writable, or set kubevol_plan_record_dir to a directory on the controller"
+                           % (directory, err))
+    try:
+        os.mkdir(os.path.join(temp, "nodes"))
+        data = _dumps(plan_result)
+        _write(os.path.join(temp, PLAN), data)
+        manifest = {"version": VERSION, "run_id": run_id, "plan": {"file": PLAN, "digest": _digest(data)}, "nodes": {},
+                    "sharded": None if nodes is None else sorted(node for node in nodes if isinstance(node, str))}
+        wanted = None if nodes is None else frozenset(nodes)
+        for node in _nodes(plan_result):
+            if wanted is not None and node not in wanted:
+                continue
+            data = _dumps(node_slice(plan_result, node))
+            name = _node_file(node)
+            _write(os.path.join(temp, name), data)
+            manifest["nodes"][node] = {"file": name, "digest": _digest(data)}
+        data = _dumps(manifest)
+        _write(os.path.join(temp, MANIFEST), data)
+        os.rename(temp, final)
+    except OSError as err:
+        shutil.rmtree(temp, ignore_errors=True)
+        raise KubevolError("plan record: cannot write %s: %s (nothing was changed in the cluster). Free space there, "
+                           "or set kubevol_plan_record_dir to another directory on the controller"
+                           % (os.path.join(directory, run_id), err))
+    prune(directory, keep, run_id)
+    return {"path": final, "run_id": run_id, "digest": _digest(data)}
+
+
+def prune(directory, keep=KEEP, current=None):
+    """Remove all but the ``keep`` newest records (never ``current``) and temporary directories of killed writers.
+    Only what this module names is touched: a run id directory with a manifest, a ``.<run id>.`` temp directory."""
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return
+    records = sorted((name for name in names if RUN_ID.match(name) and name != current
+                      and os.path.isfile(os.path.join(directory, name, MANIFEST))), reverse=True)
+    doomed = records[max(keep - 1, 0):] if current else records[keep:]
+    now = time.time()
+    for name in names:
+        path = os.path.join(directory, name)
+        if name.startswith(".") and RUN_ID.match(name[1:].split(".", 1)[0]):
+            try:
+                if now - os.stat(path).st_mtime > STALE_TEMP_SECONDS:
+                    doomed.append(name)
+            except OSError:
+                continue
+    for name in doomed:
+        shutil.rmtree(os.path.join(directory, name), ignore_errors=True)
+
+
+def is_handle(value):
+    return isinstance(value, dict) and all(isinstance(value.get(key), str) for key in HANDLE_KEYS)
+
+
+def _read(path, digest, what, handle):
+    try:
+        with open(path, "rb") as stream:
+            data = stream.read()
+    except OSError as err:
+        raise KubevolError("plan record of run %s: cannot read %s: %s. The record is written by this run's plan task "
+                           "and kept until two later runs have planned: run the reconcile again"
+                           % (handle.get("run_id"), path, err))
+    if _digest(data) != digest:
+        raise KubevolError("plan record of run %s: %s is not the one this run wrote (its sha256 differs): nothing was "
+                           "done with it. Run the reconcile again" % (handle.get("run_id"), what))
+    return json.loads(data.decode("utf-8"))
+
+
+def manifest(handle):
+    """The record's manifest, checked against the handle's digest."""
+    if not is_handle(handle):
+        raise KubevolError("plan record: %r is not a plan record handle ({path, run_id, digest}, the record of a "
+                           "volume_reconcile_plan result with output=record)" % (handle,))
+    found = _read(os.path.join(handle["path"], MANIFEST), handle["digest"], MANIFEST, handle)
+    if found.get("version") != VERSION or found.get("run_id") != handle["run_id"]:
+        raise KubevolError("plan record %s: written by another version or run (%s, version %s); run the reconcile "
+                           "again" % (handle["path"], found.get("run_id"), found.get("version")))
+    return found
+
+
+def read_plan(handle):
+    """The whole volume_reconcile_plan result of the record."""
+    entry = manifest(handle)["plan"]
+    return _read(os.path.join(handle["path"], entry["file"]), entry["digest"], entry["file"], handle)
+
+
+def read_node(handle, node):
+    """One node's share of the record's plan (node_slice's shape), read from that node's file only: a node with no
+    step and no volume item has none, and gets an empty share; a node the record has no files for (not one of the
+    run's hosts) gets its share cut from the whole plan."""
+    found = manifest(handle)
+    entry = found["nodes"].get(node)
+    if entry is None:
+        if found.get("sharded") is not None and node not in found["sharded"]:
+            return node_slice(read_plan(handle), node)  # not one of the run's hosts: cut from the whole plan
+        return {"plan": [], "volume_items": {}}
+    return _read(os.path.join(handle["path"], entry["file"]), entry["digest"], entry["file"], handle)
+
+
+def plan_of(plan_result):
+    """A volume_reconcile_plan result as the executor takes it: a record result (output=record) read back whole,
+    a full result as it is."""
+    if isinstance(plan_result, dict) and "plan" not in plan_result and is_handle(plan_result.get("record")):
+        return read_plan(plan_result["record"])
+    return plan_result
+
+
+def node_plan_of(plan_result, node):
+    """One node's share of a record result (read from its node file) or of a full result (cut from it)."""
+    if isinstance(plan_result, dict) and "plan" not in plan_result and is_handle(plan_result.get("record")):
+        return read_node(plan_result["record"], node)
+    return node_slice(plan_result, node)

@@ -1,0 +1,147 @@
+# -*- coding: utf-8 -*-
+# Copyright: kubevol contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The plan as a record (issue 30): written by the plan task, read back by handle by reconcile_run, the node tasks
+(node_plan, node_phases) and plan_table; never the plan in the task result."""
+
+import json
+import os
+import shutil
+
+import pytest
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.kubevol.volumes.plugins.filter.plan_table import plan_table
+from ansible_collections.kubevol.volumes.plugins.filter.reconcile import node_plan
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import KubevolError
+from ansible_collections.kubevol.volumes.plugins.module_utils.plan import plan_task
+from ansible_collections.kubevol.volumes.plugins.module_utils.plan.planner import utc_now
+from ansible_collections.kubevol.volumes.plugins.module_utils.run import plan_record, reconcile_run_task
+from ansible_collections.kubevol.volumes.plugins.module_utils.run.plan_view import node_slice
+
+REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", ".."))
+EXAMPLE = os.path.join(REPO, "examples", "cluster.yaml")
+
+
+def params(path, **kw):
+    base = dict((key, spec.get("default")) for key, spec in plan_task.argspec().items())
+    base.update(cluster_source="file", cluster_state=str(path), known_drivers=["loop.kubevol.io"])
+    base.update(kw)
+    return base
+
+
+@pytest.fixture
+def state(tmp_path):
+    path = tmp_path / "state" / "cluster.yaml"
+    path.parent.mkdir()
+    shutil.copy(EXAMPLE, str(path))
+    return path
+
+
+def test_record_result_carries_a_handle_not_the_plan_and_reads_back_whole(state, tmp_path):
+    full = plan_task.run(params(state), utc_now())
+    recorded = plan_task.run(params(state, output="record", table_rows=2, table_hint="more rows: raise it"),
+                             utc_now(), local_tmp=str(tmp_path / "local"))
+    assert "plan" not in recorded and "volume_items" not in recorded and "by_node" not in recorded
+    handle = recorded["record"]
+    # beside the state file, outside check mode
+    assert os.path.dirname(handle["path"]) == str(state) + ".plans" and handle["path"].endswith(handle["run_id"])
+    assert recorded["counts"] == {"steps": len(full["plan"]), "blocked": 0, "nodes": len(full["by_node"])}
+    assert recorded["summary"] == full["summary"]
+    assert recorded["table"][-1] == plan_table(full).splitlines()[-1]
+    assert any("not shown (more rows: raise it)" in line for line in recorded["table"])
+    back = plan_record.read_plan(handle)
+    assert back["plan"] == full["plan"] and back["volume_items"] == full["volume_items"]
+    assert plan_table(recorded) == plan_table(full)  # the public filter reads the record by handle
+    assert len(json.dumps(recorded)) < 4000  # what Ansible's variables carry
+    assert not os.path.exists(str(tmp_path / "local"))
+
+
+def test_each_node_reads_only_its_share(state):
+    full = plan_task.run(params(state), utc_now())
+    recorded = plan_task.run(params(state, output="record"), utc_now())
+    for node in full["by_node"]:
+        assert node_plan(recorded, node) == node_slice(full, node)
+    assert node_plan(recorded, "node-without-work") == {"plan": [], "volume_items": {}}
+    files = sorted(os.listdir(os.path.join(recorded["record"]["path"], "nodes")))
+    assert files == sorted("n-%s.json" % node for node in full["by_node"])
+
+
+def test_check_mode_writes_nothing_beside_the_state(state, tmp_path):
+    recorded = plan_task.run(params(state, output="record"), utc_now(), check_mode=True, local_tmp=str(tmp_path / "tmp"))
+    assert recorded["record"]["path"].startswith(str(tmp_path / "tmp" / "kubevol-plans") + os.sep)
+    assert os.listdir(str(state.parent)) == ["cluster.yaml"]
+    explicit = plan_task.run(params(state, output="record", record_dir=str(tmp_path / "mine")), utc_now(), check_mode=True)
+    assert os.path.dirname(explicit["record"]["path"]) == str(tmp_path / "mine")
+
+
+def test_reconcile_run_reads_the_plan_by_handle_as_it_took_the_plan(state, tmp_path):
+    full = plan_task.run(params(state), utc_now())
+    recorded = plan_task.run(params(state, output="record"), utc_now())
+    run_params = dict((key, spec.get("default")) for key, spec in reconcile_run_task.argspec().items())
+    run_params.update(cluster_state=str(state))
+    by_value = reconcile_run_task.run(dict(run_params, plan=full), check_mode=True)
+    by_handle = reconcile_run_task.run(dict(run_params, plan=recorded), check_mode=True)
+    assert by_handle == by_value and by_handle["summary"]["lines"][0].startswith("Check mode")
+
+
+def test_a_changed_or_foreign_record_is_refused(state):
+    recorded = plan_task.run(params(state, output="record"), utc_now())
+    handle = recorded["record"]
+    with pytest.raises(KubevolError, match="not the one this run wrote"):
+        plan_record.read_plan(dict(handle, digest="0" * 64))
+    node = sorted(plan_record.manifest(handle)["nodes"])[0]
+    with open(os.path.join(handle["path"], "nodes", "n-%s.json" % node), "a") as stream:
+        stream.write(" ")
+    with pytest.raises(AnsibleFilterError, match="node %s: plan record of run %s: nodes/n-%s.json is not the one"
+                       % (node, handle["run_id"], node)):
+        node_plan(recorded, node)
+    with pytest.raises(KubevolError, match="not a plan record handle"):
+        plan_record.read_plan({"path": handle["path"]})
+    shutil.rmtree(handle["path"])
+    with pytest.raises(KubevolError, match="cannot read .*run the reconcile again"):
+        plan_record.read_plan(handle)
+
+
+def test_records_are_pruned_to_the_newest_and_nothing_else_is_touched(tmp_path):
+    directory = str(tmp_path / "plans")
+    os.makedirs(os.path.join(directory, "notes"))
+    os.makedirs(os.path.join(directory, "20200101T000000Z-0000000a"))  # no manifest: not a record of ours
+    stale = os.path.join(directory, ".20200101T000000Z-0000000b.x1")
+    os.makedirs(stale)
+    os.utime(stale, (0, 0))
+    fresh = os.path.join(directory, ".20990101T000000Z-0000000c.x2")  # a writer still at work
+    os.makedirs(fresh)
+    handles = [plan_record.write({"plan": [], "volume_items": {}}, directory,
+                                 "2026112%dT000000Z-0000000%d" % (i, i)) for i in range(1, 5)]
+    assert sorted(os.listdir(directory)) == sorted([
+        "notes", "20200101T000000Z-0000000a", ".20990101T000000Z-0000000c.x2",
+        handles[2]["run_id"], handles[3]["run_id"]])
+    assert plan_record.read_plan(handles[3]) == {"plan": [], "volume_items": {}}
+
+
+def test_node_names_never_leave_the_record(tmp_path):
+    plan = {"plan": [{"node": "../../escape", "action": "mount"}, {"node": "a/b", "action": "mount"}],
+            "volume_items": {}, "by_node": {"../../escape": [0], "a/b": [1]}}
+    handle = plan_record.write(plan, str(tmp_path / "plans"))
+    assert sorted(os.listdir(os.path.join(handle["path"], "nodes"))) == ["n-..%2F..%2Fescape.json", "n-a%2Fb.json"]
+    assert plan_record.read_node(handle, "../../escape")["plan"] == [plan["plan"][0]]
+    assert sorted(os.listdir(str(tmp_path))) == ["plans"]
+
+
+def test_an_unwritable_directory_is_a_clear_error(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    with pytest.raises(KubevolError, match="cannot create %s.*kubevol_plan_record_dir" % blocker):
+        plan_record.write({"plan": []}, str(blocker / "plans"))
+
+
+def test_only_the_runs_hosts_get_a_file_and_the_others_are_cut_from_the_plan(state):
+    full = plan_task.run(params(state), utc_now())
+    nodes = sorted(full["by_node"])
+    handle = plan_record.write(full, str(state) + ".plans", nodes=nodes[:1] + ["node-not-planned"])
+    assert os.listdir(os.path.join(handle["path"], "nodes")) == ["n-%s.json" % nodes[0]]
+    for node in nodes:
+        assert plan_record.read_node(handle, node) == node_slice(full, node)
+    assert plan_record.read_node(handle, "node-not-planned") == {"plan": [], "volume_items": {}}
