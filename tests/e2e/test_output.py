@@ -50,7 +50,7 @@ def test_the_plan_is_a_record_beside_the_state_file_not_a_variable(kv):
     assert sorted(planned["record"]) == ["digest", "path", "run_id"] and planned["counts"]["steps"] == 0
     assert not planned["record"]["path"].startswith(plans) and not os.path.exists(planned["record"]["path"])
     assert sorted(os.listdir(plans)) == before and kv.state_bytes() == state  # --check wrote nothing beside it
-    runs = [kv.reconcile() for _ in range(2)]
+    runs = [kv.reconcile(), kv.reconcile()]
     records = [run.result("Plan the operations")["record"] for run in runs]
     assert sorted(os.listdir(plans)) == sorted(r["run_id"] for r in records), os.listdir(plans)
     # a no-op: no node has a share, so no node file; the plan file holds the (empty) plan
