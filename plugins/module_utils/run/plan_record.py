@@ -7,7 +7,10 @@ an Ansible variable holding the whole plan (issue 30).
 A record is one directory per run id, ``<dir>/<run id>/``: ``plan.json`` (the volume_reconcile_plan result, whole),
 ``nodes/<node>.json`` (each node's share, run/plan_view.py node_slice: what that host's node task reads, and nothing
 more) and ``manifest.json`` (the run id and each file's sha256). It is built in a temporary directory beside it and
-renamed into place, so a reader sees a whole record or none; the records of older runs are pruned (``keep``).
+renamed into place, so a reader sees a whole record or none. A run's last step marks its record finished
+(``finish``); pruning keeps the ``keep`` newest records and every unfinished one younger than UNFINISHED_SECONDS,
+because the runs of a sliced reconcile (docs/fleet.md: node stage slices at once, beside the attach/detach stage)
+write their records into one directory at the same time, and none may lose its plan to another's pruning.
 The handle, what Ansible's variables carry, is ``{path, run_id, digest}``, the digest being the manifest's: a record
 replaced or changed under the handle is refused, never read as this run's plan.
 
@@ -19,6 +22,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import calendar
 import hashlib
 import json
 import os
@@ -39,6 +43,8 @@ except ImportError:  # pragma: no cover - Python 2 is not supported, the import 
 VERSION = 1
 KEEP = 2  # this run's record and the one before it (for a look after the run)
 STALE_TEMP_SECONDS = 3600  # a temporary directory of a writer killed before its rename
+UNFINISHED_SECONDS = 12 * 3600  # a run still going (or killed: its record goes after this), kept from pruning
+FINISHED = "finished"  # an empty file in the record: the run's last step was done
 RUN_ID = re.compile(r"^\d{8}T\d{6}Z-[0-9a-f]{8}$")
 HANDLE_KEYS = ("path", "run_id", "digest")
 MANIFEST = "manifest.json"
@@ -122,17 +128,35 @@ def write(plan_result, directory, run_id=None, keep=KEEP, nodes=None):
     return {"path": final, "run_id": run_id, "digest": _digest(data)}
 
 
-def prune(directory, keep=KEEP, current=None):
-    """Remove all but the ``keep`` newest records (never ``current``) and temporary directories of killed writers.
-    Only what this module names is touched: a run id directory with a manifest, a ``.<run id>.`` temp directory."""
+def _started(run_id):
+    """When run ``run_id`` planned (its id's timestamp), in seconds since the epoch."""
+    return calendar.timegm(time.strptime(run_id.split("-", 1)[0], "%Y%m%dT%H%M%SZ"))
+
+
+def finish(handle):
+    """Mark the record of ``handle`` finished (the run's last step is done): pruning may take it from now on."""
+    if is_handle(handle):
+        try:
+            with open(os.path.join(handle["path"], FINISHED), "w"):
+                pass
+        except OSError:
+            pass  # a record that cannot be marked stays until UNFINISHED_SECONDS: nothing is lost
+
+
+def prune(directory, keep=KEEP, current=None, now=None):
+    """Remove the records beyond the ``keep`` newest (never ``current``) that are finished or older than
+    UNFINISHED_SECONDS (a run that is still going keeps its plan, whatever other runs write meanwhile), and the
+    temporary directories of killed writers. Only what this module names is touched: a run id directory with a
+    manifest, a ``.<run id>.`` temp directory."""
     try:
         names = os.listdir(directory)
     except OSError:
         return
+    now = time.time() if now is None else now
     records = sorted((name for name in names if RUN_ID.match(name) and name != current
                       and os.path.isfile(os.path.join(directory, name, MANIFEST))), reverse=True)
-    doomed = records[max(keep - 1, 0):] if current else records[keep:]
-    now = time.time()
+    doomed = [name for name in (records[max(keep - 1, 0):] if current else records[keep:])
+              if os.path.exists(os.path.join(directory, name, FINISHED)) or now - _started(name) > UNFINISHED_SECONDS]
     for name in names:
         path = os.path.join(directory, name)
         if name.startswith(".") and RUN_ID.match(name[1:].split(".", 1)[0]):

@@ -7,6 +7,7 @@
 import json
 import os
 import shutil
+import time
 
 import pytest
 
@@ -145,3 +146,33 @@ def test_only_the_runs_hosts_get_a_file_and_the_others_are_cut_from_the_plan(sta
     for node in nodes:
         assert plan_record.read_node(handle, node) == node_slice(full, node)
     assert plan_record.read_node(handle, "node-not-planned") == {"plan": [], "volume_items": {}}
+
+
+def test_a_run_still_going_keeps_its_record_whatever_other_runs_write(tmp_path):
+    """Sliced runs write into one directory at once: an unfinished record younger than UNFINISHED_SECONDS is never
+    pruned by another run's write; once finished (the run's last step) it goes like any other old record."""
+    directory = str(tmp_path / "plans")
+    now = time.time()
+    ids = [plan_record.new_run_id(now - 60 + i) for i in range(4)]
+    handles = [plan_record.write({"plan": [], "volume_items": {}}, directory, run_id) for run_id in ids]
+    assert sorted(os.listdir(directory)) == sorted(ids)  # all four runs still going: none pruned
+    for handle in handles[:3]:
+        plan_record.finish(handle)
+    plan_record.prune(directory, current=ids[3], now=now)
+    assert sorted(os.listdir(directory)) == sorted(ids[2:])  # the newest finished one stays beside the current
+    old = plan_record.new_run_id(now - plan_record.UNFINISHED_SECONDS - 10)  # a killed run's record, long ago
+    plan_record.write({"plan": [], "volume_items": {}}, directory, old)
+    newer = plan_record.write({"plan": [], "volume_items": {}}, directory, plan_record.new_run_id(now))
+    plan_record.finish(newer)
+    plan_record.prune(directory, current=ids[3], now=now)
+    assert sorted(os.listdir(directory)) == sorted([ids[3], newer["run_id"]])  # the killed run's record is gone
+
+
+def test_the_runs_last_step_marks_its_record_finished(state, tmp_path):
+    from ansible_collections.kubevol.volumes.plugins.module_utils.run.reconcile_run_task import run as run_step
+    handle = plan_record.write({"plan": [], "volume_items": {}, "blocked": [], "summary": {}, "node_errors": {}},
+                               str(tmp_path / "plans"))
+    assert not os.path.exists(os.path.join(handle["path"], plan_record.FINISHED))
+    out = run_step({"plan": {"record": handle}, "after": "plan", "state": None, "results": None, "plan_shown": True,
+                    "run_lock": None, "cluster_source": "file", "cluster_state": state})
+    assert "summary" in out and os.path.exists(os.path.join(handle["path"], plan_record.FINISHED))
