@@ -158,8 +158,8 @@ options:
     description:
       - With O(output=record), the directory the plan records are written in, one directory per run id, written
         under a temporary name and renamed into place. All but the two newest are removed, except the records of runs
-        still going (not finished by M(kubevol.volumes.reconcile_run), younger than 12 hours): the slices of a sliced
-        run write there at once.
+        still going (not finished by M(kubevol.volumes.reconcile_run), younger than 12 hours), because the slices of a
+        sliced run write there at once.
       - By default, beside the state file (C(<cluster_state>.plans)) for the file store; in check mode and for the
         Kubernetes API store, C(kubevol-plans) in the controller's local temporary directory (Ansible's, removed
         when Ansible exits; the system's when run as a module), so check mode writes nothing beside the cluster's
