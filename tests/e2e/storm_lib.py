@@ -3,9 +3,10 @@
 round, and the invariants checked after every round (no RWO volume attached or mounted on two nodes, no data lost,
 the records match the nodes)."""
 import os
+import time
 
-from e2e_lib import (bound_volume, get, items, node_object, pod_mount_path, running_pod, unique_name,  # noqa: F401
-                     write_list)
+from e2e_lib import (bound_volume, get, items, kill_run, node_object, pod_mount_path, running_pod,  # noqa: F401
+                     unique_name, write_list)
 
 NODES = 6
 RWO = ["rwo-%d" % i for i in range(6)]
@@ -156,3 +157,30 @@ def check_data(kv, storm, state, round_no):
         if pv in RWX and fname in files:
             continue
         files[fname] = kv.write_data(pod["node"], path, fname, size="256K")
+
+
+def seed_pods(storm, kv):
+    """The storm's first pods: each RWO claim on its own node, the RWX claim on two nodes at once (a blank image set
+    up by two nodes together)."""
+    write_list(kv.state, [])
+    for i, pv in enumerate(RWO):
+        storm.new_pod(pv, kv.nodes[i % NODES])
+    for pv in RWX:
+        storm.new_pod(pv, kv.nodes[0])
+        storm.new_pod(pv, kv.nodes[3])
+    storm.write()
+
+
+def kill_once_a_node_task_runs(proc, log):
+    """SIGKILL a run (its process group) once its log shows a node task's title; its return code (-9 if killed)."""
+    deadline = time.time() + 120
+    while time.time() < deadline and proc.poll() is None:
+        with open(log) as handle:
+            text = handle.read()
+        if "Teardown - unmount" in text or "Set up - attach" in text:
+            time.sleep(0.3)
+            break
+        time.sleep(0.05)
+    if proc.poll() is None:
+        kill_run(proc)
+    return proc.returncode

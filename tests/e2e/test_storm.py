@@ -16,29 +16,17 @@ seed replays it. The runs are the single-controller role, round after round; tes
 storm (storm_lib.py) through the sliced workflow's stages.
 """
 import random
-import time
 
 import pytest
 
-from e2e_lib import kill_run
 from storm_lib import (EXTRA, KILL_ROUND, NODES, ROUNDS, RWO, RWX, SEED, Storm, check_data, check_invariants,
-                       write_list)
+                       kill_once_a_node_task_runs, seed_pods)
 
 
 def killed_run(kv):
     """A run SIGKILLed while its node task runs (once its log shows the node task's title)."""
     proc, log = kv.start_reconcile(EXTRA)
-    deadline = time.time() + 120
-    while time.time() < deadline and proc.poll() is None:
-        with open(log) as handle:
-            text = handle.read()
-        if "Set up - attach" in text or "Teardown - unmount" in text:
-            time.sleep(0.3)
-            break
-        time.sleep(0.1)
-    if proc.poll() is None:
-        kill_run(proc)
-    return proc.returncode
+    return kill_once_a_node_task_runs(proc, log)
 
 
 @pytest.fixture(scope="module")
@@ -49,13 +37,7 @@ def kv(make_cluster):
 def test_a_storm_of_pod_moves_keeps_rwo_single_and_data_whole(kv):
     rng = random.Random(SEED)
     storm = Storm(kv, rng)
-    write_list(kv.state, [])
-    for i, pv in enumerate(RWO):
-        storm.new_pod(pv, kv.nodes[i % NODES])
-    for pv in RWX:
-        storm.new_pod(pv, kv.nodes[0])
-        storm.new_pod(pv, kv.nodes[3])
-    storm.write()
+    seed_pods(storm, kv)
     kv.reconcile(EXTRA)
     state = check_invariants(kv, storm, "seed %d, first run" % SEED)
     check_data(kv, storm, state, 0)

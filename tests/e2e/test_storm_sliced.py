@@ -20,8 +20,9 @@ import time
 
 import pytest
 
-from e2e_lib import REPO, kill_run
-from storm_lib import EXTRA, NODES, RWO, RWX, SEED, Storm, check_data, check_invariants, write_list
+from e2e_lib import REPO
+from storm_lib import (EXTRA, NODES, RWO, SEED, Storm, check_data, check_invariants, kill_once_a_node_task_runs,
+                       seed_pods)
 
 WORKFLOW = os.path.join(REPO, "scripts", "workflow.py")
 NODE_STAGE = os.path.join(REPO, "playbooks", "reconcile_node_stage.yml")
@@ -85,17 +86,7 @@ def killed_slice(kv, hosts):
         proc = subprocess.Popen(argv, env=env, stdout=handle, stderr=subprocess.STDOUT, start_new_session=True,
                                 cwd=kv.dir)
     kv.children.append(proc)
-    deadline = time.time() + 120
-    while time.time() < deadline and proc.poll() is None:
-        with open(log) as handle:
-            text = handle.read()
-        if "Teardown - unmount" in text or "Set up - attach" in text:
-            time.sleep(0.3)
-            break
-        time.sleep(0.05)
-    if proc.poll() is None:
-        kill_run(proc)
-    return proc.returncode
+    return kill_once_a_node_task_runs(proc, log)
 
 
 @pytest.fixture(scope="module")
@@ -106,13 +97,7 @@ def kv(make_cluster):
 def test_a_sliced_storm_keeps_rwo_single_and_data_whole_and_converges(kv):
     rng = random.Random(SEED)
     storm = Storm(kv, rng)
-    write_list(kv.state, [])
-    for i, pv in enumerate(RWO):
-        storm.new_pod(pv, kv.nodes[i % NODES])
-    for pv in RWX:
-        storm.new_pod(pv, kv.nodes[0])
-        storm.new_pod(pv, kv.nodes[3])
-    storm.write()
+    seed_pods(storm, kv)
     # from nothing: the first node stage waits for attaches, the A/D stage attaches, the second node stage mounts
     first = finished(workflow(kv, "first"), "seed %d, first round" % SEED)
     assert "3 slice(s)" in first, first
