@@ -267,7 +267,7 @@ class LoopDriver(Records, Holders, DeviceDriver):
         stage = super(LoopDriver, self).node_stage
         if check_mode or item.block or not item.multi_attach:
             return stage(item, staging_path, publish_context, check_mode, ctx, res, mounts, force)
-        with self._holders_locked(self._as_recorded(item, self.read_record(item.volume_handle))):
+        with self._holders_locked(item):  # the pool attach locked it in (the PV names it, as for attach)
             return stage(item, staging_path, publish_context, check_mode, ctx, res, mounts, force)
 
     def expand(self, item, check_mode=False):

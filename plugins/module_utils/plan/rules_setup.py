@@ -40,7 +40,8 @@ def attach(p):
     """Desired attachments not confirmed: reconciler.go attachDesiredVolumes with the multi-attach check."""
     attached = p.actual.attached
     reachable_facts, unreachable_errors = p.reachable_facts, p.unreachable_errors
-    first_setup = {}
+    first_setup = {}  # unique name -> the one node that may set it up this run (None: any)
+    setup_index = []  # (set up somewhere, wanted where), built on the first multi-attach volume
     for pair, nv in p.desired.volumes.items():
         av = attached.get(pair)
         if av is not None and av.detach_requested_at:
@@ -78,7 +79,7 @@ def attach(p):
                 continue
         else:
             if unique not in first_setup:
-                first_setup[unique] = _first_setup_node(p, nv, first_setup)
+                first_setup[unique] = _first_setup_node(p, nv, setup_index)
             first = first_setup[unique]
             if first is not None and first != node:
                 p.not_attached[pair] = (
@@ -94,7 +95,7 @@ def attach(p):
         p.add(_step("attach", "device", node, nv.spec.pv_name, unique, why, p.item_of(nv)))
 
 
-def _first_setup_node(p, nv, memo):
+def _first_setup_node(p, nv, index):
     """The one node that may attach and mount a multi-attach volume in this run, or None when any may: when
     kubevol's own driver formats it (format only if blank) and no node has it mounted or in use, a filesystem may
     not exist yet, and nodes that probe at once could each find it blank and format it (on shared storage the
@@ -102,14 +103,14 @@ def _first_setup_node(p, nv, memo):
     else the first by name; the others follow on the next run, when its mount shows the filesystem exists.
     Kubernetes leaves this to the CSI driver's NodeStageVolume; kubevol's drivers are the ones that format. A
     driver that stages under a storage-side lock (STAGE_LOCKED: the loop driver) needs no such turn.
-    ``memo`` keeps the indexes (built once per plan, on the first multi-attach volume) under the key None."""
+    ``index`` holds, once built (one pass per plan), the volumes set up somewhere and where each is wanted."""
     spec = nv.spec
     if spec.mode != "Filesystem" or p.plugin(spec).NAME != CSI:
         return None
     capabilities = driver_capabilities(spec.driver)
     if capabilities is None or STAGE_LOCKED in capabilities:
         return None  # an external driver formats in its own NodeStageVolume; a locked stage takes turns itself
-    if None not in memo:
+    if not index:
         set_up = set(u for u, _node in p.actual.in_use)  # node status volumesInUse: mounted, so formatted
         for facts in p.reachable_facts.values():
             set_up.update(u for u, gm in facts.global_mounts.items() if gm and gm.get("mounted"))
@@ -117,8 +118,8 @@ def _first_setup_node(p, nv, memo):
         for (u, node), other in p.desired.volumes.items():
             if other.mount_pods and other.spec.multi_attach_allowed and node not in p.unreachable_errors:
                 wanted.setdefault(u, []).append(node)
-        memo[None] = (set_up, wanted)
-    set_up, wanted = memo[None]
+        index.extend((set_up, wanted))
+    set_up, wanted = index
     unique = spec.unique_name
     nodes = wanted.get(unique, ())
     if unique in set_up or len(nodes) < 2:
