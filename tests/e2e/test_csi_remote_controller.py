@@ -12,7 +12,7 @@ import subprocess
 
 import pytest
 
-from e2e_lib import get, items, node_object, write_list
+from e2e_lib import get, items, node_object, taint_out_of_service, write_list
 from test_csi_external import (DRIVER, MUTATING, SECRET, NodePlugin, _loops_backed_under, _output, pod, target,
                                csi_volume)
 
@@ -183,3 +183,38 @@ def test_the_controller_socket_gone_fails_naming_host_and_socket(kv):
     run = kv.reconcile(bad, expect_rc="nonzero")
     assert "driver_options[%s].controller" % DRIVER in run.stdout and "ctl-nowhere" in run.stdout, run.describe()
     assert "Traceback" not in run.stdout and kv.state_bytes() == before and _new(kv, since) == []
+
+
+def test_a_node_shut_down_is_unpublished_by_the_controller_with_the_node_id_its_attachment_kept(kv):
+    """node1 is shut down (its mounts gone, its node plugin stopped, the out-of-service taint) and out of the run
+    (--limit): its attachment is released by ControllerUnpublishVolume on node3 with the CSI node id the
+    VolumeAttachment kept (csi.alpha.kubernetes.io/node-id, as the external-attacher keeps it), before the
+    volume is published to node2; the data follows the pod."""
+    assert kv.shared.get("moved"), "needs the first test's run"
+    kv.reconcile(kv.options)  # the previous test's last state, converged (idempotent when it already is)
+    va = items(kv.cluster(), "VolumeAttachment")
+    assert [v["spec"]["nodeName"] for v in va] == ["node1"], va
+    assert va[0]["metadata"]["annotations"]["csi.alpha.kubernetes.io/node-id"] == "csi-node1", va
+    path = target("p-web3", "pv-rc")
+    checksum = kv.read_sum("node1", path, "data.bin")
+    kv.plugins["node1"].unmount_all()
+    kv.plugins["node1"].stop()
+    data = kv.cluster()
+    taint_out_of_service(data, "node1")
+    data["items"] = [o for o in data["items"] if o["kind"] != "Pod"] + [pod("web", "p-web4", "node2", "apps/rc")]
+    write_list(kv.state, data["items"])
+    since = _counts(kv)
+    limited = kv.options + ["--limit", "node2,node3"]
+    run = kv.reconcile(limited)
+    calls = _new(kv, since)
+    assert [(n, m) for n, m, _r in calls] == [
+        ("ctl", "ControllerUnpublishVolume"), ("ctl", "ControllerPublishVolume"), ("node2", "NodeStageVolume"),
+        ("node2", "NodePublishVolume")], (calls, run.describe())
+    assert calls[0][2]["node_id"] == "csi-node1" and calls[1][2]["node_id"] == "csi-node2", calls
+    assert [v["spec"]["nodeName"] for v in items(kv.cluster(), "VolumeAttachment")] == ["node2"]
+    assert kv.read_sum("node2", target("p-web4", "pv-rc"), "data.bin") == checksum
+    assert SECRET not in _output(run)
+    since = _counts(kv)
+    again = kv.reconcile(limited)
+    assert all(again.changed(h) == 0 for h in ("node2", "node3")) and again.plan() == [], again.describe()
+    assert _new(kv, since) == []

@@ -30,6 +30,9 @@ DEFAULT_KUBELET_DIR = "/var/lib/kubelet"
 MANAGED_ATTACH_DETACH_ANNOTATION = "volumes.kubernetes.io/controller-managed-attach-detach"
 OUT_OF_SERVICE_TAINT = "node.kubernetes.io/out-of-service"
 DETACH_REQUESTED_AT_ANNOTATION = "kubevol.io/detach-requested-at"
+# the CSI node id a VolumeAttachment was published to (external-attacher csi_handler.go prepareVANodeID): read
+# back to unpublish from a node whose CSINode and facts are gone
+CSI_NODE_ID_ANNOTATION = "csi.alpha.kubernetes.io/node-id"
 
 # a pod's securityContext as the API server validates it (the planner and the node modules check both alike)
 FS_GROUP_CHANGE_POLICIES = ("Always", "OnRootMismatch")

@@ -149,7 +149,7 @@ def _run(params, now, keep_alive, check_mode, local_tmp):
         result["node_errors"] = facts_errors(params["node_facts"], result["nodes_out_of_service"])
         warnings = nodes_outside(result, params["node_facts"])
         if warnings:
-            result["warnings"] = warnings
+            result["warnings"] = list(result.get("warnings") or ()) + warnings
     output = params.get("output") or "full"
     rows = params.get("table_rows")
     rows = None if rows is None or rows <= 0 else rows

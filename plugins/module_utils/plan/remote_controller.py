@@ -11,7 +11,9 @@ plans as for any CSI driver (detach on the node that loses the volume, attach on
 controller expansion); this marks those steps with ``controller_host``, and the run carries them out in one
 controller task per controller host, between the nodes' teardown and their setup (run/executor.py run_tasks,
 run/controller_outcome.py). Attach steps carry the node's CSI node id (``csi_node_id``: NodeGetInfo, which the
-node facts report as the kubelet registers it in the CSINode), detach steps too.
+node facts report as the kubelet registers it in the CSINode), detach steps too. A detach whose node has no facts
+(gone, out of service, outside the run: a record-only release) is still unpublished by the controller, with the node id
+its VolumeAttachment kept (the external-attacher's way), and recorded only once the controller call succeeded.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -20,8 +22,14 @@ __metaclass__ = type
 
 from ansible_collections.kubevol.volumes.plugins.module_utils.common import phases
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.csi_controller import remote_controllers
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.names import CSI_NODE_ID_ANNOTATION
 
 CONTROLLER_KINDS = (("detach", "device"), ("attach", "device"), ("expand", "controller"))
+UNKNOWN_NODE_ID = ("PV %s: released from node %s in the cluster's records only, without ControllerUnpublishVolume: "
+                   "nothing names the node's CSI node id for driver %s (the node is gone or out of service and this "
+                   "run has no facts of it, and its VolumeAttachment has no csi.alpha.kubernetes.io/node-id "
+                   "annotation). Unpublish the volume from node %s on the storage system by hand if it is still "
+                   "exported there")
 
 
 def mark(result, driver_options, inventory=None, node_facts=None, va_by_pair=None):
@@ -37,24 +45,44 @@ def mark(result, driver_options, inventory=None, node_facts=None, va_by_pair=Non
     if not remote:
         return result
     result["csi_controllers"] = remote
+    warnings = []
     items = result.get("volume_items") or {}
     for step in result.get("plan") or ():
         kind = phases.step_kind(step)
         item = (items.get(step.get("node")) or {}).get(step.get("unique_volume_name"))
         if kind[0] == "mount" and item is not None and item.get("driver") in remote:
             _from_attachment(result, step, item, va_by_pair)
-        if kind not in CONTROLLER_KINDS or step.get("record_only"):
-            continue  # a record-only release runs nothing anywhere (a node out of service or gone)
+        if kind not in CONTROLLER_KINDS:
+            continue
         if item is None or item.get("driver") not in remote:
             continue
         if kind != ("expand", "controller") and item.get("attach_required") is False:
             continue  # no VolumeAttachment: nothing to publish (csi_plugin.go skipAttach)
+        node_id = None
+        if kind != ("expand", "controller"):
+            node_id = _node_id(step, item, node_facts, va_by_pair)
+            if step.get("record_only") and not node_id:
+                warnings.append(UNKNOWN_NODE_ID % (item.get("pv_name"), step["node"], item["driver"], step["node"]))
+                continue  # released in the records only, as before: nothing can name the node to the controller
         step["controller_host"] = remote[item["driver"]]["host"]
         item["controller_host"] = step["controller_host"]
         if kind != ("expand", "controller"):
-            facts = (node_facts or {}).get(step["node"]) or {}
-            step["csi_node_id"] = (facts.get("csi_node_ids") or {}).get(item["driver"])
+            step["csi_node_id"] = node_id
+    if warnings:
+        result["warnings"] = list(result.get("warnings") or ()) + warnings
     return result
+
+
+def _node_id(step, item, node_facts, va_by_pair):
+    """The CSI node id of the step's node: NodeGetInfo's, from the node's facts (the CSINode the kubelet
+    registered); else, for a detach, the one the volume was published to, kept on its VolumeAttachment
+    (external-attacher csi_handler.go getNodeID: CSINode first, then the VA's csi.alpha.kubernetes.io/node-id)."""
+    facts = (node_facts or {}).get(step["node"]) or {}
+    node_id = (facts.get("csi_node_ids") or {}).get(item["driver"])
+    if node_id or phases.step_kind(step) != ("detach", "device"):
+        return node_id
+    va = (va_by_pair or {}).get((item.get("pv_name"), step["node"]))
+    return dict(va.annotations).get(CSI_NODE_ID_ANNOTATION) if va is not None else None
 
 
 def _from_attachment(result, step, item, va_by_pair):

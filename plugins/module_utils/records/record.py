@@ -32,6 +32,7 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors impo
     MalformedObject,
 )
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.names import (
+    CSI_NODE_ID_ANNOTATION,
     DETACH_REQUESTED_AT_ANNOTATION,
     unique_volume_name,
     volume_attachment_name,
@@ -205,8 +206,12 @@ class RecordApplier(ClaimRecords):
         return volume_attachment_name(record["volume_handle"], record["driver"], record["node"])
 
     @staticmethod
-    def _va_differs(va, wanted_spec, device_path, wanted_metadata=None):
+    def _va_differs(va, wanted_spec, device_path, wanted_metadata=None, node_id=None):
         """Whether recording an attach would change this VolumeAttachment."""
+        annotations = va["metadata"].get("annotations")
+        annotations = annotations if isinstance(annotations, dict) else {}
+        if node_id and annotations.get(CSI_NODE_ID_ANNOTATION) != node_id:
+            return True
         spec = va.get("spec") if isinstance(va.get("spec"), dict) else {}
         if any(spec.get(key) != value for key, value in wanted_spec.items()):
             return True
@@ -219,8 +224,7 @@ class RecordApplier(ClaimRecords):
                 return True
         elif metadata.get("devicePath") != device_path:
             return True
-        annotations = va["metadata"].get("annotations")
-        return isinstance(annotations, dict) and DETACH_REQUESTED_AT_ANNOTATION in annotations
+        return DETACH_REQUESTED_AT_ANNOTATION in annotations
 
     def _delete_va(self, va):
         label = self._touch(va)
@@ -234,8 +238,11 @@ class RecordApplier(ClaimRecords):
         # an external CSI driver's publish_context is the whole attachmentMetadata (external-attacher csiAttach)
         wanted_metadata = record.get("attachment_metadata") if isinstance(record.get("attachment_metadata"),
                                                                           dict) else None
+        # the CSI node id a remote controller published to (run/controller_outcome.py)
+        node_id = record.get("node_id") if isinstance(record.get("node_id"), str) else None
         wanted = attached_volume_attachment(record["driver"], record["volume_handle"], record["node"],
-                                            record["pv_name"], record["device_path"], metadata=wanted_metadata)
+                                            record["pv_name"], record["device_path"], metadata=wanted_metadata,
+                                            node_id=node_id)
         name = wanted["metadata"]["name"]
         device_path = record["device_path"] or ""
         wanted_spec = wanted["spec"]
@@ -246,7 +253,7 @@ class RecordApplier(ClaimRecords):
             self.items.append(va)
             self.vas[name] = va
             objects.append(self._created(va))
-        elif self._va_differs(va, wanted_spec, device_path, wanted_metadata):
+        elif self._va_differs(va, wanted_spec, device_path, wanted_metadata, node_id):
             objects.append(self._touch(va))
             spec = va.get("spec") if isinstance(va.get("spec"), dict) else {}
             spec.update(wanted_spec)
@@ -266,6 +273,10 @@ class RecordApplier(ClaimRecords):
                 del annotations[DETACH_REQUESTED_AT_ANNOTATION]
                 if not annotations:
                     del va["metadata"]["annotations"]
+            if node_id:
+                if not isinstance(va["metadata"].get("annotations"), dict):
+                    va["metadata"]["annotations"] = {}
+                va["metadata"]["annotations"][CSI_NODE_ID_ANNOTATION] = node_id
         uvn = unique_volume_name(record["driver"], record["volume_handle"])
         if self._set_attached(node, uvn, device_path):
             objects.append(_label(node))

@@ -77,8 +77,10 @@ def _records(op, entry, step_capacity):
         return [dict(base, type="detached")]
     if op["op"] == "publish":
         context = entry.get("publish_context") if isinstance(entry.get("publish_context"), dict) else {}
-        return [dict(base, type="attached", device_path=context.get("devicePath") or "",
-                     attachment_metadata=context)]
+        record = dict(base, type="attached", device_path=context.get("devicePath") or "", attachment_metadata=context)
+        if op.get("node_id"):
+            record["node_id"] = op["node_id"]  # the VolumeAttachment's csi.alpha.kubernetes.io/node-id
+        return [record]
     if step_capacity is None:
         return []
     record = {"type": "controller_expanded", "pv_name": item["pv_name"], "capacity": step_capacity[0]}

@@ -63,8 +63,9 @@ def _copy_failures(failures):
 
 
 def _record_only(view, phase, failures):
-    """Records of the steps the controller records without the node (record_only detaches)."""
-    return [record for step in view.steps(phase, None, failures, record_only=True)
+    """Records of the steps the controller records without the node (record_only detaches); one that a remote
+    controller host unpublishes is recorded by the controller task, once its call succeeded (controller_outcome)."""
+    return [record for step in view.steps(phase, None, failures, record_only=True) if not step.get("controller_host")
             for record in _records_for(phase, step["node"], dict(view.item(step), detach=True), {}, [step])]
 
 

@@ -247,3 +247,72 @@ def test_the_node_keeps_the_attachments_metadata_when_it_has_no_record_of_its_ow
     # kept: the node's facts list it as published here, and the next mount reads it without the item's
     assert external_ops._publish_context(ctx, volume_item(item())) == {"devicePath": "/dev/loop7"}
     assert [d.unique_volume_name for d in external_ops.published_volumes(ctx, DRIVER)] == [UNIQUE]
+
+
+# -- a node gone or out of service: unpublished by the controller with the node id its VolumeAttachment kept ----
+def _released_plan():
+    """pv-a leaves n1, which is gone (no facts, no Node): a record-only release, then the attach to n2."""
+    return lean_plan([step("detach", "device", "n1", record_only=True, forced=True),
+                      step("attach", "device", "n2"), step("mount", "device", "n2")])
+
+
+def _va(node, annotations):
+    from ansible_collections.kubevol.volumes.plugins.module_utils.cluster.objects import VolumeAttachment
+    return VolumeAttachment("va", DRIVER, node, "pv-a", True, "/dev/loop7", annotations, ())
+
+
+def test_a_record_only_release_is_unpublished_with_the_node_id_its_volume_attachment_kept():
+    """external-attacher csi_handler.go getNodeID: CSINode first, then the VA's csi.alpha.kubernetes.io/node-id; the
+    release is recorded only once ControllerUnpublishVolume succeeded (the VA stays while the detach fails)."""
+    plan = remote_controller.mark(_released_plan(), OPTIONS, ["n2", "ctl"], {"n2": FACTS["n2"]},
+                                  {("pv-a", "n1"): _va("n1", (("csi.alpha.kubernetes.io/node-id", "id-n1"),))})
+    marks = [(s["action"], s["node"], s.get("controller_host"), s.get("csi_node_id")) for s in plan["plan"]]
+    assert marks[:2] == [("detach", "n1", "ctl", "id-n1"), ("attach", "n2", "ctl", "id-n2")], marks
+    assert not plan.get("warnings")
+    assert [(o["op"], o["node"], o["node_id"]) for o in controller_outcome.controller_work(plan, "ctl")] == [
+        ("unpublish", "n1", "id-n1"), ("publish", "n2", "id-n2")]
+    state, records, upcoming = executor.run_step(plan)
+    assert [u["name"] for u in upcoming] == ["teardown", "controller", "setup"]
+    # the teardown records nothing for it: the controller task does, after its call
+    state, records, upcoming = executor.run_step(plan, state, "teardown", {})
+    assert [r["type"] for r in records if r["type"] == "detached"] == [], records
+    failed = {"changed": False, "operations": [], "failures": [
+        {"op": "unpublish", "node": "n1", "unique_volume_name": UNIQUE, "msg": "backend says no"}]}
+    _state, records, _upcoming = executor.run_step(plan, copy.deepcopy(state), "controller", {"ctl": failed})
+    assert records == [], records  # not released: the next run calls again
+    done = {"changed": True, "failures": [], "operations": [
+        {"op": "unpublish", "node": "n1", "unique_volume_name": UNIQUE, "called": True},
+        {"op": "publish", "node": "n2", "unique_volume_name": UNIQUE, "called": True,
+         "publish_context": {"devicePath": "/dev/loop8"}}]}
+    _state, records, _upcoming = executor.run_step(plan, state, "controller", {"ctl": done})
+    assert [(r["type"], r["node"]) for r in records] == [("detached", "n1"), ("attached", "n2")], records
+    assert records[1]["node_id"] == "id-n2"
+
+
+def test_a_record_only_release_without_any_node_id_is_released_in_the_records_only_with_a_warning():
+    plan = remote_controller.mark(_released_plan(), OPTIONS, ["n2", "ctl"], {"n2": FACTS["n2"]},
+                                  {("pv-a", "n1"): _va("n1", ())})
+    detach = plan["plan"][0]
+    assert detach["action"] == "detach" and not detach.get("controller_host"), detach
+    assert len(plan["warnings"]) == 1 and "without ControllerUnpublishVolume" in plan["warnings"][0]
+    assert "pv-a" in plan["warnings"][0] and "n1" in plan["warnings"][0] and DRIVER in plan["warnings"][0]
+    state, _records, _upcoming = executor.run_step(plan)
+    _state, records, _upcoming = executor.run_step(plan, state, "teardown", {})
+    assert [(r["type"], r["node"]) for r in records if r["type"] == "detached"] == [("detached", "n1")], records
+
+
+def test_the_attachment_a_controller_host_published_keeps_the_node_id_as_the_external_attacher_does():
+    from ansible_collections.kubevol.volumes.plugins.module_utils.records.record import RecordApplier
+
+    data = {"apiVersion": "v1", "kind": "List", "items": [
+        {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n2"}, "status": {}}]}
+    record = {"type": "attached", "node": "n2", "pv_name": "pv-a", "driver": DRIVER, "volume_handle": "vol-a",
+              "device_path": "/dev/loop8", "attachment_metadata": {"devicePath": "/dev/loop8"}, "node_id": "id-n2"}
+    intent = dict(record, type="attach_intent")
+    for records in ([record], [intent, record]):
+        cluster = copy.deepcopy(data)
+        assert RecordApplier(cluster).apply_all(records)
+        va = [o for o in cluster["items"] if o["kind"] == "VolumeAttachment"]
+        assert va[0]["metadata"]["annotations"] == {"csi.alpha.kubernetes.io/node-id": "id-n2"}, va
+        assert va[0]["status"]["attached"] is True
+        assert not RecordApplier(cluster).apply_all([record])  # recorded once: a second run changes nothing
