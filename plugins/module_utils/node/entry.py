@@ -33,6 +33,8 @@ def _volume_info(module):
         facts = node_facts(ctx, fs_sizes=module.params["fs_sizes"])
     except KubevolError as err:
         module.fail_json(msg=err.msg, **err.to_result())
+    for text in ctx.warnings:  # e.g. a node plugin that gave no node id (facts.csi_node_ids)
+        module.warn(text)
     module.exit_json(changed=False, node_facts=facts)
 
 

@@ -261,10 +261,19 @@ def csi_node_ids(ctx):
     """{driver: NodeGetInfo's node id} of each external CSI driver whose Controller service runs on a host of the
     inventory: that host's ControllerPublish/UnpublishVolume name the node by it, as the external-attacher reads it
     from the CSINode the kubelet registered (csi_plugin.go). Read-only. A plugin that does not answer gives None
-    (with a warning): the controller calls needing it then fail, naming the node and the driver."""
+    (with a warning): the controller calls needing it then fail, naming the node and the driver. A node with no
+    socket of the driver at all runs no node plugin of it (its CSINode would list no such driver, as on a host that
+    runs only the controller plugin): None, and nothing to warn about."""
+    from ansible_collections.kubevol.volumes.plugins.module_utils.drivers.external.endpoint import (
+        conventional_socket, registration_socket)
+
     ids = {}
     for name in ctx.driver_names():
         if not ctx.is_external(name) or not (ctx.options_for(name) or {}).get("controller_socket"):
+            continue
+        sockets = (registration_socket(ctx.kubelet_dir, name), conventional_socket(ctx.kubelet_dir, name))
+        if not (ctx.options_for(name) or {}).get("socket") and not any(os.path.lexists(s) for s in sockets):
+            ids[name] = None
             continue
         driver = get_driver(name, driver_options=ctx.driver_options)(ctx.runner, ctx.kubelet_dir, ctx.node_name,
                                                                      ctx.driver_settings(name))

@@ -209,3 +209,21 @@ def test_missing_kubelet_dir_fails(node):
     open(afile, "w").close()
     res = node.module("node_volume_info", kubelet_dir=afile)
     assert res["_rc"] != 0 and "is not a directory" in res["msg"], res
+
+
+def test_a_node_without_the_node_plugin_of_a_remote_controllers_driver_reports_no_id_and_no_warning(node, tmp_path):
+    """A host that runs only the controller plugin (or none) of an external driver: no socket of it at all, so no
+    CSINode entry and nothing to ask; a socket that is there but does not answer still warns."""
+    os.makedirs(node.kubelet_dir, exist_ok=True)
+    driver = "csi.vendor.example"
+    own = {"controller": "ctl", "controller_socket": "/run/vendor/controller.sock"}
+    res = node.module("node_volume_info", driver_options={driver: own})
+    assert res["_rc"] == 0 and res["node_facts"]["csi_node_ids"] == {driver: None}, res
+    assert not res.get("warnings"), res
+    dead = str(tmp_path / "dead.sock")
+    with open(dead, "w"):
+        pass  # a file where the socket should be: nothing listens
+    res = node.module("node_volume_info", driver_options={driver: dict(own, socket=dead)})
+    assert res["_rc"] == 0 and res["node_facts"]["csi_node_ids"] == {driver: None}, res
+    texts = [json.dumps(w) for w in res.get("warnings") or ()]
+    assert any("gave no node id (NodeGetInfo)" in w and driver in w for w in texts), texts
