@@ -16,9 +16,10 @@ what it has mounted and attached (the populator removes a pod's volumes only whe
 the pod is deleted or terminated: findAndRemoveDeletedPods), so its pairs are
 ``kept`` whenever the PV behind the claim can still be found.
 
-Local and hostPath PVs are kubevol's own plugins' (volume/local.py, volume/host_path.py): never attached, refused
-with Kubernetes' words where Kubernetes or the operator's driver_options refuse them (plan/plugin_specs.py), and a
-pod on a node outside a PV's nodeAffinity is blocked as the scheduler would never place it there.
+Local and hostPath PVs are kubevol's own in-tree plugins' (volume/local.py, volume/host_path.py, found through
+the registry): never attached, refused with Kubernetes' words where Kubernetes or the operator's driver_options
+refuse them (each plugin's refusals, asked by plan/plugin_specs.py), and a pod on a node outside a PV's
+nodeAffinity is blocked as the scheduler would never place it there.
 
 Volumes of drivers kubevol has no backend for (other CSI drivers, in-tree
 attachable plugins) are foreign: counted, never planned, never blocked; their own

@@ -23,7 +23,8 @@ HOST_PATH = "kubernetes.io/host-path"
 
 
 def _registered():
-    """The plugins, one import line each, in FindPluginBySpec's order (a PV with two sources: the first wins)."""
+    """The plugins, one import line each, in FindPluginBySpec's order (a PV with two sources: the first wins).
+    Nothing else is bound in this function: what it returns is every name it binds."""
     # pylint: disable=unused-import,import-outside-toplevel
     from ansible_collections.kubevol.volumes.plugins.module_utils.volume.csi import CSIPlugin  # noqa: F401
     from ansible_collections.kubevol.volumes.plugins.module_utils.volume.local import LocalVolumePlugin  # noqa: F401

@@ -23,6 +23,7 @@ import os
 import stat
 from collections import namedtuple
 
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.fields import optional_str, require_str
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import KubevolError
 from ansible_collections.kubevol.volumes.plugins.module_utils.volume.base import (
     DEFAULT_FS_TYPE, NODE, VolumePlugin, path_refusal)
@@ -91,7 +92,6 @@ class HostPathPlugin(VolumePlugin):
     # -- the PV and the plan -----------------------------------------------------------------------------------
     @classmethod
     def parse_source(cls, raw):
-        from ansible_collections.kubevol.volumes.plugins.module_utils.common.fields import optional_str, require_str
         if not isinstance(raw, dict):
             raise TypeError("spec.hostPath must be a mapping")
         return HostPathSource(require_str(raw.get("path"), "path"), optional_str(raw.get("type"), "type") or "")

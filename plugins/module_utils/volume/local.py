@@ -28,6 +28,7 @@ import os
 import stat
 from collections import namedtuple
 
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.fields import optional_str, require_str
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import (
     FilesystemMismatch, KubevolError, UnsafeToFormat)
 from ansible_collections.kubevol.volumes.plugins.module_utils.volume.base import (
@@ -72,7 +73,6 @@ class LocalVolumePlugin(VolumePlugin):
     # -- the PV and the plan -----------------------------------------------------------------------------------
     @classmethod
     def parse_source(cls, raw):
-        from ansible_collections.kubevol.volumes.plugins.module_utils.common.fields import optional_str, require_str
         if not isinstance(raw, dict):
             raise TypeError("spec.local must be a mapping")
         return LocalSource(require_str(raw.get("path"), "path"), optional_str(raw.get("fsType"), "fsType") or "")
