@@ -128,3 +128,12 @@ def test_the_node_serves_its_items_through_its_methods(toy):
     assert toy.calls == [("setup", "pv-n", "kubernetes.io/nfs/pv-n"), ("teardown", "pv-n", True)]
     assert plugin_ops.expand_node(None, item)["skipped"] == "nfs volumes are not expandable"
     assert driver_options.validate({NFS: {}}) == {NFS: {}}  # its driver_options entry: its class's OPTIONS
+
+
+def test_a_node_refuses_a_plugin_the_registry_does_not_have():
+    """The node modules' item check is the registry's (no choices list elsewhere): without its line, an item of the
+    toy plugin fails before anything runs, naming the plugins the node has."""
+    from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import InvalidInput
+    with pytest.raises(InvalidInput) as err:
+        volume_item({"pv_name": "pv-n", "plugin": NFS})
+    assert "kubernetes.io/csi, kubernetes.io/local-volume, kubernetes.io/host-path" in err.value.msg
