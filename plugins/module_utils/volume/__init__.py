@@ -16,10 +16,7 @@ __metaclass__ = type
 
 from ansible_collections.kubevol.volumes.plugins.module_utils.volume.base import field
 
-# the names code that means one of these plugins refers to (a new plugin needs none)
-CSI = "kubernetes.io/csi"
-LOCAL = "kubernetes.io/local-volume"
-HOST_PATH = "kubernetes.io/host-path"
+CSI = "kubernetes.io/csi"  # the items' default plugin, whose drivers (drivers/) serve what the in-tree plugins do not
 
 
 def _registered():
