@@ -134,13 +134,13 @@ options:
         description:
           - The volume plugin that serves the volume, as the kubelet's C(FindPluginBySpec) finds it;
             C(kubernetes.io/csi) (PV C(spec.csi)), C(kubernetes.io/local-volume) (PV C(spec.local)) or
-            C(kubernetes.io/host-path) (PV C(spec.hostPath)).
+            C(kubernetes.io/host-path) (PV C(spec.hostPath)); any other name fails the task before anything runs,
+            naming the plugins the node has.
           - Local and hostPath volumes are never attached. A local directory is bind-mounted into each pod; a local
             block device is formatted only if blank, mounted at C(plugins/kubernetes.io/local-volume/mounts/<pv>) and
             bind-mounted into each pod. A hostPath volume mounts nothing; its O(volumes[].host_path_type) is checked.
         type: str
         default: kubernetes.io/csi
-        choices: [kubernetes.io/csi, kubernetes.io/local-volume, kubernetes.io/host-path]
       path:
         description:
           - Local and hostPath only, C(spec.local.path) or C(spec.hostPath.path). Absolute and normalized; the node

@@ -88,11 +88,33 @@ def test_planning_imports_no_node_driver_store_or_run_code():
     assert bad == {}, "planning code imports %s" % bad
 
 
+def top_level_imports(path):
+    """The module_utils subpackages a file imports at its top (not inside a function or class)."""
+    with open(path) as handle:
+        tree = ast.parse(handle.read(), path)
+    found = set()
+    for node in tree.body:
+        modules = []
+        if isinstance(node, ast.ImportFrom) and node.module:
+            modules.append(node.module)
+            if node.module == PREFIX.rstrip("."):
+                modules.extend(PREFIX + alias.name for alias in node.names)
+        elif isinstance(node, ast.Import):
+            modules.extend(alias.name for alias in node.names)
+        found.update(m[len(PREFIX):].split(".")[0] for m in modules if m.startswith(PREFIX))
+    return found
+
+
 def test_volume_plugins_are_shared_code():
-    """volume/ is imported by node and planning code alike: it imports only common/, itself and (the CSI plugin,
-    to ask kubevol's drivers what they can do) the drivers' registry."""
+    """volume/ is imported by node and planning code alike: at its top it imports only common/ and itself; inside
+    functions also the drivers' registry (the CSI plugin asks kubevol's drivers what they can do) and node code (an
+    in-tree plugin's node methods: volume/local.py, volume/host_path.py), never planning, store or run code."""
     for path in python_files(os.path.join(MODULE_UTILS, "volume")):
-        assert module_utils_imports(path) <= {"common", "volume", "drivers"}, relative(path)
+        assert top_level_imports(path) <= {"common", "volume"}, relative(path)
+        assert module_utils_imports(path) <= {"common", "volume", "drivers", "node"}, relative(path)
+    # the reader sees what it must: the local plugin's node methods import node code, lazily
+    local = os.path.join(MODULE_UTILS, "volume", "local.py")
+    assert "node" in module_utils_imports(local) and "node" not in top_level_imports(local)
 
 
 def test_planning_a_driver_volume_imports_no_node_code():
@@ -114,6 +136,34 @@ def test_planning_a_driver_volume_imports_no_node_code():
     assert out.returncode == 0, out.stderr
     loaded = set(m[len(PREFIX):].split(".")[0] for m in eval(out.stdout))  # noqa: S307 - our own list's repr
     assert "drivers" in loaded and not loaded & {"node", "csi", "stores", "run"}, sorted(loaded)
+
+
+def test_planning_a_local_and_a_host_path_volume_imports_no_node_code():
+    """An in-tree plugin is one file (volume/local.py, volume/host_path.py) with its node operations in it: they
+    import node code inside the methods that run it, so planning a local and a hostPath volume (their PVs parsed,
+    refused or turned into items by the plugin classes) imports no node/ module. In a fresh interpreter."""
+    import subprocess
+    import sys
+    tests = os.path.dirname(os.path.abspath(__file__))
+    code = (
+        "import sys, datetime\n"
+        "sys.path.insert(0, %r)\n"
+        "from test_planner_plugins import local_cluster, host_cluster, run, steps, pod, HP_OPTIONS\n"
+        "a = run(local_cluster(pod('ns/p', 'node1', ['a'])))\n"
+        "b = run(host_cluster(pod('ns/p', 'node1', ['a'])), driver_options=HP_OPTIONS)\n"
+        "assert steps(a) == [('mount', 'pod', 'node1', 'pv-l', 'ns/p')], steps(a)\n"
+        "assert steps(b) == [('mount', 'pod', 'node1', 'pv-h', 'ns/p')], steps(b)\n"
+        "assert a['volume_items']['node1']['kubernetes.io/local-volume/pv-l']['plugin'] == 'kubernetes.io/local-volume'\n"
+        "print(sorted(m for m in sys.modules if m.startswith(%r)))\n"
+        % (os.path.join(tests, "plugins", "module_utils"), PREFIX))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+    out = subprocess.run([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         universal_newlines=True, env=env, check=False, timeout=60)
+    assert out.returncode == 0, out.stderr
+    loaded = set(m[len(PREFIX):] for m in eval(out.stdout))  # noqa: S307 - our own list's repr
+    assert {"volume.local", "volume.host_path", "plan.planner"} <= loaded, sorted(loaded)
+    packages = set(m.split(".")[0] for m in loaded)
+    assert not packages & {"node", "csi", "stores", "run"}, sorted(loaded)
 
 
 def test_the_import_reader_sees_what_it_must():

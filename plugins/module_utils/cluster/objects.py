@@ -25,10 +25,10 @@ from contextlib import contextmanager
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import (
     InvalidInput, MalformedObject, QuantityError)
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.names import MANAGED_ATTACH_DETACH_ANNOTATION
-from ansible_collections.kubevol.volumes.plugins.module_utils.cluster.fields import optional_str, pairs, require_str, strings
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.fields import optional_str, pairs, require_str, strings
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.quantity import to_bytes
 from ansible_collections.kubevol.volumes.plugins.module_utils.cluster.pv import (  # noqa: F401  # pylint: disable=unused-import
-    ClaimRef, CSISource, HostPathSource, LocalSource, PersistentVolume, build_pv, node_matches, pv_unique_name)
+    ClaimRef, CSISource, PersistentVolume, build_pv, node_matches, pv_unique_name)
 from ansible_collections.kubevol.volumes.plugins.module_utils.cluster.index import ClusterIndex  # noqa: F401  # pylint: disable=unused-import
 
 Taint = namedtuple("Taint", "key value effect")

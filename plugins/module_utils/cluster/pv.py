@@ -1,7 +1,8 @@
 # -*- coding: utf-8 -*-
 # Copyright: kubevol contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""PersistentVolumes of the cluster model: their sources (csi, local, hostPath) and their nodeAffinity.
+"""PersistentVolumes of the cluster model: their sources (csi; an in-tree plugin's, parsed by the plugin found
+through the registry: local, hostPath) and their nodeAffinity.
 
 Split from objects.py: the PV builder and the node-affinity rules. A malformed field raises (objects.py turns it into
 MalformedObject naming the PV and the field). nodeAffinity is validated as the API server validates it
@@ -15,11 +16,10 @@ __metaclass__ = type
 
 from collections import namedtuple
 
-from ansible_collections.kubevol.volumes.plugins.module_utils.cluster.fields import optional_str, pairs, require_str, strings
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.fields import optional_str, pairs, require_str, strings
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.quantity import to_bytes
+from ansible_collections.kubevol.volumes.plugins.module_utils.volume import find_plugin_by_spec, in_tree_plugins
 from ansible_collections.kubevol.volumes.plugins.module_utils.volume.csi import CSIPlugin
-from ansible_collections.kubevol.volumes.plugins.module_utils.volume.host_path import HostPathPlugin
-from ansible_collections.kubevol.volumes.plugins.module_utils.volume.local import LocalVolumePlugin
 
 _EMPTY = {}
 
@@ -46,17 +46,15 @@ def _secret_refs(csi):
     return tuple(refs)
 
 
-LocalSource = namedtuple("LocalSource", "path fs_type")
-LocalSource.__doc__ = """spec.local: path as written; fs_type: spec.local.fsType or "" (used for a block device)."""
-HostPathSource = namedtuple("HostPathSource", "path type")
-HostPathSource.__doc__ = """spec.hostPath: path as written; type: spec.hostPath.type or "" (no check)."""
 Requirement = namedtuple("Requirement", "key operator values")
 SelectorTerm = namedtuple("SelectorTerm", "match_expressions match_fields")
 PersistentVolume = namedtuple("PersistentVolume", "name capacity_bytes access_modes volume_mode mount_options "
-                                                  "claim_ref csi source_kind local host_path node_affinity")
+                                                  "claim_ref csi source_kind source node_affinity")
 PersistentVolume.__new__.__defaults__ = (None, None, None)
-PersistentVolume.__doc__ = """source_kind: csi, local, hostPath or the first other source key; node_affinity: a
-tuple of SelectorTerm (spec.nodeAffinity.required.nodeSelectorTerms), or None when the PV has no nodeAffinity."""
+PersistentVolume.__doc__ = """source_kind: csi, the spec key of an in-tree plugin kubevol serves (local, hostPath)
+or the first other source key; source: that in-tree plugin's source as its parse_source made it (volume/local.py
+LocalSource, volume/host_path.py HostPathSource), else None; node_affinity: a tuple of SelectorTerm
+(spec.nodeAffinity.required.nodeSelectorTerms), or None when the PV has no nodeAffinity."""
 
 PV_NOT_SOURCE_KEYS = frozenset(("capacity", "accessModes", "volumeMode", "mountOptions", "claimRef",
                                 "persistentVolumeReclaimPolicy", "storageClassName", "nodeAffinity",
@@ -173,11 +171,8 @@ def pv_unique_name(pv):
     """GetUniqueVolumeNameFromSpec of a PV kubevol's plugins serve (volume/), or None."""
     if pv.csi is not None:
         return CSIPlugin.unique_name(pv.csi)
-    if pv.local is not None:
-        return LocalVolumePlugin.unique_name({"pv_name": pv.name})
-    if pv.host_path is not None:
-        return HostPathPlugin.unique_name({"pv_name": pv.name})
-    return None
+    plugin = find_plugin_by_spec(pv)
+    return plugin.unique_name({"pv_name": pv.name}) if plugin is not None else None
 
 
 def build_pv(obj):
@@ -192,7 +187,7 @@ def build_pv(obj):
     ref = spec.get("claimRef")
     claim_ref = ClaimRef(optional_str(ref.get("namespace"), "namespace"), optional_str(ref.get("name"), "name"),
                          ref.get("uid")) if ref else None
-    local = host_path = None
+    source = None
     where = "spec.csi"
     csi = spec.get("csi")
     if csi is not None:
@@ -200,22 +195,14 @@ def build_pv(obj):
                         optional_str(csi.get("fsType"), "fsType") or "", bool(csi.get("readOnly")),
                         pairs(csi.get("volumeAttributes"), "volumeAttributes"), _secret_refs(csi))
         source_kind = "csi"
-    elif spec.get("local") is not None:
-        where = "spec.local"
-        raw = spec["local"]
-        if not isinstance(raw, dict):
-            raise TypeError("spec.local must be a mapping")
-        local = LocalSource(require_str(raw.get("path"), "path"), optional_str(raw.get("fsType"), "fsType") or "")
-        source_kind = "local"
-    elif spec.get("hostPath") is not None:
-        where = "spec.hostPath"
-        raw = spec["hostPath"]
-        if not isinstance(raw, dict):
-            raise TypeError("spec.hostPath must be a mapping")
-        host_path = HostPathSource(require_str(raw.get("path"), "path"), optional_str(raw.get("type"), "type") or "")
-        source_kind = "hostPath"
     else:
-        source_kind = next((k for k in spec if k not in PV_NOT_SOURCE_KEYS), "unknown")
+        # plugins.go FindPluginBySpec: the first in-tree plugin whose spec key the PV has parses its source
+        plugin = next((cls for cls in in_tree_plugins() if spec.get(cls.SPEC_KEY) is not None), None)
+        if plugin is not None:
+            where = "spec." + plugin.SPEC_KEY
+            source_kind, source = plugin.SPEC_KEY, plugin.parse_source(spec[plugin.SPEC_KEY])
+        else:
+            source_kind = next((k for k in spec if k not in PV_NOT_SOURCE_KEYS), "unknown")
     where = "spec.nodeAffinity"
     affinity = node_affinity(spec.get("nodeAffinity"))
     where = "spec.accessModes"
@@ -223,4 +210,4 @@ def build_pv(obj):
     where = "spec.mountOptions"
     options = strings(spec.get("mountOptions"), "mountOptions")
     return PersistentVolume(name, capacity, modes, spec.get("volumeMode") or "Filesystem", options, claim_ref, csi,
-                            source_kind, local, host_path, affinity)
+                            source_kind, source, affinity)

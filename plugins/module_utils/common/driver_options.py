@@ -6,10 +6,11 @@
 ``{plugin or driver name: {option: value}}``: the module option ``driver_options`` (volume_reconcile_plan and
 every node module), the reconcile role's ``kubevol_driver_options``. What a node may touch is the node's
 operator's word, never a PV's: the loop driver's pools, the directories local and hostPath PVs may name. Each
-name's defaults (DEFAULTS) are merged per name, so an operator who sets one option keeps the others' defaults.
+name's defaults (DEFAULTS, a plugin's DEFAULT_OPTIONS) are merged per name, so an operator who sets one option keeps the others' defaults.
 
 A driver declares its options spec as its class attribute ``OPTIONS`` (drivers/: read through the registry when
-it exposes one); the two in-tree plugins' specs are PLUGIN_OPTIONS below. A spec maps each option to a check:
+it exposes one); a volume plugin declares its ``OPTIONS`` and ``DEFAULT_OPTIONS`` as class data too (volume/: read
+through the plugin registry: local's and hostPath's allowed directories). A spec maps each option to a check:
 ``"paths"`` (a list of absolute paths) or ``"normalized_paths"`` (absolute and normalized: no ``..``, no ``//``,
 no trailing ``/``: a plan-time string check against them must mean what the node's realpath check means).
 """
@@ -26,23 +27,11 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.common import csi_
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import InvalidInput
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.names import DEFAULT_LOOP_POOL, LOOP_DRIVER
 
-from ansible_collections.kubevol.volumes.plugins.module_utils.volume import (  # the plugins' names
-    CSI as CSI_PLUGIN, HOST_PATH as HOST_PATH_PLUGIN, LOCAL as LOCAL_PLUGIN)
-PLUGINS = (CSI_PLUGIN, LOCAL_PLUGIN, HOST_PATH_PLUGIN)
+from ansible_collections.kubevol.volumes.plugins.module_utils import volume as volume_plugins
 
-# The one place each default is written. local-volume: local-static-provisioner's default discovery directory;
-# host-path: nothing until the operator says so (a hostPath PV can name any path of the node).
+# The one place each driver's default is written (a volume plugin's: its class's DEFAULT_OPTIONS, volume/)
 DEFAULTS = {
     LOOP_DRIVER: {"pools": [DEFAULT_LOOP_POOL]},
-    LOCAL_PLUGIN: {"paths": ["/mnt/disks"]},
-    HOST_PATH_PLUGIN: {"paths": []},
-}
-
-# the in-tree plugins' options specs (until volume/ plugins declare their own OPTIONS)
-PLUGIN_OPTIONS = {
-    CSI_PLUGIN: {},
-    LOCAL_PLUGIN: {"paths": "normalized_paths"},
-    HOST_PATH_PLUGIN: {"paths": "normalized_paths"},
 }
 # a driver class without OPTIONS yet: its spec here (drivers/loop.py LoopDriver: pools)
 FALLBACK_DRIVER_OPTIONS = {LOOP_DRIVER: {"pools": "paths"}}
@@ -83,9 +72,17 @@ def _drivers():
 
 def specs():
     """{plugin or driver name: options spec}: every name ``driver_options`` may use."""
-    known = dict(PLUGIN_OPTIONS)
+    known = dict((name, dict(cls.OPTIONS)) for name, cls in volume_plugins.registry().items())
     known.update(_drivers())
     return known
+
+
+def defaults():
+    """{plugin or driver name: its default options}: the drivers' DEFAULTS and each volume plugin's DEFAULT_OPTIONS."""
+    found = dict((name, copy.deepcopy(cls.DEFAULT_OPTIONS)) for name, cls in volume_plugins.registry().items()
+                 if cls.DEFAULT_OPTIONS)
+    found.update(copy.deepcopy(DEFAULTS))
+    return found
 
 
 def external_spec():
@@ -100,7 +97,7 @@ def external_drivers(driver_options, builtin=()):
     """The CSI drivers ``driver_options`` configures as external (an entry with ``socket`` or ``controller``,
     other than the plugins' and ``builtin`` names): as drivers/external/driver.py configured_drivers, without
     importing driver code (the planner's known drivers)."""
-    skip = set(PLUGINS) | set(builtin)
+    skip = set(volume_plugins.names()) | set(builtin)
     return sorted(name for name, own in (driver_options or {}).items()
                   if isinstance(name, str) and name not in skip and isinstance(own, dict)
                   and any(key in own for key in EXTERNAL_KEYS))
@@ -211,8 +208,14 @@ def validate(driver_options):
 
 
 def options_for(driver_options, name):
-    """The options of plugin or driver ``name``: its DEFAULTS, overridden per option by ``driver_options``."""
-    merged = copy.deepcopy(DEFAULTS.get(name, {}))
+    """The options of plugin or driver ``name``: its defaults (DEFAULTS, a plugin's DEFAULT_OPTIONS), overridden per
+    option by ``driver_options``."""
+    if name in DEFAULTS:
+        own = DEFAULTS[name]
+    else:
+        plugin = volume_plugins.registry().get(name)
+        own = plugin.DEFAULT_OPTIONS if plugin is not None else {}
+    merged = copy.deepcopy(own)
     merged.update(copy.deepcopy((driver_options or {}).get(name) or {}))
     return merged
 

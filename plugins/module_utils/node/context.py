@@ -113,7 +113,7 @@ class NodeContext:
 
     def has_backend(self, item):
         """False for a volume of a driver kubevol has no backend for on this node."""
-        return not item.csi or self.knows(item.driver)  # local and hostPath are served by node/plugin_ops.py
+        return not item.csi or self.knows(item.driver)  # local, hostPath: node/plugin_ops.py serves them
 
     def no_backend(self, item):
         """The error of a volume this node cannot serve: it fails that volume, named with its driver and what the node

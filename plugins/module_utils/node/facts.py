@@ -236,7 +236,7 @@ def node_facts(ctx, fs_sizes=True):
     check_kubelet_dir(ctx)
     mounts = mount.list_mounts(ctx.runner)
     devs = devices(ctx)
-    # the local and hostPath plugins' entries beside CSI's (node/plugin_facts.py)
+    # the in-tree plugins' entries (local, hostPath) beside CSI's (node/plugin_facts.py)
     pods = sorted(pod_mounts(ctx, mounts, devs) + plugin_facts.pod_mounts(ctx, mounts), key=lambda m: m["path"])
     return {
         "node_name": ctx.node_name,

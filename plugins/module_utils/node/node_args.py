@@ -28,8 +28,9 @@ VOLUME_SPEC = dict(
     # CSI items: required (node/volume.py volume_item checks each plugin's fields); null for local and hostPath
     driver=dict(type="str"),
     volume_handle=dict(type="str"),
-    plugin=dict(type="str", default="kubernetes.io/csi",
-                choices=["kubernetes.io/csi", "kubernetes.io/local-volume", "kubernetes.io/host-path"]),
+    # no choices: the plugin registry's names (volume/), checked by node/volume.py volume_item, so that a new plugin
+    # is its file plus its registry line
+    plugin=dict(type="str", default="kubernetes.io/csi"),
     path=dict(type="str"),
     host_path_type=dict(type="str", default="", choices=["", "DirectoryOrCreate", "Directory", "FileOrCreate", "File",
                                                          "Socket", "CharDevice", "BlockDevice"]),

@@ -71,7 +71,7 @@ def _result(item, **extra):
 
 def mount_volume(ctx, item, force=False, device_timeout=30):
     if not item.csi:
-        return plugin_ops.mount(ctx, item)  # local, hostPath (node/local.py, node/host_path.py)
+        return plugin_ops.mount(ctx, item)  # local, hostPath: their plugin file's node_setup (volume/)
     if item.ephemeral:
         return ephemeral.publish(ctx, item)  # an inline volume: no attach, no staging (csi_mounter.go SetUpAt)
     if _external(ctx, item):

@@ -20,6 +20,7 @@ import os
 
 from ansible_collections.kubevol.volumes.plugins.module_utils.common import driver_options
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import InvalidInput, KubevolError
+from ansible_collections.kubevol.volumes.plugins.module_utils.volume import get_plugin
 
 
 class PathNotAllowed(KubevolError):
@@ -30,7 +31,6 @@ class PathNotAllowed(KubevolError):
                "if the node may serve it")
 
 
-KINDS = {driver_options.LOCAL_PLUGIN: "local", driver_options.HOST_PATH_PLUGIN: "hostPath"}
 
 
 def roots(ctx, plugin):
@@ -46,7 +46,7 @@ def roots(ctx, plugin):
 
 
 def _refuse(ctx, item, roots_, reason, path=None):
-    return PathNotAllowed(kind=KINDS.get(item.plugin, item.plugin), volume=item.pv_name, node=ctx.node_name,
+    return PathNotAllowed(kind=get_plugin(item.plugin).KIND, volume=item.pv_name, node=ctx.node_name,
                           path=path or item.path, reason=reason, plugin=item.plugin,
                           roots=", ".join(roots_) if roots_ else "none (nothing is allowed)", step="check path")
 

@@ -1,12 +1,14 @@
 # -*- coding: utf-8 -*-
 # Copyright: kubevol contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Node facts of the local and hostPath plugins (docs/contracts.md section 2), read from the kubelet layout.
+"""Node facts of the in-tree plugins other than CSI (local, hostPath, ...; docs/contracts.md section 2), read from
+the kubelet layout.
 
 Reconstructed as the kubelet's reconstructVolumes does: the plugin and the PV name come from the path
-(``pods/<uid>/volumes/kubernetes.io~local-volume/<pv>``, ``.../volumeDevices/...``, the hostPath markers
-``pods/<uid>/volumes/kubernetes.io~host-path/<pv>``, ``plugins/kubernetes.io/local-volume/mounts/<pv>``); neither
-plugin writes a vol_data.json. Read-only.
+(``pods/<uid>/volumes/<plugin dir>/<pv>``, ``.../volumeDevices/...`` for a plugin with Block mode, the device
+mounts under the plugin's ``global_mount_dir``: ``plugins/kubernetes.io/local-volume/mounts/<pv>``); none of these
+plugins writes a vol_data.json. Each plugin found through the registry (volume/), its own fields added by its
+``node_pod_fact`` (hostPath: whether its marker is there). Read-only.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -18,9 +20,9 @@ import os
 import stat
 
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import KubevolError, UnsafePath
-from ansible_collections.kubevol.volumes.plugins.module_utils.node import blockdev, host_path, layout, local
+from ansible_collections.kubevol.volumes.plugins.module_utils.node import blockdev, layout
 from ansible_collections.kubevol.volumes.plugins.module_utils.node.filesystems import get_filesystem
-from ansible_collections.kubevol.volumes.plugins.module_utils.node.volume import HOST_PATH, LOCAL
+from ansible_collections.kubevol.volumes.plugins.module_utils.volume import in_tree_plugins
 
 
 def _unsafe(ctx, path):
@@ -64,29 +66,33 @@ def _entry(plugin, path, mode, current, unsafe):
 def pod_mounts(ctx, mounts):
     pods = glob.escape(os.path.join(ctx.kubelet_dir, "pods"))
     found = []
-    for sub, mode in (("volumes", "Filesystem"), ("volumeDevices", "Block")):
-        for path in glob.glob(os.path.join(pods, "*", sub, local.DIR, "*")):
-            # a Filesystem mount point is a directory itself; a Block one is a file in one
-            unsafe = _unsafe(ctx, path if mode == "Filesystem" else os.path.dirname(path))
-            current = mounts.at(path)
-            entry = _entry(LOCAL, path, mode, current, unsafe)
-            if mode == "Block" and current is not None:
-                try:
-                    entry["device"] = blockdev.device_for_number(blockdev.device_number(path))
-                    entry["size_bytes"] = blockdev.sysfs_attribute(path, "size") * 512
-                except (OSError, TypeError):
-                    pass
-            found.append(entry)
-    for path in glob.glob(os.path.join(pods, "*", "volumes", host_path.DIR, "*")):
-        unsafe = _unsafe(ctx, path)
-        entry = _entry(HOST_PATH, path, "Filesystem", mounts.at(path), unsafe)
-        entry["published"] = not unsafe and os.path.isdir(path) and not os.path.islink(path)
-        found.append(entry)
+    for plugin in in_tree_plugins():
+        for sub, mode in (("volumes", "Filesystem"), ("volumeDevices", "Block"))[:2 if plugin.BLOCK else 1]:
+            for path in glob.glob(os.path.join(pods, "*", sub, plugin.DIR, "*")):
+                # a Filesystem mount point is a directory itself; a Block one is a file in one
+                unsafe = _unsafe(ctx, path if mode == "Filesystem" else os.path.dirname(path))
+                current = mounts.at(path)
+                entry = _entry(plugin.NAME, path, mode, current, unsafe)
+                if mode == "Block" and current is not None:
+                    try:
+                        entry["device"] = blockdev.device_for_number(blockdev.device_number(path))
+                        entry["size_bytes"] = blockdev.sysfs_attribute(path, "size") * 512
+                    except (OSError, TypeError):
+                        pass
+                found.append(plugin.node_pod_fact(ctx, entry))
     return found
 
 
 def global_mounts(ctx, mounts, fs_sizes=True):
-    base = os.path.join(ctx.kubelet_dir, "plugins", LOCAL, "mounts")
+    found = []
+    for plugin in in_tree_plugins():
+        base = plugin.global_mount_dir(ctx.kubelet_dir)
+        if base is not None:
+            found += _global_mounts(ctx, plugin.NAME, base, mounts, fs_sizes)
+    return found
+
+
+def _global_mounts(ctx, name, base, mounts, fs_sizes):
     found = []
     for path in sorted(glob.glob(os.path.join(glob.escape(base), "*"))):
         unsafe = _unsafe(ctx, path)
@@ -102,7 +108,7 @@ def global_mounts(ctx, mounts, fs_sizes=True):
                 size = None
         pv = os.path.basename(path)
         found.append({
-            "plugin": LOCAL, "unique_volume_name": None if unsafe else "%s/%s" % (LOCAL, pv), "pv_name": pv,
+            "plugin": name, "unique_volume_name": None if unsafe else "%s/%s" % (name, pv), "pv_name": pv,
             "driver": None, "volume_handle": pv, "path": path, "mounted": current is not None, "device": device,
             "fs_type": fs_type, "fs_size_bytes": size, "read_only": bool(current and current.read_only),
             "foreign": False, "uncertain": None, "unsafe": bool(unsafe),

@@ -1,9 +1,10 @@
 # -*- coding: utf-8 -*-
 # Copyright: kubevol contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The node phases of the in-tree volume plugins other than CSI: local (local.py) and hostPath (host_path.py).
+"""The node phases of the in-tree volume plugins other than CSI (local, hostPath, ...): each plugin's own node
+operations (module_utils/volume/<plugin>.py node_setup, node_teardown, node_expand), found through the registry.
 
-node/operations.py hands every non-CSI item here at the top of each phase. Neither plugin is attachable
+node/operations.py hands every non-CSI item here at the top of each phase. No such plugin is attachable
 (pkg/volume/local, pkg/volume/hostpath implement no AttachableVolumePlugin): attach and detach have nothing to do
 and say so with changed false and no VolumeAttachment; the planner plans neither for them.
 """
@@ -12,8 +13,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.kubevol.volumes.plugins.module_utils.node import host_path, local
-from ansible_collections.kubevol.volumes.plugins.module_utils.node.volume import LOCAL
+from ansible_collections.kubevol.volumes.plugins.module_utils.volume import get_plugin
 
 NOT_ATTACHABLE = "%s volumes are not attachable: nothing to attach or detach"
 
@@ -27,16 +27,15 @@ def attach(ctx, item):
 
 
 def mount(ctx, item):
-    return local.mount_local(ctx, item) if item.plugin == LOCAL else host_path.setup_host_path(ctx, item)
+    return get_plugin(item.plugin).node_setup(ctx, item)
 
 
 def unmount(ctx, item, force=False):
-    return local.unmount_local(ctx, item, force) if item.plugin == LOCAL else host_path.teardown_host_path(ctx, item,
-                                                                                                           force)
+    return get_plugin(item.plugin).node_teardown(ctx, item, force)
 
 
 def expand_controller(ctx, item):
-    """Neither plugin has a controller-side expansion (no ExpandableVolumePlugin): nothing to grow there."""
+    """No such plugin has a controller-side expansion (no ExpandableVolumePlugin): nothing to grow there."""
     return {"pv_name": item.pv_name, "unique_volume_name": item.unique_name, "plugin": item.plugin,
             "stage": "controller", "changed": False, "backing_size_bytes": {"old": None, "new": None},
             "skipped": "%s volumes have no controller expansion" % item.plugin,
@@ -44,7 +43,9 @@ def expand_controller(ctx, item):
 
 
 def expand_node(ctx, item):
-    if item.plugin == LOCAL:
-        return local.expand_local(ctx, item)
+    plugin = get_plugin(item.plugin)
+    if plugin.NODE_EXPANDABLE:
+        return plugin.node_expand(ctx, item)
     return {"pv_name": item.pv_name, "unique_volume_name": item.unique_name, "plugin": item.plugin, "stage": "node",
-            "changed": False, "skipped": "hostPath volumes are not expandable", "diff": {"before": {}, "after": {}}}
+            "changed": False, "skipped": "%s volumes are not expandable" % plugin.KIND,
+            "diff": {"before": {}, "after": {}}}

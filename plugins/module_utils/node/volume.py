@@ -12,17 +12,10 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.common.driver_opti
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import InvalidInput
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.value import REQUIRED, Value
 from ansible_collections.kubevol.volumes.plugins.module_utils import volume as volume_plugins
-from ansible_collections.kubevol.volumes.plugins.module_utils.volume import CSI, HOST_PATH, LOCAL
-# the plugins the registry loads by dotted path, imported here so that Ansible ships them with every node module
-from ansible_collections.kubevol.volumes.plugins.module_utils.volume import csi, host_path, local  # noqa: F401  # pylint: disable=unused-import
+from ansible_collections.kubevol.volumes.plugins.module_utils.volume import CSI
 
 FILESYSTEM = "Filesystem"
 BLOCK = "Block"
-
-# the volume plugins (docs/contracts.md section 1): their names are module_utils/volume/'s
-PLUGINS = (CSI, LOCAL, HOST_PATH)
-# core/v1 HostPathType: "" (HostPathUnset) checks nothing
-HOST_PATH_TYPES = ("", "DirectoryOrCreate", "Directory", "FileOrCreate", "File", "Socket", "CharDevice", "BlockDevice")
 
 
 class PodMount(Value):
@@ -102,9 +95,10 @@ def _plugin_fields(raw):
     or '.' is refused too, so the allowed-directory check compares what is mounted)."""
     pv = raw["pv_name"]
     plugin = raw.get("plugin") or CSI
-    if plugin not in PLUGINS:
+    known = volume_plugins.names()  # the volume plugins (docs/contracts.md section 1): the registry's
+    if plugin not in known:
         raise InvalidInput(field="plugin of PV %s" % pv, value=plugin, volume=pv,
-                           reason="must be one of %s" % ", ".join(PLUGINS))
+                           reason="must be one of %s" % ", ".join(known))
     path, host_path_type = raw.get("path"), raw.get("host_path_type") or ""
     if plugin == CSI:
         if path is not None or host_path_type:
@@ -124,10 +118,11 @@ def _plugin_fields(raw):
                              or not normalized(path)):
         raise InvalidInput(field="path of PV %s" % pv, value=path, volume=pv,
                            reason="must be an absolute, normalized path (no '.', '..', '//', trailing '/' or NUL)")
-    if host_path_type not in HOST_PATH_TYPES or (plugin == LOCAL and host_path_type):
+    types = volume_plugins.get_plugin(plugin).ITEM_TYPES  # core/v1 HostPathType: "" (HostPathUnset) checks nothing
+    if host_path_type not in types:
         raise InvalidInput(field="host_path_type of PV %s" % pv, value=host_path_type, volume=pv,
-                           reason="must be %s" % ("empty for a local volume" if plugin == LOCAL else
-                                                  "one of %s, or empty" % ", ".join(HOST_PATH_TYPES[1:])))
+                           reason="must be %s" % ("empty for a %s volume" % volume_plugins.get_plugin(plugin).KIND
+                                                  if types == ("",) else "one of %s, or empty" % ", ".join(types[1:])))
     if raw.get("ephemeral"):
         raise InvalidInput(field="ephemeral of PV %s" % pv, value=True, volume=pv,
                            reason="inline ephemeral volumes are CSI volumes")

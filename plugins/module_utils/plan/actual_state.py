@@ -30,7 +30,7 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors impo
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.names import (
     DETACH_REQUESTED_AT_ANNOTATION, split_unique_volume_name, unique_volume_name)
 from ansible_collections.kubevol.volumes.plugins.module_utils.cluster.pv import pv_unique_name
-from ansible_collections.kubevol.volumes.plugins.module_utils.volume import CSI, HOST_PATH, plugin_name_of
+from ansible_collections.kubevol.volumes.plugins.module_utils.volume import CSI, get_plugin, plugin_name_of
 
 ATTACHED = "attached"
 UNCERTAIN = "uncertain"
@@ -164,7 +164,7 @@ def node_mounts_from_facts(node, facts, pv_by_name, known_drivers=None):
         pod_mounts[(uid, pv_name)] = MountedPod(uid, pv_name, unique, pm.get("mode") or "Filesystem",
                                                 bool(pm.get("mounted")), bool(pm.get("read_only")), pm.get("path"),
                                                 pm.get("root_gid"), pm.get("root_mode"), pm.get("size_bytes"), plugin,
-                                                plugin == HOST_PATH and bool(pm.get("published")))
+                                                get_plugin(plugin).MARKER and bool(pm.get("published")))
     ephemeral = _ephemeral_from_facts(facts, node, known_drivers)
     foreign += ephemeral.pop(None, 0)
     return NodeMounts(node, True, None, devices, global_mounts, pod_mounts, uncertain, foreign, ephemeral)

@@ -16,9 +16,10 @@ what it has mounted and attached (the populator removes a pod's volumes only whe
 the pod is deleted or terminated: findAndRemoveDeletedPods), so its pairs are
 ``kept`` whenever the PV behind the claim can still be found.
 
-Local and hostPath PVs are kubevol's own plugins' (volume/local.py, volume/host_path.py): never attached, refused
-with Kubernetes' words where Kubernetes or the operator's driver_options refuse them (plan/plugin_specs.py), and a
-pod on a node outside a PV's nodeAffinity is blocked as the scheduler would never place it there.
+Local and hostPath PVs are kubevol's own in-tree plugins' (volume/local.py, volume/host_path.py, found through
+the registry): never attached, refused with Kubernetes' words where Kubernetes or the operator's driver_options
+refuse them (each plugin's refusals, asked by plan/plugin_specs.py), and a pod on a node outside a PV's
+nodeAffinity is blocked as the scheduler would never place it there.
 
 Volumes of drivers kubevol has no backend for (other CSI drivers, in-tree
 attachable plugins) are foreign: counted, never planned, never blocked; their own
@@ -175,7 +176,7 @@ class _Resolver:
         if pv.claim_ref.uid != pvc.uid:
             return ("PV %s claimRef uid %s does not match PVC %s uid %s; the PV is bound to another (older) claim"
                     % (pv.name, pv.claim_ref.uid, claim_key, pvc.uid))
-        if pv.local is not None or pv.host_path is not None:
+        if pv.source is not None:  # an in-tree plugin's (local, hostPath): its rules are its class's
             refusals = pvc_refusals(pvc) + name_refusals(pv) + plugin_refusals(pv, self.driver_options)
             if refusals:  # nothing of it reaches a node
                 reason = refused_text(refusals)
@@ -210,7 +211,7 @@ class _Resolver:
 
 
 def volume_spec(pv, pvc, attachable, fs_group_policy=FS_GROUP_POLICIES[0], pod_info_on_mount=False):
-    """A VolumeSpec for a CSI, local or hostPath PV (pvc None: a PV only actual state still refers to)."""
+    """A VolumeSpec for a CSI or an in-tree plugin's PV (pvc None: a PV only actual state still refers to)."""
     if pv.csi is None:
         return plugin_volume_spec(VolumeSpec, pv, pvc, is_pv_read_only(pv), is_multi_attach_allowed(pv.access_modes))
     csi = pv.csi

@@ -24,7 +24,7 @@ __metaclass__ = type
 import datetime
 
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import UnsafeName
-from ansible_collections.kubevol.volumes.plugins.module_utils.volume import HOST_PATH, LOCAL, plugin_name_of
+from ansible_collections.kubevol.volumes.plugins.module_utils.volume import is_in_tree, plugin_name_of
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.names import (
     OUT_OF_SERVICE_TAINT, check_component, handle_hash, split_unique_volume_name, volume_attachment_name)
 
@@ -56,7 +56,7 @@ def gone_volume_name(p, unique, node, recorded=None):
     spec.source.persistentVolumeName, the volume handle, a name derived from the handle's sha256; the first that is
     one safe path component and is not the name of an existing PV (whose directories it would name)."""
     plugin = plugin_name_of(unique)
-    if plugin in (LOCAL, HOST_PATH):
+    if is_in_tree(plugin):
         # an in-tree plugin's unique name is <plugin>/<pv name> (GetVolumeName): the PV name is in it
         name = unique[len(plugin) + 1:]
         if safe_name(name):

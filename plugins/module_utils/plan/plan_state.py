@@ -15,7 +15,7 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.plan.actual_state 
 from ansible_collections.kubevol.volumes.plugins.module_utils.plan.desired_state import DEFAULT_KNOWN_DRIVERS, volume_spec
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.names import DEFAULT_LOOP_POOLS, OUT_OF_SERVICE_TAINT, split_unique_volume_name
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.phases import STEP_KINDS
-from ansible_collections.kubevol.volumes.plugins.module_utils.volume import CSI, HOST_PATH, LOCAL, get_plugin, plugin_name_of
+from ansible_collections.kubevol.volumes.plugins.module_utils.volume import CSI, get_plugin, is_in_tree, plugin_name_of
 
 
 DEFAULT_MAX_TEARDOWN_FRACTION = 0.5
@@ -72,8 +72,8 @@ def _item_from_actual(unique_name, pv_name, spec=None, mode="Filesystem", fs_typ
     if spec is not None:
         return _item(spec, pods, detach)
     plugin = plugin_name_of(unique_name)
-    if plugin in (LOCAL, HOST_PATH):
-        # a local or hostPath volume whose PV is gone: its unique name is <plugin>/<pv>; the teardown needs no path
+    if is_in_tree(plugin):
+        # a local or hostPath (in-tree plugin's) volume whose PV is gone: its unique name is <plugin>/<pv>; the teardown needs no path
         item = {"plugin": plugin, "pv_name": pv_name, "driver": None, "volume_handle": pv_name, "path": None,
                 "host_path_type": "", "volume_attributes": {}, "capacity_bytes": 0, "mode": mode,
                 "fs_type": fs_type or "ext4", "mount_options": [], "read_only": False, "multi_attach": False,

@@ -13,7 +13,7 @@ __metaclass__ = type
 from ansible_collections.kubevol.volumes.plugins.module_utils.plan.actual_state import ATTACHED
 from ansible_collections.kubevol.volumes.plugins.module_utils.plan.plan_state import _step
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.quantity import format_bytes
-from ansible_collections.kubevol.volumes.plugins.module_utils.volume import CSI, HOST_PATH, LOCAL
+from ansible_collections.kubevol.volumes.plugins.module_utils.volume import CSI, get_plugin
 from ansible_collections.kubevol.volumes.plugins.module_utils.volume.csi import STAGE_LOCKED, driver_capabilities
 
 
@@ -224,10 +224,9 @@ def fs_group_to_apply(p, spec, pod):
     fsType and its access modes include ReadWriteOnce. Block volumes have no files to re-group."""
     if pod.fs_group is None or spec.mode != "Filesystem" or pod.read_only:
         return None
-    if spec.plugin == LOCAL:
-        return pod.fs_group  # local.go SetUpAt: SetVolumeOwnership unless read-only
-    if spec.plugin == HOST_PATH:
-        return None  # host_path.go SetUpAt applies no ownership: the host's files stay as they are
+    applies = get_plugin(spec.plugin).FS_GROUP  # an in-tree plugin's own rule (local: yes; hostPath: never)
+    if applies is not None:
+        return pod.fs_group if applies else None
     policy = spec.fs_group_policy
     if policy == "File":
         return pod.fs_group

@@ -29,8 +29,8 @@ import re
 from ansible_collections.kubevol.volumes.plugins.module_utils.common import names
 from ansible_collections.kubevol.volumes.plugins.module_utils.common import driver_options as driver_options_mod
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import InvalidInput, KubevolError
-from ansible_collections.kubevol.volumes.plugins.module_utils.volume import CSI, HOST_PATH, LOCAL
-from ansible_collections.kubevol.volumes.plugins.module_utils.volume.host_path import HOST_PATH_TYPES
+from ansible_collections.kubevol.volumes.plugins.module_utils import volume as volume_plugins
+from ansible_collections.kubevol.volumes.plugins.module_utils.volume import CSI
 
 # Most names are plain DNS labels or UUIDs: one C-level match, and the full check only for the rest. A plain name
 # passes names.check_component and names.check_driver_name both (never '.' or '..': it starts with a letter or digit).
@@ -273,21 +273,24 @@ def _plain_item(item, pools):
 
 
 def _plugin_item_problems(item, plugin, driver_options):
-    """A local or hostPath item (contracts.md section 1): its names, mode, pods, and its path absolute, normalized and
+    """An in-tree plugin's item (local, hostPath; contracts.md section 1): its names, mode (Block only for a plugin
+    with Block mode), hostPath type (what the plugin's ITEM_TYPES allow), pods, and its path absolute, normalized and
     under the operator's directories for the plugin (driver_options; the node checks again with realpath). An item
     built from node facts alone (its PV gone: a teardown) carries no path and needs none."""
+    cls = volume_plugins.get_plugin(plugin)
     problems = []
     for field, key in (("PV name", "pv_name"), ("volume handle", "volume_handle")):
         rule = _component_rule(field, item.get(key))
         if rule is not None:
             problems.append("%s %s: %s" % (field, safe_repr(item.get(key)), rule))
     mode = item.get("mode") or FILESYSTEM
-    if mode not in (FILESYSTEM, BLOCK) or (plugin == HOST_PATH and mode == BLOCK):
-        problems.append("mode %s: must be %s" % (safe_repr(mode), "Filesystem" if plugin == HOST_PATH
-                                                 else "Filesystem or Block"))
-    if plugin == HOST_PATH and item.get("host_path_type", "") not in HOST_PATH_TYPES:
+    if mode not in (FILESYSTEM, BLOCK) or (not cls.BLOCK and mode == BLOCK):
+        problems.append("mode %s: must be %s" % (safe_repr(mode), "Filesystem or Block" if cls.BLOCK
+                                                 else "Filesystem"))
+    # a plugin whose items carry no hostPath type (local): the node refuses one (node/volume.py)
+    if cls.ITEM_TYPES != ("",) and item.get("host_path_type", "") not in cls.ITEM_TYPES:
         problems.append("hostPath type %s: not one of %s" % (safe_repr(item.get("host_path_type")),
-                                                             ", ".join(repr(t) for t in HOST_PATH_TYPES)))
+                                                             ", ".join(repr(t) for t in cls.ITEM_TYPES)))
     path = item.get("path")
     if path is not None:
         roots = driver_options_mod.options_for(driver_options, plugin).get("paths") or []
@@ -311,11 +314,11 @@ def _item_problems(item, pools, driver_options=None):
     if _plain_item(item, pools):
         return ()
     plugin = item.get("plugin")
-    if plugin in (LOCAL, HOST_PATH):
+    if plugin.__class__ is str and volume_plugins.is_in_tree(plugin):
         return _plugin_item_problems(item, plugin, driver_options)
     if plugin not in (None, CSI):
         return ["plugin %s: not a volume plugin kubevol serves (%s)" % (safe_repr(plugin),
-                                                                        ", ".join((CSI, LOCAL, HOST_PATH)))]
+                                                                        ", ".join(volume_plugins.names()))]
     attributes = item.get("volume_attributes") or {}
     capacity = item.get("capacity_bytes")
     driver = item.get("driver")

@@ -1,53 +1,81 @@
 # -*- coding: utf-8 -*-
 # Copyright: kubevol contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Volume plugin registry (pkg/volume/plugins.go VolumePluginMgr): plugin name -> "dotted.module:Class", imported
-lazily (as os-brick's connector map). A new volume plugin is one file in this package plus one line here."""
+"""Volume plugin registry (pkg/volume/plugins.go VolumePluginMgr). A new volume plugin is one file in this package
+(its class: name, PV spec key, capabilities, unique-name rule, kubelet paths and options as class data; its PV
+source, plan-time refusals and node operations as methods: volume/base.py) plus one line in ``_registered``.
+
+The registry is a function of import statements, run on first use: imports, not dotted strings, because Ansible's
+module_utils finder follows import statements only, so every plugin's file (and the node code its node methods
+import) travels with every node module; a plugin's module imports no node code at its top, so planning, which
+loads the registry, imports none (tests/unit/test_layout.py checks it in a fresh interpreter)."""
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import importlib
-
 from ansible_collections.kubevol.volumes.plugins.module_utils.volume.base import field
 
-_PACKAGE = "ansible_collections.kubevol.volumes.plugins.module_utils.volume"
+CSI = "kubernetes.io/csi"  # the items' default plugin, whose drivers (drivers/) serve what the in-tree plugins do not
 
-CSI = "kubernetes.io/csi"
-LOCAL = "kubernetes.io/local-volume"
-HOST_PATH = "kubernetes.io/host-path"
 
-PLUGINS = {
-    CSI: _PACKAGE + ".csi:CSIPlugin",
-    LOCAL: _PACKAGE + ".local:LocalVolumePlugin",
-    HOST_PATH: _PACKAGE + ".host_path:HostPathPlugin",
-}
-# the PV spec key each plugin serves (plugins.go FindPluginBySpec asks each plugin's CanSupport)
-SPEC_KEYS = (("csi", CSI), ("local", LOCAL), ("hostPath", HOST_PATH))
+def _registered():
+    """The plugins, one import line each, in FindPluginBySpec's order (a PV with two sources: the first wins).
+    Nothing else is bound in this function: what it returns is every name it binds."""
+    # pylint: disable=unused-import,import-outside-toplevel
+    from ansible_collections.kubevol.volumes.plugins.module_utils.volume.csi import CSIPlugin  # noqa: F401
+    from ansible_collections.kubevol.volumes.plugins.module_utils.volume.local import LocalVolumePlugin  # noqa: F401
+    from ansible_collections.kubevol.volumes.plugins.module_utils.volume.host_path import HostPathPlugin  # noqa: F401
+    return tuple(locals().values())  # the classes just imported, in the order of the lines above
+
 
 _loaded = {}
+
+
+def registry():
+    """{plugin name: plugin class}, in registration order, loaded once (a test may add a plugin to it)."""
+    if not _loaded:
+        _loaded.update((cls.NAME, cls) for cls in _registered())
+    return _loaded
+
+
+def plugins():
+    """Every registered plugin class, in registration order."""
+    return tuple(registry().values())
+
+
+def names():
+    """Every registered plugin name, in registration order."""
+    return tuple(registry())
+
+
+def in_tree_plugins():
+    """The registered plugins other than CSI (local, hostPath, ...): a PV source, plan rules and node operations of
+    their own (volume/base.py); CSI's are its drivers' (drivers/)."""
+    return tuple(cls for name, cls in registry().items() if name != CSI)
+
+
+def is_in_tree(name):
+    """Whether ``name`` is a registered plugin other than CSI (its unique names are <plugin>/<PV name>)."""
+    return name != CSI and name in registry()
 
 
 def get_plugin(name):
     """The plugin class registered for ``name`` (None or "": the CSI plugin, the items' default); KeyError for an
     unknown name."""
-    name = name or CSI
-    cls = _loaded.get(name)
-    if cls is None:
-        module, _sep, attr = PLUGINS[name].partition(":")
-        cls = _loaded[name] = getattr(importlib.import_module(module), attr)
-    return cls
+    return registry()[name or CSI]
+
+
+def plugin_for_spec_key(key):
+    """The plugin that serves spec.<key> of a PV (CanSupport), or None."""
+    return next((cls for cls in plugins() if cls.SPEC_KEY == key), None)
 
 
 def plugin_name_of(unique_name):
     """The plugin a unique volume name belongs to (GetUniqueVolumeNameFromSpec's prefix), or None."""
     if not isinstance(unique_name, str):
         return None
-    for name in (LOCAL, HOST_PATH, CSI):
-        if unique_name.startswith(name + "/"):
-            return name
-    return None
+    return next((name for name in registry() if unique_name.startswith(name + "/")), None)
 
 
 def find_plugin_by_spec(pv):
@@ -55,13 +83,11 @@ def find_plugin_by_spec(pv):
     object as a dict), or None when none of kubevol's plugins does (nfs, in-tree disks, ...)."""
     if isinstance(pv, dict):
         spec = pv.get("spec") or {}
-        for key, name in SPEC_KEYS:
-            if spec.get(key) is not None:
-                return get_plugin(name)
-        return None
-    for attr, name in (("csi", CSI), ("local", LOCAL), ("host_path", HOST_PATH)):
-        if getattr(pv, attr, None) is not None:
-            return get_plugin(name)
+        return next((cls for cls in plugins() if spec.get(cls.SPEC_KEY) is not None), None)
+    if getattr(pv, "csi", None) is not None:
+        return get_plugin(CSI)
+    if getattr(pv, "source", None) is not None:
+        return plugin_for_spec_key(pv.source_kind)
     return None
 
 

@@ -15,6 +15,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import os
+import posixpath
 
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import UnsafeName
 
@@ -59,6 +60,9 @@ class VolumePlugin:
 
     NAME = None
     DIR = None  # escape_qualified_name(NAME): the directory under pods/<uid>/volumes and volumeDevices
+    # CanSupport (plugins.go FindPluginBySpec): the PV spec field the plugin serves (spec.<SPEC_KEY>)
+    SPEC_KEY = None
+    KIND = None  # the word messages name its volumes by ("local", "hostPath")
     ATTACHABLE = False  # AttachableVolumePlugin: the A/D controller attaches it to a node
     DEVICE_MOUNTABLE = False  # DeviceMountableVolumePlugin: one global mount per node, bind-mounted into pods
     CONTROLLER_EXPANDABLE = False  # ExpandableVolumePlugin: the backing volume is grown by the controller
@@ -69,13 +73,25 @@ class VolumePlugin:
     # where the node decides (a local PV: is its path a block device?), the node's pod mount step mounts the device
     # first (local.go MountDevice then SetUp).
     DEVICE_MOUNT_STEP = False
+    # A pod's fsGroup: applied always (True: local.go SetVolumeOwnership), never (False: hostPath), or as the
+    # CSIDriver's fsGroupPolicy says (None: CSI; plan/rules_setup.py fs_group_to_apply)
+    FS_GROUP = None
+    MARKER = False  # a pod's "mount" is an empty marker directory (hostPath): its facts say whether it is there
 
     @classmethod
     def plans_device_mount(cls):
         """Whether the planner plans a mount/device step for a Filesystem volume of this plugin."""
         return cls.DEVICE_MOUNTABLE and cls.DEVICE_MOUNT_STEP
 
+    # its entry in driver_options (common/driver_options.py): the options spec, and their defaults
+    OPTIONS = {}
+    DEFAULT_OPTIONS = {}
     NAME_FIELDS = ("pv_name",)  # the item fields volume_name() is made of
+    # the values a volume item's host_path_type may take (docs/contracts.md section 1): "" only, but for hostPath
+    ITEM_TYPES = ("",)
+    # a Block PV the plugin cannot serve (BLOCK False): why, and what to do instead (plan time, plan/plugin_specs.py)
+    NO_BLOCK_WHY = "the kubelet has no block mapper for it"
+    NO_BLOCK_FIX = "Use volumeMode Filesystem"
 
     @classmethod
     def volume_name(cls, item_like):
@@ -115,3 +131,82 @@ class VolumePlugin:
     def attach_applies(cls, item_like):
         """Whether an attach/detach applies to this volume (the plugin's ATTACHABLE, refined per volume)."""
         return cls.ATTACHABLE
+
+    @classmethod
+    def global_mount_dir(cls, kubelet_dir):
+        """The directory that holds the plugin's device mounts, one per volume (the node facts list it), or None."""
+        return None
+
+    # -- an in-tree plugin other than CSI: its PV source, plan-time rules and node operations ----------------------
+    # The cluster model keeps the parsed source as PersistentVolume.source (cluster/pv.py asks the registry for the
+    # plugin of spec.<SPEC_KEY>); the planner asks refusals() and spec_fields(); the node modules call the node_*
+    # methods through node/plugin_ops.py. Node code is imported inside the node_* methods only: planning imports none.
+
+    @classmethod
+    def parse_source(cls, raw):
+        """spec.<SPEC_KEY> of a PV object -> the plugin's source (a namedtuple); TypeError/ValueError naming the
+        field (cluster/objects.py names the PV)."""
+        raise NotImplementedError(cls.NAME)
+
+    @classmethod
+    def refusals(cls, pv, driver_options):
+        """What Kubernetes or the operator refuses of a PV of this plugin whatever the node (texts; NODE stands
+        for the node), besides the Block refusal plan/plugin_specs.py makes of every plugin whose BLOCK is False."""
+        return []
+
+    @classmethod
+    def spec_fields(cls, source):
+        """(path, host_path_type, fs_type) of the volume item a PV of this plugin becomes (contracts section 1)."""
+        raise NotImplementedError(cls.NAME)
+
+    @classmethod
+    def node_setup(cls, ctx, item):
+        """MountDevice (when it applies) and SetUp of every pod in ``item.pods`` on the node: the phase result."""
+        raise NotImplementedError(cls.NAME)
+
+    @classmethod
+    def node_teardown(cls, ctx, item, force=False):
+        """TearDown of the named pods (and UnmountDevice when ``item.unmount_device``): the phase result."""
+        raise NotImplementedError(cls.NAME)
+
+    @classmethod
+    def node_expand(cls, ctx, item):
+        """NodeExpand, for a NODE_EXPANDABLE plugin: the phase result."""
+        raise NotImplementedError(cls.NAME)
+
+    @classmethod
+    def node_pod_fact(cls, ctx, entry):
+        """Add the plugin's own fields to a pod_mounts fact (node/plugin_facts.py): nothing by default."""
+        return entry
+
+
+# -- plan-time path rules of the in-tree plugins that name a node path (local, hostPath) -------------------------
+NODE = "\x00node\x00"  # a refusal's placeholder for "node <name>", filled per pod (plan/plugin_specs.py node_text)
+
+
+def _option_hint(plugin, roots):
+    return ("driver_options[%r].paths (reconcile role: kubevol_driver_options; now: %s)"
+            % (plugin, ", ".join(roots) if roots else "none: nothing is allowed"))
+
+
+def path_refusal(pv_name, field_name, path, plugin, driver_options):
+    """Why ``path`` (spec.local.path / spec.hostPath.path) is refused, or None: absolute, normalized, under one of the
+    operator's directories for ``plugin`` (driver_options[plugin].paths; the node checks again with realpath:
+    node/paths.py). Kubernetes: validation.go validatePathNoBacksteps."""
+    from ansible_collections.kubevol.volumes.plugins.module_utils.common import driver_options as options_mod
+    roots = options_mod.options_for(driver_options, plugin).get("paths") or []
+    where = "PV %s: %s %r" % (pv_name, field_name, path)
+    if not isinstance(path, str) or not path.startswith("/") or "\x00" in path:
+        return ("%s is not an absolute path; nothing is mounted or created on %s. Write the PV's path as an "
+                "absolute path" % (where, NODE))
+    if ".." in path.split("/"):
+        return ("%s must not contain '..' (Kubernetes: validatePathNoBacksteps); nothing is mounted or created on "
+                "%s. Fix the PV's path" % (where, NODE))
+    if path.startswith("//") or posixpath.normpath(path) != path:
+        return ("%s is not a normalized path (no '.', '//' or trailing '/'), write it as %r; nothing is mounted or "
+                "created on %s" % (where, posixpath.normpath(path), NODE))
+    if not options_mod.allowed(path, roots):
+        return ("%s is outside the directories the operator allows for %s; nothing is mounted or created on "
+                "%s. Move the volume under an allowed directory, or add its directory to %s"
+                % (where, plugin, NODE, _option_hint(plugin, roots)))
+    return None

@@ -60,6 +60,8 @@ def check_driver_name(value):
 class CSIPlugin(VolumePlugin):
     NAME = "kubernetes.io/csi"
     DIR = "kubernetes.io~csi"
+    SPEC_KEY = "csi"
+    KIND = "CSI"
     ATTACHABLE = True  # unless the CSIDriver says attachRequired: false (csi_plugin.go skipAttach)
     DEVICE_MOUNTABLE = True  # NodeStage (csi_attacher.go MountDevice)
     DEVICE_MOUNT_STEP = True

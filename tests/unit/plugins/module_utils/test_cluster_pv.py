@@ -25,15 +25,17 @@ def test_local_and_host_path_sources():
     pv = one_pv({"capacity": {"storage": "1Gi"}, "local": {"fsType": "xfs", "path": "/mnt/disks/a"},
                  "nodeAffinity": {"required": {"nodeSelectorTerms": [{"matchExpressions": [
                      {"key": "kubernetes.io/hostname", "operator": "In", "values": ["n1"]}]}]}}})
-    assert pv.source_kind == "local" and pv.local.path == "/mnt/disks/a" and pv.local.fs_type == "xfs"
-    assert pv.csi is None and pv.host_path is None
+    # the in-tree plugin's source, as its class parses it (volume/local.py LocalSource)
+    assert pv.source_kind == "local" and pv.source.path == "/mnt/disks/a" and pv.source.fs_type == "xfs"
+    assert type(pv.source).__name__ == "LocalSource" and pv.csi is None
     assert node_matches(pv.node_affinity, "n1", {"kubernetes.io/hostname": "n1"})
     assert not node_matches(pv.node_affinity, "n2", {"kubernetes.io/hostname": "n2"})
     hp = one_pv({"hostPath": {"path": "/srv/x", "type": "Directory"}})
-    assert hp.source_kind == "hostPath" and hp.host_path.path == "/srv/x" and hp.host_path.type == "Directory"
-    assert hp.node_affinity is None
-    assert one_pv({"hostPath": {"path": "/srv/x"}}).host_path.type == ""
-    assert one_pv({"local": {"path": "/mnt/disks/a"}}).local.fs_type == ""
+    assert hp.source_kind == "hostPath" and hp.source.path == "/srv/x" and hp.source.type == "Directory"
+    assert type(hp.source).__name__ == "HostPathSource" and hp.node_affinity is None
+    assert one_pv({"hostPath": {"path": "/srv/x"}}).source.type == ""
+    assert one_pv({"local": {"path": "/mnt/disks/a"}}).source.fs_type == ""
+    assert one_pv({"nfs": {"path": "/", "server": "s"}}).source is None  # no plugin of kubevol's serves it
 
 
 def test_index_knows_local_and_host_path_unique_names():

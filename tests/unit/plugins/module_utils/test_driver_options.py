@@ -16,9 +16,9 @@ def no_commands(argv, **kwargs):
 
 
 def test_defaults_are_the_contract():
-    assert do.DEFAULTS == {LOOP: {"pools": ["/var/lib/kubevol/pool"]},
-                           "kubernetes.io/local-volume": {"paths": ["/mnt/disks"]},
-                           "kubernetes.io/host-path": {"paths": []}}
+    assert do.defaults() == {LOOP: {"pools": ["/var/lib/kubevol/pool"]},
+                             "kubernetes.io/local-volume": {"paths": ["/mnt/disks"]},
+                             "kubernetes.io/host-path": {"paths": []}}
     # written once: the node modules' alias default and the names module's pool are the same
     assert node_args.DEFAULT_LOOP_POOLS == do.DEFAULTS[LOOP]["pools"]
 

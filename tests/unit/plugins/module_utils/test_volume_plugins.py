@@ -19,12 +19,14 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.volume.local impor
 K = "/var/lib/kubelet"
 
 
-def test_registry_is_lazy_dotted_paths_and_names_match():
-    assert set(volume.PLUGINS) == {"kubernetes.io/csi", "kubernetes.io/local-volume", "kubernetes.io/host-path"}
-    for name, path in volume.PLUGINS.items():
-        assert ":" in path and path.startswith("ansible_collections.")
+def test_registry_names_match():
+    assert volume.names() == ("kubernetes.io/csi", "kubernetes.io/local-volume", "kubernetes.io/host-path")
+    assert [cls.SPEC_KEY for cls in volume.plugins()] == ["csi", "local", "hostPath"]  # FindPluginBySpec's order
+    for name in volume.names():
         cls = volume.get_plugin(name)
         assert cls.NAME == name and cls.DIR == name.replace("/", "~")
+    assert volume.in_tree_plugins() == (LocalVolumePlugin, HostPathPlugin)
+    assert volume.is_in_tree("kubernetes.io/host-path") and not volume.is_in_tree("kubernetes.io/csi")
     assert volume.get_plugin(None) is CSIPlugin
     with pytest.raises(KeyError):
         volume.get_plugin("kubernetes.io/nfs")
@@ -127,4 +129,5 @@ def test_options_for_merges_defaults():
     assert driver_options.options_for(None, "loop.kubevol.io") == {"pools": ["/var/lib/kubevol/pool"]}
     defaults = driver_options.options_for(None, "kubernetes.io/local-volume")
     defaults["paths"].append("/x")  # a copy: the defaults never change
-    assert driver_options.DEFAULTS["kubernetes.io/local-volume"] == {"paths": ["/mnt/disks"]}
+    assert driver_options.options_for(None, "kubernetes.io/local-volume") == {"paths": ["/mnt/disks"]}
+    assert LocalVolumePlugin.DEFAULT_OPTIONS == {"paths": ["/mnt/disks"]}

@@ -1,4 +1,4 @@
-"""hostPath's checkType (node/host_path.py), local's path kinds (node/local.py) and the non-attachable phases
+"""hostPath's checkType (volume/host_path.py), local's path kinds (volume/local.py) and the non-attachable phases
 (node/plugin_ops.py) on real files in a tmp dir; the mounts themselves: tests/integration/node/test_local_volume.py."""
 import os
 import socket
@@ -7,7 +7,9 @@ import stat
 import pytest
 
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import KubevolError
-from ansible_collections.kubevol.volumes.plugins.module_utils.node import host_path, local, plugin_ops
+from ansible_collections.kubevol.volumes.plugins.module_utils.node import plugin_ops
+from ansible_collections.kubevol.volumes.plugins.module_utils.volume.host_path import HostPathPlugin as host_path
+from ansible_collections.kubevol.volumes.plugins.module_utils.volume.local import LocalVolumePlugin as local
 from ansible_collections.kubevol.volumes.plugins.module_utils.node.context import NodeContext
 from ansible_collections.kubevol.volumes.plugins.module_utils.node.volume import volume_item
 
@@ -100,11 +102,11 @@ def test_unset_type_checks_nothing(tmp_path):
 def test_local_path_kinds(tmp_path):
     ctx = ctx_for(tmp_path)
     item = volume_item({"pv_name": "pv-l", "plugin": LOCAL, "path": str(tmp_path / "f")})
-    assert local._kind(ctx, item, str(tmp_path)) == "directory"
+    assert local.kind(ctx, item, str(tmp_path)) == "directory"
     open(str(tmp_path / "f"), "w").close()
     for path, what in ((tmp_path / "f", "is a regular file"), (tmp_path / "missing", "is missing")):
         with pytest.raises(KubevolError) as err:
-            local._kind(ctx, item, str(path))
+            local.kind(ctx, item, str(path))
         assert what in err.value.msg and "only directory and block device are supported" in err.value.msg
 
 

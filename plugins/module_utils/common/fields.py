@@ -1,8 +1,9 @@
 # -*- coding: utf-8 -*-
 # Copyright: kubevol contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The field checks every object builder of the cluster model shares (objects.py, pv.py): a field of the wrong type
-is refused with its path, never carried into a plan."""
+"""The field checks every object builder of the cluster model shares (cluster/objects.py, cluster/pv.py, and the PV
+sources the in-tree volume plugins parse: volume/local.py, volume/host_path.py): a field of the wrong type is refused
+with its path, never carried into a plan."""
 
 from __future__ import absolute_import, division, print_function
 
