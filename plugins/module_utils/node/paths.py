@@ -31,8 +31,6 @@ class PathNotAllowed(KubevolError):
                "if the node may serve it")
 
 
-
-
 def roots(ctx, plugin):
     """The allowed directories of ``plugin`` on this node (ctx.options_for, defaults merged)."""
     options_for = getattr(ctx, "options_for", None)
