@@ -4,8 +4,11 @@ It speaks what kubevol's kubernetes store uses, the way kube-apiserver answers:
 
 - paths ``/api/v1/[namespaces/NS/]PLURAL[/NAME[/status]]`` and ``/apis/GROUP/VERSION/...`` for nodes,
   pods, persistentvolumes, persistentvolumeclaims (namespaced), volumeattachments, csidrivers, leases, secrets;
-- GET list with ``limit``/``continue`` paging and ``fieldSelector`` (``spec.nodeName!=``,
-  ``spec.nodeName=X``); list items carry no kind/apiVersion, as in the real API;
+- GET list with ``limit``/``continue`` paging, ``fieldSelector`` (``spec.nodeName!=``, ``spec.nodeName=X``) and
+  ``labelSelector`` (``a=b``, ``a!=b``, ``a``, ``!a``, comma-joined); list items carry no kind/apiVersion, as in the
+  real API; DELETE on a collection (``deletecollection``, with a labelSelector);
+- ConfigMaps (the plan record's) refused with 422 over 1 MiB of data, as kube-apiserver's ValidateConfigMap does
+  (``data`` values and the decoded ``binaryData`` values count);
 - GET one, POST (201; status dropped on create; 409 AlreadyExists), DELETE (DeleteOptions
   ``preconditions.resourceVersion``), PUT and PATCH (merge-patch and strategic-merge-patch, both
   treated as a JSON merge patch) on the object and its ``status`` subresource: an object update
@@ -46,7 +49,9 @@ RESOURCES = {
     "csidrivers": ("CSIDriver", "storage.k8s.io/v1", False),
     "leases": ("Lease", "coordination.k8s.io/v1", True),
     "secrets": ("Secret", "v1", True),  # read one by one, for an external CSI driver's secret references
+    "configmaps": ("ConfigMap", "v1", True),  # the run's plan record (run/plan_record_k8s.py)
 }
+MAX_CONFIGMAP_BYTES = 1048576  # k8s.io/kubernetes pkg/apis/core/validation ValidateConfigMap: core.MaxSecretSize
 PLURAL = dict((kind, plural) for plural, (kind, _v, _n) in RESOURCES.items())
 VERBS = {"GET": "get", "POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}
 
@@ -218,6 +223,8 @@ class FakeApiServer(LocalServer):
             verb = VERBS[method]
             if method == "GET" and route["name"] is None:
                 verb = "list"
+            elif method == "DELETE" and route["name"] is None:
+                verb = "deletecollection"
             if (verb, resource) in self.deny or (verb, "*") in self.deny:
                 raise ApiError(403, "Forbidden", '%s "%s" is forbidden: User "%s" cannot %s resource "%s"'
                                % (route["plural"], route["name"] or "", entry["user"], verb, resource))
@@ -297,6 +304,8 @@ class FakeApiServer(LocalServer):
         selector = query.get("fieldSelector")
         if selector:
             items = [o for o in items if _field_match(o, selector)]
+        if query.get("labelSelector"):
+            items = [o for o in items if _label_match(o, query["labelSelector"])]
         start = 0
         if query.get("continue"):
             try:
@@ -328,6 +337,7 @@ class FakeApiServer(LocalServer):
             spec = body.get("spec") or {}
             if not spec.get("attacher") or not spec.get("nodeName") or not spec.get("source"):
                 raise ApiError(422, "Invalid", "VolumeAttachment.storage.k8s.io %r is invalid: spec: Required value" % name)
+        _check_size(route["plural"], name, body)
         key = self._key(route, name)
         if key in self.objects:
             raise ApiError(409, "AlreadyExists", '%s "%s" already exists' % (route["plural"], name))
@@ -338,6 +348,14 @@ class FakeApiServer(LocalServer):
         return 201, self._store(route["plural"], obj, new=True)
 
     def _delete(self, route, query, headers, body):
+        if route["name"] is None:  # deletecollection
+            kind, version, _namespaced = RESOURCES[route["plural"]]
+            doomed = [k for k, o in sorted(self.objects.items())
+                      if k[0] == route["plural"] and (route["namespace"] is None or k[1] == route["namespace"])
+                      and _label_match(o, query.get("labelSelector") or "")]
+            items = [self.objects.pop(k) for k in doomed]
+            self._next_rv()
+            return 200, {"kind": kind + "List", "apiVersion": version, "metadata": {}, "items": items}
         obj = self._existing(route)
         wanted = ((body or {}).get("preconditions") or {}).get("resourceVersion") if isinstance(body, dict) else None
         if wanted and wanted != obj["metadata"]["resourceVersion"]:
@@ -379,6 +397,7 @@ class FakeApiServer(LocalServer):
         old = self._existing(route)
         if not isinstance(body, dict):
             raise ApiError(400, "BadRequest", "body must be an object")
+        _check_size(route["plural"], route["name"], body)
         return self._update(route, old, body)
 
     def _patch(self, route, query, headers, body):
@@ -395,6 +414,38 @@ class FakeApiServer(LocalServer):
         rv = (body.get("metadata") or {}).get("resourceVersion")
         new["metadata"]["resourceVersion"] = rv or old["metadata"]["resourceVersion"]
         return self._update(route, old, new)
+
+
+def _check_size(plural, name, body):
+    """kube-apiserver's ValidateConfigMap: data and binaryData (decoded) together at most 1 MiB."""
+    if plural != "configmaps":
+        return
+    size = sum(len(value.encode("utf-8")) for value in (body.get("data") or {}).values())
+    for key, value in (body.get("binaryData") or {}).items():
+        size += len(base64.b64decode(value))
+    if size > MAX_CONFIGMAP_BYTES:
+        raise ApiError(422, "Invalid", 'ConfigMap "%s" is invalid: []: Too long: must have at most %d bytes'
+                       % (name, MAX_CONFIGMAP_BYTES))
+
+
+def _label_match(obj, selector):
+    """An equality-based label selector (apimachinery labels.Parse): a=b, a==b, a!=b, a, !a, comma-joined."""
+    labels = (obj.get("metadata") or {}).get("labels") or {}
+    for term in (t.strip() for t in selector.split(",") if t.strip()):
+        if "!=" in term:
+            key, value = term.split("!=", 1)
+            if labels.get(key.strip()) == value.strip():
+                return False
+        elif "=" in term:
+            key, value = term.split("=", 1)
+            if labels.get(key.strip()) != value.lstrip("=").strip():
+                return False
+        elif term.startswith("!"):
+            if term[1:].strip() in labels:
+                return False
+        elif term not in labels:
+            return False
+    return True
 
 
 def _field_match(obj, selector):
