@@ -42,7 +42,7 @@ class ActionModule(ActionBase):
         host = params["controller_host"]
         try:
             options = driver_opts.validate(params["driver_options"])
-            ops = controller_work(plan_record.plan_of(params["plan"]), host, params["failures"])
+            ops = controller_work(plan_record.plan_of(params["plan"], params["cluster_store"]), host, params["failures"])
             volumes = with_secrets([op["volume"] for op in ops], params["cluster_store"])  # no_log in the module
         except KubevolError as err:  # a Secret a PV names is missing: its reference named, never a value
             result.update(failed=True, msg="kubevol.volumes.csi_controller on %s: %s" % (host, err.msg))

@@ -82,10 +82,10 @@ class ActionModule(ActionBase):
         if params["plan"] is None:
             raise AnsibleActionFail("kubevol.volumes.node_phases: plan is required for the phases %s (only facts "
                                     "runs without one)" % ", ".join(params["phases"]))
-        # a whole plan result is cut here, a record result (output=record) read from this node's file of the record;
-        # the role passes the host's slice (filter node_plan) already
+        # a whole plan result is cut here, a record result (output=record, what the role passes) read from this node's
+        # own part of the record only (a file, or its ConfigMaps, read with the store options of cluster_store)
         try:
-            plan = executor.PlanView(plan_record.node_plan_of(params["plan"], node))
+            plan = executor.PlanView(plan_record.node_plan_of(params["plan"], node, params["cluster_store"]))
         except KubevolError as err:
             raise AnsibleActionFail("kubevol.volumes.node_phases: node %s: %s" % (node, err.msg))
         failures = params["failures"]
