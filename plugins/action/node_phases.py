@@ -30,6 +30,7 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.run.csi_secrets im
 from ansible_collections.kubevol.volumes.plugins.module_utils.run.controller_outcome import with_published
 from ansible_collections.kubevol.volumes.plugins.module_utils.node.node_args import node_phases_argspec
 from ansible_collections.kubevol.volumes.plugins.module_utils.run.run_lock_task import kept_renewed
+from ansible_collections.kubevol.volumes.plugins.module_utils.stores import with_group_defaults
 
 
 def module_args(phase, node_name, items, stale, forced, params):
@@ -76,6 +77,10 @@ class ActionModule(ActionBase):
             raise AnsibleActionFail("kubevol.volumes.node_phases: %s" % "; ".join(validated.error_messages))
         params = validated.validated_parameters
         node = params["node_name"]
+        # the play's module_defaults for the cluster_store group apply to the store options here too: the plan
+        # record's share, the run lock's renewal and CSI secrets are read with what the store modules were given
+        params["cluster_store"] = with_group_defaults(params["cluster_store"], self._task.module_defaults,
+                                                      self._templar.template)
         deprecations = _driver_options(params)
         if "facts" in params["phases"]:
             return self._facts(result, params, task_vars)

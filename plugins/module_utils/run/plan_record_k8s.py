@@ -105,7 +105,11 @@ class _Api:
         params = validated.validated_parameters
         options = dict((k, v) for k, v in params.items() if k not in ("cluster_source", "cluster_state")
                        and v is not None and not (k == "page_size" and v == CLUSTER_STORE_ARGSPEC[k].get("default")))
-        self.store = get_store("kubernetes", **options)
+        try:
+            self.store = get_store("kubernetes", **options)
+        except KubevolError as err:
+            raise KubevolError("plan record in %s: cannot use the Kubernetes API: %s; %s"
+                               % (location(namespace), err.msg, CONNECTION_HINT))
         self.store.use_run_lock({"lease_namespace": namespace})  # its messages name this namespace
         self.namespace = namespace
 
