@@ -469,6 +469,9 @@ def _field_match(obj, selector):
 class _Handler(BaseHTTPRequestHandler):
     api = None
     protocol_version = "HTTP/1.1"
+    # headers and body go out in separate writes: without TCP_NODELAY each answer on a kept-alive connection waits
+    # for the client's delayed ACK (40 ms), which a real API server (Go sets TCP_NODELAY) never does
+    disable_nagle_algorithm = True
 
     def log_message(self, *args):  # quiet
         pass

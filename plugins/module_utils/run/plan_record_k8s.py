@@ -38,6 +38,7 @@ import gzip
 import json
 import time
 import zlib
+from concurrent.futures import ThreadPoolExecutor
 
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
@@ -51,6 +52,7 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.stores import k8s_
 SCHEME = "k8s:"
 CHUNK_BYTES = 900 * 1024
 NODES_PER_BUCKET = 256
+WRITERS = 8  # concurrent POSTs of the hosts' shares (client-go's default QPS burst is 10)
 MANAGED_BY = "app.kubernetes.io/managed-by"
 RUN = "kubevol.io/plan-run"
 PART = "kubevol.io/plan-part"
@@ -187,8 +189,13 @@ def write(plan_result, where, run_id, shares, hosts, connection):
         manifest = {"version": VERSION, "run_id": run_id, "plan": _put(api, run_id, "p", _dumps(plan_result)),
                     "sharded": hosts is not None}
         index = dict((node, None) for node in hosts or ())
-        for number, (node, share) in enumerate(shares):
-            index[node] = dict(_put(api, run_id, "n-%d" % number, _dumps(share)), n=number)
+        # the shares (one object or more per host with work: thousands on a fleet) sent WRITERS at a time: each
+        # POST waits for its answer, and the API server serves many at once; the manifest still comes after all
+        with ThreadPoolExecutor(max_workers=WRITERS) as pool:
+            entries = list(pool.map(lambda job: dict(_put(api, run_id, "n-%d" % job[0], _dumps(job[1][1])), n=job[0]),
+                                    enumerate(shares)))
+        for (node, _share), entry in zip(shares, entries):
+            index[node] = entry
         count = max(1, -(-len(index) // NODES_PER_BUCKET))
         buckets = [{} for _ in range(count)]
         for node, entry in index.items():
