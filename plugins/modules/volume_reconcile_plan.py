@@ -120,7 +120,7 @@ options:
         action they hold back, the teardown guard's count, the C(Plan:) line), plus RV(summary). For an ad-hoc run
         (C(ansible localhost -m kubevol.volumes.volume_reconcile_plan -a 'cluster_state=cluster.yaml output=table')).
       - V(summary) returns one line per node in RV(table) (steps per action, blocked), plus RV(summary).
-      - V(record) writes the whole plan as a record (on disk, or as ConfigMaps in the Kubernetes API: see
+      - V(record) writes the whole plan as a record (on disk, or as ConfigMaps in the Kubernetes API, see
         O(record_dir)) and returns its handle in RV(record),
         the counts in RV(counts), the plan as lines in RV(table) (bounded by O(table_rows)) and RV(summary), what the
         reconcile role passes between its steps instead of the plan itself. M(kubevol.volumes.reconcile_run), the
@@ -164,7 +164,7 @@ options:
       - By default, beside the state file (C(<cluster_state>.plans)) for the file store; for the Kubernetes API store
         (O(cluster_source=kubernetes)), ConfigMaps labelled C(app.kubernetes.io/managed-by=kubevol) and
         C(kubevol.io/plan-run=<run id>) in the namespace of the run lock's Lease (O(run_lock)'s C(lease_namespace),
-        default C(kube-system)): gzip-compressed chunks of at most 900 KiB each, the manifest written last, pruned by
+        default C(kube-system)), gzip-compressed chunks of at most 900 KiB each, the manifest written last, pruned by
         the same rule. In check mode, C(kubevol-plans) in the controller's local temporary directory (Ansible's,
         removed when Ansible exits; the system's when run as a module), so check mode writes nothing beside the
         cluster's state or into the cluster.
