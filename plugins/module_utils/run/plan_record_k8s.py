@@ -197,7 +197,7 @@ def write(plan_result, where, run_id, shares, hosts, connection):
         for (node, _share), entry in zip(shares, entries):
             index[node] = entry
         count = max(1, -(-len(index) // NODES_PER_BUCKET))
-        buckets = [{} for _ in range(count)]
+        buckets = [{} for _number in range(count)]
         for node, entry in index.items():
             buckets[_bucket(node, count)][node] = entry
         manifest["buckets"] = [_put(api, run_id, "b-%d" % number, _dumps(bucket)) for number, bucket in enumerate(buckets)]
