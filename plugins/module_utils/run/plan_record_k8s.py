@@ -185,24 +185,34 @@ def write(plan_result, where, run_id, shares, hosts, connection):
     node of the plan), each listed in its bucket."""
     namespace = where[len(SCHEME):]
     with _Api(connection, namespace, run_id) as api:
-        api.create(run_id, _name(run_id, "begin"), "begin", marker=True)
-        manifest = {"version": VERSION, "run_id": run_id, "plan": _put(api, run_id, "p", _dumps(plan_result)),
-                    "sharded": hosts is not None}
-        index = dict((node, None) for node in hosts or ())
-        # the shares (one object or more per host with work: thousands on a fleet) sent WRITERS at a time: each
-        # POST waits for its answer, and the API server serves many at once; the manifest still comes after all
-        with ThreadPoolExecutor(max_workers=WRITERS) as pool:
-            entries = list(pool.map(lambda job: dict(_put(api, run_id, "n-%d" % job[0], _dumps(job[1][1])), n=job[0]),
-                                    enumerate(shares)))
-        for (node, _share), entry in zip(shares, entries):
-            index[node] = entry
-        count = max(1, -(-len(index) // NODES_PER_BUCKET))
-        buckets = [{} for _number in range(count)]
-        for node, entry in index.items():
-            buckets[_bucket(node, count)][node] = entry
-        manifest["buckets"] = [_put(api, run_id, "b-%d" % number, _dumps(bucket)) for number, bucket in enumerate(buckets)]
-        data = _dumps(manifest)
-        api.create(run_id, _name(run_id), "manifest", data={MANIFEST_KEY: data.decode("utf-8")}, marker=True)
+        try:
+            return _write(api, plan_result, namespace, run_id, shares, hosts)
+        except KubevolError as err:
+            raise KubevolError("plan record of run %s: cannot write it as ConfigMaps in namespace %s: %s. Nothing was "
+                               "changed on the nodes or in the volumes' objects; what was written is pruned after an "
+                               "hour (it has no manifest)" % (run_id, namespace, err.msg))
+
+
+def _write(api, plan_result, namespace, run_id, shares, hosts):
+    """write()'s requests: the begin marker, the plan, the shares, the buckets, the manifest last."""
+    api.create(run_id, _name(run_id, "begin"), "begin", marker=True)
+    manifest = {"version": VERSION, "run_id": run_id, "plan": _put(api, run_id, "p", _dumps(plan_result)),
+                "sharded": hosts is not None}
+    index = dict((node, None) for node in hosts or ())
+    # the shares (one object or more per host with work: thousands on a fleet) sent WRITERS at a time: each
+    # POST waits for its answer, and the API server serves many at once; the manifest still comes after all
+    with ThreadPoolExecutor(max_workers=WRITERS) as pool:
+        entries = list(pool.map(lambda job: dict(_put(api, run_id, "n-%d" % job[0], _dumps(job[1][1])), n=job[0]),
+                                enumerate(shares)))
+    for (node, _share), entry in zip(shares, entries):
+        index[node] = entry
+    count = max(1, -(-len(index) // NODES_PER_BUCKET))
+    buckets = [{} for _number in range(count)]
+    for node, entry in index.items():
+        buckets[_bucket(node, count)][node] = entry
+    manifest["buckets"] = [_put(api, run_id, "b-%d" % number, _dumps(bucket)) for number, bucket in enumerate(buckets)]
+    data = _dumps(manifest)
+    api.create(run_id, _name(run_id), "manifest", data={MANIFEST_KEY: data.decode("utf-8")}, marker=True)
     return "%s/%s" % (location(namespace), run_id), _digest(data)
 
 
