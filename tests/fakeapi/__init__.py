@@ -37,6 +37,8 @@ from urllib.parse import parse_qs, unquote, urlsplit
 import yaml
 
 from fakeapi.journal import snapshot
+from fakeapi.selectors import (  # noqa: F401 (MAX_CONFIGMAP_BYTES: for the tests)
+    MAX_CONFIGMAP_BYTES, ApiError, check_size as _check_size, field_match as _field_match, label_match as _label_match)
 from fakeapi.server import LocalServer
 
 # plural -> (kind, apiVersion, namespaced)
@@ -51,7 +53,6 @@ RESOURCES = {
     "secrets": ("Secret", "v1", True),  # read one by one, for an external CSI driver's secret references
     "configmaps": ("ConfigMap", "v1", True),  # the run's plan record (run/plan_record_k8s.py)
 }
-MAX_CONFIGMAP_BYTES = 1048576  # k8s.io/kubernetes pkg/apis/core/validation ValidateConfigMap: core.MaxSecretSize
 PLURAL = dict((kind, plural) for plural, (kind, _v, _n) in RESOURCES.items())
 VERBS = {"GET": "get", "POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}
 
@@ -71,12 +72,6 @@ def merge_patch(target, patch):
 
 class Die(Exception):
     """Raised by a hook: the server drops this request's connection and stops (an API that dies)."""
-
-
-class ApiError(Exception):
-    def __init__(self, code, reason, message):
-        super().__init__(message)
-        self.code, self.reason, self.message = code, reason, message
 
 
 class FakeApiServer(LocalServer):
@@ -414,56 +409,6 @@ class FakeApiServer(LocalServer):
         rv = (body.get("metadata") or {}).get("resourceVersion")
         new["metadata"]["resourceVersion"] = rv or old["metadata"]["resourceVersion"]
         return self._update(route, old, new)
-
-
-def _check_size(plural, name, body):
-    """kube-apiserver's ValidateConfigMap: data and binaryData (decoded) together at most 1 MiB."""
-    if plural != "configmaps":
-        return
-    size = sum(len(value.encode("utf-8")) for value in (body.get("data") or {}).values())
-    for key, value in (body.get("binaryData") or {}).items():
-        size += len(base64.b64decode(value))
-    if size > MAX_CONFIGMAP_BYTES:
-        raise ApiError(422, "Invalid", 'ConfigMap "%s" is invalid: []: Too long: must have at most %d bytes'
-                       % (name, MAX_CONFIGMAP_BYTES))
-
-
-def _label_match(obj, selector):
-    """An equality-based label selector (apimachinery labels.Parse): a=b, a==b, a!=b, a, !a, comma-joined."""
-    labels = (obj.get("metadata") or {}).get("labels") or {}
-    for term in (t.strip() for t in selector.split(",") if t.strip()):
-        if "!=" in term:
-            key, value = term.split("!=", 1)
-            if labels.get(key.strip()) == value.strip():
-                return False
-        elif "=" in term:
-            key, value = term.split("=", 1)
-            if labels.get(key.strip()) != value.lstrip("=").strip():
-                return False
-        elif term.startswith("!"):
-            if term[1:].strip() in labels:
-                return False
-        elif term not in labels:
-            return False
-    return True
-
-
-def _field_match(obj, selector):
-    for term in selector.split(","):
-        if "!=" in term:
-            field, value = term.split("!=", 1)
-            negate = True
-        else:
-            field, _sep, value = term.partition("=")
-            value = value.lstrip("=")
-            negate = False
-        current = obj
-        for part in field.split("."):
-            current = current.get(part) if isinstance(current, dict) else None
-        current = "" if current is None else str(current)
-        if (current == value) == negate:
-            return False
-    return True
 
 
 class _Handler(BaseHTTPRequestHandler):
