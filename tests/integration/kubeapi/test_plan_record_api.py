@@ -161,6 +161,10 @@ def test_pruning_keeps_the_current_and_unfinished_records(api, connection):
     with plan_record_k8s._Api(connection, NAMESPACE) as writer:
         writer.create(killed, plan_record_k8s._name(killed, "begin"), "begin", marker=True)
         writer.create(killed, plan_record_k8s._name(killed, "p", 0), "p", binary=b"half")
+    writing = plan_record.new_run_id(now - 5)  # a writer still at work: its parts, no manifest yet
+    with plan_record_k8s._Api(connection, NAMESPACE) as writer:
+        writer.create(writing, plan_record_k8s._name(writing, "begin"), "begin", marker=True)
+        writer.create(writing, plan_record_k8s._name(writing, "p", 0), "p", binary=b"half")
     old = plan_record.new_run_id(now - plan_record.UNFINISHED_SECONDS - 60)  # a killed run's whole record
     plan_record.write(small, WHERE, old, keep=10, connection=connection)
     unrelated = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "someone-elses", "namespace": NAMESPACE,
@@ -169,8 +173,9 @@ def test_pruning_keeps_the_current_and_unfinished_records(api, connection):
     plan_record.prune(WHERE, current=ids[3], now=now, connection=connection)
     left = set(cm["metadata"]["labels"].get(plan_record_k8s.RUN) for cm in configmaps(api)
                if cm["metadata"]["name"] != "someone-elses")
-    # ids[0] and ids[1] finished and beyond keep: gone; ids[2] unfinished and young: kept; ids[3] current
-    assert left == {ids[2], ids[3]}, left
+    # ids[0] and ids[1] finished and beyond keep: gone; ids[2] unfinished and young: kept; ids[3] current; the
+    # writer at work kept; the killed writer's parts and the killed run's record gone
+    assert left == {ids[2], ids[3], writing}, left
     assert api.get("ConfigMap", "someone-elses", NAMESPACE)  # no kubevol label: never touched
     assert plan_record.read_plan(handles[2], connection) == small
 
