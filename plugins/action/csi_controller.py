@@ -24,6 +24,7 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.run import plan_re
 from ansible_collections.kubevol.volumes.plugins.module_utils.run.controller_outcome import controller_work
 from ansible_collections.kubevol.volumes.plugins.module_utils.run.csi_secrets import with_secrets
 from ansible_collections.kubevol.volumes.plugins.module_utils.run.run_lock_task import kept_renewed
+from ansible_collections.kubevol.volumes.plugins.module_utils.stores import with_group_defaults
 
 ARGSPEC = csi_controller_argspec()
 
@@ -40,9 +41,12 @@ class ActionModule(ActionBase):
             raise AnsibleActionFail("kubevol.volumes.csi_controller: %s" % "; ".join(validated.error_messages))
         params = validated.validated_parameters
         host = params["controller_host"]
+        # as node_phases: the play's module_defaults for the cluster_store group, then cluster_store over them
+        params["cluster_store"] = with_group_defaults(params["cluster_store"], self._task.module_defaults,
+                                                      self._templar.template)
         try:
             options = driver_opts.validate(params["driver_options"])
-            ops = controller_work(plan_record.plan_of(params["plan"]), host, params["failures"])
+            ops = controller_work(plan_record.plan_of(params["plan"], params["cluster_store"]), host, params["failures"])
             volumes = with_secrets([op["volume"] for op in ops], params["cluster_store"])  # no_log in the module
         except KubevolError as err:  # a Secret a PV names is missing: its reference named, never a value
             result.update(failed=True, msg="kubevol.volumes.csi_controller on %s: %s" % (host, err.msg))

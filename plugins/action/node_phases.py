@@ -30,6 +30,7 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.run.csi_secrets im
 from ansible_collections.kubevol.volumes.plugins.module_utils.run.controller_outcome import with_published
 from ansible_collections.kubevol.volumes.plugins.module_utils.node.node_args import node_phases_argspec
 from ansible_collections.kubevol.volumes.plugins.module_utils.run.run_lock_task import kept_renewed
+from ansible_collections.kubevol.volumes.plugins.module_utils.stores import with_group_defaults
 
 
 def module_args(phase, node_name, items, stale, forced, params):
@@ -76,16 +77,20 @@ class ActionModule(ActionBase):
             raise AnsibleActionFail("kubevol.volumes.node_phases: %s" % "; ".join(validated.error_messages))
         params = validated.validated_parameters
         node = params["node_name"]
+        # the play's module_defaults for the cluster_store group apply to the store options here too: the plan
+        # record's share, the run lock's renewal and CSI secrets are read with what the store modules were given
+        params["cluster_store"] = with_group_defaults(params["cluster_store"], self._task.module_defaults,
+                                                      self._templar.template)
         deprecations = _driver_options(params)
         if "facts" in params["phases"]:
             return self._facts(result, params, task_vars)
         if params["plan"] is None:
             raise AnsibleActionFail("kubevol.volumes.node_phases: plan is required for the phases %s (only facts "
                                     "runs without one)" % ", ".join(params["phases"]))
-        # a whole plan result is cut here, a record result (output=record) read from this node's file of the record;
-        # the role passes the host's slice (filter node_plan) already
+        # a whole plan result is cut here, a record result (output=record, what the role passes) read from this node's
+        # own part of the record only (a file, or its ConfigMaps, read with the store options of cluster_store)
         try:
-            plan = executor.PlanView(plan_record.node_plan_of(params["plan"], node))
+            plan = executor.PlanView(plan_record.node_plan_of(params["plan"], node, params["cluster_store"]))
         except KubevolError as err:
             raise AnsibleActionFail("kubevol.volumes.node_phases: node %s: %s" % (node, err.msg))
         failures = params["failures"]

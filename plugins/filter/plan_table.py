@@ -34,6 +34,13 @@ options:
       - What that line says about seeing the rows left out, in parentheses after C(not shown).
     type: str
     default: raise max_rows
+  cluster_store:
+    description:
+      - The cluster store options (O(kubevol.volumes.volume_reconcile_plan#module:cluster_source) and the API's
+        connection options), to read a record kept in the Kubernetes API (a handle whose path starts with C(k8s:)).
+        Not needed for a record on disk or a full result.
+    type: dict
+    version_added: 0.3.0
 """
 
 EXAMPLES = r"""
@@ -59,17 +66,18 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.plan import plan_t
 from ansible_collections.kubevol.volumes.plugins.module_utils.run.plan_record import plan_of
 
 
-def _full(result, name):
+def _full(result, name, cluster_store=None):
     """A record result (output=record) read back by its handle; a full result as it is."""
     try:
-        return plan_of(result)
+        return plan_of(result, cluster_store)
     except KubevolError as err:
         raise AnsibleFilterError("%s: %s" % (name, err.msg))
 
 
-def plan_table(result, max_rows=None, more_hint="raise max_rows"):
-    """The plan result as text: steps, blocked items (each once, with its action), summary line."""
-    result = _full(result, "plan_table")
+def plan_table(result, max_rows=None, more_hint="raise max_rows", cluster_store=None):
+    """The plan result as text: steps, blocked items (each once, with its action), summary line. ``cluster_store``:
+    the store options, to read a record kept in the Kubernetes API."""
+    result = _full(result, "plan_table", cluster_store)
     if not isinstance(result, dict) or "plan" not in result:
         raise AnsibleFilterError("plan_table expects the result of kubevol.volumes.volume_reconcile_plan")
     if max_rows is not None and (isinstance(max_rows, bool) or not isinstance(max_rows, int) or max_rows < 0):

@@ -44,11 +44,12 @@ def node_facts_map(hostvars, hosts, var_name):
     return facts
 
 
-def node_plan(plan_result, node):
+def node_plan(plan_result, node, cluster_store=None):
     """One node's slice of a volume_reconcile_plan result (plan, items), cut through its by_node index; of a record
-    result (output=record, what the role passes), read from the node's own file of the record."""
+    result (output=record), read from the node's own part of the record (``cluster_store``: the store options, for a
+    record kept in the Kubernetes API)."""
     try:
-        return node_plan_of(plan_result, node)
+        return node_plan_of(plan_result, node, cluster_store)
     except KubevolError as e:
         raise AnsibleFilterError("kubevol node_plan: node %s: %s" % (node, e.msg))
     except (AttributeError, IndexError, TypeError) as e:

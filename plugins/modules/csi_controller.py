@@ -62,7 +62,10 @@ options:
         node task.
     type: dict
   cluster_store:
-    description: The cluster store's options, to read the PVs' Secrets (C(cluster_source), C(cluster_state), ...).
+    description:
+      - The cluster store's options, to read the PVs' Secrets and a plan record kept in the Kubernetes API
+        (C(cluster_source), C(cluster_state), ...). The play's module_defaults for
+        C(group/kubevol.volumes.cluster_store) apply under them.
     type: dict
 seealso:
   - module: kubevol.volumes.csi_controller_calls

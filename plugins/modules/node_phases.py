@@ -60,9 +60,10 @@ options:
     description:
       - A M(kubevol.volumes.volume_reconcile_plan) result, or this host's slice of it
         (P(kubevol.volumes.node_plan#filter)); only its C(plan), C(volume_items) and C(by_node) are read.
-      - A result with O(kubevol.volumes.volume_reconcile_plan#module:output=record) is read by its handle, on the
-        controller, and only this node's file of the record.
-      - With many hosts pass the slice, so that no host templates the whole plan.
+      - A result with O(kubevol.volumes.volume_reconcile_plan#module:output=record) (what the reconcile role passes)
+        is read by its handle, on the controller, and only this node's part of the record (its file, or for a record
+        in the Kubernetes API its ConfigMaps, read with O(cluster_store)).
+      - With many hosts pass the slice or the record result, so that no host templates the whole plan.
       - Required for every phase but C(facts).
     type: dict
   phases:
@@ -141,7 +142,9 @@ options:
   cluster_store:
     description:
       - The cluster store's options, as M(kubevol.volumes.cluster_volume_record) takes them (C(cluster_source),
-        C(cluster_state), the Kubernetes auth options), for the renewals of O(run_lock).
+        C(cluster_state), the Kubernetes auth options), for the renewals of O(run_lock) and to read a plan record
+        kept in the Kubernetes API. The play's module_defaults for C(group/kubevol.volumes.cluster_store) apply
+        under them.
     type: dict
 """
 

@@ -120,7 +120,8 @@ options:
         action they hold back, the teardown guard's count, the C(Plan:) line), plus RV(summary). For an ad-hoc run
         (C(ansible localhost -m kubevol.volumes.volume_reconcile_plan -a 'cluster_state=cluster.yaml output=table')).
       - V(summary) returns one line per node in RV(table) (steps per action, blocked), plus RV(summary).
-      - V(record) writes the whole plan as a record on disk (see O(record_dir)) and returns its handle in RV(record),
+      - V(record) writes the whole plan as a record (on disk, or as ConfigMaps in the Kubernetes API, see
+        O(record_dir)) and returns its handle in RV(record),
         the counts in RV(counts), the plan as lines in RV(table) (bounded by O(table_rows)) and RV(summary), what the
         reconcile role passes between its steps instead of the plan itself. M(kubevol.volumes.reconcile_run), the
         role's node tasks and the P(kubevol.volumes.plan_table#filter) filter read the plan back by that handle.
@@ -160,11 +161,21 @@ options:
         under a temporary name and renamed into place. All but the two newest are removed, except the records of runs
         still going (not finished by M(kubevol.volumes.reconcile_run), younger than 12 hours), because the slices of a
         sliced run write there at once.
-      - By default, beside the state file (C(<cluster_state>.plans)) for the file store; in check mode and for the
-        Kubernetes API store, C(kubevol-plans) in the controller's local temporary directory (Ansible's, removed
-        when Ansible exits; the system's when run as a module), so check mode writes nothing beside the cluster's
-        state.
+      - By default, beside the state file (C(<cluster_state>.plans)) for the file store; for the Kubernetes API store
+        (O(cluster_source=kubernetes)), ConfigMaps labelled C(app.kubernetes.io/managed-by=kubevol) and
+        C(kubevol.io/plan-run=<run id>) in the namespace of the run lock's Lease (O(run_lock)'s C(lease_namespace),
+        default C(kube-system)), gzip-compressed chunks of at most 900 KiB each, the manifest written last, pruned by
+        the same rule. In check mode, C(kubevol-plans) in the controller's local temporary directory (Ansible's,
+        removed when Ansible exits; the system's when run as a module), so check mode writes nothing beside the
+        cluster's state or into the cluster.
     type: path
+    version_added: 0.3.0
+  run_lock:
+    description:
+      - The result of M(kubevol.volumes.cluster_run_lock) for this run. With O(output=record) and
+        O(cluster_source=kubernetes), the plan record's ConfigMaps are written in its C(lease_namespace) (the
+        namespace the store keeps its run lock in); without it, C(kube-system).
+    type: dict
     version_added: 0.3.0
   driver_options:
     description:

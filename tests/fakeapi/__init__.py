@@ -4,8 +4,11 @@ It speaks what kubevol's kubernetes store uses, the way kube-apiserver answers:
 
 - paths ``/api/v1/[namespaces/NS/]PLURAL[/NAME[/status]]`` and ``/apis/GROUP/VERSION/...`` for nodes,
   pods, persistentvolumes, persistentvolumeclaims (namespaced), volumeattachments, csidrivers, leases, secrets;
-- GET list with ``limit``/``continue`` paging and ``fieldSelector`` (``spec.nodeName!=``,
-  ``spec.nodeName=X``); list items carry no kind/apiVersion, as in the real API;
+- GET list with ``limit``/``continue`` paging, ``fieldSelector`` (``spec.nodeName!=``, ``spec.nodeName=X``) and
+  ``labelSelector`` (``a=b``, ``a!=b``, ``a``, ``!a``, comma-joined); list items carry no kind/apiVersion, as in the
+  real API; DELETE on a collection (``deletecollection``, with a labelSelector);
+- ConfigMaps (the plan record's) refused with 422 over 1 MiB of data, as kube-apiserver's ValidateConfigMap does
+  (``data`` values and the decoded ``binaryData`` values count);
 - GET one, POST (201; status dropped on create; 409 AlreadyExists), DELETE (DeleteOptions
   ``preconditions.resourceVersion``), PUT and PATCH (merge-patch and strategic-merge-patch, both
   treated as a JSON merge patch) on the object and its ``status`` subresource: an object update
@@ -34,6 +37,8 @@ from urllib.parse import parse_qs, unquote, urlsplit
 import yaml
 
 from fakeapi.journal import snapshot
+from fakeapi.selectors import (  # noqa: F401 (MAX_CONFIGMAP_BYTES: for the tests)
+    MAX_CONFIGMAP_BYTES, ApiError, check_size as _check_size, field_match as _field_match, label_match as _label_match)
 from fakeapi.server import LocalServer
 
 # plural -> (kind, apiVersion, namespaced)
@@ -46,6 +51,7 @@ RESOURCES = {
     "csidrivers": ("CSIDriver", "storage.k8s.io/v1", False),
     "leases": ("Lease", "coordination.k8s.io/v1", True),
     "secrets": ("Secret", "v1", True),  # read one by one, for an external CSI driver's secret references
+    "configmaps": ("ConfigMap", "v1", True),  # the run's plan record (run/plan_record_k8s.py)
 }
 PLURAL = dict((kind, plural) for plural, (kind, _v, _n) in RESOURCES.items())
 VERBS = {"GET": "get", "POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}
@@ -66,12 +72,6 @@ def merge_patch(target, patch):
 
 class Die(Exception):
     """Raised by a hook: the server drops this request's connection and stops (an API that dies)."""
-
-
-class ApiError(Exception):
-    def __init__(self, code, reason, message):
-        super().__init__(message)
-        self.code, self.reason, self.message = code, reason, message
 
 
 class FakeApiServer(LocalServer):
@@ -218,6 +218,8 @@ class FakeApiServer(LocalServer):
             verb = VERBS[method]
             if method == "GET" and route["name"] is None:
                 verb = "list"
+            elif method == "DELETE" and route["name"] is None:
+                verb = "deletecollection"
             if (verb, resource) in self.deny or (verb, "*") in self.deny:
                 raise ApiError(403, "Forbidden", '%s "%s" is forbidden: User "%s" cannot %s resource "%s"'
                                % (route["plural"], route["name"] or "", entry["user"], verb, resource))
@@ -297,6 +299,8 @@ class FakeApiServer(LocalServer):
         selector = query.get("fieldSelector")
         if selector:
             items = [o for o in items if _field_match(o, selector)]
+        if query.get("labelSelector"):
+            items = [o for o in items if _label_match(o, query["labelSelector"])]
         start = 0
         if query.get("continue"):
             try:
@@ -328,6 +332,7 @@ class FakeApiServer(LocalServer):
             spec = body.get("spec") or {}
             if not spec.get("attacher") or not spec.get("nodeName") or not spec.get("source"):
                 raise ApiError(422, "Invalid", "VolumeAttachment.storage.k8s.io %r is invalid: spec: Required value" % name)
+        _check_size(route["plural"], name, body)
         key = self._key(route, name)
         if key in self.objects:
             raise ApiError(409, "AlreadyExists", '%s "%s" already exists' % (route["plural"], name))
@@ -338,6 +343,14 @@ class FakeApiServer(LocalServer):
         return 201, self._store(route["plural"], obj, new=True)
 
     def _delete(self, route, query, headers, body):
+        if route["name"] is None:  # deletecollection
+            kind, version, _namespaced = RESOURCES[route["plural"]]
+            doomed = [k for k, o in sorted(self.objects.items())
+                      if k[0] == route["plural"] and (route["namespace"] is None or k[1] == route["namespace"])
+                      and _label_match(o, query.get("labelSelector") or "")]
+            items = [self.objects.pop(k) for k in doomed]
+            self._next_rv()
+            return 200, {"kind": kind + "List", "apiVersion": version, "metadata": {}, "items": items}
         obj = self._existing(route)
         wanted = ((body or {}).get("preconditions") or {}).get("resourceVersion") if isinstance(body, dict) else None
         if wanted and wanted != obj["metadata"]["resourceVersion"]:
@@ -379,6 +392,7 @@ class FakeApiServer(LocalServer):
         old = self._existing(route)
         if not isinstance(body, dict):
             raise ApiError(400, "BadRequest", "body must be an object")
+        _check_size(route["plural"], route["name"], body)
         return self._update(route, old, body)
 
     def _patch(self, route, query, headers, body):
@@ -397,27 +411,12 @@ class FakeApiServer(LocalServer):
         return self._update(route, old, new)
 
 
-def _field_match(obj, selector):
-    for term in selector.split(","):
-        if "!=" in term:
-            field, value = term.split("!=", 1)
-            negate = True
-        else:
-            field, _sep, value = term.partition("=")
-            value = value.lstrip("=")
-            negate = False
-        current = obj
-        for part in field.split("."):
-            current = current.get(part) if isinstance(current, dict) else None
-        current = "" if current is None else str(current)
-        if (current == value) == negate:
-            return False
-    return True
-
-
 class _Handler(BaseHTTPRequestHandler):
     api = None
     protocol_version = "HTTP/1.1"
+    # headers and body go out in separate writes: without TCP_NODELAY each answer on a kept-alive connection waits
+    # for the client's delayed ACK (40 ms), which a real API server (Go sets TCP_NODELAY) never does
+    disable_nagle_algorithm = True
 
     def log_message(self, *args):  # quiet
         pass

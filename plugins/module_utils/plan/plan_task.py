@@ -25,6 +25,7 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.common import driv
 from ansible_collections.kubevol.volumes.plugins.module_utils.plan.plan_text import (
     MORE_HINT, OUTPUTS, blocked_once, nodes_outside, shape, table_lines)
 from ansible_collections.kubevol.volumes.plugins.module_utils.run import plan_record
+from ansible_collections.kubevol.volumes.plugins.module_utils.run.run_lock import DEFAULT_LEASE_NAMESPACE
 from ansible_collections.kubevol.volumes.plugins.module_utils.plan.planner import (
     DEFAULT_MAX_TEARDOWN_COUNT, DEFAULT_MAX_TEARDOWN_FRACTION, PlanOptions, TeardownRefused, plan_cluster)
 from ansible_collections.kubevol.volumes.plugins.module_utils.cluster.scope import select_pods
@@ -55,6 +56,9 @@ def argspec():
         table_rows=dict(type="int", default=DEFAULT_TABLE_ROWS),
         table_hint=dict(type="str", default=MORE_HINT),
         record_dir=dict(type="path"),
+        # the run's cluster_run_lock result: for the Kubernetes API store, the record's ConfigMaps go in its Lease's
+        # namespace (the one the store keeps its own objects in)
+        run_lock=dict(type="dict"),
         # the nodes' driver_options (node_args.LOCK_SPEC): a loop PV naming a pool not in loop.kubevol.io's pools is
         # blocked before any node; loop_pools is its deprecated spelling of those pools
         driver_options=dict(type="dict", default={}),
@@ -74,15 +78,17 @@ def plan_driver_options(params):
 
 
 def record_dir(params, check_mode, local_tmp):
-    """Where output=record writes the plan (run/plan_record.py): ``record_dir`` when given; else, for a file store
-    outside check mode, beside the state file (plan_record.default_dir), where the run's later steps read it; else
-    ``local_tmp``'s kubevol-plans, on the controller: in check mode nothing is written beside the cluster's state
-    (a read-only state directory must not fail a check), and the Kubernetes API store keeps the plan on the
-    controller that runs the role (the API objects of issue 30's sliced runs are not built yet)."""
+    """Where output=record writes the plan (run/plan_record.py): ``record_dir`` when given; else, outside check mode,
+    where the run's later steps and the other slices of a sliced run read it: beside the state file for a file store
+    (plan_record.default_dir), as ConfigMaps in the run lock's namespace (``k8s:<namespace>``) for the Kubernetes
+    API store; else ``local_tmp``'s kubevol-plans, on the controller: check mode writes nothing beside the cluster's
+    state or into the cluster (a read-only state directory or a user who may only read must not fail a check)."""
     if params.get("record_dir"):
         return params["record_dir"]
     if not check_mode and params["cluster"] is None and params["cluster_source"] == "file" and params["cluster_state"]:
         return plan_record.default_dir(params["cluster_state"])
+    if not check_mode and params["cluster"] is None and params["cluster_source"] == "kubernetes":
+        return "k8s:" + ((params.get("run_lock") or {}).get("lease_namespace") or DEFAULT_LEASE_NAMESPACE)
     return os.path.join(local_tmp, "kubevol-plans")
 
 
@@ -161,6 +167,6 @@ def _run(params, now, keep_alive, check_mode, local_tmp):
     if output == "record":
         # a file per node for the run's hosts only (those with node facts): no other node has a node task
         hosts = None if params["node_facts"] is None else list(params["node_facts"])
-        handle = plan_record.write(result, record_dir(params, check_mode, local_tmp), nodes=hosts)
+        handle = plan_record.write(result, record_dir(params, check_mode, local_tmp), nodes=hosts, connection=params)
         return record_result(result, handle, rows, params.get("table_hint"))
     return shape(result, output, rows)

@@ -14,8 +14,11 @@ write their records into one directory at the same time, and none may lose its p
 The handle, what Ansible's variables carry, is ``{path, run_id, digest}``, the digest being the manifest's: a record
 replaced or changed under the handle is refused, never read as this run's plan.
 
-Where the records live is the caller's choice (plugins/action/volume_reconcile_plan.py): beside the state file for
-the file store, the controller's local temporary directory in check mode and for the Kubernetes API store.
+Where the records live is the caller's choice (plan/plan_task.py record_dir): beside the state file for the file
+store; for the Kubernetes API store, ConfigMaps in the run lock's namespace (``k8s:<namespace>``: the record kind of
+run/plan_record_k8s.py, behind the same functions); the controller's local temporary directory in check mode. The
+functions below take a record's location or handle and, for a record in the API, ``connection``: the cluster store
+options (never part of a handle or a result); each kind does the same thing its own way (``_kind``).
 """
 
 from __future__ import absolute_import, division, print_function
@@ -86,14 +89,78 @@ def _nodes(plan_result):
     return sorted(node for node in nodes if isinstance(node, str))
 
 
-def write(plan_result, directory, run_id=None, keep=KEEP, nodes=None):
-    """Write ``plan_result`` as run ``run_id``'s record under ``directory`` (created, mode 0700): its handle.
+def _kind(path):
+    """The record kind of a location or handle path: a ``k8s:<namespace>`` one's (plan_record_k8s), else a
+    directory's (this module's _FileRecords)."""
+    if isinstance(path, str) and path.startswith("k8s:"):
+        from ansible_collections.kubevol.volumes.plugins.module_utils.run import plan_record_k8s
+        return plan_record_k8s
+    return _FileRecords
 
-    ``nodes``: the nodes whose share gets a file of its own (the run's hosts: the planner's node facts); None, every
+
+def write(plan_result, directory, run_id=None, keep=KEEP, nodes=None, connection=None):
+    """Write ``plan_result`` as run ``run_id``'s record at ``directory`` (a directory, created mode 0700, or
+    ``k8s:<namespace>``), prune the older records there: its handle.
+
+    ``nodes``: the nodes whose share is stored on its own (the run's hosts: the planner's node facts); None, every
     node of the plan. A node outside them has no node task in this run; read_node still answers it, from the plan."""
     run_id = run_id or new_run_id()
     if not RUN_ID.match(run_id):
         raise KubevolError("plan record: run id %r is not of the form 20261125T232600Z-1a2b3c4d" % run_id)
+    wanted = None if nodes is None else frozenset(node for node in nodes if isinstance(node, str))
+    shares = [(node, node_slice(plan_result, node)) for node in _nodes(plan_result)
+              if wanted is None or node in wanted]
+    kind = _kind(directory)
+    path, digest = kind.write(plan_result, directory, run_id, shares, None if wanted is None else sorted(wanted),
+                              connection)
+    prune(directory, keep, run_id, connection=connection)
+    return {"path": path, "run_id": run_id, "digest": digest}
+
+
+class _FileRecords:
+    """The record kind of a directory on the controller (the module docstring's layout)."""
+
+    @staticmethod
+    def write(plan_result, directory, run_id, shares, hosts, _connection):
+        return _write_files(plan_result, os.path.abspath(directory), run_id, shares, hosts)
+
+    @staticmethod
+    def manifest(handle, _connection):
+        found = _read(os.path.join(handle["path"], MANIFEST), handle["digest"], MANIFEST, handle)
+        if found.get("version") != VERSION or found.get("run_id") != handle["run_id"]:
+            raise KubevolError("plan record %s: written by another version or run (%s, version %s); run the "
+                               "reconcile again" % (handle["path"], found.get("run_id"), found.get("version")))
+        return found
+
+    @staticmethod
+    def read_plan(handle, connection):
+        entry = _FileRecords.manifest(handle, connection)["plan"]
+        return _read(os.path.join(handle["path"], entry["file"]), entry["digest"], entry["file"], handle)
+
+    @staticmethod
+    def read_node(handle, node, connection):
+        found = _FileRecords.manifest(handle, connection)
+        entry = found["nodes"].get(node)
+        if entry is None:
+            if found.get("sharded") is not None and node not in found["sharded"]:
+                return node_slice(_FileRecords.read_plan(handle, connection), node)  # not one of the run's hosts
+            return {"plan": [], "volume_items": {}}
+        return _read(os.path.join(handle["path"], entry["file"]), entry["digest"], entry["file"], handle)
+
+    @staticmethod
+    def finish(handle, _connection):
+        try:
+            with open(os.path.join(handle["path"], FINISHED), "w"):
+                pass
+        except OSError:
+            pass  # a record that cannot be marked stays until UNFINISHED_SECONDS: nothing is lost
+
+    @staticmethod
+    def prune(directory, keep, current, now, _connection):
+        _prune_files(directory, keep, current, now)
+
+
+def _write_files(plan_result, directory, run_id, shares, hosts):
     try:
         os.makedirs(directory, mode=0o700, exist_ok=True)
         final = os.path.join(directory, run_id)
@@ -107,12 +174,9 @@ def write(plan_result, directory, run_id=None, keep=KEEP, nodes=None):
         data = _dumps(plan_result)
         _write(os.path.join(temp, PLAN), data)
         manifest = {"version": VERSION, "run_id": run_id, "plan": {"file": PLAN, "digest": _digest(data)}, "nodes": {},
-                    "sharded": None if nodes is None else sorted(node for node in nodes if isinstance(node, str))}
-        wanted = None if nodes is None else frozenset(nodes)
-        for node in _nodes(plan_result):
-            if wanted is not None and node not in wanted:
-                continue
-            data = _dumps(node_slice(plan_result, node))
+                    "sharded": hosts}
+        for node, share in shares:
+            data = _dumps(share)
             name = _node_file(node)
             _write(os.path.join(temp, name), data)
             manifest["nodes"][node] = {"file": name, "digest": _digest(data)}
@@ -124,8 +188,7 @@ def write(plan_result, directory, run_id=None, keep=KEEP, nodes=None):
         raise KubevolError("plan record: cannot write %s: %s (nothing was changed in the cluster). Free space there, "
                            "or set kubevol_plan_record_dir to another directory on the controller"
                            % (os.path.join(directory, run_id), err))
-    prune(directory, keep, run_id)
-    return {"path": final, "run_id": run_id, "digest": _digest(data)}
+    return final, _digest(data)
 
 
 def _started(run_id):
@@ -133,21 +196,21 @@ def _started(run_id):
     return calendar.timegm(time.strptime(run_id.split("-", 1)[0], "%Y%m%dT%H%M%SZ"))
 
 
-def finish(handle):
+def finish(handle, connection=None):
     """Mark the record of ``handle`` finished (the run's last step is done): pruning may take it from now on."""
     if is_handle(handle):
-        try:
-            with open(os.path.join(handle["path"], FINISHED), "w"):
-                pass
-        except OSError:
-            pass  # a record that cannot be marked stays until UNFINISHED_SECONDS: nothing is lost
+        _kind(handle["path"]).finish(handle, connection)
 
 
-def prune(directory, keep=KEEP, current=None, now=None):
+def prune(directory, keep=KEEP, current=None, now=None, connection=None):
     """Remove the records beyond the ``keep`` newest (never ``current``) that are finished or older than
-    UNFINISHED_SECONDS (a run that is still going keeps its plan, whatever other runs write meanwhile), and the
-    temporary directories of killed writers. Only what this module names is touched: a run id directory with a
-    manifest, a ``.<run id>.`` temp directory."""
+    UNFINISHED_SECONDS (a run that is still going keeps its plan, whatever other runs write meanwhile), and what
+    killed writers left (after STALE_TEMP_SECONDS). Only what this module names is touched: a run id directory with a
+    manifest, a ``.<run id>.`` temp directory; in the API, ConfigMaps with kubevol's labels."""
+    _kind(directory).prune(directory, keep, current, now, connection)
+
+
+def _prune_files(directory, keep, current, now):
     try:
         names = os.listdir(directory)
     except OSError:
@@ -187,47 +250,40 @@ def _read(path, digest, what, handle):
     return json.loads(data.decode("utf-8"))
 
 
-def manifest(handle):
-    """The record's manifest, checked against the handle's digest."""
+def _checked(handle):
     if not is_handle(handle):
         raise KubevolError("plan record: %r is not a plan record handle ({path, run_id, digest}, the record of a "
                            "volume_reconcile_plan result with output=record)" % (handle,))
-    found = _read(os.path.join(handle["path"], MANIFEST), handle["digest"], MANIFEST, handle)
-    if found.get("version") != VERSION or found.get("run_id") != handle["run_id"]:
-        raise KubevolError("plan record %s: written by another version or run (%s, version %s); run the reconcile "
-                           "again" % (handle["path"], found.get("run_id"), found.get("version")))
-    return found
+    return _kind(handle["path"])
 
 
-def read_plan(handle):
+def manifest(handle, connection=None):
+    """The record's manifest, checked against the handle's digest."""
+    return _checked(handle).manifest(handle, connection)
+
+
+def read_plan(handle, connection=None):
     """The whole volume_reconcile_plan result of the record."""
-    entry = manifest(handle)["plan"]
-    return _read(os.path.join(handle["path"], entry["file"]), entry["digest"], entry["file"], handle)
+    return _checked(handle).read_plan(handle, connection)
 
 
-def read_node(handle, node):
-    """One node's share of the record's plan (node_slice's shape), read from that node's file only: a node with no
-    step and no volume item has none, and gets an empty share; a node the record has no files for (not one of the
+def read_node(handle, node, connection=None):
+    """One node's share of the record's plan (node_slice's shape), read from that node's own part only: a node with
+    no step and no volume item has none, and gets an empty share; a node the record has no share of (not one of the
     run's hosts) gets its share cut from the whole plan."""
-    found = manifest(handle)
-    entry = found["nodes"].get(node)
-    if entry is None:
-        if found.get("sharded") is not None and node not in found["sharded"]:
-            return node_slice(read_plan(handle), node)  # not one of the run's hosts: cut from the whole plan
-        return {"plan": [], "volume_items": {}}
-    return _read(os.path.join(handle["path"], entry["file"]), entry["digest"], entry["file"], handle)
+    return _checked(handle).read_node(handle, node, connection)
 
 
-def plan_of(plan_result):
+def plan_of(plan_result, connection=None):
     """A volume_reconcile_plan result as the executor takes it: a record result (output=record) read back whole,
-    a full result as it is."""
+    a full result as it is. ``connection``: the cluster store options, for a record in the Kubernetes API."""
     if isinstance(plan_result, dict) and "plan" not in plan_result and is_handle(plan_result.get("record")):
-        return read_plan(plan_result["record"])
+        return read_plan(plan_result["record"], connection)
     return plan_result
 
 
-def node_plan_of(plan_result, node):
-    """One node's share of a record result (read from its node file) or of a full result (cut from it)."""
+def node_plan_of(plan_result, node, connection=None):
+    """One node's share of a record result (read from its own part) or of a full result (cut from it)."""
     if isinstance(plan_result, dict) and "plan" not in plan_result and is_handle(plan_result.get("record")):
-        return read_node(plan_result["record"], node)
+        return read_node(plan_result["record"], node, connection)
     return node_slice(plan_result, node)

@@ -55,7 +55,8 @@ def _check_input(params):
 def run(params, check_mode=False, diff=False):
     # the role passes the plan task's output=record result: the plan is read here, by handle, not templated
     handle = params["plan"].get("record") if isinstance(params["plan"], dict) else None
-    params = dict(params, plan=plan_record.plan_of(params["plan"]))
+    # (a record in the Kubernetes API is read with this task's own store options: never carried in the handle)
+    params = dict(params, plan=plan_record.plan_of(params["plan"], params))
     _check_input(params)
     state = None if params["after"] == "plan" else dict((key, params["state"][key]) for key in RUN_KEYS)
     try:
@@ -75,5 +76,5 @@ def run(params, check_mode=False, diff=False):
         # the run has no node task left: what it did, per node
         result["summary"] = plan_text.run_summary(params["plan"], state["errors"], state["blocked"], check_mode,
                                                   params["plan_shown"])
-        plan_record.finish(handle)  # the run is done with its plan: the record may be pruned from now on
+        plan_record.finish(handle, params)  # the run is done with its plan: the record may be pruned from now on
     return result

@@ -55,6 +55,27 @@ def store_options(params):
     return options
 
 
+GROUP_DEFAULTS = "group/kubevol.volumes.cluster_store"
+
+
+def with_group_defaults(cluster_store, module_defaults, template):
+    """The store options of a task that takes them as one dict (node_phases' and csi_controller's ``cluster_store``:
+    they are not in the cluster_store action group, whose options are top-level): the play's module_defaults for
+    group/kubevol.volumes.cluster_store (``module_defaults``: the task's list of entries, each value templated by
+    ``template``), then ``cluster_store`` over them, as the group's modules get them. None when neither says
+    anything."""
+    merged = {}
+    for entry in module_defaults or ():
+        defaults = entry.get(GROUP_DEFAULTS) if isinstance(entry, dict) else None
+        if defaults:
+            defaults = template(defaults)
+            if isinstance(defaults, dict):
+                merged.update(defaults)
+    if isinstance(cluster_store, dict):
+        merged.update(cluster_store)
+    return merged or cluster_store
+
+
 def get_store(source, **options):
     """Build the store named ``source`` from its options."""
     store_class = STORES.get(source)

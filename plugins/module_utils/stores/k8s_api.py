@@ -63,6 +63,8 @@ RESOURCES = (
 )
 BY_KIND = dict((r.kind, r) for r in RESOURCES)
 LEASE = Resource("Lease", "coordination.k8s.io/v1", "leases", True)
+# the run's plan record (run/plan_record_k8s.py), in the run lock's namespace; never in BY_KIND: no record names one
+CONFIGMAP = Resource("ConfigMap", "v1", "configmaps", True)
 # read one by one (store.get), for an external CSI driver's secret references; never listed
 BY_KIND["Secret"] = Resource("Secret", "v1", "secrets", True)
 

@@ -16,8 +16,8 @@ import re
 from ansible_collections.kubevol.volumes.plugins.module_utils.stores import k8s_auth
 from ansible_collections.kubevol.volumes.plugins.module_utils.stores.base import StoreError
 
-# (API group, resource, verbs): every request the store sends. Leases live in the run lock's namespace (a Role);
-# the rest are cluster-scoped or read in all namespaces (a ClusterRole).
+# (API group, resource, verbs): every request the store sends. Leases and ConfigMaps live in the run lock's namespace
+# (a Role); the rest are cluster-scoped or read in all namespaces (a ClusterRole).
 PERMISSIONS = (
     ("", "nodes", ("get", "list")),
     ("", "nodes/status", ("patch",)),
@@ -31,8 +31,10 @@ PERMISSIONS = (
     # only read when an external CSI driver's PV names a Secret (spec.csi.*SecretRef), one by one, never listed
     ("", "secrets", ("get",)),
     ("coordination.k8s.io", "leases", ("get", "create", "update")),
+    # the run's plan record (run/plan_record_k8s.py): created, read by its parts, its markers listed, pruned
+    ("", "configmaps", ("get", "list", "create", "delete", "deletecollection")),
 )
-NAMESPACED = frozenset(["leases"])
+NAMESPACED = frozenset(["leases", "configmaps"])
 
 
 def rbac_rules(namespaced=False):
@@ -70,6 +72,10 @@ def http_error(store, method, resource, target, status, data, subresource=None):
     verb = VERBS[method]
     if method == "GET" and target.endswith(" (list)"):
         verb = "list"
+    elif method == "DELETE" and target.endswith(" (collection)"):
+        verb = "deletecollection"
+    if resource.plural in NAMESPACED:
+        what += " in namespace %s" % store.lease_namespace
     if status == 401:
         hint = ("the API server rejected the credentials (%s); check api_key, username/password, "
                 "client_cert/client_key or the kubeconfig user" % k8s_auth.describe_auth(store.auth))

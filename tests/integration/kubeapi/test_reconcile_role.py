@@ -5,7 +5,11 @@
    phase): the play fails naming the request and the API server;
 2. after the API is back, a second run converges: mounts on the nodes, VolumeAttachments and node
    status in the API;
-3. a third run (auth from the K8S_AUTH_* environment this time) changes nothing.
+3. a third run (auth from the K8S_AUTH_* environment this time) changes nothing;
+4. a run in check mode writes nothing to the API, no plan record either.
+
+Each run's plan is a record in the API (run/plan_record_k8s.py): ConfigMaps in the run lock's namespace, its node
+tasks reading their own shares from there.
 """
 import os
 import re
@@ -70,10 +74,11 @@ def expected_attachments(items):
     return wanted
 
 
-def playbook(state, extra_vars, env=None):
+def playbook(state, extra_vars, env=None, options=()):
     argv = [os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i",
             os.path.join(state, "inventory", "hosts.yml"), PLAYBOOK, "-e", "kubevol_cluster_source=kubernetes",
             "-e", "kubevol_provision=true", "-e", yaml.safe_dump(extra_vars, default_flow_style=True).strip()]
+    argv.extend(options)
     full = dict(os.environ)
     full.update({
         "ANSIBLE_HOME": os.path.join(state, "ansible-home"),
@@ -130,8 +135,18 @@ def test_reconcile_role_against_the_api(nodes, api, kubeconfig, tmp_path):
 
     # 2. The API is back: the next run converges.
     api.restart()
+    del api.log[:]
     rc, out = playbook(nodes, auth)
     assert rc == 0, out[-6000:]
+    # its plan is a record in the API: ConfigMaps in the run lock's namespace, the manifest among them, marked
+    # finished by the run's last step; each node task read its own share (a GET of its node ConfigMap)
+    runs = record_runs(api)
+    assert len(runs) >= 2, runs  # the failed run's record and this one's
+    current = max(runs)
+    assert {"manifest", "begin", "finished", "p", "b", "n"} <= runs[current], runs
+    share_gets = [r for r in api.requests("GET") if re.search(r"/configmaps/kubevol-plan-%s-n-\d+-0$" % current.lower(),
+                                                              r["path"])]
+    assert len(share_gets) >= len(NODES) and all(r["status"] == 200 for r in share_gets), api.log
     vas = dict((va["metadata"]["name"], va) for va in api.list("VolumeAttachment"))
     assert len(vas) == len(wanted)
     for (node, pv), (driver, handle, mode, uid) in wanted.items():
@@ -157,10 +172,35 @@ def test_reconcile_role_against_the_api(nodes, api, kubeconfig, tmp_path):
     counts = recap(out)
     assert set(NODES) <= set(counts), out[-3000:]
     assert all(c["changed"] == 0 and c["failed"] == 0 for c in counts.values()), counts
-    # nothing written but the run lock: the Lease taken (created the first time, updated now) and released
+    # nothing written but the run lock, the Lease taken (created the first time, updated now) and released, and
+    # the run's plan record (ConfigMaps in the lock's namespace: created, older records pruned)
     lease_path = "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/kubevol-reconcile"
-    assert [(w["method"], w["path"]) for w in api.writes()] == [("PUT", lease_path), ("PUT", lease_path)]
+    record_path = "/api/v1/namespaces/kube-system/configmaps"
+    writes = [(w["method"], w["path"]) for w in api.writes()]
+    assert [w for w in writes if not w[1].startswith(record_path)] == [("PUT", lease_path), ("PUT", lease_path)]
+    assert ("POST", record_path) in writes, writes
+    # this run's record, the one before it (plan_record.KEEP) and the first run's: killed before its end, it is
+    # kept until it is 12 hours old (plan_record.UNFINISHED_SECONDS), as a slice still running would be
+    assert len(record_runs(api)) == 3, record_runs(api)
     lease = api.get("Lease", "kubevol-reconcile", "kube-system")
     assert not lease["spec"].get("holderIdentity") and lease["spec"]["leaseTransitions"] >= 1
     pod_lists = api.requests("GET", "/api/v1/pods")
     assert len(pod_lists) == 1 and pod_lists[0]["query"]["fieldSelector"] == "spec.nodeName!="
+
+    # 4. Check mode: nothing written to the API, the plan record kept on the controller.
+    before = record_runs(api)
+    del api.log[:]
+    rc, out = playbook(nodes, auth, options=["--check"])
+    assert rc == 0, out[-6000:]
+    assert api.writes() == [] and record_runs(api) == before, api.writes()
+
+
+def record_runs(api):
+    """{run id: the parts of its plan record} of the ConfigMaps in the API."""
+    runs = {}
+    for cm in api.list("ConfigMap"):
+        labels = cm["metadata"].get("labels") or {}
+        if labels.get("app.kubernetes.io/managed-by") == "kubevol":
+            assert cm["metadata"]["namespace"] == "kube-system"
+            runs.setdefault(labels["kubevol.io/plan-run"], set()).add(labels["kubevol.io/plan-part"])
+    return runs

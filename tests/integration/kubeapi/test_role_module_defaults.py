@@ -9,6 +9,7 @@ cluster in the fake API has a Node and no pods, so the plan is empty and no node
 still takes and releases the cluster's run lock (cluster_run_lock) and reads the cluster
 (cluster_volume_info) through the store options under test.
 """
+import json
 import os
 import subprocess
 import sys
@@ -91,3 +92,57 @@ def test_the_play_token_is_really_used(api, tmp_path):
     rc, out = play(tmp_path, api, "wrong-token")
     assert rc != 0
     assert api.log and all(r["status"] == 401 for r in api.log), api.log
+
+
+NODE_TASK_PLAY = """
+- name: A node task reads its share of a plan record in the API with the play's module_defaults
+  hosts: all
+  gather_facts: false
+  module_defaults:
+    group/kubevol.volumes.cluster_store:
+      host: "{{ api_url }}"
+      api_key: "{{ play_token }}"
+  tasks:
+    - kubevol.volumes.node_phases:
+        plan: "{{ record_result }}"
+        phases: [teardown]
+        node_name: node1
+        kubelet_dir: "{{ kubelet_dir }}"
+        cluster_store: {cluster_source: kubernetes}
+      register: out
+    - ansible.builtin.assert:
+        that:
+          - out.module_runs | length == 0
+          - not out.changed
+"""
+
+
+def test_node_phases_reads_a_record_in_the_api_with_the_play_defaults(api, tmp_path):
+    """node_phases is not in the cluster_store group (its store options are one dict, cluster_store): the play's
+    defaults for the group still reach it (stores.with_group_defaults), so the node's share of a plan record kept
+    in the API is read with them; nothing of them is in the record's handle."""
+    from ansible_collections.kubevol.volumes.plugins.module_utils.run import plan_record
+    plan = {"plan": [{"action": "expand", "target": "node", "node": "node1", "volume": "pv-a"}],
+            "volume_items": {}, "by_node": {"node1": [0]}}
+    handle = plan_record.write(plan, "k8s:kube-system", nodes=["node1"],
+                               connection={"host": api.url, "api_key": TOKEN})
+    assert TOKEN not in str(handle) and api.url not in str(handle)
+    (tmp_path / "kubelet").mkdir()
+    (tmp_path / "home").mkdir()
+    (tmp_path / "play.yml").write_text(NODE_TASK_PLAY)
+    inventory = tmp_path / "hosts.yml"
+    inventory.write_text(yaml.safe_dump({"all": {"hosts": {"node1": {
+        "ansible_connection": "local", "ansible_python_interpreter": sys.executable}}}}))
+    extra = {"api_url": api.url, "play_token": TOKEN, "kubelet_dir": str(tmp_path / "kubelet"),
+             "record_result": {"record": handle, "counts": {"steps": 1}}}
+    env = dict((k, v) for k, v in os.environ.items() if not k.startswith("K8S_AUTH_") and k != "KUBECONFIG")
+    env.update({"HOME": str(tmp_path / "home"), "ANSIBLE_HOME": str(tmp_path / "ansible-home"),
+                "ANSIBLE_LOCAL_TEMP": str(tmp_path / "ansible-tmp"), "ANSIBLE_NOCOLOR": "1"})
+    del api.log[:]
+    res = subprocess.run([os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", str(inventory),
+                          str(tmp_path / "play.yml"), "-e", json.dumps(extra)], stdout=subprocess.PIPE,
+                         stderr=subprocess.STDOUT, universal_newlines=True, env=env, timeout=300, check=False)
+    assert res.returncode == 0, res.stdout[-6000:]
+    share = "/api/v1/namespaces/kube-system/configmaps/kubevol-plan-%s-n-0-0" % handle["run_id"].lower()
+    reads = [r for r in api.log if r["path"] == share]
+    assert reads and all(r["user"] == "token" and r["status"] == 200 for r in reads), api.log

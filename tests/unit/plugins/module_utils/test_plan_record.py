@@ -176,3 +176,38 @@ def test_the_runs_last_step_marks_its_record_finished(state, tmp_path):
     out = run_step({"plan": {"record": handle}, "after": "plan", "state": None, "results": None, "plan_shown": True,
                     "run_lock": None, "cluster_source": "file", "cluster_state": state})
     assert "summary" in out and os.path.exists(os.path.join(handle["path"], plan_record.FINISHED))
+
+
+def test_where_the_record_goes_for_each_store_and_mode():
+    """plan_task.record_dir: the API store's record is ConfigMaps in the run lock's namespace (run/plan_record_k8s.py),
+    outside check mode only; a given directory wins; check mode keeps it on the controller."""
+    base = dict((key, spec.get("default")) for key, spec in plan_task.argspec().items())
+    k8s = dict(base, cluster_source="kubernetes")
+    assert plan_task.record_dir(k8s, False, "/tmp/local") == "k8s:kube-system"
+    assert plan_task.record_dir(dict(k8s, run_lock={"lease_namespace": "kubevol"}), False, "/tmp/l") == "k8s:kubevol"
+    assert plan_task.record_dir(dict(k8s, run_lock={"skipped": True}), False, "/tmp/l") == "k8s:kube-system"
+    assert plan_task.record_dir(k8s, True, "/tmp/local") == "/tmp/local/kubevol-plans"
+    assert plan_task.record_dir(dict(k8s, record_dir="/srv/plans"), False, "/tmp/local") == "/srv/plans"
+    assert plan_task.record_dir(dict(k8s, cluster={"items": []}), False, "/tmp/local") == "/tmp/local/kubevol-plans"
+
+
+def test_a_record_in_the_api_needs_the_connection_options():
+    handle = {"path": "k8s:kube-system/20261125T232600Z-1a2b3c4d", "run_id": "20261125T232600Z-1a2b3c4d",
+              "digest": "0" * 64}
+    with pytest.raises(KubevolError, match="plan record k8s:kube-system/20261125T232600Z-1a2b3c4d: it is kept in the "
+                                           "Kubernetes API.*kubevol_k8s_auth"):
+        plan_record.read_node(handle, "node1")
+    with pytest.raises(AnsibleFilterError, match="node_plan: node node1: plan record k8s:kube-system/"):
+        node_plan({"record": handle}, "node1")
+    plan_record.finish(handle)  # no options: nothing marked, nothing raised (pruning takes it after 12 hours)
+
+
+def test_store_options_merge_the_play_group_defaults_under_the_task_own():
+    from ansible_collections.kubevol.volumes.plugins.module_utils.stores import with_group_defaults
+    defaults = [{"group/kubevol.volumes.cluster_store": {"host": "{{ url }}", "api_key": "play"}},
+                {"kubevol.volumes.reconcile_run": {"api_key": "not-for-this-task"}}]
+    template = lambda value: dict((k, v.replace("{{ url }}", "https://api")) for k, v in value.items())  # noqa: E731
+    assert with_group_defaults({"cluster_source": "kubernetes", "api_key": "role"}, defaults, template) == {
+        "host": "https://api", "api_key": "role", "cluster_source": "kubernetes"}
+    assert with_group_defaults(None, [], template) is None
+    assert with_group_defaults({}, None, template) == {}

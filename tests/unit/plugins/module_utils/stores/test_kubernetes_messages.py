@@ -20,6 +20,7 @@ pytest.importorskip("kubernetes")
 
 from fakeapi import FakeApiServer, make_certs, write_kubeconfig  # noqa: E402  (tests/ is on sys.path)
 
+from ansible_collections.kubevol.volumes.plugins.module_utils.run import plan_record  # noqa: E402
 from ansible_collections.kubevol.volumes.plugins.module_utils.stores.k8s_errors import (  # noqa: E402
     PERMISSIONS, rbac_rules)
 from ansible_collections.kubevol.volumes.plugins.module_utils.stores.kubernetes import (  # noqa: E402
@@ -49,6 +50,7 @@ def every_permission_in(msg):
     for group, resource, verbs in PERMISSIONS:
         assert "%s on %s (%s)" % ("/".join(verbs), resource, group or "core") in msg, (resource, msg)
     assert "get/create/update on leases (coordination.k8s.io) in namespace kube-system" in msg
+    assert "get/list/create/delete/deletecollection on configmaps (core) in namespace kube-system" in msg
 
 
 def test_forbidden_lists_every_permission_leases_included(api, tmp_path):
@@ -112,13 +114,22 @@ def test_every_request_the_store_sends_is_in_the_permissions(api, tmp_path):
         assert store.release_run_lock(lock["holder"])
     finally:
         store.close()
+    # the run's plan record (run/plan_record_k8s.py): written, read, finished, an older finished one pruned
+    connection = {"kubeconfig": str(tmp_path / "kubeconfig")}
+    older = plan_record.write({"plan": [], "volume_items": {}}, "k8s:kube-system",
+                              plan_record.new_run_id(time.time() - 60), connection=connection)
+    plan_record.finish(older, connection)
+    handle = plan_record.write({"plan": [], "volume_items": {}}, "k8s:kube-system", keep=1, connection=connection)
+    assert plan_record.read_plan(handle, connection) == {"plan": [], "volume_items": {}}
     allowed = set((verb, resource) for _group, resource, verbs in PERMISSIONS for verb in verbs)
     seen = set()
     for entry in api.log:
         route = api._route(entry["path"])
         resource = route["plural"] + ("/" + route["sub"] if route["sub"] else "")
         verb = {"GET": "get", "POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}[entry["method"]]
-        seen.add(("list" if entry["method"] == "GET" and route["name"] is None else verb, resource))
+        if route["name"] is None and entry["method"] in ("GET", "DELETE"):
+            verb = "list" if entry["method"] == "GET" else "deletecollection"
+        seen.add((verb, resource))
     assert seen <= allowed, seen - allowed
     assert seen == allowed  # and nothing in the list is unused
 
