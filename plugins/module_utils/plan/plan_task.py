@@ -167,6 +167,9 @@ def _run(params, now, keep_alive, check_mode, local_tmp):
     if output == "record":
         # a file per node for the run's hosts only (those with node facts): no other node has a node task
         hosts = None if params["node_facts"] is None else list(params["node_facts"])
-        handle = plan_record.write(result, record_dir(params, check_mode, local_tmp), nodes=hosts, connection=params)
+        where = record_dir(params, check_mode, local_tmp)
+        # a record in the API gets a copy on this controller, which the run's own steps read (plan_record.write)
+        local = os.path.join(local_tmp, "kubevol-plans") if where.startswith("k8s:") else None
+        handle = plan_record.write(result, where, nodes=hosts, connection=params, local_copy=local)
         return record_result(result, handle, rows, params.get("table_hint"))
     return shape(result, output, rows)

@@ -98,12 +98,17 @@ def _kind(path):
     return _FileRecords
 
 
-def write(plan_result, directory, run_id=None, keep=KEEP, nodes=None, connection=None):
+def write(plan_result, directory, run_id=None, keep=KEEP, nodes=None, connection=None, local_copy=None):
     """Write ``plan_result`` as run ``run_id``'s record at ``directory`` (a directory, created mode 0700, or
     ``k8s:<namespace>``), prune the older records there: its handle.
 
     ``nodes``: the nodes whose share is stored on its own (the run's hosts: the planner's node facts); None, every
-    node of the plan. A node outside them has no node task in this run; read_node still answers it, from the plan."""
+    node of the plan. A node outside them has no node task in this run; read_node still answers it, from the plan.
+
+    ``local_copy``: for a record in the API, a directory on the controller where the same record is written too
+    (the handle's ``local``). The run's own steps read that copy: every step of a run runs on its controller, and a
+    node task reading its share from the API would import the Kubernetes client in its own worker first (about
+    0.3 s of CPU per host and task). A reader without the copy (another controller, the copy gone) reads the API."""
     run_id = run_id or new_run_id()
     if not RUN_ID.match(run_id):
         raise KubevolError("plan record: run id %r is not of the form 20261125T232600Z-1a2b3c4d" % run_id)
@@ -114,7 +119,10 @@ def write(plan_result, directory, run_id=None, keep=KEEP, nodes=None, connection
     path, digest = kind.write(plan_result, directory, run_id, shares, None if wanted is None else sorted(wanted),
                               connection)
     prune(directory, keep, run_id, connection=connection)
-    return {"path": path, "run_id": run_id, "digest": digest}
+    handle = {"path": path, "run_id": run_id, "digest": digest}
+    if local_copy is not None and kind is not _FileRecords:
+        handle["local"] = write(plan_result, local_copy, run_id, keep, nodes)
+    return handle
 
 
 class _FileRecords:
@@ -200,6 +208,8 @@ def finish(handle, connection=None):
     """Mark the record of ``handle`` finished (the run's last step is done): pruning may take it from now on."""
     if is_handle(handle):
         _kind(handle["path"]).finish(handle, connection)
+        if is_handle(handle.get("local")):
+            _FileRecords.finish(handle["local"], None)
 
 
 def prune(directory, keep=KEEP, current=None, now=None, connection=None):
@@ -251,27 +261,35 @@ def _read(path, digest, what, handle):
 
 
 def _checked(handle):
+    """(record kind, handle) to read ``handle``'s record with: its copy on this controller when there is one (write's
+    ``local_copy``), else the record itself."""
     if not is_handle(handle):
         raise KubevolError("plan record: %r is not a plan record handle ({path, run_id, digest}, the record of a "
                            "volume_reconcile_plan result with output=record)" % (handle,))
-    return _kind(handle["path"])
+    local = handle.get("local")
+    if is_handle(local) and local["run_id"] == handle["run_id"] and os.path.isdir(local["path"]):
+        return _FileRecords, local
+    return _kind(handle["path"]), handle
 
 
 def manifest(handle, connection=None):
     """The record's manifest, checked against the handle's digest."""
-    return _checked(handle).manifest(handle, connection)
+    kind, handle = _checked(handle)
+    return kind.manifest(handle, connection)
 
 
 def read_plan(handle, connection=None):
     """The whole volume_reconcile_plan result of the record."""
-    return _checked(handle).read_plan(handle, connection)
+    kind, handle = _checked(handle)
+    return kind.read_plan(handle, connection)
 
 
 def read_node(handle, node, connection=None):
     """One node's share of the record's plan (node_slice's shape), read from that node's own part only: a node with
     no step and no volume item has none, and gets an empty share; a node the record has no share of (not one of the
     run's hosts) gets its share cut from the whole plan."""
-    return _checked(handle).read_node(handle, node, connection)
+    kind, handle = _checked(handle)
+    return kind.read_node(handle, node, connection)
 
 
 def plan_of(plan_result, connection=None):

@@ -7,6 +7,7 @@ share read with its own objects' GETs only, a tampered or missing chunk refused 
 pruning rule, and a 403 that names what to grant.
 """
 import base64
+import os
 import time
 import uuid
 
@@ -188,3 +189,24 @@ def test_a_403_on_configmaps_names_what_to_grant(api, connection):
     assert "HTTP 403" in msg and "needs verb 'create' on configmaps (core) in namespace %s" % NAMESPACE in msg, msg
     assert "get/list/create/delete/deletecollection on configmaps (core) in namespace %s" % NAMESPACE in msg
     assert TOKEN not in msg
+
+
+def test_the_runs_own_steps_read_the_copy_on_the_controller_and_another_reader_the_api(api, connection, big_plan,
+                                                                                       tmp_path):
+    """plan_record.write local_copy: every step of a run runs on its controller, which reads the copy there (no
+    request, no Kubernetes client in a node task's worker); a reader without it (another controller, the copy gone)
+    reads the same record from the API, and finishing marks both."""
+    hosts = sorted(big_plan["by_node"])[:3]
+    local = str(tmp_path / "kubevol-plans")
+    handle = plan_record.write(big_plan, WHERE, nodes=hosts, connection=connection, local_copy=local)
+    assert handle["local"]["run_id"] == handle["run_id"] and handle["local"]["path"].startswith(local)
+    del api.log[:]
+    assert plan_record.read_node(handle, hosts[0], connection) == node_slice(big_plan, hosts[0])
+    assert plan_record.read_plan(handle, connection) == big_plan
+    assert api.log == []  # nothing asked of the API
+    elsewhere = dict(handle, local=dict(handle["local"], path=str(tmp_path / "gone")))
+    assert plan_record.read_node(elsewhere, hosts[1], connection) == node_slice(big_plan, hosts[1])
+    assert [r["method"] for r in api.log] == ["GET"] * 3, api.log
+    plan_record.finish(handle, connection)
+    assert os.path.exists(os.path.join(handle["local"]["path"], plan_record.FINISHED))
+    assert "finished" in [cm["metadata"]["labels"][plan_record_k8s.PART] for cm in configmaps(api, handle["run_id"])]
