@@ -69,9 +69,9 @@ def _calls(driver, start):
 def _check_ours(ctx, item, vol_dir, step):
     """vol_data.json in the volume's directory, when it is this pod's inline volume; a directory another volume's
     vol_data.json names (or one kubevol cannot read) is refused, never published over or removed."""
-    data, problem = layout.load_vol_data(vol_dir)
-    if data is None and problem is None:
+    if not os.path.lexists(os.path.join(vol_dir, layout.VOL_DATA)):
         return None
+    data, problem = layout.load_vol_data(vol_dir)
     if problem is None and says_ephemeral(data, item):
         return data
     raise _refuse(ctx, item, step, "%s holds a vol_data.json that does not name this pod's inline volume (%s); "
