@@ -144,6 +144,43 @@ def test_a_missing_secret_is_refused_naming_the_ref(kv):
     assert again.plan() == [], again.describe()
 
 
+def test_a_failed_publish_is_undone_and_an_uncertain_one_kept_for_the_next_run(kv):
+    """csi_mounter.go SetUpAt: a final error removes the directory it made (removeMountDir); a non-final one is an
+    uncertain mount: vol_data.json stays, node facts report it, and the next run publishes it again."""
+    assert kv.shared.get("converged"), "needs the converged cluster"
+    uid = "0e0e0e0e-0000-4000-8000-0000000ce003"
+    vol_dir = "%s/pods/%s/volumes/kubernetes.io~csi/certs" % (KUBELET, uid)
+    base = [node_object("node1"), csidriver(), secret(), inline_pod("web", UID)]
+    write_list(kv.state, base + [inline_pod("flaky", uid)])
+    try:
+        kv.plugin.configure(fail={"NodePublishVolume": {"code": "INTERNAL", "message": "injected final failure"}})
+        run = kv.reconcile(kv.options, expect_rc=None)
+        assert run.rc != 0, run.describe()
+        text = _output(run)
+        assert "volume certs on node node1: inline volume of pod apps/flaky" in text, run.describe()
+        assert "injected final failure" in text, run.describe()
+        assert "node1" in text and DRIVER in text
+        assert kv.ssh("node1", "ls %s 2>/dev/null || true" % vol_dir).strip() == ""  # removed again
+
+        kv.plugin.configure(fail={"NodePublishVolume": {"code": "UNAVAILABLE", "message": "injected timeout"}})
+        run = kv.reconcile(kv.options, expect_rc=None)
+        assert run.rc != 0 and "injected timeout" in _output(run), run.describe()
+        data = json.loads(kv.ssh("node1", "cat %s/vol_data.json" % vol_dir))  # kept: the driver may have made it
+        assert data["volumeLifecycleMode"] == "Ephemeral", data
+    finally:
+        kv.plugin.configure(fail={})
+    since = len(kv.plugin.calls())
+    run = kv.reconcile(kv.options)
+    assert [m for m in kv.plugin.methods(since) if m in MUTATING] == ["NodePublishVolume"], run.describe()
+    assert "%s/mount" % vol_dir in kv.mounts("node1")
+    write_list(kv.state, base)
+    since = len(kv.plugin.calls())
+    run = kv.reconcile(kv.options)
+    assert [m for m in kv.plugin.methods(since) if m in MUTATING] == ["NodeUnpublishVolume"], run.describe()
+    assert kv.ssh("node1", "ls %s 2>/dev/null || true" % vol_dir).strip() == ""
+    assert list(kv.mounts("node1")) == [TARGET]
+
+
 def test_pod_deleted_unpublished_and_the_driver_deletes_its_volume(kv):
     assert kv.shared.get("converged"), "needs the converged cluster"
     write_list(kv.state, [node_object("node1"), csidriver(), secret()])
