@@ -4,6 +4,7 @@ test node (csi_mounter.go SetUpAt, TearDownAt).
 The test CSI plugin (tests/csiplugin/plugin.py, ephemeral.py) runs in the node's mount namespace; its CSIDriver
 lists Ephemeral and says podInfoOnMount. A pod's inline volume names a nodePublishSecretRef in its namespace.
 
+0. Check mode: no mutating call, nothing changed.
 1. One run: NodePublishVolume only (no attach, no stage), volume_id = csi-sha256(pod uid + volume name), the
    inline volumeAttributes plus the pod's info (ephemeral "true"), the Secret's data (reaching the plugin,
    nowhere in the output); the plugin's volume is at the pod's path; data the pod writes lands in it;
@@ -70,6 +71,14 @@ def kv(make_cluster):
 def _volume_dir(kv, handle=HANDLE):
     """Where the plugin keeps the inline volume it created (its state directory, seen from the host too)."""
     return os.path.join(kv.plugin.dir, "state", "ephemeral", handle)
+
+
+def test_check_mode_calls_nothing_mutating_and_changes_nothing(kv):
+    before = kv.snapshot()
+    check = kv.reconcile(kv.options, check=True)
+    assert [(s["action"], s["target"], s.get("ephemeral")) for s in check.plan()] == [("mount", "pod", True)]
+    assert not [m for m in kv.plugin.methods() if m in MUTATING], kv.plugin.methods()
+    assert kv.snapshot() == before and kv.mounts("node1") == {}
 
 
 def test_published_by_the_driver_with_the_kubelets_request(kv):
