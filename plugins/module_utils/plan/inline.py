@@ -156,10 +156,10 @@ def _external_inline(index, pod, node, volume, use, where, driver):
         return ("%s: its volume handle %s is also PV %s's csi.volumeHandle; nothing is published for it. Rename the "
                 "pod's inline volume (the handle is derived from the pod UID and the volume name)"
                 % (where, handle, clash.name))
+    attributes = tuple(sorted(dict(csi.volume_attributes or ()).items()))
     return InlineVolume(node, pod.namespace + "/" + pod.name, pod.uid, volume.name, driver, handle, unique,
-                        inline_volume_name(pod.uid, volume.name), tuple(sorted(dict(csi.volume_attributes or ()).items())),
-                        None, csi.fs_type or "", bool(csi.read_only), inline_fs_group(pod, csi, driver_object),
-                        pod.fs_group_change_policy, True,
+                        inline_volume_name(pod.uid, volume.name), attributes, None, csi.fs_type or "",
+                        bool(csi.read_only), inline_fs_group(pod, csi, driver_object), pod.fs_group_change_policy, True,
                         bool(driver_object is not None and driver_object.pod_info_on_mount), secret_ref,
                         pod.service_account or "")
 
