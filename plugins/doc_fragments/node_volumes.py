@@ -298,6 +298,9 @@ options:
             O(volumes[].capacity_bytes) in the pool), attaches it, formats it only when blank and mounts it straight at
             the pod's C(mount) directory (no global mount). M(kubevol.volumes.volume_detach) unmounts it, detaches it
             and deletes the backing volume it created.
+          - For an external CSI driver M(kubevol.volumes.node_volume_mount) writes C(vol_data.json) and calls
+            NodePublishVolume (its plugin creates the volume) and M(kubevol.volumes.volume_detach) calls
+            NodeUnpublishVolume (its plugin deletes it); an empty O(volumes[].fs_type) is sent as given.
         type: bool
         default: false
 '''

@@ -23,6 +23,7 @@ The config file (JSON, read again at every call, so a test can change it between
   sleep             {method: seconds}: sleep before doing the call (past the client's timeout)
   exit_after        [method, ...]: exit the process right after answering that method
   expected_secrets  {key: value}: each call's secrets are compared with these
+  Inline ephemeral volumes (volume_context csi.storage.k8s.io/ephemeral "true"): ephemeral.py.
   stage_records_only  true: NodeStageVolume mounts nothing at the staging path, it only records the volume as
                     staged, and NodePublishVolume mounts the device at the target itself (csi-driver-host-path's
                     way: the mount table cannot tell that such a volume is staged)
@@ -44,6 +45,7 @@ from concurrent import futures
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from backend import PluginError, Pool, mount_at, run  # noqa: E402  (next to this script)
+import ephemeral  # noqa: E402
 
 MESSAGES_PY = os.path.join(os.path.dirname(os.path.dirname(HERE)), "plugins", "module_utils", "csi", "messages.py")
 DEFAULTS = {
@@ -289,6 +291,13 @@ class Plugin(object):
         target = request.target_path
         if not os.path.isdir(os.path.dirname(target.rstrip("/"))):  # the CO creates the parent (spec)
             raise PluginError("FAILED_PRECONDITION", "parent of %s does not exist" % target)
+        if ephemeral.requested(request):  # an inline volume: created here, deleted at NodeUnpublishVolume
+            state = self.pool.load()
+            try:
+                ephemeral.publish(self.pool, state, request)
+            finally:
+                self.pool.save(state)
+            return self.m.NodePublishVolumeResponse()
         image = self.pool.image(request.volume_id)
         state = self.pool.load()
         mount_cap = self.capability(request.volume_capability, conf)
@@ -331,6 +340,7 @@ class Plugin(object):
         elif os.path.exists(target):
             os.unlink(target)
         state["published"].pop(target, None)
+        ephemeral.delete(self.pool, state, request.volume_id)  # an inline volume: the plugin deletes it
         try:
             if not self.stage_mode(conf):
                 self.release(request.volume_id, conf, state)

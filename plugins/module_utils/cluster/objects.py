@@ -144,8 +144,12 @@ def _pod_volume(pod_name, vol):
     if "csi" in vol:
         src = vol["csi"]
         driver = require_str(src["driver"], "csi.driver")
+        # nodePublishSecretRef is a LocalObjectReference: a Secret in the pod's namespace (csi_mounter.go SetUpAt);
+        # kept as its name alone, plan/inline.py adds the namespace
+        ref = src.get("nodePublishSecretRef")
+        refs = (("node_publish", str(ref.get("name") or "")),) if isinstance(ref, dict) else ()
         inline = CSISource(driver, None, src.get("fsType") or "", bool(src.get("readOnly")),
-                           pairs(src.get("volumeAttributes"), "csi.volumeAttributes"))
+                           pairs(src.get("volumeAttributes"), "csi.volumeAttributes"), refs)
         return PodVolume(name, "csi", None, inline.read_only, driver, inline)
     for kind in vol:
         if kind != "name":

@@ -141,11 +141,6 @@ class NodeContext:
                     raise self.no_backend(item)
                 if item.csi:
                     self.driver(item).validate(item)
-                if item.csi and item.ephemeral and self.is_external(item.driver):
-                    raise InvalidInput(field="volume %s" % item.pv_name, value=item.driver,
-                                       reason="driver %s on node %s is an external CSI driver: kubevol drives its "
-                                              "PersistentVolumes only, not inline ephemeral volumes; nothing was "
-                                              "done. Use a PVC" % (item.driver, self.node_name))
                 valid.append(item)
             except KubevolError as err:
                 # one volume that cannot be served never stops a node's other volumes

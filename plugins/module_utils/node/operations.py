@@ -22,6 +22,7 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.node import plugin
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.volume_attachment import attached_volume_attachment
 from ansible_collections.kubevol.volumes.plugins.module_utils.drivers.base import DEVICE_PATH, STAGE_UNSTAGE
 from ansible_collections.kubevol.volumes.plugins.module_utils.node import blockdev, ephemeral, external_ops, layout, mount
+from ansible_collections.kubevol.volumes.plugins.module_utils.node import external_ephemeral
 from ansible_collections.kubevol.volumes.plugins.module_utils.node.context import act as _act
 
 
@@ -73,7 +74,8 @@ def mount_volume(ctx, item, force=False, device_timeout=30):
     if not item.csi:
         return plugin_ops.mount(ctx, item)  # local, hostPath: their plugin file's node_setup (volume/)
     if item.ephemeral:
-        return ephemeral.publish(ctx, item)  # an inline volume: no attach, no staging (csi_mounter.go SetUpAt)
+        # an inline volume: no attach, no staging (csi_mounter.go SetUpAt); an external driver's plugin creates it
+        return (external_ephemeral if _external(ctx, item) else ephemeral).publish(ctx, item)
     if _external(ctx, item):
         return external_ops.mount(ctx, item, _result(item, device=None, global_mount_path=None, published=[]))
     runner = ctx.runner_for(item)
@@ -188,7 +190,7 @@ def _names_another(path, item):
 def plan_detach(ctx, item, force=False):
     """Decide everything for one volume before acting; raise StillMounted when blocked."""
     if item.ephemeral:
-        return ephemeral.plan_unpublish(ctx, item)
+        return (external_ephemeral if _external(ctx, item) else ephemeral).plan_unpublish(ctx, item)
     runner = ctx.runner_for(item)
     mounts = mount.list_mounts(runner)
     # an external CSI driver's device is its plugin's business (csi_attacher.go: devicePath "")
@@ -222,7 +224,8 @@ def detach_volume(ctx, item, force=False):
     if not item.csi:
         return plugin_ops.unmount(ctx, item, force)  # unmount the pods (and a local disk's mount); nothing to detach
     if item.ephemeral:
-        return ephemeral.unpublish(ctx, item)  # unmount, detach, delete the image created for the pod
+        # loop: unmount, detach, delete the image created for the pod; external: NodeUnpublishVolume
+        return (external_ephemeral if _external(ctx, item) else ephemeral).unpublish(ctx, item)
     runner = ctx.runner_for(item)
     plan = plan_detach(ctx, item, force)
     mounts = plan["mounts"]

@@ -177,7 +177,7 @@ def volume_item(raw):
     return VolumeItem(
         pv_name=raw["pv_name"], driver=raw["driver"], volume_handle=raw["volume_handle"],
         volume_attributes=tuple(sorted((str(k), str(v)) for k, v in attrs.items())),
-        capacity_bytes=capacity, mode=mode, fs_type=raw.get("fs_type") or "ext4",
+        capacity_bytes=capacity, mode=mode, fs_type=_fs_type(raw),
         mount_options=options, read_only=bool(raw.get("read_only")), pods=tuple(pods),
         multi_attach=bool(raw.get("multi_attach")), detach=detach,
         unmount_device=_unmount_device(raw, plugin, detach),
@@ -188,6 +188,14 @@ def volume_item(raw):
         secrets=_secrets(raw),
         controller_publish_context=_publish_context(raw),
     )
+
+
+def _fs_type(raw):
+    """ext4 unless given; an inline volume's "" stays "": an external driver's csi.fsType unset is sent empty
+    (csi_mounter.go SetUpAt), the plugin picks its own."""
+    if raw.get("ephemeral") and raw.get("fs_type") == "":
+        return ""
+    return raw.get("fs_type") or "ext4"
 
 
 def _publish_context(raw):

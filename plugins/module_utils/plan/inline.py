@@ -36,13 +36,17 @@ INLINE_SIZE_ATTRIBUTE = "size"  # csi.volumeAttributes key: the size of the volu
 
 InlineVolume = namedtuple("InlineVolume", "node pod pod_uid volume_name driver volume_handle unique_name "
                                           "kubernetes_name volume_attributes capacity_bytes fs_type read_only "
-                                          "fs_group fs_group_change_policy")
-InlineVolume.__new__.__defaults__ = (None, None)
+                                          "fs_group fs_group_change_policy external pod_info_on_mount secret_ref "
+                                          "service_account")
+InlineVolume.__new__.__defaults__ = (None, None, False, False, None, "")
 InlineVolume.__doc__ = """One inline ephemeral CSI volume (pod.spec.volumes[].csi) of one pod, volumeLifecycleMode
 Ephemeral: volume_handle is csi-sha256(pod uid + volume name) (csi_mounter.go makeVolumeHandle); unique_name is
 kubevol's key (kubernetes.io/csi/<driver>^<handle>), kubernetes_name Kubernetes' own
 (kubernetes.io/csi/<pod uid>-<volume name>, util.go GetUniqueVolumeNameFromSpecWithPod). read_only: csi.readOnly.
-fs_group: the pod's fsGroup when the kubelet applies it to this volume (inline_fs_group), else None."""
+fs_group: the pod's fsGroup when the kubelet applies it to this volume (inline_fs_group), else None.
+external: an external CSI driver's (driver_options): its node plugin creates the volume, capacity_bytes is None and
+fs_type is csi.fsType as written ("" when unset). pod_info_on_mount: its CSIDriver's podInfoOnMount; secret_ref:
+"namespace/name" of csi.nodePublishSecretRef in the pod's namespace, or None; service_account: the pod's."""
 
 
 def lifecycle_mode_error(driver_object, driver, mode=EPHEMERAL_MODE):
@@ -84,9 +88,8 @@ def inline_volume(index, known_drivers, pod, node, volume, use):
         return ("%s: %s; list Ephemeral in the CSIDriver %s's spec.volumeLifecycleModes, or use a PVC (a generic "
                 "ephemeral volume)" % (where, error, driver))
     capabilities = driver_capabilities(driver)
-    if capabilities is None:  # an external CSI driver (driver_options): driven for PersistentVolumes only
-        return ("%s: kubevol drives CSI driver %s over its socket for PersistentVolumes only, not its inline "
-                "ephemeral volumes yet; use a PVC (a generic ephemeral volume)" % (where, driver))
+    if capabilities is None:  # an external CSI driver (driver_options): its node plugin creates the volume
+        return _external_inline(index, pod, node, volume, use, where, driver)
     if EPHEMERAL_CAPABILITY not in capabilities:
         return "%s: kubevol's driver %s cannot create inline ephemeral volumes; use a PVC" % (where, driver)
     if use[0] != "Filesystem":
@@ -123,6 +126,42 @@ def inline_volume(index, known_drivers, pod, node, volume, use):
                         unique, inline_volume_name(pod.uid, volume.name),
                         tuple(sorted(attributes.items())), capacity, fs_type, bool(csi.read_only),
                         inline_fs_group(pod, csi, driver_object), pod.fs_group_change_policy)
+
+
+def _external_inline(index, pod, node, volume, use, where, driver):
+    """An inline volume of an external CSI driver: csi_mounter.go SetUpAt for a CSIVolumeSource (volAttribs =
+    csi.volumeAttributes, fsType = csi.fsType, readOnly, nodePublishSecretRef read from the pod's namespace, no
+    mountOptions, access mode ReadWriteOnce), published into the pod's directory by the driver's node plugin,
+    which creates the volume and deletes it at NodeUnpublishVolume (CSI spec: ephemeral volumes). kubevol
+    creates, sizes and formats nothing for it: no size attribute is needed."""
+    csi = volume.csi
+    if use[0] != "Filesystem":
+        return "%s: an inline CSI volume is a filesystem; mount it with volumeMounts, not volumeDevices" % where
+    driver_object = index.csidriver_by_name.get(driver)
+    if driver_object is not None and driver_object.fs_group_policy not in FS_GROUP_POLICIES:
+        return ("%s: CSIDriver %s has an unknown spec.fsGroupPolicy %r (valid: %s); fix the CSIDriver object"
+                % (where, driver, driver_object.fs_group_policy, ", ".join(FS_GROUP_POLICIES)))
+    secret_ref = None
+    for kind, name in getattr(csi, "secret_refs", ()) or ():
+        if kind == "node_publish":
+            if not name:
+                return ("%s: csi.nodePublishSecretRef has no name; name a Secret in namespace %s (or remove the "
+                        "reference)" % (where, pod.namespace))
+            secret_ref = "%s/%s" % (pod.namespace, name)
+    handle = ephemeral_volume_handle(pod.uid, volume.name)
+    unique = unique_volume_name(driver, handle)
+    clash = index.pv_by_unique_name.get(unique)
+    if clash is not None:
+        # one handle names one volume on the node: the pod's NodeUnpublishVolume would delete the PV's volume
+        return ("%s: its volume handle %s is also PV %s's csi.volumeHandle; nothing is published for it. Rename the "
+                "pod's inline volume (the handle is derived from the pod UID and the volume name)"
+                % (where, handle, clash.name))
+    attributes = tuple(sorted(dict(csi.volume_attributes or ()).items()))
+    return InlineVolume(node, pod.namespace + "/" + pod.name, pod.uid, volume.name, driver, handle, unique,
+                        inline_volume_name(pod.uid, volume.name), attributes, None, csi.fs_type or "",
+                        bool(csi.read_only), inline_fs_group(pod, csi, driver_object), pod.fs_group_change_policy, True,
+                        bool(driver_object is not None and driver_object.pod_info_on_mount), secret_ref,
+                        pod.service_account or "")
 
 
 def inline_fs_group(pod, csi, driver_object):

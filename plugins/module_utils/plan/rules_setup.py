@@ -290,12 +290,20 @@ def mount_pods(p):
 
 
 def _inline_item(iv):
-    """The volume item (contracts.md section 1) of an inline ephemeral volume: its one pod, its own handle."""
-    return {"pv_name": iv.volume_name, "driver": iv.driver, "volume_handle": iv.volume_handle,
+    """The volume item (contracts.md section 1) of an inline ephemeral volume: its one pod, its own handle. An
+    external driver's also carries podInfoOnMount and the nodePublishSecretRef (a reference: run/csi_secrets.py
+    reads the Secret for the node task, never into the plan)."""
+    item = {"pv_name": iv.volume_name, "driver": iv.driver, "volume_handle": iv.volume_handle,
             "volume_attributes": dict(iv.volume_attributes), "capacity_bytes": iv.capacity_bytes,
             "mode": "Filesystem", "fs_type": iv.fs_type, "mount_options": [], "read_only": False,
             "multi_attach": False, "ephemeral": True,
             "pods": [{"uid": iv.pod_uid, "name": iv.pod, "read_only": iv.read_only}]}
+    if iv.external:
+        if iv.pod_info_on_mount:
+            item["pod_info_on_mount"] = True
+        if iv.secret_ref:
+            item["secret_refs"] = {"node_publish": iv.secret_ref}
+    return item
 
 
 def publish_inline(p):
@@ -331,8 +339,12 @@ def publish_inline(p):
             continue
         facts = p.facts(iv.node)
         current = facts.ephemeral.get((iv.pod_uid, iv.volume_name)) if facts is not None else None
-        why = ("pod %s uses inline volume %s: create and publish its %s %s volume (%s)"
-               % (iv.pod, iv.volume_name, format_bytes(iv.capacity_bytes), iv.fs_type, iv.kubernetes_name))
+        if iv.external:
+            why = ("pod %s uses inline volume %s: NodePublishVolume of driver %s into the pod's directory (%s)"
+                   % (iv.pod, iv.volume_name, iv.driver, iv.kubernetes_name))
+        else:
+            why = ("pod %s uses inline volume %s: create and publish its %s %s volume (%s)"
+                   % (iv.pod, iv.volume_name, format_bytes(iv.capacity_bytes), iv.fs_type, iv.kubernetes_name))
         if current is not None and current.mounted:
             # published; a pod's spec cannot change, so neither can its read-only flag; its fsGroup is re-checked
             if iv.fs_group is None or not _root_needs_fs_group(current, iv.fs_group):
@@ -342,6 +354,8 @@ def publish_inline(p):
         extra = {}
         if iv.fs_group is not None:
             extra = {"pod_fs_group": iv.fs_group, "pod_fs_group_change_policy": iv.fs_group_change_policy or "Always"}
+        if iv.pod_info_on_mount and iv.service_account:
+            extra["pod_service_account"] = iv.service_account  # csi_mounter.go getPodInfoAttrs
         p.add(_step("mount", "pod", iv.node, label, iv.unique_name, why, _inline_item(iv), pod=iv.pod,
                     pod_uid=iv.pod_uid, pod_read_only=iv.read_only, ephemeral=True,
                     kubernetes_volume_name=iv.kubernetes_name, **extra))

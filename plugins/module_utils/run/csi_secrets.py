@@ -19,7 +19,7 @@ from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
 from ansible_collections.kubevol.volumes.plugins.module_utils.cluster.pv import CSI_SECRET_REFS
 from ansible_collections.kubevol.volumes.plugins.module_utils.drivers.external.secrets import (
-    SecretUnavailable, secret_data)
+    InlineSecretUnavailable, SecretUnavailable, secret_data)
 from ansible_collections.kubevol.volumes.plugins.module_utils.stores import (
     CLUSTER_STORE_ARGSPEC, CLUSTER_STORE_REQUIRED_IF, get_store, store_options)
 from ansible_collections.kubevol.volumes.plugins.module_utils.stores.base import StoreError
@@ -60,6 +60,16 @@ class _Finder:
             close()
 
 
+def _unavailable(item):
+    """The error for a Secret ``item`` cannot have: a PV's names the PV, an inline volume's its pod and volume."""
+    if item.get("ephemeral"):
+        pods = item.get("pods") or ()
+        pod = (pods[0].get("name") or pods[0].get("uid")) if pods else "?"
+        return lambda **kw: InlineSecretUnavailable(volume=item["pv_name"], pod=pod, driver=item.get("driver"),
+                                                           **kw)
+    return lambda **kw: SecretUnavailable(pv=item["pv_name"], **kw)
+
+
 def with_secrets(items, cluster_store):
     """``items`` with ``secrets`` filled in from their ``secret_refs`` (new dicts; the others unchanged)."""
     if not needs_secrets(items):
@@ -74,23 +84,24 @@ def with_secrets(items, cluster_store):
                 out.append(item)
                 continue
             secrets = {}
+            unavailable = _unavailable(item)
             for kind, ref in sorted(refs.items()):
                 namespace, _sep, name = str(ref).partition("/")
                 field = fields.get(kind, kind)
                 if not namespace or not name:
-                    raise SecretUnavailable(pv=item["pv_name"], field=field, ref=repr(ref),
+                    raise unavailable(field=field, ref=repr(ref),
                                             reason="is not a {name, namespace} reference")
                 try:
                     secret = find(namespace, name)
                 except StoreError as exc:  # the API refused or failed: say which PV needs it (the message has no value)
-                    raise SecretUnavailable(pv=item["pv_name"], field=field, ref=ref,
+                    raise unavailable(field=field, ref=ref,
                                             reason="cannot be read (%s)" % exc.msg) from None
                 if secret is None:
-                    raise SecretUnavailable(pv=item["pv_name"], field=field, ref=ref, reason="does not exist")
+                    raise unavailable(field=field, ref=ref, reason="does not exist")
                 try:
                     secrets[kind] = secret_data(secret)
                 except ValueError as exc:
-                    raise SecretUnavailable(pv=item["pv_name"], field=field, ref=ref,
+                    raise unavailable(field=field, ref=ref,
                                             reason="cannot be read (%s)" % exc) from None
             out.append(dict(item, secrets=secrets))
         return out

@@ -76,7 +76,7 @@ class ExternalCsiDriver(base.Driver):
 
     CAPABILITIES say what the driver MAY do: each verb asks the plugin and decides as Kubernetes does (a
     missing STAGE_UNSTAGE_VOLUME makes node_stage a no-op, a controller without PUBLISH_UNPUBLISH_VOLUME
-    attaches by record alone, ...). Inline ephemeral volumes are not driven yet (no EPHEMERAL)."""
+    attaches by record alone, ...). Inline ephemeral volumes: node/external_ephemeral.py (node_publish, unstaged)."""
 
     NAME = None
     CAPABILITIES = frozenset((base.ATTACHABLE, base.BLOCK, base.CONTROLLER_EXPAND, base.NODE_EXPAND, STAGE_UNSTAGE))

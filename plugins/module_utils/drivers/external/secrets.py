@@ -39,6 +39,14 @@ class SecretUnavailable(KubevolError):
                "it. Create that Secret (or fix the reference), then run again")
 
 
+class InlineSecretUnavailable(SecretUnavailable):
+    """An inline ephemeral volume's csi.nodePublishSecretRef (a Secret in the pod's namespace: csi_mounter.go
+    SetUpAt)."""
+    message = ("inline volume {volume} of pod {pod} (driver {driver}): csi.{field} names Secret {ref}, which {reason}; "
+               "NodePublishVolume needs it, nothing was published. Create that Secret in the pod's namespace (or fix "
+               "the reference), then run again")
+
+
 def secret_refs(pv_name, csi_spec):
     """{kind: (namespace, name)} of the references the PV's spec.csi sets."""
     refs = {}

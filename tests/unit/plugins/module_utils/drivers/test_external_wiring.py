@@ -109,21 +109,12 @@ def test_secret_refs_travel_in_the_plan_and_secrets_only_to_the_node(tmp_path):
     assert "apps/missing" in err.value.msg and "pv-a" in err.value.msg
 
 
-def test_inline_ephemeral_volumes_of_an_external_driver_are_refused():
-    from types import SimpleNamespace
-    from ansible_collections.kubevol.volumes.plugins.module_utils.plan.inline import inline_volume
+def test_inline_ephemeral_volumes_of_an_external_driver_are_served_on_the_node():
     from ansible_collections.kubevol.volumes.plugins.module_utils.common.names import ephemeral_volume_handle
-    index = SimpleNamespace(csidriver_by_name={HOSTPATH: SimpleNamespace(
-        name=HOSTPATH, attach_required=False, lifecycle_modes=("Ephemeral",), fs_group_policy="File")})
-    pod = SimpleNamespace(namespace="ns", name="p", uid="u1")
-    volume = SimpleNamespace(name="v", driver=HOSTPATH, csi=SimpleNamespace(driver=HOSTPATH, volume_attributes=(
-        ("size", "64Mi"),), fs_type="", read_only=False))
-    reason = inline_volume(index, (HOSTPATH,), pod, "n1", volume, ("Filesystem", False))
-    assert isinstance(reason, str) and "PersistentVolumes only" in reason
     ctx = NodeContext(lambda *a, **k: None, node_name="n1", kubelet_dir="/var/lib/kubelet", driver_options=OPTS)
     valid = ctx.items([{"pv_name": "v", "driver": HOSTPATH, "volume_handle": ephemeral_volume_handle("u1", "v"),
                         "ephemeral": True, "pods": [{"uid": "u1"}]}])
-    assert valid == [] and "PersistentVolumes only" in ctx.refused[0][1].msg
+    assert ctx.refused == [] and [item.pv_name for item in valid] == ["v"] and valid[0].ephemeral
 
 
 def test_setup_phases_secrets_are_masked():
