@@ -316,9 +316,7 @@ table:
 record:
   description:
     - "The handle of the plan's record: C({path, run_id, digest}), the record's directory, the run's id and the
-      sha256 of its manifest. A record changed or replaced under the handle is refused when read. A record in the
-      Kubernetes API (C(path) V(k8s:<namespace>/<run id>)) also has C(local), the handle of its copy on the
-      controller, which the run's own steps read; a reader without that copy reads the API."
+      sha256 of its manifest; a record changed under it is refused. One in the API also has C(local), its copy's."
   returned: when O(output=record)
   type: dict
   sample: {path: /srv/kubevol/cluster.yaml.plans/20261125T232600Z-1a2b3c4d, run_id: 20261125T232600Z-1a2b3c4d,

@@ -65,8 +65,7 @@ def _unavailable(item):
     if item.get("ephemeral"):
         pods = item.get("pods") or ()
         pod = (pods[0].get("name") or pods[0].get("uid")) if pods else "?"
-        return lambda **kw: InlineSecretUnavailable(volume=item["pv_name"], pod=pod, driver=item.get("driver"),
-                                                           **kw)
+        return lambda **kw: InlineSecretUnavailable(volume=item["pv_name"], pod=pod, driver=item.get("driver"), **kw)
     return lambda **kw: SecretUnavailable(pv=item["pv_name"], **kw)
 
 
@@ -89,20 +88,17 @@ def with_secrets(items, cluster_store):
                 namespace, _sep, name = str(ref).partition("/")
                 field = fields.get(kind, kind)
                 if not namespace or not name:
-                    raise unavailable(field=field, ref=repr(ref),
-                                            reason="is not a {name, namespace} reference")
+                    raise unavailable(field=field, ref=repr(ref), reason="is not a {name, namespace} reference")
                 try:
                     secret = find(namespace, name)
                 except StoreError as exc:  # the API refused or failed: say which PV needs it (the message has no value)
-                    raise unavailable(field=field, ref=ref,
-                                            reason="cannot be read (%s)" % exc.msg) from None
+                    raise unavailable(field=field, ref=ref, reason="cannot be read (%s)" % exc.msg) from None
                 if secret is None:
                     raise unavailable(field=field, ref=ref, reason="does not exist")
                 try:
                     secrets[kind] = secret_data(secret)
                 except ValueError as exc:
-                    raise unavailable(field=field, ref=ref,
-                                            reason="cannot be read (%s)" % exc) from None
+                    raise unavailable(field=field, ref=ref, reason="cannot be read (%s)" % exc) from None
             out.append(dict(item, secrets=secrets))
         return out
     finally:

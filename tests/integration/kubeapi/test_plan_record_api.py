@@ -34,8 +34,9 @@ def big_cluster():
               "spec": {"attachRequired": True}}]
     for n in range(NODES):
         node = "node-%s" % uuid.uuid4().hex[:12]
-        items.append({"apiVersion": "v1", "kind": "Node", "spec": {}, "metadata": {
-            "name": node, "annotations": {"volumes.kubernetes.io/controller-managed-attach-detach": "true"}},
+        items.append({"apiVersion": "v1", "kind": "Node", "spec": {},
+                      "metadata": {"name": node,
+                                   "annotations": {"volumes.kubernetes.io/controller-managed-attach-detach": "true"}},
                       "status": {"conditions": [{"type": "Ready", "status": "True"}]}})
         for _v in range(VOLUMES_PER_NODE):
             pv, claim, uid, ns = "pvc-%s" % uuid.uuid4(), "data-%s" % uuid.uuid4().hex[:10], str(uuid.uuid4()), "ns-%d" % (n % 7)
@@ -168,8 +169,8 @@ def test_pruning_keeps_the_current_and_unfinished_records(api, connection):
         writer.create(writing, plan_record_k8s._name(writing, "p", 0), "p", binary=b"half")
     old = plan_record.new_run_id(now - plan_record.UNFINISHED_SECONDS - 60)  # a killed run's whole record
     plan_record.write(small, WHERE, old, keep=10, connection=connection)
-    unrelated = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "someone-elses", "namespace": NAMESPACE,
-                                                                      "labels": {plan_record_k8s.RUN: old}}}
+    unrelated = {"apiVersion": "v1", "kind": "ConfigMap",
+                 "metadata": {"name": "someone-elses", "namespace": NAMESPACE, "labels": {plan_record_k8s.RUN: old}}}
     api.put(unrelated)
     plan_record.prune(WHERE, current=ids[3], now=now, connection=connection)
     left = set(cm["metadata"]["labels"].get(plan_record_k8s.RUN) for cm in configmaps(api)

@@ -206,7 +206,10 @@ def test_store_options_merge_the_play_group_defaults_under_the_task_own():
     from ansible_collections.kubevol.volumes.plugins.module_utils.stores import with_group_defaults
     defaults = [{"group/kubevol.volumes.cluster_store": {"host": "{{ url }}", "api_key": "play"}},
                 {"kubevol.volumes.reconcile_run": {"api_key": "not-for-this-task"}}]
-    template = lambda value: dict((k, v.replace("{{ url }}", "https://api")) for k, v in value.items())  # noqa: E731
+
+    def template(value):
+        return dict((k, v.replace("{{ url }}", "https://api")) for k, v in value.items())
+
     assert with_group_defaults({"cluster_source": "kubernetes", "api_key": "role"}, defaults, template) == {
         "host": "https://api", "api_key": "role", "cluster_source": "kubernetes"}
     assert with_group_defaults(None, [], template) is None

@@ -21,7 +21,6 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.common.names impor
     ephemeral_volume_handle, inline_volume_name, unique_volume_name)
 from ansible_collections.kubevol.volumes.plugins.module_utils.drivers.external import requests as req  # noqa: E402
 from ansible_collections.kubevol.volumes.plugins.module_utils.node.context import NodeContext  # noqa: E402
-from ansible_collections.kubevol.volumes.plugins.module_utils.node.volume import volume_item  # noqa: E402
 from ansible_collections.kubevol.volumes.plugins.module_utils.plan.planner import PlanOptions, plan_cluster  # noqa
 
 NOW = datetime.datetime(2026, 11, 22, 12, 0, 0, tzinfo=datetime.timezone.utc)
