@@ -15,9 +15,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.kubevol.volumes.plugins.module_utils.common import phases
-from ansible_collections.kubevol.volumes.plugins.module_utils.run import executor, plan_record
-
-from ansible_collections.kubevol.volumes.plugins.module_utils.plan import plan_text
+from ansible_collections.kubevol.volumes.plugins.module_utils.run import executor, plan_record, run_report
 
 from ansible_collections.kubevol.volumes.plugins.module_utils.records import record_task
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import KubevolError
@@ -72,8 +70,8 @@ def run(params, check_mode=False, diff=False):
         if diff:
             result["diff"] = written["diff"]
     if not upcoming:
-        # the run has no node task left: what it did, per node
-        result["summary"] = plan_text.run_summary(params["plan"], state["errors"], state["blocked"], check_mode,
+        # the run has no node task left: what it did, per node of the run (run/run_report.py)
+        result["summary"] = run_report.run_summary(params["plan"], state["errors"], state["blocked"], check_mode,
                                                   params["plan_shown"])
         plan_record.finish(handle)  # the run is done with its plan: the record may be pruned from now on
     return result
