@@ -203,29 +203,20 @@ def nodes_outside(result, nodes):
     """The one warning (a list of at most one) about plan steps on nodes not in ``nodes`` (the nodes with node
     facts: this run's play), which no node task of this run will run: how many steps of which kinds, on how many
     nodes, the first OUTSIDE_NAMES of them, and what to do. The controller's own steps (controller_side) need no
-    node. With the plan's ``by_node`` index only the outside nodes' steps are looked at."""
+    node. One pass over the plan, nothing built per step but its kind."""
     known = frozenset(nodes)
-    plan = result.get("plan") or []
-    by_node = result.get("by_node")
-    if by_node is not None:
-        groups = ((node, [plan[i] for i in found]) for node, found in by_node.items() if node not in known)
-    else:
-        grouped = {}
-        for step in plan:
-            if step.get("node") not in known:
-                grouped.setdefault(step.get("node"), []).append(step)
-        groups = grouped.items()
-    outside, kinds, count = [], set(), 0
-    for node, steps in groups:
-        steps = [step for step in steps if not controller_side(step)]
-        if steps:
-            outside.append(node)
-            count += len(steps)
-            kinds.update("%s/%s" % (s.get("action"), s.get("target")) for s in steps)
+    outside, kinds, count = set(), set(), 0
+    for step in result.get("plan") or ():
+        node = step.get("node")
+        if node in known or ((step.get("record_only") or step.get("controller_host")) and controller_side(step)):
+            continue
+        outside.add(node)
+        kinds.add((step.get("action"), step.get("target")))
+        count += 1
     if not outside:
         return []
-    outside.sort(key=lambda n: n or "")
-    what = ", ".join(sorted(kinds))
+    outside = sorted(outside, key=lambda n: n or "")
+    what = ", ".join(sorted("%s/%s" % kind for kind in kinds))
     if len(outside) == 1:
         return ["the plan has %d step(s) on node %s (%s), which is not in this run's hosts (no node facts for it): "
                 "they are not run. Add the node to the inventory (kubevol_node_name maps a host to its Kubernetes "

@@ -60,7 +60,8 @@ def reported_nodes(result, run_nodes=None):
     if run_nodes is None:
         return plan, None, {}
     shown = set(run_nodes)
-    shown.update(step.get("node") for step in plan if controller_side(step) and step.get("node") not in shown)
+    shown.update(step.get("node") for step in plan
+                 if (step.get("record_only") or step.get("controller_host")) and controller_side(step))
     by_node = result.get("by_node")
     if by_node is None:  # a plan without the index (a hand-made result): one pass over it
         by_node = {}
