@@ -14,6 +14,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.kubevol.volumes.plugins.module_utils.cluster.objects import gc_paused
 from ansible_collections.kubevol.volumes.plugins.module_utils.common import phases
 from ansible_collections.kubevol.volumes.plugins.module_utils.run import executor, plan_record, run_report
 
@@ -50,10 +51,23 @@ def _check_input(params):
                            "returned for the step before" % ", ".join(RUN_KEYS))
 
 
-def run(params, check_mode=False, diff=False):
+def run(params, check_mode=False, diff=False, keep_alive=None):
+    """The step's result. ``keep_alive``: a list that keeps the plan read back, for a caller in a process that exits
+    right after (the action plugin's worker): the cyclic GC stays paused while the plan is read and used (at 5,000
+    nodes it is millions of acyclic objects, which every collection would walk), and they are not freed one by
+    one (cluster.gc_paused's freeze, as volume_reconcile_plan does)."""
+    if keep_alive is None:
+        return _run(params, check_mode, diff, None)
+    with gc_paused(freeze=True):
+        return _run(params, check_mode, diff, keep_alive)
+
+
+def _run(params, check_mode, diff, keep_alive):
     # the role passes the plan task's output=record result: the plan is read here, by handle, not templated
     handle = params["plan"].get("record") if isinstance(params["plan"], dict) else None
     params = dict(params, plan=plan_record.plan_of(params["plan"]))
+    if keep_alive is not None:
+        keep_alive.append(params["plan"])
     _check_input(params)
     state = None if params["after"] == "plan" else dict((key, params["state"][key]) for key in RUN_KEYS)
     try:
