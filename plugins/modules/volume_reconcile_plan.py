@@ -352,7 +352,7 @@ csi_controllers:
   type: dict
 run_nodes:
   description:
-    - The nodes of O(node_facts), sorted: the run's nodes. The run's report (M(kubevol.volumes.reconcile_run)'s
+    - The nodes of O(node_facts), sorted (the run's nodes). The run's report (M(kubevol.volumes.reconcile_run)'s
       RV(kubevol.volumes.reconcile_run#module:summary)) lists these, counting the cluster's other nodes in one line.
   returned: when O(output=full) and O(node_facts) is given (with O(output=record), in the record)
   type: list

@@ -2,10 +2,10 @@
 
 The cluster file has node1 and node2 (the inventory's hosts), seven more nodes each with a pod and its volume
 (three steps each that no node task of this run runs), and a VolumeAttachment of a node that no longer exists
-(a record-only release: the controller's, no node needed, its detach requested long ago). --check reports node1's and node2's volumes, the
-deleted node's release, and the seven other nodes in one line of counts, with one warning; a real run does what
---check said for the run's hosts, releases the deleted node's attachment, and fails naming the nodes it did not
-reach (their steps are not run).
+(a record-only release: the controller's, no node needed, its detach requested long ago). --check reports
+node1's and node2's volumes, the deleted node's release, and the seven other nodes in one line of counts, with
+one warning; a real run does what --check said for the run's hosts, releases the deleted node's attachment, and
+fails naming the nodes it did not reach (their steps are not run).
 """
 import pytest
 
@@ -77,7 +77,8 @@ def test_check_reports_the_run_nodes_and_one_line_for_the_others(kv):
 def test_a_real_run_does_what_check_said_for_its_hosts(kv):
     check = kv.shared.get("check")
     assert check
-    run = kv.reconcile(RELEASE_NOW, expect_rc="nonzero")  # the seven other nodes' steps are not run: the run says so and fails
+    # the seven other nodes' steps are not run: the run says so, and fails
+    run = kv.reconcile(RELEASE_NOW, expect_rc="nonzero")
     summary = run.summary()
     assert sorted(summary["nodes"]) == ["node-gone", "node1", "node2"], summary["nodes"]
     for node in ("node1", "node2", "node-gone"):
