@@ -73,11 +73,14 @@ def reported_nodes(result, run_nodes=None):
 
 
 def _outside_line(names, steps, blocked):
+    """The report's one line about the nodes outside the run; what to do only when some of their steps are not run
+    (a node with only blocked items, one the cluster does not have, say, is explained by its blocked lines)."""
     first = sorted(names, key=lambda n: n or "")[:OUTSIDE_NAMES]
     more = len(names) - len(first)
-    return ("%d other node(s) of the cluster, not in this run's hosts: %d step(s) not run, %d blocked (%s%s); add "
-            "them to the inventory (kubevol_node_name maps a host to its Kubernetes node name) or drop --limit"
-            % (len(names), steps, blocked, ", ".join(_cell(n) for n in first), ", and %d more" % more if more else ""))
+    return ("%d other node(s) of the cluster, not in this run's hosts: %d step(s) not run, %d blocked (%s%s)%s"
+            % (len(names), steps, blocked, ", ".join(_cell(n) for n in first), ", and %d more" % more if more else "",
+               "; add them to the inventory (kubevol_node_name maps a host to its Kubernetes node name) or drop --limit"
+               if steps else ""))
 
 
 def run_summary(result, errors=(), blocked_after_plan=(), check_mode=False, plan_shown=True, run_nodes=None):

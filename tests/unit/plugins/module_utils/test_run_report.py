@@ -127,3 +127,16 @@ def test_one_warning_for_every_node_outside_the_play():
         "facts for it): they are not run. Add the node to the inventory (kubevol_node_name maps a host to its "
         "Kubernetes node name), or drop --limit"]
     assert plan_text.nodes_outside(result, ["n%02d" % i for i in range(14)]) == []
+
+
+def test_a_node_with_only_blocked_items_is_counted_without_advice():
+    """A pod scheduled to a node the cluster does not have: its blocked item is counted in the line, which gives
+    no advice to add the node to the inventory (the blocked item says what is wrong)."""
+    result = cluster_plan(outside=0)
+    result["blocked"].append({"node": "node4", "volume": None, "pod": "shop/lost", "action": "mount",
+                              "reason": "pod is scheduled to node node4, which does not exist"})
+    out = run_report.run_summary(result, check_mode=True, plan_shown=False)
+    assert out["outside"] == {"nodes": 1, "steps": 0, "blocked": 1, "names": ["node4"]}
+    assert "1 other node(s) of the cluster, not in this run's hosts: 0 step(s) not run, 1 blocked (node4)" \
+        in out["lines"], out["lines"]
+    assert len(out["blocked"]) == 2 and any("node4" in line for line in out["lines"] if line.startswith("!"))
