@@ -6,9 +6,9 @@ output=record, as the role calls it in check mode) and the start step (reconcile
 summary), each timed, with the size of what each hands back to Ansible; with --profile, a cProfile of both.
 
 The node facts are three empty reachable nodes (node-0, node-1, node-2), as bench_envelope.py maps its three test
-nodes; the cluster file is one bench_envelope.py wrote (its work directory keeps them).
+nodes; the cluster file is bench_planner.generate's, written first when it does not exist (``--scale``).
 
-    .venv/bin/python bench/profile_envelope.py /tmp/kubevol-envelope-work/cluster-x1.json [--profile] [--top 40]
+    .venv/bin/python bench/profile_envelope.py /tmp/cluster-x1.json [--scale 1] [--profile] [--top 40]
 """
 
 from __future__ import print_function
@@ -19,6 +19,7 @@ import importlib
 import json
 import os
 import pstats
+import shutil
 import sys
 import tempfile
 import time
@@ -47,8 +48,21 @@ def main():
     parser.add_argument("cluster_file")
     parser.add_argument("--profile", action="store_true")
     parser.add_argument("--top", type=int, default=40)
+    parser.add_argument("--scale", type=int, default=1, help="the cluster written when the file does not exist")
     args = parser.parse_args()
-    work = tempfile.mkdtemp(prefix="kubevol-profile-")
+    if not os.path.exists(args.cluster_file):
+        sys.path.insert(0, HERE)
+        from bench_planner import generate  # pylint: disable=import-outside-toplevel
+        with open(args.cluster_file, "w") as handle:
+            json.dump(generate(args.scale), handle)
+    work = tempfile.mkdtemp(prefix="kubevol-profile-")  # the plan records: removed at the end, also on failure
+    try:
+        measure(args, work)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def measure(args, work):
     params = dict(defaults(plan_task.argspec()), cluster_source="file", cluster_state=args.cluster_file,
                   node_facts=dict((node, facts(node)) for node in NODES), output="record", table_rows=50,
                   record_dir=os.path.join(work, "plans"), inventory_hosts=list(NODES))
@@ -67,7 +81,7 @@ def main():
     run_params = dict(defaults(reconcile_run_task.argspec()), cluster_source="file", cluster_state=args.cluster_file,
                       plan=json.loads(text), plan_shown=True)
     start = time.perf_counter()
-    started = reconcile_run_task.run(run_params, check_mode=True)
+    started = reconcile_run_task.run(run_params, check_mode=True, keep_alive=[])  # as the action plugin calls it
     times["start_step_s"] = time.perf_counter() - start
     if profiler:
         profiler.disable()
