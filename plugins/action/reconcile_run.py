@@ -10,6 +10,10 @@ __metaclass__ = type
 from ansible_collections.kubevol.volumes.plugins.module_utils.run.reconcile_run_task import REQUIRED_IF, argspec, run
 from ansible_collections.kubevol.volumes.plugins.plugin_utils.in_process import InProcessAction
 
+# The plan each step reads back, never freed: the worker process running this action exits right after the task
+# (Ansible forks one per task), and freeing millions of objects one by one only delays that.
+_KEEP_ALIVE = []
+
 
 class ActionModule(InProcessAction):
     NAME = "kubevol.volumes.reconcile_run"
@@ -18,4 +22,4 @@ class ActionModule(InProcessAction):
         return dict(argument_spec=argspec(), required_if=REQUIRED_IF)
 
     def run_task(self, params, check_mode, diff):
-        return run(params, check_mode=check_mode, diff=diff)
+        return run(params, check_mode=check_mode, diff=diff, keep_alive=_KEEP_ALIVE)

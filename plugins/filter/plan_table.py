@@ -64,6 +64,7 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import KubevolError
 from ansible_collections.kubevol.volumes.plugins.module_utils.plan import plan_text
 from ansible_collections.kubevol.volumes.plugins.module_utils.run.plan_record import plan_of
+from ansible_collections.kubevol.volumes.plugins.module_utils.run.run_report import run_summary as _run_summary
 
 
 def _full(result, name, cluster_store=None):
@@ -86,11 +87,12 @@ def plan_table(result, max_rows=None, more_hint="raise max_rows", cluster_store=
 
 
 def run_summary(result, errors=None, blocked_after_plan=None, check_mode=False, plan_shown=True):
-    """What a reconcile run did per node (applied, failed, blocked), with lines to print."""
+    """What a reconcile run did per node of the run (applied, failed, blocked), with lines to print; the cluster's
+    nodes outside the run (the plan's ``run_nodes``) in one line of counts."""
     result = _full(result, "run_summary")
     if not isinstance(result, dict) or "plan" not in result:
         raise AnsibleFilterError("run_summary expects the result of kubevol.volumes.volume_reconcile_plan")
-    return plan_text.run_summary(result, errors or (), blocked_after_plan or (), bool(check_mode), bool(plan_shown))
+    return _run_summary(result, errors or (), blocked_after_plan or (), bool(check_mode), bool(plan_shown))
 
 
 class FilterModule(object):

@@ -24,8 +24,9 @@ description:
   - Anything that cannot be acted on (unbound claim, missing PV, Multi-Attach, still mounted, node unreachable,
     a node the snapshot has no Node object for) is returned in RV(blocked) with a reason, once each, with the action
     it holds back.
-  - With O(node_facts), a step on a node that has no entry there (a host that is not in the play) is warned about,
-    since no node task of this run runs it.
+  - With O(node_facts), the steps on nodes that have no entry there (hosts that are not in the play) are warned about
+    in one warning (how many steps and nodes, the first five nodes), since no node task of this run runs them; the
+    controller's own steps (a record-only release, a controller host's expansion) need no node.
   - A scheduled pod that is not terminated keeps every volume it has mounted and attached, whatever is wrong
     with its claim or PV; only its deletion or termination releases them.
   - Every name, quantity and pool a node module would refuse is blocked here first, naming the object, the field,
@@ -360,6 +361,13 @@ csi_controllers:
       inventory (O(driver_options) C(controller), C(controller_socket))."
   returned: when O(output=full) and such a driver is configured
   type: dict
+run_nodes:
+  description:
+    - The nodes of O(node_facts), sorted (the run's nodes). The run's report (M(kubevol.volumes.reconcile_run)'s
+      RV(kubevol.volumes.reconcile_run#module:summary)) lists these, counting the cluster's other nodes in one line.
+  returned: when O(output=full) and O(node_facts) is given (with O(output=record), in the record)
+  type: list
+  elements: str
 node_errors:
   description:
     - "C({node, phase: facts, msg}) for each node of O(node_facts) whose state could not be gathered (C(reachable=false)),

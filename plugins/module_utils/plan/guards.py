@@ -12,6 +12,8 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors impo
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.names import split_unique_volume_name
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.phases import TEARDOWN_KINDS
 
+TEARDOWN_ACTIONS = frozenset(kind[0] for kind in TEARDOWN_KINDS)  # unmount, detach
+
 
 class TeardownRefused(KubevolError):
     """The teardown guard tripped: carries the whole plan result so that the caller can show it."""
@@ -42,9 +44,12 @@ def in_use_repairs(p, steps):
     pictured = [(node, facts) for node, facts in p.teardown_facts() if node in p.index.node_by_name]
     if not pictured:
         return []  # no node facts (a plan from the cluster alone): nothing mounted is known to repair from
+    # only the pictured nodes' pairs are looked up: a plan of 5,000 nodes run on three has no tuple to build for
+    # the other nodes' steps
+    nodes = frozenset(node for node, _facts in pictured)
     planned = set((s["unique_volume_name"], s["node"]) for s in steps
-                  if (s["action"], s["target"]) in (("unmount", "device"), ("detach", "device"), ("mount", "device"),
-                                                    ("mount", "pod")))
+                  if s["node"] in nodes and (s["action"], s["target"]) in (
+                      ("unmount", "device"), ("detach", "device"), ("mount", "device"), ("mount", "pod")))
     listed = {}
     for unique, node in p.actual.in_use:
         listed.setdefault(node, set()).add(unique)
@@ -93,7 +98,8 @@ def teardown_guard(p, steps):
     mounted = _mounted_now(p)
     torn = {}
     for step in steps:
-        if (step["action"], step["target"]) not in TEARDOWN_KINDS:
+        # the action first: most steps of a big plan set up, and building their (action, target) costs more
+        if step["action"] not in TEARDOWN_ACTIONS or (step["action"], step["target"]) not in TEARDOWN_KINDS:
             continue
         pair = (step["unique_volume_name"], step["node"])
         if pair in mounted:

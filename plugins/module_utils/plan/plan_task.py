@@ -153,6 +153,8 @@ def _run(params, now, keep_alive, check_mode, local_tmp):
     if params["node_facts"] is not None:
         # nodes whose state could not be gathered: the plan blocks what needs them; the role fails the run with these
         result["node_errors"] = facts_errors(params["node_facts"], result["nodes_out_of_service"])
+        # the run's nodes: its report lists these (and what the controller does for others), counts the rest
+        result["run_nodes"] = sorted(node for node in params["node_facts"] if isinstance(node, str))
         warnings = nodes_outside(result, params["node_facts"])
         if warnings:
             result["warnings"] = list(result.get("warnings") or ()) + warnings

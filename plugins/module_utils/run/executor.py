@@ -21,6 +21,8 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.run.plan_view impo
     PlanView, node_slice, phase_items, phase_nodes, phase_stale_paths, phase_steps, phase_work)
 from ansible_collections.kubevol.volumes.plugins.module_utils.run import controller_outcome, plan_view
 
+EXPAND_CONTROLLER, EXPAND_NODE = ("expand", "controller"), ("expand", "node")
+
 
 def run_tasks(plan):
     """The role's node tasks for this plan (its steps): {teardown: bool, setup: [phases], expand_node_after: bool,
@@ -37,13 +39,22 @@ def run_tasks(plan):
     setup: ControllerUnpublishVolume after the nodes are done, ControllerPublishVolume before they stage and
     publish, ControllerExpandVolume before they grow (the external-attacher and -resizer act between the kubelet's
     teardown and its setup). A plan without such calls runs the tasks it always ran."""
-    kinds = set(phases.step_kind(step) for step in plan or ()
-                if not (step.get("controller_host") and phases.step_kind(step) == ("expand", "controller")))
-    grown_on = dict((step["unique_volume_name"], step["node"]) for step in plan or ()
-                    if phases.step_kind(step) == ("expand", "controller") and not step.get("controller_host"))
-    controllers = sorted(set(step["controller_host"] for step in plan or () if step.get("controller_host")))
-    after = any(phases.step_kind(step) == ("expand", "node")
-                and grown_on.get(step["unique_volume_name"], step["node"]) != step["node"] for step in plan or ())
+    # one pass over the plan (128,400 steps at the envelope: the run's start reads them all)
+    kinds, grown_on, controllers, grown_by_node = set(), {}, set(), []
+    for step in plan or ():
+        kind = (step.get("action"), step.get("target"))
+        host = step.get("controller_host")
+        if host:
+            controllers.add(host)
+        if kind == EXPAND_CONTROLLER:
+            if host:
+                continue  # the controller host's: no node phase
+            grown_on[step["unique_volume_name"]] = step["node"]
+        elif kind == EXPAND_NODE:
+            grown_by_node.append(step)
+        kinds.add(kind)
+    controllers = sorted(controllers)
+    after = any(grown_on.get(step["unique_volume_name"], step["node"]) != step["node"] for step in grown_by_node)
     setup = [phase.name for phase in phases.PHASES if not phase.teardown and kinds & set(phase.step_kinds)
              and not (after and phase.name == "expand_node")]
     teardown = any(kinds & set(phase.step_kinds) for phase in phases.PHASES if phase.teardown)

@@ -14,10 +14,9 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.kubevol.volumes.plugins.module_utils.cluster.objects import gc_paused
 from ansible_collections.kubevol.volumes.plugins.module_utils.common import phases
-from ansible_collections.kubevol.volumes.plugins.module_utils.run import executor, plan_record
-
-from ansible_collections.kubevol.volumes.plugins.module_utils.plan import plan_text
+from ansible_collections.kubevol.volumes.plugins.module_utils.run import executor, plan_record, run_report
 
 from ansible_collections.kubevol.volumes.plugins.module_utils.records import record_task
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import KubevolError
@@ -52,11 +51,24 @@ def _check_input(params):
                            "returned for the step before" % ", ".join(RUN_KEYS))
 
 
-def run(params, check_mode=False, diff=False):
+def run(params, check_mode=False, diff=False, keep_alive=None):
+    """The step's result. ``keep_alive``: a list that keeps the plan read back, for a caller in a process that exits
+    right after (the action plugin's worker): the cyclic GC stays paused while the plan is read and used (at 5,000
+    nodes it is millions of acyclic objects, which every collection would walk), and they are not freed one by
+    one (cluster.gc_paused's freeze, as volume_reconcile_plan does)."""
+    if keep_alive is None:
+        return _run(params, check_mode, diff, None)
+    with gc_paused(freeze=True):
+        return _run(params, check_mode, diff, keep_alive)
+
+
+def _run(params, check_mode, diff, keep_alive):
     # the role passes the plan task's output=record result: the plan is read here, by handle, not templated
     handle = params["plan"].get("record") if isinstance(params["plan"], dict) else None
     # (a record in the Kubernetes API is read with this task's own store options: never carried in the handle)
     params = dict(params, plan=plan_record.plan_of(params["plan"], params))
+    if keep_alive is not None:
+        keep_alive.append(params["plan"])
     _check_input(params)
     state = None if params["after"] == "plan" else dict((key, params["state"][key]) for key in RUN_KEYS)
     try:
@@ -73,8 +85,8 @@ def run(params, check_mode=False, diff=False):
         if diff:
             result["diff"] = written["diff"]
     if not upcoming:
-        # the run has no node task left: what it did, per node
-        result["summary"] = plan_text.run_summary(params["plan"], state["errors"], state["blocked"], check_mode,
+        # the run has no node task left: what it did, per node of the run (run/run_report.py)
+        result["summary"] = run_report.run_summary(params["plan"], state["errors"], state["blocked"], check_mode,
                                                   params["plan_shown"])
         plan_record.finish(handle, params)  # the run is done with its plan: the record may be pruned from now on
     return result

@@ -8,6 +8,7 @@ from ansible.errors import AnsibleFilterError
 
 from ansible_collections.kubevol.volumes.plugins.filter.plan_table import plan_table, run_summary as run_summary_filter
 from ansible_collections.kubevol.volumes.plugins.module_utils.plan import plan_text
+from ansible_collections.kubevol.volumes.plugins.module_utils.run import run_report
 
 
 def step(action, target, node, volume, pod=None, **extra):
@@ -111,7 +112,7 @@ def test_run_summary_applied_failed_blocked_per_node():
     errors = [{"node": "node1", "phase": "mount", "msg": "mount: boom", "volumes": ["pv-web"]}]
     after = [{"node": "node1", "volume": "pv-web", "pod": "shop/web-0", "action": "mount",
               "reason": "not attempted: mount on node node1 failed"}]
-    out = plan_text.run_summary(RESULT, errors, after)
+    out = run_report.run_summary(RESULT, errors, after)
     nodes = out["nodes"]
     assert (nodes["node2"]["applied"], nodes["node2"]["failed"], nodes["node2"]["blocked"]) == (3, 0, 0)
     # attach applied, the global mount failed, the pod mount not attempted (blocked), pv-logs blocked by the plan
@@ -136,7 +137,7 @@ def test_run_summary_failed_steps_by_node_and_phase():
               {"node": "n2", "phase": "mount", "msg": "died", "volumes": []},
               {"node": "n2", "phase": "mount", "msg": "z", "volumes": ["pv-q"]},
               {"node": "n3", "phase": "attach", "msg": "other phase", "volumes": ["pv-d"]}]
-    volumes = dict((n, row["volumes"]) for n, row in plan_text.run_summary(plan, errors)["nodes"].items())
+    volumes = dict((n, row["volumes"]) for n, row in run_report.run_summary(plan, errors)["nodes"].items())
     assert volumes["n1"] == {"pv-a": ["attach/device", "mount/device"], "pv-b": ["attach/device FAILED"]}
     assert volumes["n2"] == {"pv-a": ["attach/device"], "pv-c": ["mount/device FAILED"]}
     assert volumes["n3"] == {"pv-d": ["mount/device"]}

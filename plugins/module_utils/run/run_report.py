@@ -1,0 +1,152 @@
+# -*- coding: utf-8 -*-
+# Copyright: kubevol contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The end of a reconcile run: what it did (or, in check mode, would do), per node of the run.
+
+The report lists the run's nodes (the play's hosts: the plan's ``run_nodes``, the nodes with node facts) and every
+node the controller acts for without a node task (plan_text.controller_side: a record-only release of a node out
+of service or gone, a controller host's expansion), each with its volumes. The cluster's other nodes have no node
+task in this run: they get one line with their counts, not a row each. Like ``kubectl get`` against a namespace,
+the report is of what the command touches; at 5,000 cluster nodes and three hosts it is a few dozen lines, not
+65,000 (issue 30), and it is computed from the plan's ``by_node`` index, in the size of what it reports.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.phases import KIND_PHASE
+from ansible_collections.kubevol.volumes.plugins.module_utils.plan.plan_text import (
+    OUTSIDE_NAMES, blocked_lines, blocked_once, controller_side, _cell)
+
+
+def _phase_of(step):
+    return KIND_PHASE.get((step.get("action"), step.get("target")))
+
+
+def _failures(errors):
+    """{(node, phase): the volumes its errors name, or None when one names none (the whole phase failed)}, built
+    once: a scan of every error per step would be steps x errors on a run where many nodes failed."""
+    failures = {}
+    for error in errors:
+        key = (error.get("node"), error.get("phase"))
+        volumes = error.get("volumes")
+        if not volumes:
+            failures[key] = None
+        elif key not in failures:
+            failures[key] = set(volumes)
+        elif failures[key] is not None:
+            failures[key].update(volumes)
+    return failures
+
+
+def _failed(step, failures):
+    key = (step.get("node"), _phase_of(step))
+    if key not in failures:
+        return False
+    volumes = failures[key]
+    return volumes is None or step.get("volume") in volumes
+
+
+def reported_nodes(result, run_nodes=None):
+    """(the steps the report lists, in plan order; the nodes it lists; {outside node: its steps' positions}).
+
+    ``run_nodes``: the run's nodes (default: the plan's ``run_nodes``); None, every node is reported. A node outside
+    them is reported too when the controller acts for it without a node task (controller_side); any other outside
+    node is only counted. With the plan's ``by_node`` index only the reported nodes' steps are looked at, but for the
+    one pass that finds the controller's own steps."""
+    plan = result.get("plan") or []
+    run_nodes = result.get("run_nodes") if run_nodes is None else run_nodes
+    if run_nodes is None:
+        return plan, None, {}
+    shown = set(run_nodes)
+    shown.update(step.get("node") for step in plan
+                 if (step.get("record_only") or step.get("controller_host")) and controller_side(step))
+    by_node = result.get("by_node")
+    if by_node is None:  # a plan without the index (a hand-made result): one pass over it
+        by_node = {}
+        for position, step in enumerate(plan):
+            by_node.setdefault(step.get("node"), []).append(position)
+    positions = sorted(position for node in shown for position in by_node.get(node, ()))
+    outside = dict((node, found) for node, found in by_node.items() if node not in shown and found)
+    return [plan[position] for position in positions], shown, outside
+
+
+def _outside_line(names, steps, blocked):
+    """The report's one line about the nodes outside the run; what to do only when some of their steps are not run
+    (a node with only blocked items, one the cluster does not have, say, is explained by its blocked lines)."""
+    first = sorted(names, key=lambda n: n or "")[:OUTSIDE_NAMES]
+    more = len(names) - len(first)
+    return ("%d other node(s) of the cluster, not in this run's hosts: %d step(s) not run, %d blocked (%s%s)%s"
+            % (len(names), steps, blocked, ", ".join(_cell(n) for n in first), ", and %d more" % more if more else "",
+               "; add them to the inventory (kubevol_node_name maps a host to its Kubernetes node name) or drop --limit"
+               if steps else ""))
+
+
+def run_summary(result, errors=(), blocked_after_plan=(), check_mode=False, plan_shown=True, run_nodes=None):
+    """What a reconcile run did, per node of the run: {lines, nodes, blocked, errors, outside}.
+
+    Each reported step is applied, failed (a node error of its phase names its volume, or no volume at all) or
+    not attempted (in ``blocked_after_plan``: an earlier failure stopped it); in check mode nothing ran, so
+    steps are counted as planned. ``blocked`` is every blocked item of the run once, with its action; the
+    lines repeat only those the plan table did not show (``plan_shown``). ``nodes`` has a row for each reported
+    node (reported_nodes); ``outside`` counts the others: {nodes, steps (not run), blocked, names (the first
+    OUTSIDE_NAMES)}, and the lines say it in one line."""
+    errors = list(errors or ())
+    after = blocked_once({}, blocked_after_plan)
+    not_attempted = set((b.get("node"), b.get("volume"), b.get("pod"), b.get("action")) for b in after)
+    blocked = blocked_once(result, after)
+    failures = _failures(errors)
+    steps, shown, outside_steps = reported_nodes(result, run_nodes)
+    nodes = {}
+
+    def row(node):
+        return nodes.setdefault(node, {"applied": 0, "planned": 0, "failed": 0, "blocked": 0, "volumes": {}})
+
+    for step in steps:
+        node = row(step.get("node"))
+        key = (step.get("node"), step.get("volume"), step.get("pod"), step.get("action"))
+        if check_mode:
+            outcome = "planned"
+        elif key in not_attempted:
+            continue  # counted with the blocked items
+        else:
+            outcome = "failed" if _failed(step, failures) else "applied"
+        node[outcome] += 1
+        label = "%s/%s" % (step.get("action"), step.get("target")) + (" %s" % step["pod"] if step.get("pod") else "")
+        node["volumes"].setdefault(_cell(step.get("volume")), []).append(
+            label if outcome in ("applied", "planned") else "%s %s" % (label, outcome.upper()))
+    outside = {"nodes": 0, "steps": 0, "blocked": 0, "names": []}
+    outside_names = set(outside_steps)
+    for entry in blocked:
+        if shown is not None and entry.get("node") not in shown:
+            outside_names.add(entry.get("node"))
+            outside["blocked"] += 1
+            continue
+        node = row(entry.get("node"))
+        node["blocked"] += 1
+        node["volumes"].setdefault(_cell(entry.get("volume")), []).append("%s BLOCKED" % entry.get("action"))
+    if outside_names:
+        # an outside step an earlier failure stopped is one of the blocked already
+        stopped = sum(1 for b in after if b.get("node") in outside_steps)
+        outside.update(nodes=len(outside_names), steps=sum(len(p) for p in outside_steps.values()) - stopped,
+                       names=sorted(outside_names, key=lambda n: n or "")[:OUTSIDE_NAMES])
+    lines = ["Check mode, nothing was changed. Per node: steps that would run, blocked:" if check_mode
+             else "Per node: steps applied, failed, blocked:"]
+    for name in sorted(nodes, key=lambda n: n or ""):
+        counts = nodes[name]
+        lines.append("%s: %s" % (_cell(name), ", ".join(
+            ["%d would run" % counts["planned"]] if check_mode else
+            ["%d applied" % counts["applied"], "%d failed" % counts["failed"]]) + ", %d blocked" % counts["blocked"]))
+        for volume in sorted(counts["volumes"]):
+            lines.append("  %s: %s" % (volume, ", ".join(counts["volumes"][volume])))
+    if outside_names:
+        lines.append(_outside_line(outside_names, outside["steps"], outside["blocked"]))
+    unseen = after if plan_shown else blocked
+    if unseen:
+        lines.extend(["", "Blocked during the run:" if plan_shown else "Blocked:"])
+        lines.extend(blocked_lines(unseen))
+    if errors:
+        lines.extend(["", "Failed:"])
+        lines.extend("  %s (%s): %s" % (e.get("node"), e.get("phase"), e.get("msg")) for e in errors)
+    return {"lines": lines, "nodes": nodes, "blocked": blocked, "errors": errors, "outside": outside}
