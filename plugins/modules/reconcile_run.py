@@ -164,7 +164,7 @@ summary:
     - C(nodes) has the run's nodes (the plan's C(run_nodes)) and every node the controller acts for without a node
       task (a record-only release of a node out of service or gone); C(outside), C({nodes, steps, blocked, names}),
       counts the cluster's other nodes, which C(lines) reports in one line (the
-      M(kubevol.volumes.run_summary#filter) filter).
+      P(kubevol.volumes.run_summary#filter) filter).
   returned: when the run has no node task left, and in check mode
   type: dict
 """

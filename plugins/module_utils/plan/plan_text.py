@@ -190,8 +190,8 @@ def controller_side(step):
     service or gone: rules_teardown.py detach; a local volume's capacity: rules_expand.py) and a controller host's
     ControllerExpandVolume (plan/remote_controller.py: the controller task's, whichever node uses the volume). Such
     a step runs for a node outside the play too; every other step is its node's task's."""
-    return bool(step.get("record_only")) or (bool(step.get("controller_host"))
-                                            and (step.get("action"), step.get("target")) == ("expand", "controller"))
+    return bool(step.get("record_only")) or (
+        bool(step.get("controller_host")) and (step.get("action"), step.get("target")) == ("expand", "controller"))
 
 
 OUTSIDE_NAMES = 5  # the nodes named in the one warning (and report line) about the nodes outside the play

@@ -87,6 +87,6 @@ def _run(params, check_mode, diff, keep_alive):
     if not upcoming:
         # the run has no node task left: what it did, per node of the run (run/run_report.py)
         result["summary"] = run_report.run_summary(params["plan"], state["errors"], state["blocked"], check_mode,
-                                                  params["plan_shown"])
+                                                   params["plan_shown"])
         plan_record.finish(handle, params)  # the run is done with its plan: the record may be pruned from now on
     return result
