@@ -129,7 +129,12 @@ def attach_intents(plan_result, failures=None):
     between a node's attach and its record never leaves an attachment the cluster does not know of."""
     plan = plan_view.as_view(plan_result)
     records = []
+    run_nodes = plan_result.get("run_nodes") if isinstance(plan_result, dict) else None
     for step in plan.steps("attach", None, failures):
+        if run_nodes is not None and step["node"] not in run_nodes and not step.get("csi_node_id"):
+            # a node outside this run (not in the play, --limit): no task of this run attaches it, so no intent is
+            # written for it (a controller host that publishes to it knows its CSI node id, and gets one)
+            continue
         item = plan.item(step)
         records.append({"type": "attach_intent", "node": step["node"], "pv_name": item["pv_name"],
                         "driver": item["driver"], "volume_handle": item["volume_handle"]})

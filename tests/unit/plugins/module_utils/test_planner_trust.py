@@ -477,6 +477,17 @@ def test_attach_intents_are_recorded_before_the_attach_and_create_an_unattached_
     assert len([o for o in data["items"] if o["kind"] == "VolumeAttachment"]) == 1
 
 
+def test_no_attach_intent_is_written_for_a_node_outside_the_run():
+    """A run limited to node1 (--limit, the play's hosts: the plan task's run_nodes): node2's attach is planned from
+    the cluster but no task of this run makes it, so the cluster gets no VolumeAttachment for it."""
+    data = cluster(node("node1"), node("node2"), bound("pv-a", "ns/a"), bound("pv-b", "ns/b"),
+                   pod("ns/p", "node1", ["a"]), pod("ns/q", "node2", ["b"]))
+    result = run(data, {"node1": facts("node1")})
+    assert sorted(i["node"] for i in executor.attach_intents(result)) == ["node1", "node2"]  # no run_nodes: all
+    result["run_nodes"] = ["node1"]
+    assert [(i["node"], i["pv_name"]) for i in executor.attach_intents(result)] == [("node1", "pv-a")]
+
+
 def test_an_unconfirmed_attachment_counts_for_multi_attach_until_its_node_reports_otherwise():
     """A run killed after node1 attached, before its record: the VA (attached: false) is all the cluster knows."""
     data = cluster(node("node1"), node("node2"), bound("pv-a", "ns/a"), va("pv-a", "node1", attached=False),
