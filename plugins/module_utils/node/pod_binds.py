@@ -21,8 +21,9 @@ import glob
 import os
 
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import KubevolError, StillMounted
-from ansible_collections.kubevol.volumes.plugins.module_utils.node import blockdev, layout, mount, ownership
+from ansible_collections.kubevol.volumes.plugins.module_utils.node import layout, mount, ownership
 from ansible_collections.kubevol.volumes.plugins.module_utils.node.context import act
+from ansible_collections.kubevol.volumes.plugins.module_utils.node.publish import block_target
 from ansible_collections.kubevol.volumes.plugins.module_utils.node.stage import note_mount as note
 
 
@@ -83,22 +84,9 @@ def publish_block(ctx, plugin, runner, item, device, mounts, res):
     """Block mode: the device node bind-mounted onto a file at the pod's volumeDevices path."""
     for pod in item.pods:
         path = pod_path(ctx, plugin, item, pod.uid)
-        if mounts.mounted(path):
-            if blockdev.device_number(path) != blockdev.device_number(device):
-                raise KubevolError("block publish path %s holds another device than %s for %s volume %s on node %s"
-                                   % (path, device, plugin.KIND, item.pv_name, ctx.node_name),
-                                   node=ctx.node_name, volume=item.pv_name, step="publish")
+        if block_target(ctx, item, device, path, mounts, "%s volume" % plugin.KIND):
             note(res, path, device, device)
             continue
-        if ctx.check_mode:
-            layout.check_dir(ctx.kubelet_dir, os.path.dirname(path), ctx.node_name)
-        else:
-            layout.ensure_dir(ctx.kubelet_dir, os.path.dirname(path), ctx.node_name)
-            if not os.path.lexists(path):
-                os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o640))
-            elif os.path.islink(path) or not os.path.isfile(path):
-                raise KubevolError("block publish path %s exists and is not a plain file; remove it after checking"
-                                   % path, node=ctx.node_name, volume=item.pv_name, step="publish")
         act(ctx, res, "bind %s at %s" % (device, path), mount.bind, runner, device, path,
             pod.read_only or item.read_only)
         res["published"].append(pod.uid)

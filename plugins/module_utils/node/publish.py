@@ -56,25 +56,36 @@ def publish_filesystem(ctx, runner, item, device, source, target, pod, mounts, r
     ownership.apply_fs_group(ctx, res, item, pod, target, read_only, mounted=not ctx.check_mode)
 
 
+def block_target(ctx, item, device, path, mounts, kind="volume"):
+    """The file a Block volume's device node is bind-mounted onto at a pod's volumeDevices ``path`` (the kubelet's
+    block mapper, csi_block.go / local.go MapPodDevice): True when ``device`` is bound there already; else the file
+    is made (its directory checked in check mode) and False. A path that holds another device, or that is not a plain
+    file, is refused. ``kind``: how messages name the volume ("volume", "local volume")."""
+    if mounts.mounted(path):
+        if blockdev.device_number(path) != blockdev.device_number(device):
+            raise KubevolError("block publish path %s holds another device than %s for %s %s on node %s"
+                               % (path, device, kind, item.pv_name, ctx.node_name),
+                               node=ctx.node_name, volume=item.pv_name, step="publish")
+        return True
+    if ctx.check_mode:
+        layout.check_dir(ctx.kubelet_dir, os.path.dirname(path), ctx.node_name)
+        return False
+    layout.ensure_dir(ctx.kubelet_dir, os.path.dirname(path), ctx.node_name)
+    if not os.path.lexists(path):
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o640))
+    elif os.path.islink(path) or not os.path.isfile(path):
+        raise KubevolError("block publish path %s exists and is not a plain file; remove it after checking"
+                           % path, node=ctx.node_name, volume=item.pv_name, step="publish")
+    return False
+
+
 def publish_block(ctx, runner, item, device, path, pod, mounts, res):
     """Block mode: bind-mount the device node onto a file at the pod's volumeDevices ``path``."""
     read_only = pod.read_only or item.read_only
-    if mounts.mounted(path):
-        if blockdev.device_number(path) != blockdev.device_number(device):
-            raise KubevolError("block publish path %s holds another device than %s for volume %s on node %s"
-                               % (path, device, item.pv_name, ctx.node_name),
-                               node=ctx.node_name, volume=item.pv_name, step="publish")
+    if block_target(ctx, item, device, path, mounts):
         note_mount(res, path, device, device)
         return
-    if ctx.check_mode:
-        layout.check_dir(ctx.kubelet_dir, os.path.dirname(path), ctx.node_name)
-    else:
-        layout.ensure_dir(ctx.kubelet_dir, os.path.dirname(path), ctx.node_name)
-        if not os.path.lexists(path):
-            os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o640))
-        elif os.path.islink(path) or not os.path.isfile(path):
-            raise KubevolError("block publish path %s exists and is not a plain file; remove it after checking"
-                               % path, node=ctx.node_name, volume=item.pv_name, step="publish")
+    if not ctx.check_mode:
         layout.write_vol_data(ctx.kubelet_dir, layout.block_data_dir(ctx.kubelet_dir, item.pv_name),
                               layout.pod_vol_data(item, ctx.node_name), ctx.node_name)
     _act(ctx, res, "publish %s" % path, mount.bind, runner, device, path, read_only)
