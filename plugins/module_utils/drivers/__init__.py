@@ -1,12 +1,17 @@
 # -*- coding: utf-8 -*-
 # Copyright: kubevol contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Driver registry: CSI driver name -> the dotted path of its class, imported on first use (as os-brick's connector
-map). Adding a driver means one file in drivers/ and one line in ``DRIVER_PATHS``.
+"""Driver registry: kubevol's own CSI drivers, by name. Adding a driver means one file in drivers/ (its class: NAME,
+CAPABILITIES, OPTIONS as class data, CSI's verbs as methods) and one import line in ``_registered``, as a volume
+plugin is one file and one line in volume/__init__.py. The registry is lazy as a whole (nothing is imported until it
+is first read, as os-brick's connector map), but its entries are import statements, not dotted strings: Ansible's
+module_utils finder follows import statements only, so a dotted string would leave the driver's file out of the
+node modules' payloads (tests/unit/plugins/modules/test_node_payload.py).
 
 ``DRIVERS`` iterates over the names (``sorted(DRIVERS)``, ``name in DRIVERS``) and hands out the class by name
-(``DRIVERS[name]``, ``DRIVERS.get(name)``), importing only that driver's module. ``capabilities(name)`` and
-``options_spec(name)`` read a driver's class data (CAPABILITIES, OPTIONS) for the planner and the options check.
+(``DRIVERS[name]``, ``DRIVERS.get(name)``). ``capabilities(name)`` and ``options_spec(name)`` read a driver's class
+data (CAPABILITIES, OPTIONS) for the planner and the options check; a driver's module imports no node code at its
+top (its methods import what they run), so reading them imports none.
 
 Any other CSI driver the operator configures in ``driver_options`` (an entry with ``controller`` or ``socket``:
 drivers/external/ ``configured_drivers``) is served by ``external_driver_class(name)``: ``get_driver(name,
@@ -18,45 +23,55 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import importlib
-
 from collections.abc import Mapping
 
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import UnknownDriver
 
-DRIVER_PATHS = {
-    "loop.kubevol.io": "ansible_collections.kubevol.volumes.plugins.module_utils.drivers.loop:LoopDriver",
-}
+
+def _registered():
+    """kubevol's own drivers, one import line each. Nothing else is bound in this function: what it returns is every
+    name it binds."""
+    # pylint: disable=unused-import,import-outside-toplevel
+    from ansible_collections.kubevol.volumes.plugins.module_utils.drivers.loop import LoopDriver  # noqa: F401
+    return tuple(locals().values())  # the classes just imported, in the order of the lines above
 
 
 class _Registry(Mapping):
-    """Names -> classes, each imported on first use and kept."""
+    """Names -> classes, imported when first read and kept (a test may add a driver with ``register``)."""
 
-    def __init__(self, paths):
-        self._paths = paths
-        self._classes = {}
+    def __init__(self, load):
+        self._load = load
+        self._classes = None
+
+    def _all(self):
+        if self._classes is None:
+            self._classes = dict((cls.NAME, cls) for cls in self._load())
+        return self._classes
+
+    def register(self, cls):
+        """Add driver class ``cls`` under its NAME (a test's driver, as its one registry line would)."""
+        self._all()[cls.NAME] = cls
+
+    def unregister(self, name):
+        self._all().pop(name, None)
 
     def __getitem__(self, name):
-        if name not in self._classes:
-            path = self._paths[name]  # KeyError for an unknown name, as a dict's
-            module, _sep, attr = path.partition(":")
-            self._classes[name] = getattr(importlib.import_module(module), attr)
-        return self._classes[name]
+        return self._all()[name]  # KeyError for an unknown name, as a dict's
 
     def __iter__(self):
-        return iter(self._paths)
+        return iter(self._all())
 
     def __len__(self):
-        return len(self._paths)
+        return len(self._all())
 
     def __contains__(self, name):
         try:
-            return name in self._paths
+            return name in self._all()
         except TypeError:  # an unhashable name is no driver's
             return False
 
 
-DRIVERS = _Registry(DRIVER_PATHS)
+DRIVERS = _Registry(_registered)
 
 
 def configured_names(driver_options):
@@ -105,11 +120,3 @@ def external_options_spec():
     """The OPTIONS spec of an external CSI driver's driver_options entry (drivers/external/driver.py)."""
     from ansible_collections.kubevol.volumes.plugins.module_utils.drivers.external.driver import OPTIONS
     return dict(OPTIONS)
-
-
-def _shipped_by_import():  # pragma: no cover (never called)
-    """Ansible's module_utils finder follows import statements, never a dotted string: this import (never run) puts
-    every registered driver's file in the node modules' payloads (tests/unit/plugins/modules/test_node_payload.py).
-    A new driver adds its line here too."""
-    from ansible_collections.kubevol.volumes.plugins.module_utils.drivers import loop  # noqa: F401 pylint: disable=unused-import
-    from ansible_collections.kubevol.volumes.plugins.module_utils.drivers.external import driver  # noqa: F401 pylint: disable=unused-import

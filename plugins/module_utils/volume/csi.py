@@ -35,8 +35,8 @@ VOLUME_NAME_SEP = "^"
 
 def own_drivers():
     """The names of kubevol's own CSI drivers (the registry's), sorted."""
-    from ansible_collections.kubevol.volumes.plugins.module_utils.drivers import DRIVER_PATHS
-    return tuple(sorted(DRIVER_PATHS))
+    from ansible_collections.kubevol.volumes.plugins.module_utils.drivers import DRIVERS
+    return tuple(sorted(DRIVERS))
 
 
 def driver_capabilities(driver):

@@ -9,9 +9,7 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.drivers.base impor
 from ansible_collections.kubevol.volumes.plugins.module_utils.node import mount
 
 NAME = "fake.kubevol.io"
-PATH = "ansible_collections.kubevol.volumes.tests.unit.plugins.module_utils.node.fake_driver:FakeDriver"
 NO_STAGE_NAME = "nostage.fake.kubevol.io"
-NO_STAGE_PATH = "ansible_collections.kubevol.volumes.tests.unit.plugins.module_utils.node.fake_driver:NoStageDriver"
 MAJOR = 250
 
 

@@ -26,15 +26,15 @@ def no_commands(argv, data=None):
 @pytest.fixture
 def backend(monkeypatch):
     """The fake drivers registered (as a driver's one registry line), their in-memory storage and mount table."""
-    monkeypatch.setitem(drivers.DRIVER_PATHS, fake.NAME, fake.PATH)
-    monkeypatch.setitem(drivers.DRIVER_PATHS, fake.NO_STAGE_NAME, fake.NO_STAGE_PATH)
+    drivers.DRIVERS.register(fake.FakeDriver)
+    drivers.DRIVERS.register(fake.NoStageDriver)
     store = fake.Backend()
     monkeypatch.setattr(fake.FakeDriver, "backend", store)
     monkeypatch.setattr(mount, "list_mounts", lambda runner: store.mount_table())
     monkeypatch.setattr(blockdev, "device_number", fake.device_number)
     yield store
-    drivers.DRIVERS._classes.pop(fake.NAME, None)  # pylint: disable=protected-access
-    drivers.DRIVERS._classes.pop(fake.NO_STAGE_NAME, None)  # pylint: disable=protected-access
+    drivers.DRIVERS.unregister(fake.NAME)
+    drivers.DRIVERS.unregister(fake.NO_STAGE_NAME)
 
 
 def context(tmp_path, check_mode=False):
@@ -168,9 +168,8 @@ def test_expansion_is_controller_then_node(tmp_path, backend):
 
 
 def test_the_registry_imports_a_driver_on_first_use(backend):
-    """A driver is one file plus one registry line: its class is imported when first asked for, and its class data
-    (capabilities, options spec) is read through the registry."""
-    drivers.DRIVERS._classes.pop(fake.NAME, None)  # pylint: disable=protected-access
+    """A driver is one file plus one registry line (here registered by the fixture, as that line would): its class
+    and its class data (capabilities, options spec) are read through the registry."""
     assert fake.NAME in drivers.DRIVERS and fake.NAME in sorted(drivers.DRIVERS)
     assert drivers.get_driver(fake.NAME) is fake.FakeDriver and drivers.DRIVERS.get(fake.NAME) is fake.FakeDriver
     assert drivers.capabilities(fake.NAME) == fake.FakeDriver.CAPABILITIES
@@ -182,12 +181,12 @@ def test_the_registry_imports_a_driver_on_first_use(backend):
 
 
 def test_the_loop_driver_is_not_imported_until_asked_for():
-    """Reading the registry's names imports no driver, and reading a driver's class data (the planner) imports no
-    node code (a subprocess: this one has imported both already)."""
+    """Importing the registry imports no driver (the registry loads when first read), and reading the names and a
+    driver's class data (the planner) imports no node code (a subprocess: this one has imported both already)."""
     import subprocess
     code = ("import sys; from ansible_collections.kubevol.volumes.plugins.module_utils import drivers; "
-            "names = sorted(drivers.DRIVERS); "
             "assert 'ansible_collections.kubevol.volumes.plugins.module_utils.drivers.loop' not in sys.modules; "
+            "names = sorted(drivers.DRIVERS); "
             "assert drivers.capabilities('loop.kubevol.io') >= {'attachable', 'stage_unstage', 'block'}; "
             "assert drivers.options_spec('loop.kubevol.io')['pools']['default'] == ['/var/lib/kubevol/pool']; "
             "node = sorted(m for m in sys.modules if '.module_utils.node' in m); "
