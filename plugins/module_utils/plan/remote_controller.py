@@ -47,11 +47,15 @@ def mark(result, driver_options, inventory=None, node_facts=None, va_by_pair=Non
     result["csi_controllers"] = remote
     warnings = []
     items = result.get("volume_items") or {}
+    # the (node, volume) pairs this plan attaches, found once (not a scan of the plan per mounted volume)
+    attaching = frozenset((s.get("node"), s.get("unique_volume_name")) for s in result.get("plan") or ()
+                          if phases.step_kind(s) == ("attach", "device"))
     for step in result.get("plan") or ():
         kind = phases.step_kind(step)
         item = (items.get(step.get("node")) or {}).get(step.get("unique_volume_name"))
-        if kind[0] == "mount" and item is not None and item.get("driver") in remote:
-            _from_attachment(result, step, item, va_by_pair)
+        if kind[0] == "mount" and item is not None and item.get("driver") in remote and \
+                (step["node"], step["unique_volume_name"]) not in attaching:
+            _from_attachment(step, item, va_by_pair)
         if kind not in CONTROLLER_KINDS:
             continue
         if item is None or item.get("driver") not in remote:
@@ -85,9 +89,8 @@ def _node_id(step, item, node_facts, va_by_pair):
     return dict(va.annotations).get(CSI_NODE_ID_ANNOTATION) if va is not None else None
 
 
-def _from_attachment(result, step, item, va_by_pair):
-    attaches = any(phases.step_kind(other) == ("attach", "device") and other.get("node") == step["node"]
-                   and other.get("unique_volume_name") == step["unique_volume_name"] for other in result["plan"])
+def _from_attachment(step, item, va_by_pair):
+    """A volume this run mounts but does not attach: its VolumeAttachment's attachmentMetadata, when attached."""
     va = (va_by_pair or {}).get((item.get("pv_name"), step["node"]))
-    if not attaches and va is not None and va.attached and item.get("attach_required") is not False:
+    if va is not None and va.attached and item.get("attach_required") is not False:
         item["controller_publish_context"] = dict(va.metadata)

@@ -130,6 +130,7 @@ def attach_intents(plan_result, failures=None):
     plan = plan_view.as_view(plan_result)
     records = []
     run_nodes = plan_result.get("run_nodes") if isinstance(plan_result, dict) else None
+    run_nodes = None if run_nodes is None else frozenset(run_nodes)  # one lookup per step, whatever the fleet's size
     for step in plan.steps("attach", None, failures):
         if run_nodes is not None and step["node"] not in run_nodes and not step.get("csi_node_id"):
             # a node outside this run (not in the play, --limit): no task of this run attaches it, so no intent is
