@@ -15,7 +15,6 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.drivers import (
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import InvalidInput, KubevolError, NoBackend
 from ansible_collections.kubevol.volumes.plugins.module_utils.node.lock import DEFAULT_RUN_DIR, VolumeLock
 from ansible_collections.kubevol.volumes.plugins.module_utils.node.runner import Runner
-from ansible_collections.kubevol.volumes.plugins.module_utils.node.volume import volume_item
 
 
 def act(ctx, res, action, func=None, *args):
@@ -128,6 +127,9 @@ class NodeContext:
 
         A volume refused here (a driver without a kubevol backend, a PV naming another pool, a handle escaping it)
         is kept in ``refused``: run_each reports it with the others' results, as that volume's failure."""
+        # imported here: the facts module, on every node in every run, builds no item and compiles none of this
+        from ansible_collections.kubevol.volumes.plugins.module_utils.node.volume import volume_item
+
         items = [volume_item(raw) for raw in raw_volumes or ()]
         seen = set()
         for item in items:

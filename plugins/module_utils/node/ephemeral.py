@@ -31,14 +31,13 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.node.context impor
 from ansible_collections.kubevol.volumes.plugins.module_utils.node.filesystems import (
     FILESYSTEMS, filesystem_to_create, get_filesystem)
 
-EPHEMERAL = "Ephemeral"
-
 
 def vol_data(ctx, item, image):
     """The kubelet's keys (csi_mounter.go SetUpAt) for an inline volume, plus the image kubevol created for it."""
     node = ctx.node_name
     data = {"specVolID": item.pv_name, "volumeHandle": item.volume_handle, "driverName": item.driver,
-            "nodeName": node, "attachmentID": item.attachment_name(node), "volumeLifecycleMode": EPHEMERAL}
+            "nodeName": node, "attachmentID": item.attachment_name(node),
+            "volumeLifecycleMode": layout.EPHEMERAL_MODE}
     if image:
         data[EPHEMERAL_IMAGE_KEY] = image
     return data
@@ -46,7 +45,7 @@ def vol_data(ctx, item, image):
 
 def says_ephemeral(data, item):
     """vol_data.json names ``item`` and says Ephemeral."""
-    return layout.is_ours(data, item) and data.get("volumeLifecycleMode") == EPHEMERAL
+    return layout.is_ours(data, item) and data.get("volumeLifecycleMode") == layout.EPHEMERAL_MODE
 
 
 def _result(item, **extra):
@@ -241,51 +240,3 @@ def unpublish(ctx, item):
         res["removed"] = layout.remove_pod_volume_dir(target, item, mount.list_mounts(runner))
         res["changed"] = res["changed"] or bool(res["removed"])
     return res
-
-
-# -- facts -----------------------------------------------------------------------------------------
-def ephemeral_facts(ctx, mounts, pod_mounts):
-    """``ephemeral_volumes`` of node facts: every inline ephemeral volume of a kubevol driver on this node, from
-    the pod directories whose vol_data.json says Ephemeral (``pod_mounts`` entries) and from the drivers' own
-    records (an image whose pod directory is gone: a run killed mid-way). Sorted by path."""
-    found = {}
-    for pm in pod_mounts:
-        if not pm.get("ephemeral") or pm.get("foreign") or not pm.get("unique_volume_name"):
-            continue
-        data, _problem = layout.load_vol_data(os.path.dirname(pm["path"]))
-        driver, handle = names.split_unique_volume_name(pm["unique_volume_name"])
-        found[(pm["pod_uid"], pm["pv_name"])] = {
-            "pod_uid": pm["pod_uid"], "volume_name": pm["pv_name"], "driver": driver, "volume_handle": handle,
-            "unique_volume_name": pm["unique_volume_name"],
-            "kubernetes_volume_name": names.inline_volume_name(pm["pod_uid"], pm["pv_name"]),
-            "path": pm["path"], "mounted": pm["mounted"], "read_only": pm["read_only"], "device": pm["device"],
-            "image": (data or {}).get(EPHEMERAL_IMAGE_KEY),
-            "root_gid": pm.get("root_gid"), "root_mode": pm.get("root_mode")}
-    for driver in ctx.all_drivers():
-        for vol in driver.ephemeral_volumes():
-            try:
-                path = names.pod_mount_path(ctx.kubelet_dir, vol.pod_uid, vol.volume_name)
-            except KubevolError:
-                continue  # a record naming an unsafe pod uid or volume name: never a path
-            entry = found.get((vol.pod_uid, vol.volume_name))
-            if entry is None:
-                current = mounts.at(path)
-                entry = found[(vol.pod_uid, vol.volume_name)] = {
-                    "pod_uid": vol.pod_uid, "volume_name": vol.volume_name, "driver": vol.driver,
-                    "volume_handle": vol.volume_handle, "unique_volume_name": vol.unique_volume_name,
-                    "kubernetes_volume_name": names.inline_volume_name(vol.pod_uid, vol.volume_name),
-                    "path": path, "mounted": current is not None, "read_only": bool(current and current.read_only),
-                    "device": current.source_device if current else None, "image": None,
-                    "root_gid": None, "root_mode": None}
-            entry["image"] = vol.image or entry["image"]
-            entry["device"] = entry["device"] or vol.device
-    for entry in found.values():
-        entry["size_bytes"] = _size(entry["image"])
-    return sorted(found.values(), key=lambda e: e["path"])
-
-
-def _size(image):
-    try:
-        return os.stat(image).st_size if image else None
-    except OSError:
-        return None

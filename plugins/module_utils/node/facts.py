@@ -19,7 +19,8 @@ import stat
 from ansible_collections.kubevol.volumes.plugins.module_utils.drivers import DRIVERS, get_driver
 from ansible_collections.kubevol.volumes.plugins.module_utils.common import names
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import KubevolError, UnsafePath
-from ansible_collections.kubevol.volumes.plugins.module_utils.node import blockdev, ephemeral, external_ops, layout, mount
+from ansible_collections.kubevol.volumes.plugins.module_utils.node import blockdev, layout, mount
+from ansible_collections.kubevol.volumes.plugins.module_utils.node.ephemeral_facts import ephemeral_facts
 from ansible_collections.kubevol.volumes.plugins.module_utils.node import plugin_facts
 from ansible_collections.kubevol.volumes.plugins.module_utils.node.filesystems import get_filesystem
 
@@ -46,7 +47,10 @@ def devices(ctx):
     for driver in ctx.all_drivers():
         if ctx.is_external(driver.NAME):
             # published by ControllerPublishVolume: the node's own record (node/external_ops.py); the device is
-            # the plugin's business
+            # the plugin's business. (Imported here, as below: a node with no external CSI driver never compiles the
+            # external drivers' code in the facts module that runs on every node in every run.)
+            from ansible_collections.kubevol.volumes.plugins.module_utils.node import external_ops
+
             for att in external_ops.published_volumes(ctx, driver.NAME):
                 found.append({"unique_volume_name": att.unique_volume_name, "driver": att.driver,
                               "volume_handle": att.volume_handle, "device": att.device or None,
@@ -93,6 +97,12 @@ def _global_identity(path, data, problem, devs):
     return None, None, problem
 
 
+def _externally_staged(ctx, unique, path):
+    from ansible_collections.kubevol.volumes.plugins.module_utils.node import external_ops
+
+    return external_ops.is_staged(ctx, unique, path)
+
+
 def _unsafe(ctx, path):
     """Why ``path`` cannot be trusted (a symlink or a file on the way inside the kubelet directory), else None."""
     try:
@@ -120,8 +130,7 @@ def global_mounts(ctx, mounts, devs=(), fs_sizes=True):
         pv_name = (data or {}).get("specVolID")
         # an external driver's staging path holds no mount when its NodeStageVolume mounts nothing: staged is what
         # this node recorded (external_ops.mark_staged), as the kubelet's actual state of world records it
-        staged = bool(unique and not current and ctx.is_external(driver)
-                      and external_ops.is_staged(ctx, unique, path))
+        staged = bool(unique and not current and ctx.is_external(driver) and _externally_staged(ctx, unique, path))
         found.append({
             "plugin": names.CSI_PLUGIN_NAME,
             "unique_volume_name": unique,
@@ -210,7 +219,7 @@ def _pod_entry(vol_path, mode, path, current, device, loaded, by_device, known=N
         # a Block volume's mapped device size, so an expansion is seen on the pod's side too
         "size_bytes": _block_size(device) if mode == "Block" and current is not None and device else None,
         # an inline ephemeral CSI volume (vol_data.json volumeLifecycleMode): also in ephemeral_volumes
-        "ephemeral": (data or {}).get("volumeLifecycleMode") == ephemeral.EPHEMERAL and problem is None,
+        "ephemeral": (data or {}).get("volumeLifecycleMode") == layout.EPHEMERAL_MODE and problem is None,
     }
 
 
@@ -247,7 +256,7 @@ def node_facts(ctx, fs_sizes=True):
         "global_mounts": sorted(global_mounts(ctx, mounts, devs, fs_sizes)
                                 + plugin_facts.global_mounts(ctx, mounts, fs_sizes), key=lambda m: m["path"]),
         "pod_mounts": pods,
-        "ephemeral_volumes": ephemeral.ephemeral_facts(ctx, mounts, pods),
+        "ephemeral_volumes": ephemeral_facts(ctx, mounts, pods),
         "csi_node_ids": csi_node_ids(ctx),
     }
 
@@ -264,13 +273,14 @@ def csi_node_ids(ctx):
     (with a warning): the controller calls needing it then fail, naming the node and the driver. A node with no
     socket of the driver at all runs no node plugin of it (its CSINode would list no such driver, as on a host that
     runs only the controller plugin): None, and nothing to warn about."""
-    from ansible_collections.kubevol.volumes.plugins.module_utils.drivers.external.endpoint import (
-        conventional_socket, registration_socket)
-
     ids = {}
     for name in ctx.driver_names():
         if not ctx.is_external(name) or not (ctx.options_for(name) or {}).get("controller_socket"):
             continue
+        # imported only here, for a remote controller's driver: the gRPC client's code is not compiled otherwise
+        from ansible_collections.kubevol.volumes.plugins.module_utils.drivers.external.endpoint import (
+            conventional_socket, registration_socket)
+
         sockets = (registration_socket(ctx.kubelet_dir, name), conventional_socket(ctx.kubelet_dir, name))
         if not (ctx.options_for(name) or {}).get("socket") and not any(os.path.lexists(s) for s in sockets):
             ids[name] = None

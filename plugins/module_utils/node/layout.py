@@ -34,6 +34,10 @@ def block_data_dir(kubelet_dir, pv_name):
     return os.path.join(kubelet_dir, "plugins", names.CSI_PLUGIN_NAME, "volumeDevices", pv_name, "data")
 
 
+# vol_data.json volumeLifecycleMode of an inline ephemeral CSI volume (csi_mounter.go); "Persistent" otherwise
+EPHEMERAL_MODE = "Ephemeral"
+
+
 def pod_vol_data(item, node_name):
     """The keys the kubelet's CSI mounter writes (csi_mounter.go)."""
     return {
