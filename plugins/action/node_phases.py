@@ -26,11 +26,12 @@ from ansible.plugins.action import ActionBase
 from ansible_collections.kubevol.volumes.plugins.module_utils.common import driver_options, phases
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import KubevolError
 from ansible_collections.kubevol.volumes.plugins.module_utils.run import executor, plan_record
-from ansible_collections.kubevol.volumes.plugins.module_utils.run.csi_secrets import with_secrets
+from ansible_collections.kubevol.volumes.plugins.module_utils.run.csi_secrets import secrets_by_volume, with_refused
 from ansible_collections.kubevol.volumes.plugins.module_utils.run.controller_outcome import with_published
 from ansible_collections.kubevol.volumes.plugins.module_utils.node.node_args import node_phases_argspec
 from ansible_collections.kubevol.volumes.plugins.module_utils.run.run_lock_task import kept_renewed
 from ansible_collections.kubevol.volumes.plugins.module_utils.stores import with_group_defaults
+from ansible_collections.kubevol.volumes.plugins.module_utils.volume import unique_name_of
 
 
 def module_args(phase, node_name, items, stale, forced, params):
@@ -144,8 +145,8 @@ class ActionModule(ActionBase):
         setup = dict((phase, items) for phase, items in setup.items() if items)
         if len(setup) > 1:
             # one execution for the node's attach, mount and expansion: fewer round trips; it runs the same loop
-            phase_results = self._setup(setup, node, params, task_vars)
-            executed.append("kubevol.volumes.node_volume_setup")
+            phase_results, ran = self._setup(setup, node, params, task_vars)
+            executed.extend(ran)
             names = [phase for phase in names if phase not in phases.SETUP_PHASES]
         carried = {"failures": failures}
 
@@ -155,17 +156,22 @@ class ActionModule(ActionBase):
 
         def run(phase, todo):
             module = phases.BY_NAME[phase].module
-            executed.append(module)
+            # a volume whose Secret cannot be had fails alone (no value named); the node's others run
+            items, refused = secrets_by_volume(todo[0], params["cluster_store"])  # no_log on the node modules
+            outcome = {"changed": False, "volumes": []}
             try:
-                items = with_secrets(todo[0], params["cluster_store"])  # no_log on the node modules
-                if phase == "attach":
-                    items = with_published(items, params["controller_published"], node)
-                outcome = self._execute(task_vars, module, module_args(phase, node, items, todo[1], todo[2], params))
-            except KubevolError as err:  # a Secret an external CSI driver's PV names is missing: no value named
+                if items or todo[1]:
+                    executed.append(module)
+                    if phase == "attach":
+                        items = with_published(items, params["controller_published"], node)
+                    outcome = self._execute(task_vars, module,
+                                            module_args(phase, node, items, todo[1], todo[2], params))
+            except KubevolError as err:
                 outcome = {"failed": True, "msg": "%s: %s" % (module, err.msg)}
             except AnsibleConnectionFailure as err:
                 # keep what the earlier phases did: it is recorded; this phase and the rest are not
                 outcome = {"unreachable": True, "failed": True, "msg": "%s: %s" % (module, err)}
+            outcome = with_refused(outcome, module, node, refused)
             carried["failures"] = executor.advance(plan, phase, node, outcome, carried["failures"])
             return outcome
 
@@ -174,28 +180,39 @@ class ActionModule(ActionBase):
         return phase_results, executed
 
     def _setup(self, setup, node, params, task_vars):
-        """The setup phases ({phase: items}) in one node_volume_setup execution: {phase: result}."""
+        """The setup phases ({phase: items}) in one node_volume_setup execution: ({phase: result}, modules run)."""
         args = {"node_name": node, "kubelet_dir": params["kubelet_dir"], "lock_timeout": params["lock_timeout"],
                 "driver_options": params["driver_options"], "command_timeout": params["command_timeout"],
                 "long_command_timeout": params["long_command_timeout"]}
-        try:
-            for phase, items in setup.items():
-                args[phase] = {"volumes": with_secrets(items, params["cluster_store"])}  # no_log on the node
+        module = "kubevol.volumes.node_volume_setup"
+        refused, ready = {}, {}
+        for phase, items in setup.items():
+            ready[phase], refused[phase] = secrets_by_volume(items, params["cluster_store"])  # no_log on the node
+        # a volume refused in one phase (its Secret cannot be had) runs in none: mounting what was not attached
+        # would fail on the node, and a phase that does not list it would count it as done
+        gone = dict((unique_name_of(item), err) for found in refused.values() for item, err in found)
+        for phase, items in ready.items():
+            kept = [item for item in items if unique_name_of(item) not in gone]
+            refused[phase].extend((item, gone[unique_name_of(item)]) for item in items if unique_name_of(item) in gone)
+            if kept:
+                args[phase] = {"volumes": kept}
                 if phase == "attach":
-                    args[phase]["volumes"] = with_published(args[phase]["volumes"], params["controller_published"],
-                                                            node)
-        except KubevolError as err:  # a Secret an external CSI driver's PV names is missing: no value named
-            return dict((phase, {"failed": True, "msg": "kubevol.volumes.node_volume_setup: %s" % err.msg,
-                                 "volumes": []}) for phase in setup)
+                    args[phase]["volumes"] = with_published(kept, params["controller_published"], node)
+        if not any(phase in args for phase in setup):  # every volume refused: nothing to run on the node
+            return dict((phase, with_refused({"changed": False, "volumes": []}, module, node, refused[phase]))
+                        for phase in setup), []
         if "attach" in args:
             args["attach"]["provision"] = params["provision"]
             if params.get("force_release_holders"):
                 args["force_release_holders"] = params["force_release_holders"]
         try:
-            outcome = self._execute(task_vars, "kubevol.volumes.node_volume_setup", args)
+            outcome = self._execute(task_vars, module, args)
         except AnsibleConnectionFailure as err:
-            outcome = {"unreachable": True, "failed": True, "msg": "kubevol.volumes.node_volume_setup: %s" % err}
+            outcome = {"unreachable": True, "failed": True, "msg": "%s: %s" % (module, err)}
         if outcome.get("failed") or "phase_results" not in outcome:
             # the execution as a whole failed (unreachable, a crash): every phase it had failed with it
-            return dict((phase, dict(outcome, volumes=[])) for phase in setup)
-        return outcome["phase_results"]
+            return dict((phase, with_refused(dict(outcome, volumes=[]), module, node, refused[phase]))
+                        for phase in setup), [module]
+        results = outcome["phase_results"]
+        return dict((phase, with_refused(results.get(phase) or {"changed": False, "volumes": []}, module, node,
+                                         refused[phase])) for phase in setup), [module]

@@ -11,7 +11,7 @@ lists Ephemeral and says podInfoOnMount. A pod's inline volume names a nodePubli
    vol_data.json says Ephemeral; nothing is recorded in the cluster.
 2. A second run changes nothing and makes no mutating call.
 3. A pod whose nodePublishSecretRef names a missing Secret: refused naming the pod, the volume and the ref;
-   NodePublishVolume never called for it.
+   NodePublishVolume never called for it, and called for another pod's volume on the same node in the same run.
 4. The pod deleted: NodeUnpublishVolume; the pod's directory and the plugin's volume are gone.
 5. A CSIDriver without Ephemeral: refused with Kubernetes' words; nothing called.
 """
@@ -133,10 +133,14 @@ def test_a_second_run_changes_nothing(kv):
     kv.shared["converged"] = True
 
 
-def test_a_missing_secret_is_refused_naming_the_ref(kv):
+def test_a_missing_secret_is_refused_naming_the_ref_and_fails_only_its_volume(kv):
+    """The kubelet fails only the volume whose Secret is missing: the node's other volume in the same node task
+    (pod apps/fresh, its Secret there) is published in that run all the same."""
     assert kv.shared.get("converged"), "needs the converged cluster"
     uid = "0e0e0e0e-0000-4000-8000-0000000ce002"
-    objects = [node_object("node1"), csidriver(), secret(), inline_pod("web", UID),
+    fresh_uid = "0e0e0e0e-0000-4000-8000-0000000ce004"
+    fresh_target = "%s/pods/%s/volumes/kubernetes.io~csi/certs/mount" % (KUBELET, fresh_uid)
+    objects = [node_object("node1"), csidriver(), secret(), inline_pod("web", UID), inline_pod("fresh", fresh_uid),
                inline_pod("lost", uid, secret="no-such-secret")]
     write_list(kv.state, objects)
     since = len(kv.plugin.calls())
@@ -145,12 +149,20 @@ def test_a_missing_secret_is_refused_naming_the_ref(kv):
     text = _output(run)
     assert "inline volume certs of pod apps/lost" in text and "apps/no-such-secret" in text, run.describe()
     assert "csi.nodePublishSecretRef" in text and "does not exist" in text, run.describe()
-    assert not [m for m in kv.plugin.methods(since) if m in MUTATING], kv.plugin.methods(since)
+    assert "node1" in text, run.describe()
+    # the refused volume was never sent; the other one was published in the same run
+    assert [m for m in kv.plugin.methods(since) if m in MUTATING] == ["NodePublishVolume"], kv.plugin.methods(since)
+    assert fresh_target in kv.mounts("node1")
     assert kv.ssh("node1", "ls %s/pods/%s 2>/dev/null || true" % (KUBELET, uid)).strip() == ""
     assert SECRET not in text
     write_list(kv.state, objects[:-1])
     again = kv.reconcile(kv.options)
-    assert again.plan() == [], again.describe()
+    assert again.plan() == [], again.describe()  # apps/fresh was recorded as done: nothing left to do
+    write_list(kv.state, objects[:-2])
+    since = len(kv.plugin.calls())
+    kv.reconcile(kv.options)
+    assert [m for m in kv.plugin.methods(since) if m in MUTATING] == ["NodeUnpublishVolume"]
+    assert list(kv.mounts("node1")) == [TARGET]
 
 
 def test_a_failed_publish_is_undone_and_an_uncertain_one_kept_for_the_next_run(kv):

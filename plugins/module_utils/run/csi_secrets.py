@@ -7,8 +7,8 @@ The plan carries each item's ``secret_refs`` ({kind: "namespace/name"}: spec.csi
 never a value: a plan is printed. node_phases (controller side) fills in ``secrets`` ({kind: {key: value}}) right
 before it runs the node modules, whose ``volumes[].secrets`` option is ``no_log``, as the kubelet reads them when
 it calls the driver (pkg/volume/csi/csi_client.go getCredentialsFromSecret, via csi_attacher.go, csi_mounter.go,
-expander.go). A Secret that is missing or unreadable fails the node task naming the PV and the reference, never a
-value (drivers/external/secrets.py SecretUnavailable).
+expander.go). A Secret that is missing or unreadable fails the volume that needs it on that node, naming the PV
+and the reference, never a value (drivers/external/secrets.py SecretUnavailable); the node's other volumes run.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -23,6 +23,7 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.drivers.external.s
 from ansible_collections.kubevol.volumes.plugins.module_utils.stores import (
     CLUSTER_STORE_ARGSPEC, CLUSTER_STORE_REQUIRED_IF, get_store, store_options)
 from ansible_collections.kubevol.volumes.plugins.module_utils.stores.base import StoreError
+from ansible_collections.kubevol.volumes.plugins.module_utils.volume import unique_name_of
 
 
 def needs_secrets(items):
@@ -69,37 +70,72 @@ def _unavailable(item):
     return lambda **kw: SecretUnavailable(pv=item["pv_name"], **kw)
 
 
+def _with_item_secrets(item, find, fields):
+    """``item`` with ``secrets`` filled in from its ``secret_refs``; raises SecretUnavailable naming the reference."""
+    refs = item.get("secret_refs") or {}
+    if not refs:
+        return item
+    secrets = {}
+    unavailable = _unavailable(item)
+    for kind, ref in sorted(refs.items()):
+        namespace, _sep, name = str(ref).partition("/")
+        field = fields.get(kind, kind)
+        if not namespace or not name:
+            raise unavailable(field=field, ref=repr(ref), reason="is not a {name, namespace} reference")
+        try:
+            secret = find(namespace, name)
+        except StoreError as exc:  # the API refused or failed: say which PV needs it (the message has no value)
+            raise unavailable(field=field, ref=ref, reason="cannot be read (%s)" % exc.msg) from None
+        if secret is None:
+            raise unavailable(field=field, ref=ref, reason="does not exist")
+        try:
+            secrets[kind] = secret_data(secret)
+        except ValueError as exc:
+            raise unavailable(field=field, ref=ref, reason="cannot be read (%s)" % exc) from None
+    return dict(item, secrets=secrets)
+
+
 def with_secrets(items, cluster_store):
-    """``items`` with ``secrets`` filled in from their ``secret_refs`` (new dicts; the others unchanged)."""
+    """``items`` with ``secrets`` filled in from their ``secret_refs`` (new dicts; the others unchanged). The first
+    Secret that cannot be had raises, naming its volume and reference (the controller task's calls)."""
     if not needs_secrets(items):
         return items
     find = _Finder(cluster_store)
-    fields = dict(CSI_SECRET_REFS)
     try:
-        out = []
-        for item in items:
-            refs = item.get("secret_refs") or {}
-            if not refs:
-                out.append(item)
-                continue
-            secrets = {}
-            unavailable = _unavailable(item)
-            for kind, ref in sorted(refs.items()):
-                namespace, _sep, name = str(ref).partition("/")
-                field = fields.get(kind, kind)
-                if not namespace or not name:
-                    raise unavailable(field=field, ref=repr(ref), reason="is not a {name, namespace} reference")
-                try:
-                    secret = find(namespace, name)
-                except StoreError as exc:  # the API refused or failed: say which PV needs it (the message has no value)
-                    raise unavailable(field=field, ref=ref, reason="cannot be read (%s)" % exc.msg) from None
-                if secret is None:
-                    raise unavailable(field=field, ref=ref, reason="does not exist")
-                try:
-                    secrets[kind] = secret_data(secret)
-                except ValueError as exc:
-                    raise unavailable(field=field, ref=ref, reason="cannot be read (%s)" % exc) from None
-            out.append(dict(item, secrets=secrets))
-        return out
+        return [_with_item_secrets(item, find, dict(CSI_SECRET_REFS)) for item in items]
     finally:
         find.close()
+
+
+def secrets_by_volume(items, cluster_store):
+    """(``items`` that can run, with their ``secrets`` filled in; the refused: ``[(item, error)]``). A Secret that
+    cannot be had fails only the volume that needs it, as the kubelet fails only that volume's mount: the node's
+    other volumes still run (node_phases reports the refused one as that volume's failure on the node)."""
+    if not needs_secrets(items):
+        return items, []
+    find = _Finder(cluster_store)
+    ready, refused = [], []
+    try:
+        for item in items:
+            try:
+                ready.append(_with_item_secrets(item, find, dict(CSI_SECRET_REFS)))
+            except (SecretUnavailable, InlineSecretUnavailable) as err:
+                refused.append((item, err))
+        return ready, refused
+    finally:
+        find.close()
+
+
+def with_refused(outcome, module, node, refused):
+    """A node module's ``outcome`` with the volumes refused for their Secrets (``secrets_by_volume``) added as
+    failures, in the shape the node modules give theirs (node/context.py run_each): the outcome fails, each refused
+    volume is one ``failures`` entry, and what the module completed stays in ``volumes`` (recorded as done)."""
+    if not refused:
+        return outcome
+    entries = [{"volume": item["pv_name"], "unique_volume_name": unique_name_of(item), "node": node,
+                "msg": "volume %s: %s" % (item["pv_name"], err.msg)} for item, err in refused]
+    msgs = [outcome["msg"]] if outcome.get("failed") and outcome.get("msg") else []
+    msgs.append("%s on node %s did not run %d volume(s) whose Secrets it could not have: %s" % (
+        module, node, len(entries), "; ".join(entry["msg"] for entry in entries)))
+    return dict(outcome, failed=True, msg="; ".join(msgs), volumes=list(outcome.get("volumes") or ()),
+                failures=list(outcome.get("failures") or ()) + entries)
