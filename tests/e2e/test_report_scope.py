@@ -5,7 +5,7 @@ The cluster file has node1 and node2 (the inventory's hosts), seven more nodes e
 (a record-only release: the controller's, no node needed, its detach requested long ago). --check reports
 node1's and node2's volumes, the deleted node's release, and the seven other nodes in one line of counts, with
 one warning; a real run does what --check said for the run's hosts, releases the deleted node's attachment, and
-fails naming the nodes it did not reach (their steps are not run).
+fails naming the nodes it did not reach (their steps are not run), in one line of its report and of its message.
 """
 import pytest
 
@@ -96,3 +96,10 @@ def test_a_real_run_does_what_check_said_for_its_hosts(kv):
     failed = sorted(e["node"] for e in summary["errors"])
     assert failed == OTHERS, summary["errors"]
     assert all("did not run it" in e["msg"] and "Add it" in e["msg"] for e in summary["errors"]), summary["errors"]
+    # ... and the report and the failure's message say those seven in one line, not one line each
+    one_line = ("7 node(s) not in this run's hosts have steps it did not run (node-x1, node-x2, node-x3, node-x4, "
+                "node-x5, and 2 more): add them to the inventory")
+    assert [line for line in run.summary_lines() if "did not run" in line] == ["  " + one_line + (
+        " (kubevol_node_name maps a host to its Kubernetes node name), or run again without --limit")], run.describe()
+    text = " ".join(run.stdout.split())
+    assert "7 node operation(s) failed: " + one_line in text and "node-x3: node node-x3" not in text, run.describe()

@@ -143,10 +143,34 @@ def run_summary(result, errors=(), blocked_after_plan=(), check_mode=False, plan
     if outside_names:
         lines.append(_outside_line(outside_names, outside["steps"], outside["blocked"]))
     unseen = after if plan_shown else blocked
+    if plan_shown and shown is not None:
+        # what the run did not attempt on an outside node follows from its steps not run: counted in its one line
+        unseen = [entry for entry in unseen if entry.get("node") in shown]
     if unseen:
         lines.extend(["", "Blocked during the run:" if plan_shown else "Blocked:"])
         lines.extend(blocked_lines(unseen))
+    listed, others = _split_errors(errors, shown)
     if errors:
         lines.extend(["", "Failed:"])
-        lines.extend("  %s (%s): %s" % (e.get("node"), e.get("phase"), e.get("msg")) for e in errors)
-    return {"lines": lines, "nodes": nodes, "blocked": blocked, "errors": errors, "outside": outside}
+        lines.extend("  %s (%s): %s" % (e.get("node"), e.get("phase"), e.get("msg")) for e in listed)
+        lines.extend("  " + line for line in others)
+    return {"lines": lines, "nodes": nodes, "blocked": blocked, "errors": errors, "outside": outside,
+            # the failure's message (the role's last task): the same errors, without their phases
+            "failed_text": "; ".join(["%s: %s" % (e.get("node"), e.get("msg")) for e in listed] + others)}
+
+
+def _split_errors(errors, shown):
+    """(the errors listed one by one, [one line for the nodes outside the run]). The errors of nodes outside the run
+    (their steps not run: a --limit of a cluster with work on its other nodes) are said in one line, as the report
+    counts those nodes: at 5,000 nodes a line each would be the whole report and the failure's message. A single
+    such node keeps its own error; ``errors`` keeps every one, by node."""
+    others = sorted(set(e.get("node") for e in errors if shown is not None and e.get("node") not in shown),
+                    key=lambda n: n or "")
+    if len(others) < 2:
+        return list(errors), []
+    first = others[:OUTSIDE_NAMES]
+    return [e for e in errors if e.get("node") in shown], [
+        "%d node(s) not in this run's hosts have steps it did not run (%s%s): add them to the inventory "
+        "(kubevol_node_name maps a host to its Kubernetes node name), or run again without --limit"
+        % (len(others), ", ".join(_cell(n) for n in first),
+           ", and %d more" % (len(others) - len(first)) if len(others) > len(first) else "")]

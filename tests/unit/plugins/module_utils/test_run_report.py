@@ -106,6 +106,27 @@ def test_a_real_run_counts_the_outside_steps_as_not_run_and_keeps_every_error():
         in out["lines"]
 
 
+def test_the_errors_of_nodes_outside_the_run_are_one_line_of_the_report_and_of_the_failure():
+    """A --limit real run of a cluster with work on 40 other nodes: each of them has an error (its steps not run),
+    kept by node in ``errors``; the report's Failed section and the failure's message say them in one line."""
+    result = cluster_plan(outside=40)
+    outside = ["n%02d" % i for i in range(2, 42) if i != 5]
+    errors = [{"node": node, "phase": "attach", "msg": "node %s has work in phase attach but did not run it" % node,
+               "volumes": []} for node in outside]
+    errors.append({"node": "n00", "phase": "mount", "msg": "mount: boom", "volumes": ["pv-0"]})
+    out = run_report.run_summary(result, errors)
+    assert out["errors"] == errors
+    failed = out["lines"][out["lines"].index("Failed:") + 1:]
+    line = ("39 node(s) not in this run's hosts have steps it did not run (n02, n03, n04, n06, n07, and 34 more): add "
+            "them to the inventory (kubevol_node_name maps a host to its Kubernetes node name), or run again without "
+            "--limit")
+    assert failed == ["  n00 (mount): mount: boom", "  " + line], failed
+    assert out["failed_text"] == "n00: mount: boom; " + line
+    # one node outside keeps its own error, as before
+    one = run_report.run_summary(cluster_plan(outside=1), errors[:1] + errors[-1:])
+    assert one["failed_text"] == "n02: node n02 has work in phase attach but did not run it; n00: mount: boom"
+
+
 def test_no_outside_node_no_outside_line():
     result = cluster_plan(outside=0)
     out = run_report.run_summary(result, check_mode=True)
