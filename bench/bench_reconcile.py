@@ -12,7 +12,8 @@ Usage (from the repository root, as root):
 Measures, in one run on the same nodes:
   1. no-op: a converged reconcile (playbooks/reconcile.yml, nothing to do) against
      `ansible all -m ansible.builtin.ping` (goal: no-op <= 1.3x ping). --repeat pairs, interleaved;
-     the medians are compared.
+     the medians are compared. Between them, the node facts module alone, ad hoc (`ansible all -m
+     kubevol.volumes.node_volume_info`): the least any no-op costs, since it must gather the nodes' state.
   2. cold: a reconcile that provisions, attaches, formats (ext4, or --fs) and mounts 100 loop volumes
      of 32Mi (--size; one pod each, 10 per node) against a generated naive playbook doing the same node work
      with one loop item per volume per step (losetup --find --show; blkid probe; mkfs.ext4 if blank;
@@ -487,17 +488,23 @@ def main():
         cold_reconcile(0)
 
         # 1. converged reconcile vs ping, interleaved
-        noop, ping = [], []
+        noop, ping, facts = [], [], []
         for i in range(args.repeat):
             s, c = bench.ansible("ping-%d" % i, "ansible.builtin.ping", counts=True)[:2]
             ping.append((s, c))
+            # the node facts module alone, ad hoc: what any no-op costs at least (it must gather them) with Ansible's
+            # module execution, with no role, plan or record around it
+            s, c = bench.ansible("facts-%d" % i, "kubevol.volumes.node_volume_info",
+                                 "node_name={{ inventory_hostname }} fs_sizes=false", counts=True)[:2]
+            facts.append((s, c))
             s, c, out = bench.reconcile("noop-reconcile-%d" % i)
             if "changed=0" not in out or any(("changed=%d" % k) in out for k in range(1, 10)):
                 raise SystemExit("the converged reconcile changed something; log in %s" % bench.logs)
             noop.append((s, c))
             loads.append(os.getloadavg()[0])
-            log("  ping %.2f s, no-op reconcile %.2f s" % (ping[-1][0], noop[-1][0]))
-        results["noop"], results["ping"] = noop, ping
+            log("  ping %.2f s, facts module alone %.2f s, no-op reconcile %.2f s" % (ping[-1][0], facts[-1][0],
+                                                                                    noop[-1][0]))
+        results["noop"], results["ping"], results["facts"] = noop, ping, facts
 
         # 2b, 2c. the hand-written baselines, each after a reset (unmount, detach, recreate blank images), and the
         # cold reconcile's further samples between them (after a reset that leaves no image: it provisions them)
@@ -558,8 +565,8 @@ def main():
           % (min(loads), max(loads), statistics.median(loads), os.cpu_count()))
     print("nodes %d, forks %d, volumes %d x %s %s, strategy %s; no-op/ping: median of %d interleaved pairs"
           % (n, args.forks, args.volumes, args.size, args.fs, args.strategy, args.repeat))
-    print("no-op runs: %s s; ping runs: %s s" % (", ".join("%.2f" % r[0] for r in results["noop"]),
-                                                 ", ".join("%.2f" % r[0] for r in results["ping"])))
+    print("no-op runs: %s s; ping runs: %s s; facts module alone: %s s" % tuple(
+        ", ".join("%.2f" % r[0] for r in results[key]) for key in ("noop", "ping", "facts")))
     print("cold, shell and floor: median of %d rounds; cold runs: %s s; shell runs: %s s; floor runs: %s s" % (
         args.samples, *(", ".join("%.2f" % r[0] for r in results[key]) for key in ("cold", "shell", "script"))))
     print()
@@ -568,6 +575,10 @@ def main():
     print("no-op reconcile / ping = %.2f  (goal <= 1.3: %s); per pair %s, median %.2f"
           % (ratio_noop, "met" if ratio_noop <= 1.3 else "NOT met", ", ".join("%.2f" % r for r in pair_ratios),
              statistics.median(pair_ratios)))
+    facts_ratios = [f / p for (f, _c), (p, _d) in zip(results["facts"], results["ping"])]
+    print("the facts module alone, ad hoc / ping = %.2f; per pair %s (what a no-op costs at least: it gathers them, "
+          "one node_volume_info per node)" % (statistics.median(r[0] for r in results["facts"]) / ping_med,
+                                               ", ".join("%.2f" % r for r in facts_ratios)))
     if naive_s is not None:
         ratio_cold = naive_s / cold_s
         print("naive / cold reconcile = %.2f  (goal >= 3.0: %s)" % (ratio_cold, "met" if ratio_cold >= 3 else "NOT met"))
