@@ -502,8 +502,8 @@ def main():
                 raise SystemExit("the converged reconcile changed something; log in %s" % bench.logs)
             noop.append((s, c))
             loads.append(os.getloadavg()[0])
-            log("  ping %.2f s, facts module alone %.2f s, no-op reconcile %.2f s" % (ping[-1][0], facts[-1][0],
-                                                                                    noop[-1][0]))
+            log("  ping %.2f s, facts module alone %.2f s, no-op reconcile %.2f s"
+                % (ping[-1][0], facts[-1][0], noop[-1][0]))
         results["noop"], results["ping"], results["facts"] = noop, ping, facts
 
         # 2b, 2c. the hand-written baselines, each after a reset (unmount, detach, recreate blank images), and the
@@ -576,9 +576,9 @@ def main():
           % (ratio_noop, "met" if ratio_noop <= 1.3 else "NOT met", ", ".join("%.2f" % r for r in pair_ratios),
              statistics.median(pair_ratios)))
     facts_ratios = [f / p for (f, _c), (p, _d) in zip(results["facts"], results["ping"])]
+    facts_med = statistics.median(r[0] for r in results["facts"])
     print("the facts module alone, ad hoc / ping = %.2f; per pair %s (what a no-op costs at least: it gathers them, "
-          "one node_volume_info per node)" % (statistics.median(r[0] for r in results["facts"]) / ping_med,
-                                               ", ".join("%.2f" % r for r in facts_ratios)))
+          "one node_volume_info per node)" % (facts_med / ping_med, ", ".join("%.2f" % r for r in facts_ratios)))
     if naive_s is not None:
         ratio_cold = naive_s / cold_s
         print("naive / cold reconcile = %.2f  (goal >= 3.0: %s)" % (ratio_cold, "met" if ratio_cold >= 3 else "NOT met"))
