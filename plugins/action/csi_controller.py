@@ -22,11 +22,23 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors impo
 from ansible_collections.kubevol.volumes.plugins.module_utils.node.node_args import csi_controller_argspec
 from ansible_collections.kubevol.volumes.plugins.module_utils.run import plan_record
 from ansible_collections.kubevol.volumes.plugins.module_utils.run.controller_outcome import controller_work
-from ansible_collections.kubevol.volumes.plugins.module_utils.run.csi_secrets import with_secrets
+from ansible_collections.kubevol.volumes.plugins.module_utils.run.csi_secrets import secrets_by_volume
 from ansible_collections.kubevol.volumes.plugins.module_utils.run.run_lock_task import kept_renewed
 from ansible_collections.kubevol.volumes.plugins.module_utils.stores import with_group_defaults
+from ansible_collections.kubevol.volumes.plugins.module_utils.volume import unique_name_of
 
 ARGSPEC = csi_controller_argspec()
+
+
+def _refused_operations(ops, refused, host):
+    """(the operations to run, a failure entry for each operation of a volume refused for its Secret)."""
+    reasons = dict((unique_name_of(item), err.msg) for item, err in refused)
+    kept = [op for op in ops if op["unique_volume_name"] not in reasons]
+    return kept, [{"op": op["op"], "node": op["node"], "unique_volume_name": op["unique_volume_name"],
+                   "pv_name": op["volume"].get("pv_name"),
+                   "msg": "controller host %s did not call the %s of volume %s for node %s: %s"
+                          % (host, op["op"], op["volume"].get("pv_name"), op["node"], reasons[op["unique_volume_name"]])}
+                  for op in ops if op["unique_volume_name"] in reasons]
 
 
 class ActionModule(ActionBase):
@@ -47,12 +59,18 @@ class ActionModule(ActionBase):
         try:
             options = driver_opts.validate(params["driver_options"])
             ops = controller_work(plan_record.plan_of(params["plan"], params["cluster_store"]), host, params["failures"])
-            volumes = with_secrets([op["volume"] for op in ops], params["cluster_store"])  # no_log in the module
-        except KubevolError as err:  # a Secret a PV names is missing: its reference named, never a value
+        except KubevolError as err:
             result.update(failed=True, msg="kubevol.volumes.csi_controller on %s: %s" % (host, err.msg))
             return result
+        # a volume whose Secret cannot be had fails its operations alone (its reference named, never a value); the
+        # host's other operations run (no_log in the module)
+        volumes, refused = secrets_by_volume([op["volume"] for op in ops], params["cluster_store"])
+        ops, refusals = _refused_operations(ops, refused, host)
+        volumes = [volume for volume in volumes if unique_name_of(volume) in set(op["unique_volume_name"] for op in ops)]
         if not ops:
-            result.update(changed=False, operations=[], failures=[], controller_host=host)
+            result.update(changed=False, operations=[], failures=refusals, controller_host=host)
+            if refusals:
+                result.update(failed=True, msg="; ".join(entry["msg"] for entry in refusals))
             return result
         args = {"controller_host": host, "driver_options": options, "volumes": volumes,
                 "operations": [{"op": op["op"], "node": op["node"], "node_id": op["node_id"]} for op in ops]}
@@ -65,6 +83,10 @@ class ActionModule(ActionBase):
         except AnsibleConnectionFailure as err:
             outcome = {"unreachable": True, "failed": True, "msg": "controller host %s is unreachable: %s" % (host, err)}
         result.update(outcome)
+        if refusals:
+            result.update(failed=True, failures=list(outcome.get("failures") or ()) + refusals,
+                          msg="; ".join(([outcome["msg"]] if outcome.get("failed") and outcome.get("msg") else [])
+                                        + [entry["msg"] for entry in refusals]))
         if renewal_warnings:
             result["warnings"] = ["controller host %s: %s" % (host, w) for w in renewal_warnings]
         result["controller_host"] = host

@@ -218,3 +218,41 @@ def test_a_node_shut_down_is_unpublished_by_the_controller_with_the_node_id_its_
     again = kv.reconcile(limited)
     assert all(again.changed(h) == 0 for h in ("node2", "node3")) and again.plan() == [], again.describe()
     assert _new(kv, since) == []
+
+
+def test_a_missing_controller_secret_fails_only_its_volume_on_the_controller_host(kv):
+    """Two new volumes for pods on node2 in one run: pv-bad's controllerPublishSecretRef names a Secret that does
+    not exist, pv-ok's is there. The controller task on node3 publishes pv-ok and never calls anything for pv-bad;
+    node2 stages and publishes pv-ok; the run fails naming pv-bad, the reference and node3 (as the external-attacher
+    fails only that VolumeAttachment)."""
+    assert kv.shared.get("moved"), "needs the first test's run"
+    kv.plugins["ctl"].create("vol2", 320 << 20)
+    data = kv.cluster()
+    good = csi_volume("pv-ok", "apps/ok", "vol2", "320Mi", "xfs")[:2]
+    good[0]["spec"]["csi"]["controllerPublishSecretRef"] = {"namespace": "apps", "name": "stage-secret"}
+    bad = csi_volume("pv-bad", "apps/bad", "vol3", "320Mi", "xfs")[:2]
+    bad[0]["spec"]["csi"]["controllerPublishSecretRef"] = {"namespace": "apps", "name": "missing"}
+    base = list(data["items"])
+    write_list(kv.state, base + good + bad + [pod("ok", "p-ok", "node2", "apps/ok"),
+                                              pod("bad", "p-bad", "node2", "apps/bad")])
+    since = _counts(kv)
+    limited = kv.options + ["--limit", "node2,node3"]  # node1 is still shut down (the test before)
+    run = kv.reconcile(limited, expect_rc="nonzero")
+    calls = _new(kv, since)
+    assert [(n, m) for n, m, _r in calls] == [("ctl", "ControllerPublishVolume"), ("node2", "NodeStageVolume"),
+                                              ("node2", "NodePublishVolume")], (calls, run.describe())
+    assert calls[0][2]["volume_id"] == "vol2", calls
+    assert target("p-ok", "pv-ok") in kv.mounts("node2")
+    text = " ".join(_output(run).split())
+    assert "pv-bad" in text and "controllerPublishSecretRef" in text and "apps/missing" in text, run.describe()
+    assert "node3" in text and SECRET not in text, run.describe()
+    attached = dict((v["spec"]["source"]["persistentVolumeName"], v["status"].get("attached"))
+                    for v in items(kv.cluster(), "VolumeAttachment"))
+    assert attached.get("pv-ok") is True and not attached.get("pv-bad"), attached
+    # the claim gone, what was done stays done: the next run changes nothing
+    gone = (("Pod", "bad"), ("PersistentVolume", "pv-bad"), ("PersistentVolumeClaim", "bad"))
+    write_list(kv.state, [o for o in kv.cluster()["items"] if (o["kind"], o["metadata"]["name"]) not in gone])
+    since = _counts(kv)
+    again = kv.reconcile(limited)
+    assert all(again.changed(h) == 0 for h in ("node2", "node3")), again.describe()
+    assert _new(kv, since) == []

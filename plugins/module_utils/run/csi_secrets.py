@@ -95,18 +95,6 @@ def _with_item_secrets(item, find, fields):
     return dict(item, secrets=secrets)
 
 
-def with_secrets(items, cluster_store):
-    """``items`` with ``secrets`` filled in from their ``secret_refs`` (new dicts; the others unchanged). The first
-    Secret that cannot be had raises, naming its volume and reference (the controller task's calls)."""
-    if not needs_secrets(items):
-        return items
-    find = _Finder(cluster_store)
-    try:
-        return [_with_item_secrets(item, find, dict(CSI_SECRET_REFS)) for item in items]
-    finally:
-        find.close()
-
-
 def secrets_by_volume(items, cluster_store):
     """(``items`` that can run, with their ``secrets`` filled in; the refused: ``[(item, error)]``). A Secret that
     cannot be had fails only the volume that needs it, as the kubelet fails only that volume's mount: the node's

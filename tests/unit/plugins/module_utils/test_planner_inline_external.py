@@ -153,17 +153,16 @@ def test_the_node_accepts_the_item_and_builds_the_kubelets_request():
 
 
 def test_inline_secret_missing_is_refused_naming_pod_volume_and_ref(tmp_path):
-    import pytest
     import yaml
     from ansible_collections.kubevol.volumes.plugins.module_utils.drivers.external.secrets import SecretUnavailable
-    from ansible_collections.kubevol.volumes.plugins.module_utils.run.csi_secrets import with_secrets
+    from ansible_collections.kubevol.volumes.plugins.module_utils.run.csi_secrets import secrets_by_volume
     state = tmp_path / "cluster.yaml"
     state.write_text(yaml.safe_dump({"apiVersion": "v1", "items": [], "kind": "List", "metadata": {}}))
     item = {"pv_name": "certs", "driver": EXT, "volume_handle": HANDLE, "ephemeral": True,
             "secret_refs": {"node_publish": "apps/tls-key"}, "pods": [{"uid": UID, "name": "apps/p"}]}
-    with pytest.raises(SecretUnavailable) as err:
-        with_secrets([item], {"cluster_source": "file", "cluster_state": str(state)})
-    msg = err.value.msg
+    ready, [(_item, err)] = secrets_by_volume([item], {"cluster_source": "file", "cluster_state": str(state)})
+    assert ready == [] and isinstance(err, SecretUnavailable)
+    msg = err.msg
     assert "pod apps/p" in msg and "inline volume certs" in msg and "csi.nodePublishSecretRef" in msg
     assert "apps/tls-key" in msg and "PersistentVolume" not in msg
 

@@ -87,7 +87,7 @@ def test_secret_refs_travel_in_the_plan_and_secrets_only_to_the_node(tmp_path):
     from ansible_collections.kubevol.volumes.plugins.module_utils.drivers.external.secrets import (
         SECRET_REFS, SecretUnavailable)
     from ansible_collections.kubevol.volumes.plugins.module_utils.node.volume import volume_item
-    from ansible_collections.kubevol.volumes.plugins.module_utils.run.csi_secrets import with_secrets
+    from ansible_collections.kubevol.volumes.plugins.module_utils.run.csi_secrets import secrets_by_volume
 
     assert CSI_SECRET_REFS == SECRET_REFS
     secret = {"apiVersion": "v1", "kind": "Secret", "metadata": {"namespace": "apps", "name": "s1"},
@@ -97,16 +97,17 @@ def test_secret_refs_travel_in_the_plan_and_secrets_only_to_the_node(tmp_path):
     store = {"cluster_source": "file", "cluster_state": str(state)}
     item = {"pv_name": "pv-a", "driver": HOSTPATH, "volume_handle": "h1", "secret_refs": {"node_stage": "apps/s1"}}
     plain = {"pv_name": "pv-b", "driver": HOSTPATH, "volume_handle": "h2"}
-    got = with_secrets([item, plain], store)
+    got, refused = secrets_by_volume([item, plain], store)
+    assert refused == []
     assert got[0]["secrets"] == {"node_stage": {"password": "hunter2"}} and got[1] is plain
     assert "secrets" not in item  # the plan's item is left as it was
     vol = volume_item(dict(got[0], secret_refs=None))
     assert vol.secrets["node_stage"]["password"] == "hunter2"
     assert "hunter2" not in repr(vol) and "hunter2" not in str(vol.secrets)
     hash(vol)
-    with pytest.raises(SecretUnavailable) as err:
-        with_secrets([dict(item, secret_refs={"node_stage": "apps/missing"})], store)
-    assert "apps/missing" in err.value.msg and "pv-a" in err.value.msg
+    ready, [(_item, err)] = secrets_by_volume([dict(item, secret_refs={"node_stage": "apps/missing"}), plain], store)
+    assert ready == [plain] and isinstance(err, SecretUnavailable)  # the other volume is not held back
+    assert "apps/missing" in err.msg and "pv-a" in err.msg
 
 
 def test_inline_ephemeral_volumes_of_an_external_driver_are_served_on_the_node():
