@@ -66,7 +66,8 @@ class ActionModule(ActionBase):
         # host's other operations run (no_log in the module)
         volumes, refused = secrets_by_volume([op["volume"] for op in ops], params["cluster_store"])
         ops, refusals = _refused_operations(ops, refused, host)
-        volumes = [volume for volume in volumes if unique_name_of(volume) in set(op["unique_volume_name"] for op in ops)]
+        running = set(op["unique_volume_name"] for op in ops)
+        volumes = [volume for volume in volumes if unique_name_of(volume) in running]  # one per operation, in order
         if not ops:
             result.update(changed=False, operations=[], failures=refusals, controller_host=host)
             if refusals:
