@@ -1,9 +1,10 @@
 # -*- coding: utf-8 -*-
 # Copyright: kubevol contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The audit modules' O(driver_options) and its deprecated O(loop_pools): written once for node_volume_audit and
-volume_audit, which read the same loop pools (the volume modules document theirs in node_volumes.settings);
-PLAN: volume_reconcile_plan's, with the inventory's hosts its remote CSI controllers are checked against."""
+"""The audit modules' O(driver_options), written once for node_volume_audit and volume_audit, which read the same
+loop pools (the volume modules document theirs in node_volumes.settings); PLAN: volume_reconcile_plan's, with the
+inventory's hosts its remote CSI controllers are checked against; LOOP_POOLS: the deprecated O(loop_pools) of all
+of them."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -23,12 +24,6 @@ options:
     type: dict
     default: {}
     version_added: 0.2.0
-  loop_pools:
-    description:
-      - Deprecated, to be removed in 2.0.0; use O(driver_options) C(loop.kubevol.io) C(pools) instead. When given, it
-        sets C(loop.kubevol.io)'s C(pools); giving both with different values is an error.
-    type: list
-    elements: str
 """
 
     PLAN = r"""
@@ -60,6 +55,11 @@ options:
         driver's C(controller) host must be one of them.
     type: list
     elements: str
+"""
+
+    # The deprecated O(loop_pools) of every module that takes O(driver_options): one text for all of them.
+    LOOP_POOLS = r"""
+options:
   loop_pools:
     description:
       - Deprecated, to be removed in 2.0.0; use O(driver_options) C(loop.kubevol.io) C(pools) instead.

@@ -58,13 +58,6 @@ options:
     type: dict
     default: {}
     version_added: 0.2.0
-  loop_pools:
-    description:
-      - Deprecated, to be removed in 2.0.0; use O(driver_options) C(loop.kubevol.io) C(pools) instead.
-      - When given, it sets C(loop.kubevol.io)'s C(pools); giving both with different values is an error.
-    type: list
-    elements: str
-    version_added: 0.2.0
   command_timeout:
     description:
       - Seconds each node command (mount, losetup, blkid, ...) may run. A command past it is killed and fails its

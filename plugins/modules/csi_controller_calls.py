@@ -33,6 +33,7 @@ extends_documentation_fragment:
   - kubevol.volumes.node_volumes
   - kubevol.volumes.node_volumes.node
   - kubevol.volumes.node_volumes.settings
+  - kubevol.volumes.driver_options.loop_pools
 options:
   controller_host:
     description: This host's inventory name, for the messages.

@@ -40,6 +40,7 @@ options:
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
   - kubevol.volumes.driver_options
+  - kubevol.volumes.driver_options.loop_pools
   - kubevol.volumes.node_volumes.node
 attributes:
   check_mode:

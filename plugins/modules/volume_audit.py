@@ -73,6 +73,7 @@ options:
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
   - kubevol.volumes.driver_options
+  - kubevol.volumes.driver_options.loop_pools
   - ansible.builtin.action_common_attributes.flow
   - kubevol.volumes.cluster_store
   - kubevol.volumes.k8s_auth

@@ -34,6 +34,7 @@ extends_documentation_fragment:
   - kubevol.volumes.node_volumes
   - kubevol.volumes.node_volumes.node
   - kubevol.volumes.node_volumes.settings
+  - kubevol.volumes.driver_options.loop_pools
 attributes:
   check_mode:
     support: full

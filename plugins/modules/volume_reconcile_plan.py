@@ -41,6 +41,7 @@ extends_documentation_fragment:
   - kubevol.volumes.cluster_store
   - kubevol.volumes.k8s_auth
   - kubevol.volumes.driver_options.plan
+  - kubevol.volumes.driver_options.loop_pools
 attributes:
   action:
     support: full
