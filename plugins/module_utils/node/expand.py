@@ -22,6 +22,15 @@ ONLINE_RESIZE_HINT = ("online resize of a mounted ext filesystem needs CAP_SYS_R
                       "the filesystem and its data are unchanged")
 
 
+def not_grown(item):
+    """Why ``item``'s filesystem is not grown (a Block volume has none, a read-only one is left as it is), or None."""
+    if item.block:
+        return "Block volume: no filesystem to grow"
+    if item.read_only:
+        return "read-only volume: its filesystem is not grown"
+    return None
+
+
 def expand(ctx, runner, driver, item, gpath, res):
     """Rescan ``item``'s device and grow its filesystem (mounted at ``gpath``, the global path, or elsewhere)."""
     device = driver.find_device(item)
@@ -33,11 +42,8 @@ def expand(ctx, runner, driver, item, gpath, res):
     new_dev = driver.rescan(item, device, check_mode=ctx.check_mode)
     res["device_size_bytes"] = {"old": old_dev, "new": new_dev}
     res["changed"] = new_dev != old_dev
-    if item.block:
-        res["skipped"] = "Block volume: no filesystem to grow (device rescanned)"
-        return res
-    if item.read_only:
-        res["skipped"] = "read-only volume: its filesystem is not grown (device rescanned)"
+    if not_grown(item):
+        res["skipped"] = not_grown(item) + " (device rescanned)"
         return res
     return grow_filesystem(ctx, runner, item, device, gpath, new_dev, res)
 

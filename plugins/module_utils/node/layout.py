@@ -172,6 +172,15 @@ def ensure_dir(kubelet_dir, path, node=""):
     return path
 
 
+def prepare_dir(kubelet_dir, path, node, check_mode):
+    """A pod's target directory before its mount: created (ensure_dir); in check mode only checked (check_dir), so
+    that a symlink or a non-directory on the way is refused in check mode too."""
+    if check_mode:
+        check_dir(kubelet_dir, path, node)
+    else:
+        ensure_dir(kubelet_dir, path, node)
+
+
 def check_dir(kubelet_dir, path, node=""):
     """True when ``path`` exists as a chain of real directories inside the kubelet directory, False when it (or a
     parent) does not exist; raises UnsafePath for a symlink or a non-directory on the way."""

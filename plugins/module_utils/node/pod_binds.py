@@ -70,10 +70,7 @@ def publish(ctx, plugin, runner, item, source, mounts, res):
             note(res, target, source, source)
             ownership.apply_fs_group(ctx, res, item, pod, target, read_only, mounted=True)
             continue
-        if ctx.check_mode:
-            layout.check_dir(ctx.kubelet_dir, target, ctx.node_name)  # refused in check mode too
-        else:
-            layout.ensure_dir(ctx.kubelet_dir, target, ctx.node_name)
+        layout.prepare_dir(ctx.kubelet_dir, target, ctx.node_name, ctx.check_mode)
         act(ctx, res, "bind %s at %s" % (source, target), mount.bind, runner, source, target, read_only)
         res["published"].append(pod.uid)
         note(res, target, None, source)

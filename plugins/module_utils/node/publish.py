@@ -44,10 +44,8 @@ def publish_filesystem(ctx, runner, item, device, source, target, pod, mounts, r
             note_mount(res, target, current.source, current.source)
         ownership.apply_fs_group(ctx, res, item, pod, target, read_only, mounted=True)
         return
-    if ctx.check_mode:
-        layout.check_dir(ctx.kubelet_dir, target, ctx.node_name)  # refused in check mode too
-    else:
-        layout.ensure_dir(ctx.kubelet_dir, target, ctx.node_name)
+    layout.prepare_dir(ctx.kubelet_dir, target, ctx.node_name, ctx.check_mode)
+    if not ctx.check_mode:
         layout.write_vol_data(ctx.kubelet_dir, os.path.dirname(target), layout.pod_vol_data(item, ctx.node_name),
                               ctx.node_name)
     _act(ctx, res, "publish %s" % target, mount.bind, runner, source, target, read_only)

@@ -81,11 +81,7 @@ def stage(ctx, runner, driver, item, device, gpath, mounts, force, res):
 def _staged(ctx, runner, item, device, gpath, current, res):
     """The global path is mounted already: it must be this device's; a writer joining a read-only mount remounts it
     read-write (an older kubevol mounted it read-only because its first pod was a reader)."""
-    if not mount.same_device(current, device):
-        raise KubevolError("global mount path %s of volume %s on node %s is mounted from %s, not from its "
-                           "device %s; unmount it by hand after checking what it is"
-                           % (gpath, item.pv_name, ctx.node_name, current.source, device),
-                           node=ctx.node_name, volume=item.pv_name, step="mount device")
+    check_global_device(ctx, item, device, gpath, current)
     res["fs_type"] = current.fstype
     check_mismatch(ctx, item, device, current.fstype, res)
     repair_vol_data(ctx, res, os.path.dirname(gpath), layout.device_vol_data(item))
@@ -129,7 +125,17 @@ def repair_vol_data(ctx, res, directory, data):
         ctx.warn("volume %s: could not rewrite %s (%s): %s" % (res["pv_name"], path, problem, exc))
 
 
-def check_mismatch(ctx, item, device, existing, res):
+def check_global_device(ctx, item, device, gpath, current, kind="volume"):
+    """A global mount path mounted already must be mounted from the volume's own device: anything else is refused,
+    never unmounted or mounted over (for a CSI volume and a local one alike)."""
+    if not mount.same_device(current, device):
+        raise KubevolError("global mount path %s of %s %s on node %s is mounted from %s, not from its device %s; "
+                           "unmount it by hand after checking what it is"
+                           % (gpath, kind, item.pv_name, ctx.node_name, current.source, device),
+                           node=ctx.node_name, volume=item.pv_name, step="mount device")
+
+
+def check_mismatch(ctx, item, device, existing, res, error=FilesystemMismatch):
     """A device that holds a filesystem of another type than the volume's fs_type is not mounted: refused with both
     types named, and kept (never reformatted; only force=true erases it). mount-utils formatAndMountSensitive
     (mount_linux.go) answers FilesystemMismatch "failed to mount the volume as %q, it already contains %s" when
@@ -137,8 +143,8 @@ def check_mismatch(ctx, item, device, existing, res):
     for a PV that says ext4 would hand a pod a filesystem nobody asked for, silently."""
     if existing and existing != item.fs_type:
         res["fs_type_mismatch"] = {"expected": item.fs_type, "found": existing}
-        raise FilesystemMismatch(volume=item.pv_name, node=ctx.node_name, expected=item.fs_type, found=existing,
-                                 device=device, step="mount device (FilesystemMismatch)")
+        raise error(volume=item.pv_name, node=ctx.node_name, expected=item.fs_type, found=existing, device=device,
+                    step="mount device (FilesystemMismatch)")
 
 
 def fsck(ctx, runner, item, device, res):

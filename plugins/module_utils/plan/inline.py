@@ -107,9 +107,9 @@ def inline_volume(index, known_drivers, pod, node, volume, use):
     if capacity <= 0:
         return "%s: csi.volumeAttributes.%s %r must be above zero (e.g. 64Mi)" % (where, INLINE_SIZE_ATTRIBUTE, size)
     driver_object = index.csidriver_by_name.get(driver)
-    if driver_object is not None and driver_object.fs_group_policy not in FS_GROUP_POLICIES:
-        return ("%s: CSIDriver %s has an unknown spec.fsGroupPolicy %r (valid: %s); fix the CSIDriver object"
-                % (where, driver, driver_object.fs_group_policy, ", ".join(FS_GROUP_POLICIES)))
+    refused = _unknown_fs_group_policy(driver_object, where, driver)
+    if refused:
+        return refused
     fs_type = csi.fs_type or DEFAULT_FS_TYPE
     if fs_type not in FS_TYPES:
         return "%s: csi.fsType %r is not one kubevol formats (%s)" % (where, fs_type, ", ".join(sorted(FS_TYPES)))
@@ -128,6 +128,14 @@ def inline_volume(index, known_drivers, pod, node, volume, use):
                         inline_fs_group(pod, csi, driver_object), pod.fs_group_change_policy)
 
 
+def _unknown_fs_group_policy(driver_object, where, driver):
+    """The refusal of a CSIDriver whose spec.fsGroupPolicy kubevol does not know, or None."""
+    if driver_object is None or driver_object.fs_group_policy in FS_GROUP_POLICIES:
+        return None
+    return ("%s: CSIDriver %s has an unknown spec.fsGroupPolicy %r (valid: %s); fix the CSIDriver object"
+            % (where, driver, driver_object.fs_group_policy, ", ".join(FS_GROUP_POLICIES)))
+
+
 def _external_inline(index, pod, node, volume, use, where, driver):
     """An inline volume of an external CSI driver: csi_mounter.go SetUpAt for a CSIVolumeSource (volAttribs =
     csi.volumeAttributes, fsType = csi.fsType, readOnly, nodePublishSecretRef read from the pod's namespace, no
@@ -138,9 +146,9 @@ def _external_inline(index, pod, node, volume, use, where, driver):
     if use[0] != "Filesystem":
         return "%s: an inline CSI volume is a filesystem; mount it with volumeMounts, not volumeDevices" % where
     driver_object = index.csidriver_by_name.get(driver)
-    if driver_object is not None and driver_object.fs_group_policy not in FS_GROUP_POLICIES:
-        return ("%s: CSIDriver %s has an unknown spec.fsGroupPolicy %r (valid: %s); fix the CSIDriver object"
-                % (where, driver, driver_object.fs_group_policy, ", ".join(FS_GROUP_POLICIES)))
+    refused = _unknown_fs_group_policy(driver_object, where, driver)
+    if refused:
+        return refused
     secret_ref = None
     for kind, name in getattr(csi, "secret_refs", ()) or ():
         if kind == "node_publish":

@@ -148,17 +148,14 @@ class LocalVolumePlugin(VolumePlugin):
         from ansible_collections.kubevol.volumes.plugins.module_utils.node.context import act
         from ansible_collections.kubevol.volumes.plugins.module_utils.node.filesystems import (
             FILESYSTEMS, filesystem_to_create, get_filesystem)
-        from ansible_collections.kubevol.volumes.plugins.module_utils.node.stage import fsck, grow_offline, note_mount
+        from ansible_collections.kubevol.volumes.plugins.module_utils.node.stage import (
+            check_global_device, check_mismatch, fsck, grow_offline, note_mount)
         gpath = res["global_mount_path"] = cls.global_mount_path(ctx.kubelet_dir, item.pv_name)
         current = mounts.at(gpath)
         if current:
-            if not mount.same_device(current, device):
-                raise KubevolError("global mount path %s of local volume %s on node %s is mounted from %s, not from "
-                                   "its device %s; unmount it by hand after checking what it is"
-                                   % (gpath, item.pv_name, ctx.node_name, current.source, device),
-                                   node=ctx.node_name, volume=item.pv_name, step="mount device")
+            check_global_device(ctx, item, device, gpath, current, kind="local volume")
             res["fs_type"] = current.fstype
-            cls._mismatch(ctx, item, device, current.fstype, res)
+            check_mismatch(ctx, item, device, current.fstype, res, error=LocalFilesystemMismatch)
             note_mount(res, gpath, current.source, current.source)
             return gpath
         layout.check_dir(ctx.kubelet_dir, gpath, ctx.node_name)  # a symlink on the way is refused before the device
@@ -177,7 +174,7 @@ class LocalVolumePlugin(VolumePlugin):
                 raise UnsafeToFormat(device=device, volume=item.pv_name, node=ctx.node_name,
                                      reason="%s, which kubevol cannot mount; it never formats such a device: give "
                                             "the local PV a blank device or one holding its fsType" % found.describe())
-            cls._mismatch(ctx, item, device, found.fs_type, res)
+            check_mismatch(ctx, item, device, found.fs_type, res, error=LocalFilesystemMismatch)
             fs = get_filesystem(found.fs_type)
             if not item.read_only:
                 fsck(ctx, runner, item, device, res)
@@ -191,13 +188,6 @@ class LocalVolumePlugin(VolumePlugin):
         return gpath
 
     @classmethod
-    def _mismatch(cls, ctx, item, device, existing, res):
-        if existing and existing != item.fs_type:
-            res["fs_type_mismatch"] = {"expected": item.fs_type, "found": existing}
-            raise LocalFilesystemMismatch(volume=item.pv_name, node=ctx.node_name, expected=item.fs_type,
-                                          found=existing, device=device, step="mount device (FilesystemMismatch)")
-
-    @classmethod
     def node_teardown(cls, ctx, item, force=False):
         """TearDownAt, UnmountDevice (node/pod_binds.py)."""
         from ansible_collections.kubevol.volumes.plugins.module_utils.node import pod_binds
@@ -208,7 +198,7 @@ class LocalVolumePlugin(VolumePlugin):
         """NodeExpand: grow a block-backed local volume's filesystem to its device's size (a local disk's size is
         what it is: no attach, no rescan); a directory has none of its own (no-op)."""
         from ansible_collections.kubevol.volumes.plugins.module_utils.node import blockdev, paths
-        from ansible_collections.kubevol.volumes.plugins.module_utils.node.expand import grow_filesystem
+        from ansible_collections.kubevol.volumes.plugins.module_utils.node.expand import grow_filesystem, not_grown
         res = {"pv_name": item.pv_name, "unique_volume_name": item.unique_name, "plugin": item.plugin,
                "stage": "node", "changed": False, "device": None, "fs_type": None, "mount_path": None,
                "skipped": None, "device_size_bytes": {"old": None, "new": None},
@@ -221,11 +211,8 @@ class LocalVolumePlugin(VolumePlugin):
             runner = ctx.runner_for(item)
             size = blockdev.device_size(runner, real)
             res.update(device=real, device_size_bytes={"old": size, "new": size})
-            if item.block:
-                res["skipped"] = "Block volume: no filesystem to grow"
-                return res
-            if item.read_only:
-                res["skipped"] = "read-only volume: its filesystem is not grown"
+            if not_grown(item):
+                res["skipped"] = not_grown(item)
                 return res
             return grow_filesystem(ctx, runner, item, real,
                                    cls.global_mount_path(ctx.kubelet_dir, item.pv_name), size, res)
