@@ -23,7 +23,7 @@ from ansible.errors import AnsibleActionFail, AnsibleConnectionFailure
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.kubevol.volumes.plugins.module_utils.common import driver_options, phases
+from ansible_collections.kubevol.volumes.plugins.module_utils.common import driver_options, phases, words
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import KubevolError
 from ansible_collections.kubevol.volumes.plugins.module_utils.run import executor, plan_record
 from ansible_collections.kubevol.volumes.plugins.module_utils.run.csi_secrets import secrets_by_volume, with_refused
@@ -36,7 +36,7 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.volume import uniq
 
 def module_args(phase, node_name, items, stale, forced, params):
     """The arguments of one phase's node module call."""
-    args = {"volumes": items, "node_name": node_name, "lock_timeout": params["lock_timeout"],
+    args = {"volumes": items, "node_name": node_name, "lock_timeout": params["lock_timeout"], "words": words.ROLE,
             "driver_options": params["driver_options"], "command_timeout": params["command_timeout"],
             "long_command_timeout": params["long_command_timeout"]}
     if phase == "attach" and params.get("force_release_holders"):
@@ -72,6 +72,13 @@ class ActionModule(ActionBase):
     _supports_async = False
 
     def run(self, tmp=None, task_vars=None):
+        # the reconcile role's own engine: what it says names the role's variables (common/words.py)
+        try:
+            return words.say_all(self._run(tmp, task_vars), words.ROLE, skip=("node_facts",))
+        except AnsibleActionFail as err:
+            raise AnsibleActionFail(words.say(str(err.message), words.ROLE))
+
+    def _run(self, tmp=None, task_vars=None):
         result = super(ActionModule, self).run(tmp, task_vars)
         validated = ArgumentSpecValidator(node_phases_argspec()).validate(self._task.args)
         if validated.error_messages:
@@ -124,7 +131,7 @@ class ActionModule(ActionBase):
                                     % ", ".join(p for p in params["phases"] if p != "facts"))
         outcome = self._execute(task_vars, "kubevol.volumes.node_volume_info",
                                 {"node_name": params["node_name"], "kubelet_dir": params["kubelet_dir"],
-                                 "fs_sizes": False, "driver_options": params.get("driver_options") or {}})
+                                 "fs_sizes": False, "words": words.ROLE, "driver_options": params.get("driver_options") or {}})
         result.update(outcome)
         result["module_runs"] = ["kubevol.volumes.node_volume_info"]
         return result
@@ -182,6 +189,7 @@ class ActionModule(ActionBase):
     def _setup(self, setup, node, params, task_vars):
         """The setup phases ({phase: items}) in one node_volume_setup execution: ({phase: result}, modules run)."""
         args = {"node_name": node, "kubelet_dir": params["kubelet_dir"], "lock_timeout": params["lock_timeout"],
+                "words": words.ROLE,
                 "driver_options": params["driver_options"], "command_timeout": params["command_timeout"],
                 "long_command_timeout": params["long_command_timeout"]}
         module = "kubevol.volumes.node_volume_setup"

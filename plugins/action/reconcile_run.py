@@ -7,6 +7,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.kubevol.volumes.plugins.module_utils.common import words
 from ansible_collections.kubevol.volumes.plugins.module_utils.run.reconcile_run_task import REQUIRED_IF, argspec, run
 from ansible_collections.kubevol.volumes.plugins.plugin_utils.in_process import InProcessAction
 
@@ -17,6 +18,7 @@ _KEEP_ALIVE = []
 
 class ActionModule(InProcessAction):
     NAME = "kubevol.volumes.reconcile_run"
+    WORDS = words.ROLE  # the reconcile role's own step: its report names the role's variables
 
     def argspec_kwargs(self):
         return dict(argument_spec=argspec(), required_if=REQUIRED_IF)

@@ -23,6 +23,14 @@ options:
       - The Kubernetes node name of this host (used in VolumeAttachment names and C(vol_data.json)).
       - Defaults to the host name, lower-cased, as the kubelet does.
     type: str
+  words:
+    description:
+      - How a remedy in a message names a setting to change. V(module) - as this module's option (C(provision=true)).
+        V(role) - as the reconcile role's variable (C(kubevol_provision=true)); the reconcile role sets it.
+    type: str
+    choices: [module, role]
+    default: module
+    version_added: 0.2.0
 '''
 
     # The node's own settings every volume module takes (node_volume_setup too): locking, the driver options, the

@@ -42,6 +42,7 @@ extends_documentation_fragment:
   - kubevol.volumes.k8s_auth
   - kubevol.volumes.driver_options.plan
   - kubevol.volumes.driver_options.loop_pools
+  - kubevol.volumes.words
 attributes:
   action:
     support: full
@@ -374,6 +375,7 @@ summary:
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.kubevol.volumes.plugins.module_utils.common import words
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import KubevolError
 from ansible_collections.kubevol.volumes.plugins.module_utils.plan.plan_task import (
     REQUIRED_IF, argspec, run)
@@ -387,10 +389,12 @@ _KEEP_ALIVE = []
 
 def main():
     module = AnsibleModule(argument_spec=argspec(), required_if=REQUIRED_IF, supports_check_mode=True)
+    reader = module.params["words"]
     try:
-        module.exit_json(**run(module.params, utc_now(), keep_alive=_KEEP_ALIVE, check_mode=module.check_mode))
+        result = run(module.params, utc_now(), keep_alive=_KEEP_ALIVE, check_mode=module.check_mode)
     except KubevolError as err:
-        module.fail_json(msg=err.msg, **err.to_result())
+        module.fail_json(msg=words.say(err.msg, reader), **words.say_all(err.to_result(), reader))
+    module.exit_json(**words.say_all(result, reader, skip=("plan", "volume_items", "by_node", "desired", "actual")))
 
 
 if __name__ == "__main__":

@@ -20,7 +20,11 @@ from ansible.errors import AnsibleConnectionFailure
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.plugins.action import ActionBase
 
+from ansible_collections.kubevol.volumes.plugins.module_utils.common import words
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import KubevolError
+
+# result keys that hold data, never a message: not walked when the result is said in its reader's words
+DATA_KEYS = ("plan", "volume_items", "by_node", "desired", "actual", "record", "items")
 
 
 class InProcessAction(ActionBase):
@@ -31,6 +35,9 @@ class InProcessAction(ActionBase):
     _supports_check_mode = True
     _supports_async = False
     NAME = None
+    # whose words its messages use (common/words.py) when the task gives no ``words``: the role's own actions say
+    # the role's variables
+    WORDS = words.MODULE
     task_vars = None  # the task's variables, for run_task
 
     def argspec_kwargs(self):
@@ -67,7 +74,7 @@ class InProcessAction(ActionBase):
         except KubevolError as err:
             result.update(err.to_result())
             result.update(failed=True, msg=err.msg)
-        return result
+        return words.say_all(result, params.get("words") or self.WORDS, skip=DATA_KEYS)
 
     def node_module(self, name, args):
         """Node module ``name``'s result for ``args`` on this task's host, run as Ansible runs a module; a host that

@@ -14,9 +14,12 @@ __metaclass__ = type
 
 
 class KubevolError(Exception):
-    """Base class. ``message`` is a ``str.format`` template over the kwargs."""
+    """Base class. ``message`` is a ``str.format`` template over the kwargs; ``code`` (``KV-...``) names the kind of
+    failure, which docs/errors.md explains. A remedy that names a setting writes it as a common/words.py token, said
+    in the reader's words where the message is shown."""
 
     message = "kubevol error: {detail}"
+    code = None
 
     def __init__(self, message=None, **kwargs):
         self.kwargs = kwargs
@@ -30,7 +33,11 @@ class KubevolError(Exception):
 
     def to_result(self):
         """The fields a module adds to fail_json besides msg."""
-        return dict((k, v) for k, v in self.kwargs.items() if isinstance(v, (str, int, float, bool, list, dict, type(None))))
+        result = dict((k, v) for k, v in self.kwargs.items()
+                      if isinstance(v, (str, int, float, bool, list, dict, type(None))))
+        if self.code:
+            result["code"] = self.code
+        return result
 
 
 class InvalidInput(KubevolError):
@@ -62,8 +69,7 @@ class VolumeInUse(KubevolError):
                "allows one node only (ReadWriteOnce). Nothing was attached or adopted; node {node} waits until that "
                "hold is released on the holding node itself, by its own detach (volume_detach there: the reconcile's "
                "cleanup when that node comes back), or by the operator, only for a node that is down for good with "
-               "its devices gone: kubevol_force_release_holders: [{names}] (force_release_holders). The "
-               "out-of-service taint alone does not release it")
+               "its devices gone: {release}. The out-of-service taint alone does not release it")
 
 
 class MalformedObject(KubevolError):
@@ -83,7 +89,7 @@ class NoBackend(KubevolError):
     """A volume item whose driver the node has no backend for: never skipped, never reported done."""
     message = ("volume {volume} on node {node}: driver {driver} cannot be served there: kubevol on node {node} has no "
                "backend for {driver} (it drives {known}); nothing was attached, mounted, grown or detached for this "
-               "volume. If {driver}'s own CSI node plugin serves it, remove {driver} from kubevol_known_drivers (the "
+               "volume. If {driver}'s own CSI node plugin serves it, remove {driver} from @{{known_drivers}} (the "
                "planner then leaves its volumes alone); otherwise use a PV whose spec.csi.driver kubevol drives")
 
 

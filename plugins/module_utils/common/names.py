@@ -19,6 +19,7 @@ import hashlib
 import os
 
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import InvalidInput, UnsafeName
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.words import setting
 from ansible_collections.kubevol.volumes.plugins.module_utils.volume.base import check_component  # noqa: F401 (one rule)
 from ansible_collections.kubevol.volumes.plugins.module_utils.volume.csi import CSIPlugin
 
@@ -144,7 +145,7 @@ def check_pool(pool, pools):
     allowed = [os.path.normpath(p) for p in pools if isinstance(p, str) and p.startswith("/") and "\x00" not in p]
     if pool not in allowed:
         raise InvalidInput(field="volumeAttributes.pool", value=pool,
-                           reason="the operator keeps loop images only in %s (the nodes' loop_pools); a volume "
-                                  "cannot choose another directory. If the operator means this pool, add it to "
-                                  "loop_pools (reconcile role: kubevol_loop_pools)" % (", ".join(allowed) or "no pool"))
+                           reason="the operator keeps loop images only in %s; a volume cannot choose another "
+                                  "directory. If the operator means this pool, add it to the pools of %s"
+                                  % (", ".join(allowed) or "no pool", setting("driver_options", key=LOOP_DRIVER)))
     return pool

@@ -23,6 +23,7 @@ import os
 import stat
 
 from ansible_collections.kubevol.volumes.plugins.module_utils.common import names
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.words import setting
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import (
     DeviceNotFound, InvalidInput, ParseError, UnsafeName)
 from ansible_collections.kubevol.volumes.plugins.module_utils.drivers.base import (
@@ -76,10 +77,10 @@ class LoopDriver(Records, Holders, DeviceDriver):
             owner = ("inline volume %s of pod %s" % (item.pv_name, item.pods[0].name or item.pods[0].uid)
                      if item.ephemeral else "PV %s" % item.pv_name)
             raise InvalidInput(field="volumeAttributes.pool of %s" % owner, value=pool,
-                               reason="node %s keeps loop images only in %s (its loop_pools); a volume cannot choose "
-                                      "another directory. If the operator means this pool, add it to the node's "
-                                      "loop_pools (reconcile role: kubevol_loop_pools)"
-                                      % (self.node_name, ", ".join(allowed) or "no pool"))
+                               reason="node %s keeps loop images only in %s; a volume cannot choose another "
+                                      "directory. If the operator means this pool, add it to the pools of %s"
+                                      % (self.node_name, ", ".join(allowed) or "no pool",
+                                         setting("driver_options", key=names.LOOP_DRIVER)))
         return real
 
     def image_path(self, item):
@@ -156,8 +157,8 @@ class LoopDriver(Records, Holders, DeviceDriver):
         if not os.path.exists(image):
             if not provision:
                 raise DeviceNotFound(step="attach", node=self.node_name, volume=item.pv_name,
-                                     reason="image %s does not exist; create it in the pool or run with "
-                                            "provision=true" % image)
+                                     reason="image %s does not exist; create it in the pool, or set %s to have "
+                                            "kubevol create it" % (image, setting("provision", True)))
             if not item.capacity_bytes:
                 raise InvalidInput(field="capacity_bytes", value=item.capacity_bytes,
                                    reason="provisioning %s needs the PV capacity" % image)

@@ -21,6 +21,7 @@ import hashlib
 import json
 import os
 
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.words import setting
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import UnsafePath, VolumeInUse
 
 HOLDERS_DIR = ".kubevol-holders"  # in the pool: which node holds each image (the storage side's view)
@@ -131,7 +132,7 @@ class Holders:
         if others and not item.multi_attach:
             raise VolumeInUse(volume=item.pv_name, node=self.node_name, image=self.image_path(item),
                               holders=", ".join("node %s (since %s)" % (n, holders[n]) for n in others),
-                              names=", ".join(others), holder_nodes=others)
+                              release=setting("force_release_holders", others), holder_nodes=others)
 
     def _refuse_foreign_device(self, item, image, backing, released):
         """A loop device backs the image, and the pool's holder record does not give it to this node: it is another

@@ -17,6 +17,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.kubevol.volumes.plugins.module_utils.common import words
 from ansible_collections.kubevol.volumes.plugins.module_utils.node import node_args
 
 
@@ -143,6 +144,16 @@ def argspec(name):
     return MODULES[name][0]()
 
 
+def _said_in(module, reader):
+    """``module`` with its exit, failure and warnings said in ``reader``'s words (common/words.py): the node code
+    names a setting once, as a token, and only this edge knows who reads the result."""
+    exit_json, fail_json, warn = module.exit_json, module.fail_json, module.warn
+    module.exit_json = lambda **result: exit_json(**words.say_all(result, reader))
+    module.fail_json = lambda msg, **result: fail_json(msg=words.say(msg, reader), **words.say_all(result, reader))
+    module.warn = lambda text: warn(words.say(text, reader))
+    return module
+
+
 def run(name, module):
     """Node module ``name``'s work; ends in module.exit_json or module.fail_json."""
-    MODULES[name][1](module)
+    MODULES[name][1](_said_in(module, module.params.get("words") or words.MODULE))

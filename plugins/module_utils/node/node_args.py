@@ -12,7 +12,7 @@ __metaclass__ = type
 
 import copy
 
-from ansible_collections.kubevol.volumes.plugins.module_utils.common import driver_options, names, phases
+from ansible_collections.kubevol.volumes.plugins.module_utils.common import driver_options, names, phases, words
 
 POD_SPEC = dict(
     uid=dict(type="str", required=True),
@@ -64,6 +64,8 @@ VOLUME_SPEC = dict(
 NODE_SPEC = dict(
     kubelet_dir=dict(type="str", default="/var/lib/kubelet"),
     node_name=dict(type="str"),
+    # whose words a remedy uses (common/words.py): this module's options, or the reconcile role's variables
+    words=dict(type="str", default=words.MODULE, choices=list(words.WORDS)),
 )
 
 # loop.kubevol.io's default pools (common/driver_options.py DEFAULTS, the one place they are written)

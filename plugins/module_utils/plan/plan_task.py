@@ -21,7 +21,7 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.cluster.objects im
 from ansible_collections.kubevol.volumes.plugins.module_utils.plan.desired_state import (  # noqa: F401
     known_drivers_of)
 from ansible_collections.kubevol.volumes.plugins.module_utils.plan.actual_state import facts_errors
-from ansible_collections.kubevol.volumes.plugins.module_utils.common import driver_options as driver_opts
+from ansible_collections.kubevol.volumes.plugins.module_utils.common import driver_options as driver_opts, words
 from ansible_collections.kubevol.volumes.plugins.module_utils.plan.plan_text import (
     MORE_HINT, OUTPUTS, blocked_once, nodes_outside, shape, table_lines)
 from ansible_collections.kubevol.volumes.plugins.module_utils.run import plan_record
@@ -66,6 +66,7 @@ def argspec():
         inventory_hosts=dict(type="list", elements="str"),
         loop_pools=dict(type="list", elements="str", removed_in_version="2.0.0",
                         removed_from_collection="kubevol.volumes"),
+        words=dict(type="str", default=words.MODULE, choices=list(words.WORDS)),  # common/words.py
     )
 
 

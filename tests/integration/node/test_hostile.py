@@ -133,7 +133,7 @@ def test_another_nodes_hold_waits_for_its_own_detach_or_the_operator(node, node2
     other = dict(shared(node2, node, vol), pods=[])
     held = node2.module("k8s_volume_attach", volumes=[other], loop_pools=[node.pool])
     assert held["_rc"] != 0 and "held by node node1 (since 20" in held["msg"] and "node2" in held["msg"], held
-    assert "own detach" in held["msg"] and "kubevol_force_release_holders: [node1]" in held["msg"], held["msg"]
+    assert "own detach" in held["msg"] and 'force_release_holders=["node1"]' in held["msg"], held["msg"]
     assert held["volumes"] == [] and node.loops() == [device]  # neither adopted nor a second device
     # the operator says node1 is down, but its device still backs the image on this kernel: refused, not adopted
     forced = node2.module("k8s_volume_attach", volumes=[other], loop_pools=[node.pool],

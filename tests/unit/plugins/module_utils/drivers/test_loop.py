@@ -4,6 +4,7 @@ import os
 
 import pytest
 
+from ansible_collections.kubevol.volumes.plugins.module_utils.common import words
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import InvalidInput, UnknownDriver, UnsafeName
 from ansible_collections.kubevol.volumes.plugins.module_utils.drivers import get_driver
 from ansible_collections.kubevol.volumes.plugins.module_utils.drivers.loop import LoopDriver, parse_losetup
@@ -56,7 +57,8 @@ def test_loop_pool_must_be_one_of_the_nodes_pools(tmp_path):
     driver = LoopDriver(fake_runner({}), str(tmp_path / "k"), "n1", {"loop_pools": [str(pool)]})
     with pytest.raises(InvalidInput) as exc:
         driver.validate(volume_item(dict(ITEM, volume_handle="app.log", volume_attributes={"pool": str(app)})))
-    assert "node n1 keeps loop images only in %s" % pool in str(exc.value) and "kubevol_loop_pools" in str(exc.value)
+    assert "node n1 keeps loop images only in %s" % pool in str(exc.value)
+    assert 'the pools of kubevol_driver_options["loop.kubevol.io"]' in words.say(str(exc.value), words.ROLE)
     driver.validate(volume_item(dict(ITEM, volume_attributes={"pool": str(tmp_path / "pool-link")})))
     default = LoopDriver(fake_runner({}), str(tmp_path / "k"), "n1")
     with pytest.raises(InvalidInput):
