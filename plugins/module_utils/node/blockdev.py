@@ -256,8 +256,8 @@ def probe(runner, device, reads_as_zeros=False, backing=False):
                              reason="it is not a block device (missing?)")
     if reads_as_zeros and (backing or sysfs_children(device) == ()):
         return Probe(device=device)
-    tools.require(runner, "probing what it holds", *(t for t in tools.PROBE_TOOLS
-                                                                    if not (backing and t == "lsblk")))
+    # lsblk reads only block devices: a backing file does without it
+    tools.require(runner, "probing what it holds", *(t for t in tools.PROBE_TOOLS if not (backing and t == "lsblk")))
     fs_type, pttype = blkid_probe(runner, device)
     if backing:
         return _probe_rest(runner, device, fs_type, pttype, {}, ())

@@ -35,8 +35,8 @@ _found = {}  # tool -> its path: a node's tools do not come and go within one mo
 class ToolMissing(KubevolError):
     """A command a step runs is not installed on the node: the volume fails before the step, nothing was done."""
     code = "KV-TOOL-MISSING"
-    message = ("volume {volume} on node {node}: {needs}, which is not installed there; install {package} on node "
-               "{node} and run again")
+    message = ("volume {volume} on node {node}: {needs}, which is not installed there; install the {package} package "
+               "on node {node} and run again")
 
 
 def installed(tool):

@@ -104,13 +104,13 @@ def test_a_missing_node_plugin_socket_fails_the_check_of_attach_and_mount(node):
     remote = {CSI: {"controller": "ctrl1", "controller_socket": "/run/ctrl1/csi.sock"}}
     unpublished = csi_item("pv-b")
     chk = module_as_on_a_node(node, "node_volume_setup", True, driver_options=remote,
-                      attach={"volumes": [unpublished]}, mount={"volumes": [unpublished]})
+                              attach={"volumes": [unpublished]}, mount={"volumes": [unpublished]})
     assert not chk["phase_results"]["attach"].get("failed"), chk
     _res, entry = failure(chk, "mount")
     assert "pv-b" in entry["msg"] and "node1" in entry["msg"] and socket in entry["msg"], entry
     published = csi_item("pv-b", controller_publish_context={"devicePath": "/dev/x"})
     real = module_as_on_a_node(node, "node_volume_setup", driver_options=remote, attach={"volumes": [published]},
-                       mount={"volumes": [published]})
+                               mount={"volumes": [published]})
     assert not real["phase_results"]["attach"].get("failed"), real
     assert failure(real, "mount")[1]["msg"] == entry["msg"]
 
