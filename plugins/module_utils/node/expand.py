@@ -13,7 +13,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import DeviceNotFound, KubevolError
-from ansible_collections.kubevol.volumes.plugins.module_utils.node import blockdev, mount
+from ansible_collections.kubevol.volumes.plugins.module_utils.node import blockdev, mount, tools
 from ansible_collections.kubevol.volumes.plugins.module_utils.node.filesystems import get_filesystem
 
 ONLINE_RESIZE_HINT = ("online resize of a mounted ext filesystem needs CAP_SYS_RESOURCE here; grow it offline: "
@@ -71,6 +71,7 @@ def grow_filesystem(ctx, runner, item, device, gpath, new_size, res):
                            "(node_volume_mount) and run fs_expand again"
                            % (fs_type, "" if item.csi else "local ", item.pv_name, ctx.node_name, fs_type),
                            node=ctx.node_name, volume=item.pv_name, step="grow filesystem")
+    tools.require_grow(runner, fs, mountpoint)  # in a check run too: it fails where the real run would
     res["changed"] = True
     if ctx.check_mode:
         res["fs_size_bytes"]["new"] = new_size

@@ -234,10 +234,11 @@ def mount(ctx, item, res):
     driver = ctx.driver(item)
     start = len(getattr(driver, "calls", ()))
     context = _publish_context(ctx, item)
+    if context is None and ctx.check_mode:
+        # check mode before the attach (the plan attaches it first): the node plugin is asked what the real run asks
+        # it before staging and publishing (its socket, identity and capabilities), with no publish_context yet
+        context = {}
     if context is None:
-        if ctx.check_mode:
-            res.update(changed=True, pending="not published to this node yet; it would be mounted after the attach")
-            return res
         raise DeviceNotFound(step="mount", node=ctx.node_name, volume=item.pv_name,
                              reason="driver %s has not published it to this node (no ControllerPublishVolume "
                                     "recorded in %s); run the attach first" % (item.driver, ctx.run_dir))

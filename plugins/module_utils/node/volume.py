@@ -62,6 +62,8 @@ class VolumeItem(Value):
         ("secrets", None),  # Optional[Secrets]: never printed
         # Optional[Tuple[(key, value)]]: a controller host's ControllerPublishVolume answer (controller_publish_context)
         ("controller_publish_context", None),
+        # the nodes this plan detaches the volume from before this attach (the planner's); only a check run reads it
+        ("detached_first_from", ()),  # Tuple[str, ...]
     )
 
     @property
@@ -187,7 +189,18 @@ def volume_item(raw):
         pod_info_on_mount=raw.get("pod_info_on_mount") is True,
         secrets=_secrets(raw),
         controller_publish_context=_publish_context(raw),
+        detached_first_from=_node_names(raw, "detached_first_from"),
     )
+
+
+def _node_names(raw, field):
+    """A list of node names (each one path component: names.check_component) as a tuple."""
+    value = raw.get(field) or ()
+    if not isinstance(value, (list, tuple)):
+        raise InvalidInput(field="%s of PV %s" % (field, raw["pv_name"]), value=value, reason="must be a list of nodes")
+    for node in value:
+        names.check_component("node name", node)
+    return tuple(value)
 
 
 def _fs_type(raw):

@@ -42,6 +42,12 @@ def attach(p):
     reachable_facts, unreachable_errors = p.reachable_facts, p.unreachable_errors
     first_setup = {}  # unique name -> the one node that may set it up this run (None: any)
     setup_index = []  # (set up somewhere, wanted where), built on the first multi-attach volume
+    # unique name -> the nodes whose own teardown detaches it in this plan, before any attach (a release recorded
+    # without its node leaves the node's hold on the backing: it is not one of them)
+    detached_from = {}
+    for step in p.phases[("detach", "device")]:
+        if not step.get("record_only"):
+            detached_from.setdefault(step["unique_volume_name"], []).append(step["node"])
     for pair, nv in p.desired.volumes.items():
         av = attached.get(pair)
         if av is not None and av.detach_requested_at:
@@ -92,7 +98,13 @@ def attach(p):
         # detach recorded without the node release the records, not the node's device (a node that was only
         # unreachable still has it). The backend waits for that node's own detach, or the operator's
         # force_release_holders (drivers/loop.py attach).
-        p.add(_step("attach", "device", node, nv.spec.pv_name, unique, why, p.item_of(nv)))
+        item = p.item_of(nv)
+        first = sorted(n for n in detached_from.get(unique, ()) if n != node)
+        if first:
+            # the nodes whose detach the real run does first (an RWO pod move): a check run, which detaches
+            # nothing, counts their holds released for this attach only (drivers/loop_holders.py)
+            item["detached_first_from"] = first
+        p.add(_step("attach", "device", node, nv.spec.pv_name, unique, why, item))
 
 
 def _first_setup_node(p, nv, index):
