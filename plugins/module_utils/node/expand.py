@@ -17,6 +17,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import re
+
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import (
     CommandFailed, DeviceNotFound, GrowPending)
 from ansible_collections.kubevol.volumes.plugins.module_utils.node import blockdev, mount
@@ -97,6 +99,14 @@ def grow_filesystem(ctx, runner, item, device, gpath, new_size, res):
     return res
 
 
+def _one_line(text):
+    """A tool's message on one line, without the version banner e2fsprogs prints first
+    (``resize2fs 1.47.0 (5-Feb-2023)``): it is a claim condition's message and a line of the run's report."""
+    lines = [line.strip() for line in (text or "").splitlines() if line.strip()]
+    lines = [line for line in lines if not re.match(r"^\S+ \d+(\.\d+)+ \([^)]*\)$", line)]
+    return "; ".join(lines) or "no message"
+
+
 def _why(err):
     """(reason, what failed, whether an offline grow can do it) of the error a grow raised."""
     kwargs = err.kwargs
@@ -105,7 +115,7 @@ def _why(err):
     if isinstance(err, DeviceNotFound):
         return NOT_ATTACHED, kwargs.get("reason") or err.msg, False
     if isinstance(err, CommandFailed):
-        what = "`%s` exited %s: %s" % (kwargs.get("cmd"), kwargs.get("rc"), kwargs.get("stderr") or "no message")
+        what = "`%s` exited %s: %s" % (kwargs.get("cmd"), kwargs.get("rc"), _one_line(kwargs.get("stderr")))
         if kwargs.get("rc") == NOT_FOUND_RC:
             return TOOL_MISSING, what, False
         if kwargs.get("step") == ONLINE_STEP:

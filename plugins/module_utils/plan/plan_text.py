@@ -137,7 +137,8 @@ def table_lines(result, max_rows=None, hint=MORE_HINT):
         if len(shown) < len(steps):
             lines.append(_more(len(steps) - len(shown), "steps", hint))
     else:
-        lines.append("No changes. Volumes match the desired state.")
+        # a grow that waits is not the desired state: no step runs, which is all that can be said
+        lines.append("No step to run." if result.get("pending") else "No changes. Volumes match the desired state.")
     if blocked:
         lines.extend(["", "Blocked:"])
         lines.extend(blocked_lines(blocked, max_rows, hint))

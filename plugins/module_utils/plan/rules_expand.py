@@ -132,17 +132,16 @@ def _node_grow_target(p, nv):
     return target
 
 
-def _memo(p, spec):
-    """What the last pending grow of the claim recorded (records/claim.py), or None."""
-    pvc = p.index.pvc_by_key.get(spec.claim_key) if spec.claim_key else None
-    return pending_memo(getattr(pvc, "expansion_pending", None)) if pvc is not None else None
+def _memo(p, nv):
+    """What the last pending grow of ``nv``'s claim on its node recorded (records/claim.py), or None."""
+    pvc = p.index.pvc_by_key.get(nv.spec.claim_key) if nv.spec.claim_key else None
+    return pending_memo(getattr(pvc, "expansion_pending", None), nv.node) if pvc is not None else None
 
 
 def _same_conditions(memo, nv, target):
-    """True when the pending grow failed on this node, at this size, with these pods: nothing the plan can see
-    has changed since."""
-    return (memo.get("node") == nv.node and memo.get("size") == target
-            and sorted(memo.get("pods") or ()) == sorted(pod.uid for pod in nv.mount_pods))
+    """True when the node's pending grow failed at this size, with these pods: nothing the plan can see has changed
+    since (a pod that moved here finds no entry of this node)."""
+    return memo.get("size") == target and sorted(memo.get("pods") or ()) == sorted(pod.uid for pod in nv.mount_pods)
 
 
 def grow_pending_text(step, detail, offline, retry_after=None):
@@ -202,7 +201,7 @@ def expand_node(p):
             p.block(nv.node, spec.pv_name, None, "node unreachable: %s" % error)
             continue
         what = "grow the filesystem" if spec.mode == "Filesystem" else "rescan the block device"
-        memo = _memo(p, spec)
+        memo = _memo(p, nv)
         step = _step("expand", "node", nv.node, spec.pv_name, spec.unique_name,
                      "PV capacity %s is above the claim's %s: %s" % (
                          format_bytes(target), format_bytes(spec.claim_capacity_bytes), what), _item(spec),
@@ -234,8 +233,8 @@ def offline_grow_window(p):
         current = facts.global_mounts.get(unique)
         if not current or not current.get("mounted"):
             continue
-        memo = _memo(p, nv.spec)
-        if not memo or not memo.get("offline") or memo.get("node") != node or _node_grow_target(p, nv) is None:
+        memo = _memo(p, nv)
+        if not memo or not memo.get("offline") or _node_grow_target(p, nv) is None:
             continue
         why = ("grow the filesystem offline: no pod of node %s has it mounted any more (its pods restarted or "
                "moved), so it is staged again and grown before it is mounted" % node)

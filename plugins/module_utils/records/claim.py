@@ -21,8 +21,8 @@ record                                 allocatedResourceStatuses.storage  condit
 ``node_expanded``                      removed                            resize conditions removed (MarkFSResizeFinished)
 =====================================  =================================  ==================================
 
-A pending node-side grow also leaves, on the claim, the annotation ``kubevol.io/node-expansion-pending``: the
-conditions it failed under (node, pods, size, reason) and when it may be tried again. The kubelet keeps that in
+A pending node-side grow also leaves, on the claim, the annotation ``kubevol.io/node-expansion-pending``: per node,
+the conditions it failed under (pods, size, reason) and when it may be tried again. The kubelet keeps that in
 memory (its actual state of world and the operation's exponential backoff); kubevol keeps nothing between runs but
 the cluster, so the planner reads it there (plan/rules_expand.py). ``node_expanded`` removes it.
 
@@ -100,16 +100,24 @@ def backoff_seconds(attempt):
     return min(BACKOFF_FIRST * 2 ** max(0, min(attempt, 16) - 1), BACKOFF_MAX)
 
 
-def pending_memo(text):
-    """The kubevol.io/node-expansion-pending annotation's value as a dict, or None when absent or not kubevol's
-    JSON (a hand-edited value counts as absent: the grow is then simply tried)."""
+def pending_memos(text):
+    """The kubevol.io/node-expansion-pending annotation's value: {node: what its pending grow recorded}; {} when
+    absent or not kubevol's JSON (a hand-edited value counts as absent: the grow is then simply tried). One entry per
+    node, as each kubelet keeps its own: a volume several nodes mount grows, or waits, on each."""
     if not isinstance(text, str):
-        return None
+        return {}
     try:
-        memo = json.loads(text)
+        memos = json.loads(text)
     except ValueError:
-        return None
-    return memo if isinstance(memo, dict) else None
+        return {}
+    if not isinstance(memos, dict):
+        return {}
+    return dict((node, memo) for node, memo in memos.items() if isinstance(memo, dict))
+
+
+def pending_memo(text, node):
+    """What node ``node``'s pending grow of the claim recorded (pending_memos), or None."""
+    return pending_memos(text).get(node)
 
 
 def merge_kept_resize_conditions(conditions, wanted):
@@ -284,17 +292,18 @@ class ClaimRecords:
         claim stays NodeResizeInProgress (the kubelet set it before it called the plugin, and a failure that is not
         infeasible leaves it so), FileSystemResizePending stays (set here when an older record left none), and the
         NodeResizeError condition says why, with the node's reason. The capacity is not recorded: nothing grew.
-        The annotation keeps what the kubelet keeps in memory: the node, the pods and the size it failed with and,
-        for a cause the plan cannot see, when it may be tried again (backoff_seconds of the step's attempt)."""
+        The annotation keeps what the kubelet keeps in memory, under the node's name: the pods and the size it
+        failed with and, for a cause the plan cannot see, when it may be tried again (backoff_seconds of the
+        step's attempt)."""
         at = record.get("at") or utc_now()
         attempt = record.get("attempt") or 1
         retry = None
         if not record.get("offline"):
             when = parse_time(at)
             retry = format_time(when + datetime.timedelta(seconds=backoff_seconds(attempt))) if when else None
-        memo = {"node": record["node_name"], "pods": sorted(record.get("pods") or ()),
-                "size": record["capacity"], "reason": record["reason"], "offline": bool(record.get("offline")),
-                "detail": record["message"][:300], "attempt": attempt, "at": at, "retryAfter": retry}
+        memo = {"pods": sorted(record.get("pods") or ()), "size": record["capacity"], "reason": record["reason"],
+                "offline": bool(record.get("offline")), "detail": record["message"][:300], "attempt": attempt,
+                "at": at, "retryAfter": retry}
         wanted = [resize_condition(FS_RESIZE_PENDING, at, FS_RESIZE_PENDING_MESSAGE),
                   resize_condition(NODE_RESIZE_ERROR, at, "failed to expand pvc with %s" % record["message"],
                                    record["reason"])]
@@ -305,8 +314,17 @@ class ClaimRecords:
                 statuses = status["allocatedResourceStatuses"] = {}
             statuses["storage"] = NODE_RESIZE_IN_PROGRESS
             _set_conditions(status, merge_kept_resize_conditions(status.get("conditions"), wanted))
+        pvc = self.pvcs.get(tuple(record["pvc"].split("/")))
+        memos = pending_memos(_annotation(pvc, NODE_EXPANSION_PENDING_ANNOTATION)) if pvc is not None else {}
+        memos[record["node_name"]] = memo  # the other nodes' pending grows are theirs
         return self._change_claim_status(record["pvc"], "cannot record that its file system grow is pending", change,
-                                         annotation=json.dumps(memo, sort_keys=True, separators=(",", ":")))
+                                         annotation=json.dumps(memos, sort_keys=True, separators=(",", ":")))
+
+
+def _annotation(obj, key):
+    meta = obj.get("metadata") if isinstance(obj, dict) else None
+    annotations = meta.get("annotations") if isinstance(meta, dict) else None
+    return annotations.get(key) if isinstance(annotations, dict) else None
 
 
 def _set_annotation(obj, key, value):

@@ -116,7 +116,8 @@ def run_summary(result, errors=(), blocked_after_plan=(), check_mode=False, plan
             outcome = "planned"
         elif key in not_attempted:
             continue  # counted with the blocked items
-        elif step.get("action") == "expand" and (step.get("node"), step.get("volume")) in went_pending:
+        elif step.get("target") == "node" and step.get("action") == "expand" and (
+                step.get("node"), step.get("volume")) in went_pending:
             continue  # counted with the pending grows
         else:
             outcome = "failed" if _failed(step, failures) else "applied"

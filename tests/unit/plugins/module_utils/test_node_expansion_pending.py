@@ -82,10 +82,18 @@ def test_a_pending_grow_is_recorded_as_the_kubelet_records_a_failed_node_expansi
         {"type": "NodeResizeError", "status": "True", "lastProbeTime": None, "lastTransitionTime": T0,
          "reason": "OnlineExpansionFailed", "message": "failed to expand pvc with " + DETAIL}]
     memo = json.loads(pvc["metadata"]["annotations"][ANNOTATION])
-    assert memo == {"node": "node1", "pods": [OLD_UID], "size": 2 * GI, "reason": "OnlineExpansionFailed",
-                    "offline": True, "detail": DETAIL, "attempt": 1, "at": T0, "retryAfter": None}
+    assert memo == {"node1": {"pods": [OLD_UID], "size": 2 * GI, "reason": "OnlineExpansionFailed",
+                              "offline": True, "detail": DETAIL, "attempt": 1, "at": T0, "retryAfter": None}}
     # the same record again changes nothing
     assert apply_records(data, [pending_record()]) == []
+
+
+def test_each_node_keeps_its_own_pending_grow():
+    """A volume several nodes mount (ReadWriteMany) waits on each: one node's record leaves the other's."""
+    data = claim_list()
+    apply_records(data, [pending_record(), pending_record(node_name="node2", pods=["uid-2"])])
+    memos = json.loads(the_claim(data)["metadata"]["annotations"][ANNOTATION])
+    assert sorted(memos) == ["node1", "node2"] and memos["node2"]["pods"] == ["uid-2"], memos
 
 
 def test_a_claim_without_the_pending_condition_gets_it():
@@ -102,7 +110,7 @@ def test_a_claim_without_the_pending_condition_gets_it():
 def test_a_cause_the_plan_cannot_see_is_retried_after_a_doubling_backoff(attempt, after):
     data = claim_list()
     apply_records(data, [pending_record(offline=False, reason="ToolMissing", attempt=attempt)])
-    memo = json.loads(the_claim(data)["metadata"]["annotations"][ANNOTATION])
+    memo = json.loads(the_claim(data)["metadata"]["annotations"][ANNOTATION])["node1"]
     assert memo["attempt"] == attempt and memo["retryAfter"] == "2026-11-30T%sZ" % after
     assert backoff_seconds(1) == 300 and backoff_seconds(100) == 3600
 
@@ -148,9 +156,9 @@ def test_bad_pending_records_are_refused_before_anything_changes(change, field):
 # ---- the planner --------------------------------------------------------------------------------------------
 
 def memo(pods=(OLD_UID,), node_name="node1", size=2 * GI, offline=True, attempt=1, retry=None, reason=None):
-    return json.dumps({"node": node_name, "pods": list(pods), "size": size, "offline": offline, "attempt": attempt,
-                       "reason": reason or ("OnlineExpansionFailed" if offline else "ToolMissing"), "detail": DETAIL,
-                       "at": T0, "retryAfter": retry})
+    return json.dumps({node_name: {
+        "pods": list(pods), "size": size, "offline": offline, "attempt": attempt, "at": T0, "retryAfter": retry,
+        "reason": reason or ("OnlineExpansionFailed" if offline else "ToolMissing"), "detail": DETAIL}})
 
 
 def growing(annotation=None, pods=((OLD_UID, "node1"),), mounted=((OLD_UID, "node1"),)):
@@ -324,3 +332,15 @@ def test_the_run_state_carries_the_pending_grows_to_the_summary():
     state, _records, upcoming = executor.run_step(plan, state, "setup", {"node1": node_result()})
     assert upcoming == [] and [p["volume"] for p in state["pending"]] == ["pv-a"]
     assert state["errors"] == []
+
+
+def test_each_node_of_a_shared_volume_is_tried_on_its_own_record():
+    """ReadWriteMany on two nodes: node1's grow is pending (its own entry), node2 has none and grows."""
+    data, node_facts = growing(memo(), pods=[(OLD_UID, "node1"), ("uid-2", "node2")],
+                               mounted=[(OLD_UID, "node1"), ("uid-2", "node2")])
+    for obj in data["items"]:
+        if obj["kind"] in ("PersistentVolume", "PersistentVolumeClaim"):
+            obj["spec"]["accessModes"] = ["ReadWriteMany"]
+    result = run(data, node_facts)
+    assert [k for k in kinds(result) if k[0] == "expand"] == [("expand", "node", "node2", None)]
+    assert [(e["node"], e["volume"]) for e in result["pending"]] == [("node1", "pv-a")]
