@@ -22,7 +22,7 @@ description:
   - Block and read-only volumes are rescanned but their filesystem is not grown (C(skipped) says why).
   - A grow that fails or cannot run yet (online C(resize2fs) refused without CAP_SYS_RESOURCE, a missing tool, an
     unmounted xfs, a CSI driver's NodeExpandVolume error) does not fail the call. The filesystem is left as it was,
-    and the volume's result says so in C(pending): why, and what to do. An ext filesystem grows offline at its next
+    and the C(pending) of the volume's result says why, and what to do. An ext filesystem grows offline at its next
     mount. The call's other volumes go on. This is how the kubelet leaves a claim C(FileSystemResizePending) and
     goes on with its other work; the reconcile role records it on the claim and tries it again when that may work.
 extends_documentation_fragment:

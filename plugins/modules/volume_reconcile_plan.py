@@ -308,10 +308,11 @@ blocked:
   elements: dict
 pending:
   description:
-    - The node-side grows this plan does not try, each once, shaped as a blocked item (action C(expand), and the
-      claim as C(pvc)): a grow that failed before (its claim carries C(kubevol.io/node-expansion-pending)) while
-      nothing that made it fail has changed. It is tried again when its pods restart or move, when it is mounted
-      anew, at another size, or (a cause the plan cannot see) after its backoff.
+    - The node-side grows this plan does not try, each once, shaped as a blocked item, with action C(expand) and
+      the claim as C(pvc).
+    - Such a grow failed before (its claim carries C(kubevol.io/node-expansion-pending)), and nothing that made it
+      fail has changed since. It is tried again when its pods restart or move, when it is mounted anew, at another
+      size, or, for a cause the plan cannot see, after its backoff.
   returned: when O(output=full)
   type: list
   elements: dict
