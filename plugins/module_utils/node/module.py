@@ -55,10 +55,11 @@ def pending_grows(results, node):
     """The call's ``pending`` list, beside ``failures``: one entry per volume whose grow is pending (node/expand.py
     pending), done for this call but not grown; None for a call whose results have no ``pending`` (not a node-side
     expansion). docs/contracts.md section 1."""
-    if not any("pending" in r for r in results):
+    grows = [r for r in results if r.get("stage") == "node" and "pending" in r]  # (a mount's check-mode
+    if not grows:                                                                # ``pending`` is a text)
         return None
     return [dict(r["pending"], volume=r["pv_name"], unique_volume_name=r.get("unique_volume_name"), node=node)
-            for r in results if r.get("pending")]
+            for r in grows if isinstance(r["pending"], dict)]
 
 
 def _failed(err, ctx):
