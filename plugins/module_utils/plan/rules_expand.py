@@ -132,6 +132,12 @@ def _node_grow_target(p, nv):
     return target
 
 
+def _pending_claims(p):
+    """The claims whose node-side grow is pending somewhere (their annotation): one pass over the claims, so that
+    a cluster with none (the usual case) costs the rules below nothing per volume."""
+    return frozenset(key for key, pvc in p.index.pvc_by_key.items() if getattr(pvc, "expansion_pending", None))
+
+
 def _memo(p, nv):
     """What the last pending grow of ``nv``'s claim on its node recorded (records/claim.py), or None."""
     pvc = p.index.pvc_by_key.get(nv.spec.claim_key) if nv.spec.claim_key else None
@@ -187,8 +193,9 @@ def expand_node(p):
     planned again only when grow_waits says so; otherwise it is one of the plan's ``pending`` entries.
     Each step names the pods that use the volume there (``pods``, ``pod_uids``: what a pending grow's record keeps)
     and which attempt it is under the same conditions (``attempt``: the backoff's)."""
-    remounted = set((s["unique_volume_name"], s["node"]) for kind in (("mount", "device"), ("mount", "pod"))
-                    for s in p.phases[kind])
+    pending_claims = _pending_claims(p)
+    remounted = frozenset((s["unique_volume_name"], s["node"]) for kind in (("mount", "device"), ("mount", "pod"))
+                          for s in p.phases[kind]) if pending_claims else frozenset()
     for pair, nv in p.desired.volumes.items():
         spec = nv.spec
         if pair in p.not_attached:
@@ -201,7 +208,7 @@ def expand_node(p):
             p.block(nv.node, spec.pv_name, None, "node unreachable: %s" % error)
             continue
         what = "grow the filesystem" if spec.mode == "Filesystem" else "rescan the block device"
-        memo = _memo(p, nv)
+        memo = _memo(p, nv) if spec.claim_key in pending_claims else None
         step = _step("expand", "node", nv.node, spec.pv_name, spec.unique_name,
                      "PV capacity %s is above the claim's %s: %s" % (
                          format_bytes(target), format_bytes(spec.claim_capacity_bytes), what), _item(spec),
@@ -224,8 +231,13 @@ def offline_grow_window(p):
     the stage grows the filesystem before it mounts it (stage.grow_offline, operation_generator.go
     expandVolumeDuringMount), as the kubelet's teardown and setup of a restarted pod do. Runs after unmount_pods
     (``still_mounted`` then holds the pod mounts that stay), before unmount_devices."""
+    pending_claims = _pending_claims(p)
+    if not pending_claims:
+        return
     mount_device = p.phases[("mount", "device")].append
     for pair, nv in p.desired.volumes.items():
+        if nv.spec.claim_key not in pending_claims:
+            continue
         unique, node = pair
         facts = p.facts(node)
         if facts is None or node in p.no_picture or pair in p.still_mounted or nv.spec.mode != "Filesystem":
