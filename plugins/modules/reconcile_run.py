@@ -143,6 +143,13 @@ errors:
   returned: always
   type: list
   elements: dict
+pending:
+  description:
+    - The node-side grows the nodes reported pending so far (a grow that failed or cannot run yet), each
+      C({node, volume, pod, action, pvc, reason}); not errors. The claim records each (C(FileSystemResizePending)).
+  returned: always
+  type: list
+  elements: dict
 changes:
   description: The records this step wrote that changed something, as M(kubevol.volumes.cluster_volume_record) returns them.
   returned: always
@@ -160,7 +167,9 @@ published:
   type: dict
 summary:
   description:
-    - What the run did per node, C({lines, nodes, blocked, errors, outside}), when no node task is left.
+    - What the run did per node, C({lines, nodes, blocked, errors, pending, outside}), when no node task is left.
+    - C(pending) lists the node-side grows that wait, the plan's and those the nodes reported; a pending grow is
+      no failure.
     - C(nodes) has the run's nodes (the plan's C(run_nodes)) and every node the controller acts for without a node
       task (a record-only release of a node out of service or gone); C(outside), C({nodes, steps, blocked, names}),
       counts the cluster's other nodes, which C(lines) reports in one line (the

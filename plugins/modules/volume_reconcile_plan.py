@@ -306,6 +306,16 @@ blocked:
   returned: when O(output=full)
   type: list
   elements: dict
+pending:
+  description:
+    - The node-side grows this plan does not try, each once, shaped as a blocked item, with action C(expand) and
+      the claim as C(pvc).
+    - Such a grow failed before (its claim carries C(kubevol.io/node-expansion-pending)), and nothing that made it
+      fail has changed since. It is tried again when its pods restart or move, when it is mounted anew, at another
+      size, or, for a cause the plan cannot see, after its backoff.
+  returned: when O(output=full)
+  type: list
+  elements: dict
 detach_requests:
   description: VolumeAttachments whose kubevol.io/detach-requested-at annotation the caller should record.
   returned: when O(output=full)

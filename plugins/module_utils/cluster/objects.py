@@ -24,7 +24,8 @@ from contextlib import contextmanager
 
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import (
     InvalidInput, MalformedObject, QuantityError)
-from ansible_collections.kubevol.volumes.plugins.module_utils.common.names import MANAGED_ATTACH_DETACH_ANNOTATION
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.names import (
+    MANAGED_ATTACH_DETACH_ANNOTATION, NODE_EXPANSION_PENDING_ANNOTATION)
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.fields import optional_str, pairs, require_str, strings
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.quantity import to_bytes
 from ansible_collections.kubevol.volumes.plugins.module_utils.cluster.pv import (  # noqa: F401  # pylint: disable=unused-import
@@ -55,10 +56,11 @@ service_account: spec.serviceAccountName ("" when unset)."""
 
 PersistentVolumeClaim = namedtuple("PersistentVolumeClaim", "namespace name uid phase volume_name request_bytes "
                                                             "capacity_bytes access_modes conditions owner_uids "
-                                                            "allocated_bytes resize_status")
-PersistentVolumeClaim.__new__.__defaults__ = (None, None)
+                                                            "allocated_bytes resize_status expansion_pending")
+PersistentVolumeClaim.__new__.__defaults__ = (None, None, None)
 PersistentVolumeClaim.__doc__ = """allocated_bytes: status.allocatedResources.storage; resize_status:
-status.allocatedResourceStatuses.storage (ControllerResizeInProgress, NodeResizePending, ..., or None)."""
+status.allocatedResourceStatuses.storage (ControllerResizeInProgress, NodeResizePending, ..., or None);
+expansion_pending: the kubevol.io/node-expansion-pending annotation as written (a JSON text), or None."""
 VolumeAttachment = namedtuple("VolumeAttachment",
                               "name attacher node_name pv_name attached device_path annotations metadata")
 # metadata: status.attachmentMetadata as sorted (key, value) pairs (an external CSI driver's publish_context)
@@ -222,6 +224,8 @@ def _pvc(obj):
     allocated = (status.get("allocatedResources") or _EMPTY).get("storage")
     allocated = to_bytes(allocated, where) if allocated is not None else None
     resize_status = (status.get("allocatedResourceStatuses") or _EMPTY).get("storage")
+    annotations = meta.get("annotations")
+    pending = annotations.get(NODE_EXPANSION_PENDING_ANNOTATION) if isinstance(annotations, dict) else None
     where = "metadata.namespace"
     namespace = meta.get("namespace") or "default"
     if namespace.__class__ is not str:  # the call only when the cheap test fails: this runs for every claim
@@ -233,7 +237,8 @@ def _pvc(obj):
     where = "spec.accessModes"
     modes = strings(spec.get("accessModes"), "accessModes")
     return PersistentVolumeClaim(namespace, name, meta.get("uid"), status.get("phase") or "Pending", volume_name,
-                                 request, capacity, modes, conditions, owners, allocated, resize_status)
+                                 request, capacity, modes, conditions, owners, allocated, resize_status,
+                                 pending if isinstance(pending, str) else None)
 
 
 def _va(obj):

@@ -126,6 +126,13 @@ class StillMounted(KubevolError):
                "unmount those pods first or set force=true if the node is fenced")
 
 
+class GrowPending(KubevolError):
+    """A node-side grow that failed or cannot run yet (node/expand.py): the volume's grow is pending, as the kubelet
+    leaves a claim FileSystemResizePending; never the node's failure. ``reason`` is the claim condition's."""
+    code = "KV-GROW-PENDING"
+    message = "volume {volume} on node {node}: the filesystem was not grown: {detail}; {remedy} [KV-GROW-PENDING]"
+
+
 class LockTimeout(KubevolError):
     message = ("volume {volume} on node {node} is locked by another kubevol run ({lock}); "
                "waited {timeout}s; retry when that run ends")

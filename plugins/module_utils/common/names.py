@@ -31,6 +31,9 @@ DEFAULT_KUBELET_DIR = "/var/lib/kubelet"
 MANAGED_ATTACH_DETACH_ANNOTATION = "volumes.kubernetes.io/controller-managed-attach-detach"
 OUT_OF_SERVICE_TAINT = "node.kubernetes.io/out-of-service"
 DETACH_REQUESTED_AT_ANNOTATION = "kubevol.io/detach-requested-at"
+# on a claim whose node-side grow is pending: when and under which conditions it failed (records/claim.py), so that
+# the planner retries it when they change (plan/rules_expand.py): the kubelet keeps this in memory, kubevol has none
+NODE_EXPANSION_PENDING_ANNOTATION = "kubevol.io/node-expansion-pending"
 # the CSI node id a VolumeAttachment was published to (external-attacher csi_handler.go prepareVANodeID): read
 # back to unpublish from a node whose CSINode and facts are gone
 CSI_NODE_ID_ANNOTATION = "csi.alpha.kubernetes.io/node-id"

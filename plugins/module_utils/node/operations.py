@@ -17,13 +17,15 @@ import glob
 import os
 
 from ansible_collections.kubevol.volumes.plugins.module_utils.common import names
-from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import DeviceNotFound, StillMounted
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import (
+    DeviceNotFound, KubevolError, StillMounted)
 from ansible_collections.kubevol.volumes.plugins.module_utils.node import plugin_ops
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.volume_attachment import attached_volume_attachment
 from ansible_collections.kubevol.volumes.plugins.module_utils.drivers.base import DEVICE_PATH, STAGE_UNSTAGE
 from ansible_collections.kubevol.volumes.plugins.module_utils.drivers.device import DeviceDriver
 from ansible_collections.kubevol.volumes.plugins.module_utils.node import blockdev, ephemeral, external_ops, layout, mount
 from ansible_collections.kubevol.volumes.plugins.module_utils.node import external_ephemeral
+from ansible_collections.kubevol.volumes.plugins.module_utils.node import expand as node_expand
 from ansible_collections.kubevol.volumes.plugins.module_utils.node.context import act as _act
 
 
@@ -151,15 +153,24 @@ def expand_controller(ctx, item):
 
 
 def expand_node(ctx, item):
-    if not item.csi:
-        return plugin_ops.expand_node(ctx, item)
+    """NodeExpandVolume of one volume. A grow that fails or cannot run yet is returned as the volume's pending grow
+    (node/expand.py pending), never raised: the node's other volumes, and its later work, go on."""
     res = {}
     try:
-        return _expand_node(ctx, item, res)
+        if not item.csi:
+            res = plugin_ops.expand_node(ctx, item)
+        else:
+            _expand_node(ctx, item, res)
+        res.setdefault("pending", None)
+        return res
+    except KubevolError as err:
+        return node_expand.pending(ctx, item, res, err)
     finally:
-        dev, fs = res.get("device_size_bytes") or {}, res.get("fs_size_bytes") or {}
-        res["diff"] = {"before": {item.pv_name: {"device_size_bytes": dev.get("old"), "fs_size_bytes": fs.get("old")}},
-                       "after": {item.pv_name: {"device_size_bytes": dev.get("new"), "fs_size_bytes": fs.get("new")}}}
+        if "diff" not in res:
+            dev, fs = res.get("device_size_bytes") or {}, res.get("fs_size_bytes") or {}
+            res["diff"] = {
+                "before": {item.pv_name: {"device_size_bytes": dev.get("old"), "fs_size_bytes": fs.get("old")}},
+                "after": {item.pv_name: {"device_size_bytes": dev.get("new"), "fs_size_bytes": fs.get("new")}}}
 
 
 def _expand_node(ctx, item, res):

@@ -111,6 +111,7 @@ class _Plan:
         self.phases = dict((phase, []) for phase in STEP_KINDS)
         self._items = {}
         self.blocked = list(desired.blocked)
+        self.pending = []               # node-side grows not tried in this plan (rules_expand.py grow_waits)
         self.detach_requests = []
         self.detach_requests_to_clear = []
         self.spec_by_unique = dict((key[0], nv.spec) for key, nv in desired.volumes.items())

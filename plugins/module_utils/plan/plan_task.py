@@ -97,7 +97,7 @@ def record_result(result, handle, rows, hint):
     """The result of output=record: the record's handle, the counts, what the role prints, never the plan."""
     shaped = {"changed": False, "record": handle, "summary": result.get("summary"),
               "counts": {"steps": len(result.get("plan") or ()), "blocked": len(result.get("blocked") or ()),
-                         "nodes": len(result.get("by_node") or ())},
+                         "pending": len(result.get("pending") or ()), "nodes": len(result.get("by_node") or ())},
               "table": table_lines(result, rows, hint or MORE_HINT)}
     for key in ("node_errors", "warnings", "nodes_out_of_service"):
         if key in result:

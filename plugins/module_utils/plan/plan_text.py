@@ -81,15 +81,20 @@ def _step_action(step):
     return action
 
 
-def blocked_lines(blocked, max_rows=None, hint=MORE_HINT):
+def blocked_lines(blocked, max_rows=None, hint=MORE_HINT, symbol="!", what="blocked"):
     rows = [COLUMNS]
     shown = blocked if max_rows is None else blocked[:max_rows]
-    rows.extend(("!", _cell(b.get("action")), _cell(b.get("node")), _cell(b.get("volume")), _cell(b.get("pod")),
+    rows.extend((symbol, _cell(b.get("action")), _cell(b.get("node")), _cell(b.get("volume")), _cell(b.get("pod")),
                  _cell(b.get("reason"))) for b in shown)
     lines = _table(rows)
     if len(shown) < len(blocked):
-        lines.append(_more(len(blocked) - len(shown), "blocked", hint))
+        lines.append(_more(len(blocked) - len(shown), what, hint))
     return lines
+
+
+def pending_lines(pending, max_rows=None, hint=MORE_HINT):
+    """The node-side grows that wait (the plan's ``pending``, the run's): neither a step that runs nor a failure."""
+    return blocked_lines(pending, max_rows, hint, symbol="~", what="pending")
 
 
 def plan_line(result, counts=None):
@@ -100,9 +105,10 @@ def plan_line(result, counts=None):
         found = Counter(s.get("action") for s in result.get("plan") or ())  # one get per step: 128,400 at 5,000 nodes
         counts = dict((a, found.get(a, 0)) for a in ACTIONS + ("cleanup",))
     cleanup = counts["cleanup"]
-    return "Plan: %s%s; %d blocked" % (", ".join("%d to %s" % (counts[a], a) for a in ACTIONS),
-                                       ", %d stale directories to remove" % cleanup if cleanup else "",
-                                       len(blocked_once(result)))
+    pending = len(result.get("pending") or ())
+    return "Plan: %s%s; %d blocked%s" % (", ".join("%d to %s" % (counts[a], a) for a in ACTIONS),
+                                         ", %d stale directories to remove" % cleanup if cleanup else "",
+                                         len(blocked_once(result)), "; %d pending" % pending if pending else "")
 
 
 def guard_line(result):
@@ -131,10 +137,14 @@ def table_lines(result, max_rows=None, hint=MORE_HINT):
         if len(shown) < len(steps):
             lines.append(_more(len(steps) - len(shown), "steps", hint))
     else:
-        lines.append("No changes. Volumes match the desired state.")
+        # a grow that waits is not the desired state: no step runs, which is all that can be said
+        lines.append("No step to run." if result.get("pending") else "No changes. Volumes match the desired state.")
     if blocked:
         lines.extend(["", "Blocked:"])
         lines.extend(blocked_lines(blocked, max_rows, hint))
+    if result.get("pending"):
+        lines.extend(["", "Pending (not tried in this run):"])
+        lines.extend(pending_lines(result["pending"], max_rows, hint))
     lines.append("")
     guard = guard_line(result)
     if guard:

@@ -14,8 +14,8 @@ Record kinds and the Kubernetes code each one mimics (docs/stores.md has the ful
 - ``detached``: csi_attacher.go ``Detach`` (delete the VolumeAttachment) and the A/D controller's
   ``RemoveVolumeFromReportAsAttached``; the kubelet drops the name from ``volumesInUse``.
 - ``in_use``: kubelet volume_manager.go ``GetVolumesInUse`` -> ``node.status.volumesInUse``.
-- ``resize_intent``, ``controller_expanded``, ``node_expanded``: the PV's capacity and the claim's expansion
-  state and resize conditions, as the external-resizer and the kubelet write them (record_claim.py).
+- ``resize_intent``, ``controller_expanded``, ``node_expanded``, ``node_expansion_pending``: the PV's capacity and
+  the claim's expansion state and resize conditions, as the external-resizer and the kubelet write them (claim.py).
 - ``detach_requested`` / ``detach_request_cleared``: the A/D controller's ``SetDetachRequestTime`` /
   ``ResetDetachRequestTime``, kept on the VolumeAttachment because kubevol has no memory between runs.
 """
@@ -350,6 +350,7 @@ class RecordApplier(ClaimRecords):
         "controller_expanded": ClaimRecords._controller_expanded,
         "node_expanded": ClaimRecords._node_expanded,
         "resize_intent": ClaimRecords._resize_intent,
+        "node_expansion_pending": ClaimRecords._node_expansion_pending,
         "detach_requested": _detach_requested,
         "detach_request_cleared": _detach_request_cleared,
     }

@@ -22,6 +22,8 @@ REQUIRED_KEYS = {
     "controller_expanded": ("pv_name", "capacity"),
     "node_expanded": ("pvc", "capacity"),
     "resize_intent": ("pvc", "stage", "capacity"),
+    # a node-side grow that failed or could not run yet (records/claim.py); also pods, offline, attempt, at
+    "node_expansion_pending": ("pvc", "capacity", "node_name", "reason", "message"),
     # These two also take the planner's detach_requests shape (contracts.md section 3):
     # {name: <VolumeAttachment name>, node, volume, requested_at} instead of driver + volume_handle.
     "detach_requested": ("node", "requested_at"),
@@ -67,18 +69,31 @@ def validate_record(record, index=None):
             ok = isinstance(value, str) and value != ""
         if not ok:
             raise InvalidInput(field="%s.%s" % (where, key), value=value, reason=_EXPECTED.get(key, "must be a non-empty string"))
-    if rtype in ("node_expanded", "resize_intent") and record["pvc"].count("/") != 1:
+    if rtype in ("node_expanded", "resize_intent", "node_expansion_pending") and record["pvc"].count("/") != 1:
         raise InvalidInput(field=where + ".pvc", value=record["pvc"], reason="must be 'namespace/name'")
     if rtype == "controller_expanded" and record.get("pvc") is not None and (
             not isinstance(record["pvc"], str) or record["pvc"].count("/") != 1):
         raise InvalidInput(field=where + ".pvc", value=record["pvc"], reason="must be 'namespace/name'")
     if rtype == "resize_intent" and record["stage"] not in ("controller", "node"):
         raise InvalidInput(field=where + ".stage", value=record["stage"], reason="must be controller or node")
-    if rtype in ("controller_expanded", "resize_intent") and record.get("at") is not None and (
+    if rtype == "node_expansion_pending":
+        _check_pending(record, where)
+    if rtype in ("controller_expanded", "resize_intent", "node_expansion_pending") and record.get("at") is not None and (
             not isinstance(record["at"], str) or not record["at"]):
         # the resize condition's lastTransitionTime (default: now)
         raise InvalidInput(field=where + ".at", value=record["at"], reason="must be an RFC 3339 time string")
     return rtype
+
+
+def _check_pending(record, where):
+    pods = record.get("pods", [])
+    if not isinstance(pods, list) or not all(isinstance(uid, str) and uid for uid in pods):
+        raise InvalidInput(field=where + ".pods", value=pods, reason="must be a list of pod uids")
+    if not isinstance(record.get("offline", False), bool):
+        raise InvalidInput(field=where + ".offline", value=record["offline"], reason="must be true or false")
+    attempt = record.get("attempt", 1)
+    if isinstance(attempt, bool) or not isinstance(attempt, int) or attempt < 1:
+        raise InvalidInput(field=where + ".attempt", value=attempt, reason="must be a whole number from 1")
 
 
 _EXPECTED = {

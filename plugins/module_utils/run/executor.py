@@ -67,12 +67,13 @@ def run_tasks(plan):
 
 def initial_run_state(plan_result):
     """The run's state before its first node task, the role's one variable for the run: {tasks, failures, blocked,
-    errors, records}. ``tasks`` are the node tasks the plan needs, in order (run_tasks' sequence). Nothing has
-    failed yet but the nodes whose state could not be gathered (the plan's ``node_errors``): they fail the run at
-    its end, and the planner already blocked what needs them."""
+    errors, pending, records} (``pending``: the node-side grows the nodes reported pending, outcome.task_outcome).
+    ``tasks`` are the node tasks the plan needs, in order (run_tasks' sequence). Nothing has failed yet but the
+    nodes whose state could not be gathered (the plan's ``node_errors``): they fail the run at its end, and the
+    planner already blocked what needs them."""
     plan_result = plan_result or {}
     return {"tasks": run_tasks(plan_result.get("plan"))["sequence"], "failures": {"nodes": {}, "volumes": {}},
-            "blocked": [], "errors": list(plan_result.get("node_errors") or ()), "records": []}
+            "blocked": [], "errors": list(plan_result.get("node_errors") or ()), "pending": [], "records": []}
 
 
 def run_step(plan_result, state=None, task=None, results=None, check_mode=False):
@@ -120,7 +121,7 @@ def run_state_after(plan_result, phases, results, state):
     outcome = task_outcome(plan_result, phases, results, state["failures"])
     return {"tasks": state["tasks"], "failures": outcome["failures"],
             "blocked": list(state["blocked"]) + outcome["blocked"], "errors": list(state["errors"]) + outcome["errors"],
-            "records": outcome["records"]}
+            "pending": list(state.get("pending") or ()) + outcome["pending"], "records": outcome["records"]}
 
 
 def attach_intents(plan_result, failures=None):

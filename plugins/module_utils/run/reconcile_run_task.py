@@ -71,6 +71,8 @@ def _run(params, check_mode, diff, keep_alive):
         keep_alive.append(params["plan"])
     _check_input(params)
     state = None if params["after"] == "plan" else dict((key, params["state"][key]) for key in RUN_KEYS)
+    if state is not None:
+        state["pending"] = list(params["state"].get("pending") or ())  # the grows pending so far (outcome.py)
     try:
         state, records, upcoming = executor.run_step(params["plan"], state, params["after"], params.get("results"), check_mode)
     except (KeyError, TypeError, ValueError) as err:
@@ -87,6 +89,6 @@ def _run(params, check_mode, diff, keep_alive):
     if not upcoming:
         # the run has no node task left: what it did, per node of the run (run/run_report.py)
         result["summary"] = run_report.run_summary(params["plan"], state["errors"], state["blocked"], check_mode,
-                                                   params["plan_shown"])
+                                                   params["plan_shown"], pending=state.get("pending"))
         plan_record.finish(handle, params)  # the run is done with its plan: the record may be pruned from now on
     return result

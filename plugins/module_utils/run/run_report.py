@@ -17,7 +17,7 @@ __metaclass__ = type
 
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.phases import KIND_PHASE
 from ansible_collections.kubevol.volumes.plugins.module_utils.plan.plan_text import (
-    OUTSIDE_NAMES, blocked_lines, blocked_once, controller_side, _cell)
+    OUTSIDE_NAMES, blocked_lines, blocked_once, controller_side, pending_lines, _cell)
 
 
 def _phase_of(step):
@@ -83,7 +83,8 @@ def _outside_line(names, steps, blocked):
                if steps else ""))
 
 
-def run_summary(result, errors=(), blocked_after_plan=(), check_mode=False, plan_shown=True, run_nodes=None):
+def run_summary(result, errors=(), blocked_after_plan=(), check_mode=False, plan_shown=True, run_nodes=None,
+                pending=()):
     """What a reconcile run did, per node of the run: {lines, nodes, blocked, errors, outside}.
 
     Each reported step is applied, failed (a node error of its phase names its volume, or no volume at all) or
@@ -91,7 +92,9 @@ def run_summary(result, errors=(), blocked_after_plan=(), check_mode=False, plan
     steps are counted as planned. ``blocked`` is every blocked item of the run once, with its action; the
     lines repeat only those the plan table did not show (``plan_shown``). ``nodes`` has a row for each reported
     node (reported_nodes); ``outside`` counts the others: {nodes, steps (not run), blocked, names (the first
-    OUTSIDE_NAMES)}, and the lines say it in one line."""
+    OUTSIDE_NAMES)}, and the lines say it in one line. ``pending`` (the run's: the grows the nodes reported pending)
+    and the plan's own ``pending`` are neither applied nor failed: each node's row counts them, and they are listed
+    once, under "Pending"."""
     errors = list(errors or ())
     after = blocked_once({}, blocked_after_plan)
     not_attempted = set((b.get("node"), b.get("volume"), b.get("pod"), b.get("action")) for b in after)
@@ -99,9 +102,12 @@ def run_summary(result, errors=(), blocked_after_plan=(), check_mode=False, plan
     failures = _failures(errors)
     steps, shown, outside_steps = reported_nodes(result, run_nodes)
     nodes = {}
+    went_pending = set((p.get("node"), p.get("volume")) for p in pending or ())
+    pending = list(result.get("pending") or ()) + list(pending or ())
 
     def row(node):
-        return nodes.setdefault(node, {"applied": 0, "planned": 0, "failed": 0, "blocked": 0, "volumes": {}})
+        return nodes.setdefault(node, {"applied": 0, "planned": 0, "failed": 0, "blocked": 0, "pending": 0,
+                                       "volumes": {}})
 
     for step in steps:
         node = row(step.get("node"))
@@ -110,12 +116,20 @@ def run_summary(result, errors=(), blocked_after_plan=(), check_mode=False, plan
             outcome = "planned"
         elif key in not_attempted:
             continue  # counted with the blocked items
+        elif step.get("target") == "node" and step.get("action") == "expand" and (
+                step.get("node"), step.get("volume")) in went_pending:
+            continue  # counted with the pending grows
         else:
             outcome = "failed" if _failed(step, failures) else "applied"
         node[outcome] += 1
         label = "%s/%s" % (step.get("action"), step.get("target")) + (" %s" % step["pod"] if step.get("pod") else "")
         node["volumes"].setdefault(_cell(step.get("volume")), []).append(
             label if outcome in ("applied", "planned") else "%s %s" % (label, outcome.upper()))
+    for entry in pending:
+        if shown is None or entry.get("node") in shown:
+            node = row(entry.get("node"))
+            node["pending"] += 1
+            node["volumes"].setdefault(_cell(entry.get("volume")), []).append("%s PENDING" % entry.get("action"))
     outside = {"nodes": 0, "steps": 0, "blocked": 0, "names": []}
     outside_names = set(outside_steps)
     for entry in blocked:
@@ -137,7 +151,8 @@ def run_summary(result, errors=(), blocked_after_plan=(), check_mode=False, plan
         counts = nodes[name]
         lines.append("%s: %s" % (_cell(name), ", ".join(
             ["%d would run" % counts["planned"]] if check_mode else
-            ["%d applied" % counts["applied"], "%d failed" % counts["failed"]]) + ", %d blocked" % counts["blocked"]))
+            ["%d applied" % counts["applied"], "%d failed" % counts["failed"]]) + ", %d blocked" % counts["blocked"]
+            + (", %d pending" % counts["pending"] if counts["pending"] else "")))
         for volume in sorted(counts["volumes"]):
             lines.append("  %s: %s" % (volume, ", ".join(counts["volumes"][volume])))
     if outside_names:
@@ -149,12 +164,16 @@ def run_summary(result, errors=(), blocked_after_plan=(), check_mode=False, plan
     if unseen:
         lines.extend(["", "Blocked during the run:" if plan_shown else "Blocked:"])
         lines.extend(blocked_lines(unseen))
+    if pending:
+        lines.extend(["", "Pending (a node-side grow that waits; not a failure):"])
+        lines.extend(pending_lines(pending))
     listed, others = _split_errors(errors, shown)
     if errors:
         lines.extend(["", "Failed:"])
         lines.extend("  %s (%s): %s" % (e.get("node"), e.get("phase"), e.get("msg")) for e in listed)
         lines.extend("  " + line for line in others)
     return {"lines": lines, "nodes": nodes, "blocked": blocked, "errors": errors, "outside": outside,
+            "pending": pending,
             # the failure's message (the role's last task): the same errors, without their phases
             "failed_text": "; ".join(["%s: %s" % (e.get("node"), e.get("msg")) for e in listed] + others)}
 

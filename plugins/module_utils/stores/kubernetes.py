@@ -235,7 +235,8 @@ class KubernetesStore(ClusterStore):
                 wanted.append(("VolumeAttachment", None, va))
             if rtype == "controller_expanded":
                 wanted.append(("PersistentVolume", None, record["pv_name"]))
-            if rtype in ("node_expanded", "resize_intent") or (rtype == "controller_expanded" and record.get("pvc")):
+            if rtype in ("node_expanded", "resize_intent", "node_expansion_pending") or (
+                    rtype == "controller_expanded" and record.get("pvc")):
                 namespace, name = record["pvc"].split("/")
                 wanted.append(("PersistentVolumeClaim", namespace, name))
         seen, result = set(), []

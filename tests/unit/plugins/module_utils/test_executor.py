@@ -153,7 +153,7 @@ def test_detach_request_records():
 def test_empty_plan_has_no_work(phase):
     assert executor.phase_items([], phase, "n1") == []
     assert phase_outcome([], phase, {}) == {"records": [], "failures": {"nodes": {}, "volumes": {}},
-                                            "blocked": [], "errors": []}
+                                            "blocked": [], "errors": [], "pending": []}
 
 
 def test_facts_errors_name_each_node_whose_state_was_not_gathered():
@@ -246,7 +246,7 @@ def test_the_run_state_threads_failures_and_keeps_the_runs_errors_and_blocked_st
     gathered = dict(PLAN, node_errors=[{"node": "n3", "phase": "facts", "msg": "unreachable", "volumes": []}])
     state = executor.initial_run_state(gathered)
     assert state == {"tasks": executor.run_tasks(PLAN["plan"])["sequence"], "failures": {"nodes": {}, "volumes": {}},
-                     "blocked": [], "records": [],
+                     "blocked": [], "records": [], "pending": [],
                      "errors": [{"node": "n3", "phase": "facts", "msg": "unreachable", "volumes": []}]}
     assert [t["name"] for t in state["tasks"]] == ["teardown", "setup"]
     busy = {"failed": True, "msg": "umount: target is busy", "volumes": []}
@@ -280,7 +280,7 @@ def test_the_first_step_starts_the_run_and_writes_the_detach_requests_only():
                                              "requested_at": "2026-11-24T08:00:00Z"}])
     state, records, upcoming = executor.run_step(requested)
     assert state == {"tasks": executor.run_tasks(PLAN["plan"])["sequence"], "failures": {"nodes": {}, "volumes": {}},
-                     "blocked": [], "errors": []}
+                     "blocked": [], "errors": [], "pending": []}
     assert [r["type"] for r in records] == ["detach_requested"]  # the teardown comes first: no intents yet
     assert [t["name"] for t in upcoming] == ["teardown", "setup"]
 
