@@ -136,8 +136,9 @@ def _remedy(reason, offline, err):
         return ("it grows offline at the volume's next mount: unmount it from its pods and the node (volume_detach), "
                 "then mount it again (node_volume_mount)")
     if reason == TOOL_MISSING:
-        return "install %s on the node, then grow it again" % (
-            err.kwargs.get("tool") or (err.kwargs.get("cmd") or "the tool").split()[0])
+        if err.kwargs.get("package"):
+            return "install the %s package on the node, then grow it again" % err.kwargs["package"]
+        return "install %s on the node, then grow it again" % (err.kwargs.get("cmd") or "the tool").split()[0]
     if reason == NOT_ATTACHED:
         return "attach the volume (k8s_volume_attach), then grow it again"
     if reason == DRIVER_FAILED:

@@ -152,7 +152,7 @@ def test_a_missing_grow_tool_is_pending_and_the_other_volumes_go_on(node):
     pending, grown = res["volumes"]
     assert grown["pending"] is None and grown["fs_size_bytes"]["new"] > 256 * MiB, grown
     assert pending["pending"]["reason"] == "ToolMissing" and pending["pending"]["offline"] is False, pending
-    assert "install xfs_growfs on the node" in pending["pending"]["msg"], pending
+    assert "install the xfsprogs package on the node" in pending["pending"]["msg"], pending
     assert [p["volume"] for p in res["pending"]] == ["pv-x"]
     # the tool back: the same call grows it
     again = node.module("fs_expand", volumes=[xfs])
