@@ -113,7 +113,7 @@ def expand_node(p):
         if not nv.mount_pods or nv.claims_read_only or spec.claim_capacity_bytes is None:
             continue
         target = p.grown_to.get(spec.pv_name, spec.capacity_bytes)
-        if target <= spec.claim_capacity_bytes or pair in p.not_attached:
+        if target <= spec.claim_capacity_bytes or pair in p.not_attached or pair in p.device_changed:
             continue
         refused = expansion_refused(spec) or not_expandable(p, spec)
         if refused is not None:
