@@ -257,6 +257,10 @@ def summarize_actual(actual):
             "uncertain_mounts": sum(len(f.uncertain) for f in actual.node_facts.values()),
             "foreign_mounts": sum(f.foreign for f in actual.node_facts.values()),
             "ephemeral_volumes": sum(len(f.ephemeral) for f in actual.node_facts.values()),
+            # mounted or mapped from another device than the volume's now (facts device_mismatch): not set up
+            "device_mismatches": sum(sum(1 for m in f.pod_mounts.values() if m.device_mismatch)
+                                     + sum(1 for g in f.global_mounts.values() if g.get("device_mismatch"))
+                                     for f in actual.node_facts.values()),
             "per_node": dict((n, sorted(v)) for n, v in sorted(per_node.items()))}
 
 

@@ -86,8 +86,8 @@ def test_a_global_mount_on_another_device_than_the_volumes_is_reported(node):
     assert node.module("node_volume_mount", volumes=[vol])["_rc"] == 0
     gpath = names.device_mount_path(node.kubelet_dir, vol["driver"], vol["volume_handle"])
     gm = entry(facts_of(node)["global_mounts"], gpath)
-    assert (gm["device_number"], gm["attached_device"], gm["device_mismatch"]) == (number(att["device"]),
-                                                                                    att["device"], False), gm
+    identity = (gm["device_number"], gm["attached_device"], gm["device_mismatch"])
+    assert identity == (number(att["device"]), att["device"], False), gm
 
     # another volume's filesystem ends up at the volume's global mount (what a reused number gives)
     other = node.vol("pv-else")
@@ -99,8 +99,8 @@ def test_a_global_mount_on_another_device_than_the_volumes_is_reported(node):
     facts = facts_of(node)
     gm = entry(facts["global_mounts"], gpath)
     assert gm["mounted"] is True and gm["device"] == oatt["device"]
-    assert (gm["device_number"], gm["attached_device"], gm["device_mismatch"]) == (number(oatt["device"]),
-                                                                                    att["device"], True), gm
+    identity = (gm["device_number"], gm["attached_device"], gm["device_mismatch"])
+    assert identity == (number(oatt["device"]), att["device"], True), gm
     assert entry(facts["global_mounts"], gpath) == entry(facts_of(node)["global_mounts"], gpath)  # stable
     # the node refuses to publish from it, as it always did; nothing is mounted over or unmounted
     res = node.module("node_volume_mount", volumes=[vol])

@@ -61,7 +61,7 @@ def test_a_block_map_on_another_device_is_mapped_again_and_the_pod_named_to_rest
     assert step["reason"] == (
         "map again: pod ns/p's block device on node node1 is 7:3, and the volume's device now is /dev/loop5; restart "
         "the pod once it is mapped, its containers keep the device they started with [KV-BLOCK-REMAPPED]")
-    assert result["actual"]["pod_mounts"] == 1
+    assert result["actual"]["pod_mounts"] == 1 and result["actual"]["device_mismatches"] == 1
 
 
 def test_a_block_map_whose_device_went_away_is_attached_then_mapped_again_in_one_run():
