@@ -111,6 +111,12 @@ def test_without_the_roles_driver_options_the_wait_says_what_the_plan_refuses(kv
     _run, results = wait(kv, ["apps/lv"], expect_rc="nonzero", driver_options={})
     _entry, vols = volumes(results["node1"], "apps/lv")
     assert "outside the directories the operator allows" in vols["d"]["reason"], vols
+    # checked as the role checks them: an unknown name fails the task at once, naming it
+    run, results = wait(kv, ["apps/lv"], expect_rc="nonzero", timeout=60,
+                        driver_options={"kubernetes.io/local-volum": {"paths": ["/mnt"]}})
+    assert "driver_options" in results["node1"]["msg"] and "kubernetes.io/local-volum" in results["node1"]["msg"], \
+        run.describe()
+    assert "polls" not in results["node1"]
 
 
 def test_once_the_reconcile_set_them_up_the_wait_succeeds(kv):
