@@ -119,6 +119,7 @@ class _Plan:
         self.detached = set()           # (unique, node) detached by this plan
         self.attached_to = {}           # unique -> nodes this plan attaches to
         self.not_attached = {}          # (unique, node) -> why the device will not be there
+        self.device_changed = {}        # (unique, node) -> why its global mount is not its device now (blocked)
         self.grown_to = {}              # pv -> capacity after this plan's controller expansion
         self.rwop_refused = set()       # (pod uid, (unique, node)): a ReadWriteOncePod volume another pod has
         # A volume a pod outside `scope` uses is out of this run's hands on every node: tearing down a

@@ -33,6 +33,7 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.plan.rules_teardow
     STALE_PATH, detach, uncertain_mounts, unmount_devices, unmount_pods, unpublish_inline)
 from ansible_collections.kubevol.volumes.plugins.module_utils.plan.rules_setup import (  # noqa: F401  # pylint: disable=unused-import
     _multi_attach_error, attach, fs_group_to_apply, mount_devices, mount_pods, publish_inline, read_write_once_pod)
+from ansible_collections.kubevol.volumes.plugins.module_utils.plan.rules_identity import stale_global_mounts
 from ansible_collections.kubevol.volumes.plugins.module_utils.plan.rules_expand import (  # noqa: F401  # pylint: disable=unused-import
     expand_controller, expand_node, expansion_refused, offline_grow_window)
 from ansible_collections.kubevol.volumes.plugins.module_utils.plan import stages
@@ -137,6 +138,7 @@ def plan(desired, actual, index, options=None):
     detach(p)               # controller: detach before attach so an RWO volume can follow its pod
     stages.hold_detaches(p)  # stage attach_detach: a detach waits for its node's own unmount (volumesInUse)
     attach(p)               # controller: attach, refusing a second node for RWO/RWOP volumes
+    stale_global_mounts(p)  # kubelet: a global mount on another device than the volume's now is not set up
     mount_devices(p)        # kubelet: stage the device once per node
     read_write_once_pod(p)  # kubelet: one pod per ReadWriteOncePod volume
     mount_pods(p)           # kubelet: then publish it to each pod

@@ -198,8 +198,8 @@ def expand_node(p):
                           for s in p.phases[kind]) if pending_claims else frozenset()
     for pair, nv in p.desired.volumes.items():
         spec = nv.spec
-        if pair in p.not_attached:
-            continue
+        if pair in p.not_attached or pair in p.device_changed:
+            continue  # device_changed: its global mount is another device's (rules_identity): nothing to grow there
         target = _node_grow_target(p, nv)
         if target is None:
             continue

@@ -12,6 +12,7 @@ __metaclass__ = type
 
 from ansible_collections.kubevol.volumes.plugins.module_utils.plan.actual_state import ATTACHED
 from ansible_collections.kubevol.volumes.plugins.module_utils.plan.plan_state import _step
+from ansible_collections.kubevol.volumes.plugins.module_utils.plan.rules_identity import remap_reason
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.quantity import format_bytes
 from ansible_collections.kubevol.volumes.plugins.module_utils.volume import CSI, get_plugin
 from ansible_collections.kubevol.volumes.plugins.module_utils.volume.csi import STAGE_LOCKED, driver_capabilities
@@ -188,8 +189,8 @@ def mount_devices(p):
             if not waiting.startswith("node unreachable") and waiting != "Multi-Attach error":
                 p.block(node, nv.spec.pv_name, None, "volume is not attached: %s" % waiting)
             continue
-        if nv.spec.mode != "Filesystem":
-            continue  # Block volumes are mapped per pod
+        if nv.spec.mode != "Filesystem" or pair in p.device_changed:
+            continue  # Block volumes are mapped per pod; a stale global mount is blocked (rules_identity.py)
         if not p.plugin(nv.spec).plans_device_mount():
             continue  # hostPath mounts nothing; a local PV's device mount (block-backed only) is its pod step's
         facts = reachable_facts.get(node)
@@ -267,7 +268,7 @@ def mount_pods(p):
     add = p.phases[("mount", "pod")].append
     for pair, nv in p.desired.volumes.items():
         unique, node = pair
-        if not nv.mount_pods or node in unreachable_errors or pair in not_attached:
+        if not nv.mount_pods or node in unreachable_errors or pair in not_attached or pair in p.device_changed:
             continue
         facts = reachable_facts.get(node)
         item = None
@@ -279,7 +280,7 @@ def mount_pods(p):
             current = facts.pod_mounts.get((pod.uid, nv.spec.pv_name)) if facts is not None else None
             if current is not None and current.published and not current.mounted:
                 continue  # hostPath: its check passed for this pod (the marker exists); nothing is mounted
-            if current is not None and current.mounted:
+            if current is not None and current.mounted and not current.device_mismatch:
                 if current.read_only != pod.read_only:
                     why = "remount: read-only changed"
                 elif fs_group is not None and _root_needs_fs_group(current, fs_group):
@@ -287,6 +288,8 @@ def mount_pods(p):
                         fs_group, pod.name, current.root_gid, current.root_mode)
                 else:
                     continue
+            elif current is not None and current.mounted:
+                why = remap_reason(current, pod.name, node)  # a Block map on another device (rules_identity.py)
             else:
                 why = "pod %s uses it" % pod.name
             # the volume's one item; each pod step carries its pod's read-only flag and fsGroup

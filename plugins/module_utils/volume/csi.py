@@ -20,6 +20,7 @@ __metaclass__ = type
 import hashlib
 import os
 
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.words import setting
 from ansible_collections.kubevol.volumes.plugins.module_utils.volume.base import VolumePlugin, field
 
 # capability names as drivers/base.py spells them
@@ -87,6 +88,16 @@ class CSIPlugin(VolumePlugin):
         check_driver_name(driver)
         digest = hashlib.sha256(volume_handle.encode("utf-8")).hexdigest()
         return os.path.join(kubelet_dir, "plugins", cls.NAME, driver, digest, "globalmount")
+
+    @classmethod
+    def not_served(cls, pv_name, driver, known_drivers):
+        """A driver kubevol does not drive here: its own CSI node plugin publishes the volume (kubevol neither waits
+        for it nor touches it)."""
+        if driver in known_drivers:
+            return None
+        what = "PV %s" % pv_name if pv_name else "the inline volume"
+        return ("%s belongs to CSI driver %s, which kubevol does not drive (its own node plugin publishes it; "
+                "configure it in %s to have kubevol drive it)" % (what, driver, setting("driver_options", key=driver)))
 
     @classmethod
     def split_unique_name(cls, name):

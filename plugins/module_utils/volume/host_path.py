@@ -211,3 +211,10 @@ class HostPathPlugin(VolumePlugin):
         path = entry["path"]
         entry["published"] = not entry["unsafe"] and os.path.isdir(path) and not os.path.islink(path)
         return entry
+
+    @classmethod
+    def pod_published(cls, current, mode):
+        """Nothing is mounted for hostPath (the runtime bind-mounts the path itself): the pod's volume is ready once
+        its type check passed on the node, which the pod's marker records (node_setup); host_path.go SetUp is that
+        check alone."""
+        return current is not None and current.published
