@@ -33,6 +33,7 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.common import name
 from ansible_collections.kubevol.volumes.plugins.module_utils.common import driver_options as driver_options_mod
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import InvalidInput, KubevolError
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.handles import quote_handle
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.words import setting
 from ansible_collections.kubevol.volumes.plugins.module_utils import volume as volume_plugins
 from ansible_collections.kubevol.volumes.plugins.module_utils.volume import CSI
 from ansible_collections.kubevol.volumes.plugins.module_utils.volume.csi import handle_refusal
@@ -94,12 +95,12 @@ def component(refusals, kind, name, field, value):
 
 def check_loop_pools(pools):
     """The loop_pools option: absolute paths (the node ignores any other)."""
+    where = "the pools of %s" % setting("driver_options", key=names.LOOP_DRIVER)
     if not isinstance(pools, (list, tuple)) or not pools:
-        raise InvalidInput(field="loop_pools", value=pools, reason="must be a non-empty list of absolute paths")
+        raise InvalidInput(field=where, value=pools, reason="must be a non-empty list of absolute paths")
     for pool in pools:
         if not isinstance(pool, str) or not pool.startswith("/") or "\x00" in pool:
-            raise InvalidInput(field="loop_pools", value=pool,
-                               reason="each pool must be an absolute path (reconcile role: kubevol_loop_pools)")
+            raise InvalidInput(field=where, value=pool, reason="each pool must be an absolute path")
 
 
 def normalized_pools(pools):
