@@ -120,7 +120,7 @@ def test_the_apis_rule_only_empty_or_not_text():
 # ---- through the planner, the node's checks and the records ------------------------------------------------------
 
 @pytest.mark.parametrize("handle", [h for _n, h in HANDLES], ids=IDS)
-def test_an_external_drivers_handle_is_planned_attached_mounted_and_torn_down(handle):
+def test_an_external_drivers_handle_is_planned_attached_mounted_grown_and_torn_down(handle):
     data = world(handle)
     result = run(data)
     assert result["blocked"] == [] and steps(result) == [
@@ -150,6 +150,14 @@ def test_an_external_drivers_handle_is_planned_attached_mounted_and_torn_down(ha
     assert va["metadata"]["name"] == names.volume_attachment_name(handle, EXT, "node1")
     again = run(data, facts)
     assert again["plan"] == [] and again["blocked"] == []
+
+    # the claim grown: the controller's and the node's expansion, by the same handle
+    grown = copy.deepcopy(data)
+    [claim] = [o for o in grown["items"] if o["kind"] == "PersistentVolumeClaim"]
+    claim["spec"]["resources"]["requests"]["storage"] = "2Gi"
+    expand = run(grown, facts)
+    assert expand["blocked"] == [] and steps(expand) == [("expand", "controller", "node1"), ("expand", "node", "node1")]
+    assert [i["volume_handle"] for i in executor.phase_items(expand, "expand_node", "node1")] == [handle]
 
     # the pod gone: unpublished, unstaged and detached by the same handle
     data["items"] = [o for o in data["items"] if o["kind"] != "Pod"]
