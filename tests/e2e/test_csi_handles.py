@@ -24,7 +24,8 @@ LOOP = "loop.kubevol.io"
 
 
 def staging(handle):
-    return "%s/plugins/kubernetes.io/csi/%s/%s/globalmount" % (KUBELET, DRIVER, hashlib.sha256(handle.encode()).hexdigest())
+    digest = hashlib.sha256(handle.encode()).hexdigest()
+    return "%s/plugins/kubernetes.io/csi/%s/%s/globalmount" % (KUBELET, DRIVER, digest)
 
 
 def loop_pv_with_a_slash():

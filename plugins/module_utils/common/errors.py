@@ -51,8 +51,8 @@ class UnsafeName(InvalidInput):
 
 class HandleRefused(UnsafeName):
     """A volume handle the volume's own driver cannot take (drivers/base.py ``Driver.handle_refusal``: the loop driver
-    names a file after it); any other driver takes every handle the API accepts. ``handle`` is shown, not whole
-    (common/handles.py show_handle)."""
+    names a file after it); any other driver takes every handle the API accepts. ``value``: the handle as
+    common/handles.py show_handle shows it, never whole."""
     message = ("volume {volume} on node {node}: volume handle '{value}' refused: {reason}; give the PV a "
                "csi.volumeHandle that is one plain file name")
     code = "KV-HANDLE-REFUSED"

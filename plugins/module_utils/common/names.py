@@ -20,8 +20,8 @@ import hashlib
 import os
 
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import InvalidInput, UnsafeName
-from ansible_collections.kubevol.volumes.plugins.module_utils.common.handles import (  # noqa: F401 (one rule)
-    handle_hash, handle_problem, show_handle, show_volume_name)
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.handles import (  # noqa: F401 pylint: disable=unused-import
+    handle_hash, handle_problem, show_handle, show_volume_name)  # one rule: common/handles.py
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.words import setting
 from ansible_collections.kubevol.volumes.plugins.module_utils.volume.base import check_component  # noqa: F401 (one rule)
 from ansible_collections.kubevol.volumes.plugins.module_utils.volume.csi import CSIPlugin

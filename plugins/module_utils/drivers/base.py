@@ -21,7 +21,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import HandleRefused, InvalidInput, UnsafeName
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import (
+    HandleRefused, InvalidInput, UnsafeName)
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.handles import show_handle
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.value import REQUIRED, Value
 from ansible_collections.kubevol.volumes.plugins.module_utils.volume.base import check_component

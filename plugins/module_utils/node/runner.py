@@ -127,8 +127,8 @@ def _timed_out(argv, limit, stderr, gone):
     name = os.path.basename(argv[0])
     limit_setting = setting("long_command_timeout" if _is_long(argv) else "command_timeout")
     partial = _text(stderr or b"").strip()
-    return ("timed out after %ds (kubevol's limit for %s, set by %s) and %s; the device or filesystem may be hung: check "
-            "the kernel log (dmesg) before running again%s"
+    return ("timed out after %ds (kubevol's limit for %s, set by %s) and %s; the device or filesystem may be hung: "
+            "check the kernel log (dmesg) before running again%s"
             % (limit, name, limit_setting, "was killed with every process it started" if gone else
                "was killed, but a process it started did not die (stuck in the kernel on a hung device: check ps)",
                ("; its last output: " + partial[-500:]) if partial else ""))

@@ -20,6 +20,8 @@ def _running_with(marker):
         if marker.encode() in cmdline and state != b"Z":
             found.append(int(pid))
     return found
+
+
 POD1 = "33333333-3333-4333-8333-333333333333"
 POD2 = "44444444-4444-4444-8444-444444444444"
 
