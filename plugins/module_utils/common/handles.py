@@ -61,10 +61,13 @@ def quote_handle(volume_handle):
 
 def show_volume_name(unique_name):
     """A unique volume name as a message shows it: a CSI name's handle through show_handle
-    (``kubernetes.io/csi/<driver>^<handle>``), any other name through the same rule."""
+    (``kubernetes.io/csi/<driver>^<handle>``); another plugin's name (``<plugin>/<PV name>``, at most a PV name long)
+    escaped, and cut as a handle only past that."""
     if isinstance(unique_name, str) and unique_name.startswith(_CSI_PREFIX) and _SEP in unique_name:
         head, handle = unique_name.split(_SEP, 1)
         return "%s%s%s" % (_escaped(head[:SHOWN_CHARACTERS * 2]), _SEP, show_handle(handle))
+    if isinstance(unique_name, str) and len(unique_name) <= 320:
+        return _escaped(unique_name)
     return show_handle(unique_name)
 
 

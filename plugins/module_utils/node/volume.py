@@ -110,7 +110,8 @@ def _plugin_fields(raw):
         raise InvalidInput(field="driver of PV %s" % pv, value=raw.get("driver"), volume=pv,
                            reason="a %s item names no CSI driver (driver: null)" % plugin)
     if raw.get("volume_handle") not in (None, "", pv):
-        raise InvalidInput(field="volume_handle of PV %s" % pv, value=raw.get("volume_handle"), volume=pv,
+        raise InvalidInput(field="volume_handle of PV %s" % pv, value=names.show_handle(raw.get("volume_handle")),
+                           volume=pv,
                            reason="a %s item's volume handle is its PV name" % plugin)
     # null: a teardown the planner built from node facts alone (the PV is gone); unmounting needs no path, and
     # every step that would use one refuses it (paths.resolve)

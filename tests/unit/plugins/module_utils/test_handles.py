@@ -107,6 +107,8 @@ def test_a_unique_volume_name_is_shown_with_its_handle_cut():
     shown = handles.show_volume_name(names.unique_volume_name(EXT, long_handle))
     assert shown.startswith("kubernetes.io/csi/%s^%s..." % (EXT, "x" * 40)) and len(shown) < 150
     assert handles.show_volume_name("kubernetes.io/local-volume/pv-a") == "kubernetes.io/local-volume/pv-a"
+    long_pv = "kubernetes.io/local-volume/" + "p" * 253  # a PV name's longest
+    assert handles.show_volume_name(long_pv) == long_pv
 
 
 def test_the_apis_rule_only_empty_or_not_text():
