@@ -68,8 +68,9 @@ options:
     version_added: 0.2.0
   command_timeout:
     description:
-      - Seconds each node command (mount, losetup, blkid, ...) may run. A command past it is killed and fails its
-        volume, naming the command line and the time waited; the other volumes of the call go on.
+      - Seconds each node command (mount, losetup, blkid, ...) may run. A command past it is killed with every
+        process it started (its process group) and fails its volume, naming the command line and the time waited;
+        the other volumes of the call go on.
       - The reconcile role passes C(kubevol_command_timeout).
     type: int
     default: 300

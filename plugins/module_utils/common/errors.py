@@ -49,6 +49,15 @@ class UnsafeName(InvalidInput):
                "(no '/', '..', NUL or control characters)")
 
 
+class HandleRefused(UnsafeName):
+    """A volume handle the volume's own driver cannot take (drivers/base.py ``Driver.handle_refusal``: the loop driver
+    names a file after it); any other driver takes every handle the API accepts. ``value``: the handle as
+    common/handles.py show_handle shows it, never whole."""
+    message = ("volume {volume} on node {node}: volume handle '{value}' refused: {reason}; give the PV a "
+               "csi.volumeHandle that is one plain file name")
+    code = "KV-HANDLE-REFUSED"
+
+
 class StalePathRefused(InvalidInput):
     """A stale path volume_detach will not remove (stale.check_paths): nothing was removed."""
     message = ("refusing stale_paths entry {value!r} on node {node}: {reason}. Nothing was removed: kubevol removes only "

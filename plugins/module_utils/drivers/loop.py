@@ -72,6 +72,7 @@ class LoopDriver(Records, Holders, DeviceDriver):
                               STAGE_LOCKED))
     # driver_options["loop.kubevol.io"]: the directories this node keeps images in (the operator's, never a PV's)
     OPTIONS = {"pools": {"type": "list", "elements": "path", "default": [DEFAULT_POOL]}}
+    HANDLE_IS_FILE_NAME = True  # the image is <pool>/<handle>: the planner and the node refuse any other handle
 
     # -- paths -------------------------------------------------------------------------------------
     def allowed_pools(self):
