@@ -115,3 +115,24 @@ def test_failure_knobs(driver):
     assert [(c["method"], c["code"]) for c in driver.calls() if c["method"] in ("CreateVolume", "DeleteVolume")] == [
         ("CreateVolume", "DEADLINE_EXCEEDED"), ("CreateVolume", "OK"), ("DeleteVolume", "FAILED_PRECONDITION"),
         ("DeleteVolume", "OK")]
+
+
+def test_the_node_facts_register_the_plugin(driver):
+    """node/csi_registration.py: NodeGetInfo of each external driver with a socket on the node, read-only; a plugin
+    that does not answer is null with a warning; a driver with no socket on the node is not reported."""
+    from ansible_collections.kubevol.volumes.plugins.module_utils.node.context import NodeContext
+    from ansible_collections.kubevol.volumes.plugins.module_utils.node.csi_registration import csi_nodes
+    from ansible_collections.kubevol.volumes.plugins.module_utils.node.runner import process_runner
+
+    driver.start(node_id="n-7", topology={"zone": "z1", KEY: "node7"}, max_volumes_per_node=5)
+    options = {"csi.kubevol.test": {"socket": driver.socket, "controller": "node"},
+               "absent.csi": {"socket": driver.path("none.sock"), "controller": "node"}}
+    ctx = NodeContext(process_runner(30, 60), node_name="node7", kubelet_dir=driver.work, driver_options=options)
+    assert csi_nodes(ctx) == {"csi.kubevol.test": {"node_id": "n-7", "max_volumes_per_node": 5,
+                                                   "topology": {"zone": "z1", KEY: "node7"}}}
+    assert not ctx.warnings
+    assert [c["method"] for c in driver.calls()] == ["GetPluginInfo", "Probe", "NodeGetInfo"]
+    driver.configure(fail={"NodeGetInfo": {"code": "INTERNAL", "message": "not yet"}})
+    ctx = NodeContext(process_runner(30, 60), node_name="node7", kubelet_dir=driver.work, driver_options=options)
+    assert csi_nodes(ctx) == {"csi.kubevol.test": None}
+    assert "did not register (NodeGetInfo)" in ctx.warnings[0] and "not yet" in ctx.warnings[0]
