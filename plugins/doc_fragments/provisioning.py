@@ -29,7 +29,7 @@ options:
     version_added: 0.2.0
   again:
     description:
-      - An earlier result of this module (O(output=record)) whose options to plan with again, provisioning nothing:
+      - An earlier result of this module (O(output=record)) whose options to plan with again, provisioning nothing -
         the reconcile role's plan after its provisioning, so that the run attaches and mounts the new volumes. The
         options given with it (O(node_facts), O(run_lock), the cluster store's) are used; its other options are the
         earlier plan's.

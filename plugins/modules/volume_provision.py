@@ -16,7 +16,7 @@ author: kubevol contributors (@kubevol)
 description:
   - Internal to the reconcile role (its provision and delete tasks), not meant to be called directly. An action
     plugin.
-  - It takes a M(kubevol.volumes.volume_reconcile_plan) result and cuts from it the operations O(host) carries out:
+  - It takes a M(kubevol.volumes.volume_reconcile_plan) result and cuts from it the operations O(host) carries out -
     with O(task=provision) the CreateVolume of each claim to provision
     (RV(kubevol.volumes.volume_reconcile_plan#module:provisioning)), with O(task=delete) the DeleteVolume of each
     released volume to delete (RV(kubevol.volumes.volume_reconcile_plan#module:deletions)), minus those of volumes

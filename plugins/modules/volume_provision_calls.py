@@ -13,7 +13,7 @@ short_description: Internal - CreateVolume and DeleteVolume on the host a CSI dr
 version_added: 0.2.0
 author: kubevol contributors (@kubevol)
 description:
-  - Internal to the reconcile role, not meant to be called directly: M(kubevol.volumes.volume_provision) runs it,
+  - Internal to the reconcile role, not meant to be called directly. M(kubevol.volumes.volume_provision) runs it,
     with the operations it cut from the run's plan and the Secrets it read, on each host that provisions or deletes
     volumes.
   - For an external CSI driver, CreateVolume or DeleteVolume over its Controller service's socket (the controller
@@ -52,7 +52,7 @@ options:
     elements: dict
     required: true
   secrets:
-    description: The I-th operation's secrets (C({key: value})), read from the Secret its StorageClass or PV names.
+    description: The I-th operation's secrets (a mapping of key to value), read from the Secret its StorageClass or PV names.
     type: list
     elements: dict
     default: []
