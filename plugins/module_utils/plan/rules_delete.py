@@ -88,11 +88,13 @@ def plan_deletions(p, hosts, scope):
     if opts.stage == "node":
         return out
     index = p.index
-    users = _claim_users(index)
+    # the pods' claims are read only when a claim is being deleted or a volume released (a pass over every pod)
+    deleting = [c for c in index.cluster.claims if c.deletion_timestamp and PVC_PROTECTION in c.finalizers]
+    users = _claim_users(index) if deleting else None
     letting_go = set()
-    for claim in index.cluster.claims:
+    for claim in deleting:
         key = claim.namespace + "/" + claim.name
-        if claim.deletion_timestamp and key not in users and PVC_PROTECTION in claim.finalizers:
+        if key not in users:
             out.records.append({"type": "claim_released", "pvc": key, "uid": claim.uid})
             if set(claim.finalizers) == {PVC_PROTECTION}:
                 letting_go.add(key)  # no other finalizer: the claim goes with this run's records
@@ -115,6 +117,8 @@ def plan_deletions(p, hosts, scope):
         if driver != pv.csi.driver or driver not in known:
             continue  # provisioned by someone else, or by hand: its own provisioner deletes it
         candidates.append((pv, key, driver))
+    if candidates and users is None:
+        users = _claim_users(index)
     for pv, key, driver in candidates:
         operation, reason = _deletion(p, hosts, scope, users, pv, key, driver)
         if operation is None:
