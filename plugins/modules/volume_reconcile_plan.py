@@ -247,7 +247,7 @@ deletions:
   description:
     - The released volumes to delete, one C(delete_volume) operation each - C(host), C(driver), C(pv_name),
       C(volume_id), C(claim) (the claim that is gone), C(after_teardown) (this plan detaches it first) and C(reason).
-      RV(deletion_guard) says whether the deletion guard held them back.
+      C(deletion_guard) says whether the deletion guard held them back.
   returned: always
   type: list
   elements: dict

@@ -75,8 +75,10 @@ def test_one_run_from_claims_to_mounted_volumes(kv):
     data_pv, zonal_pv = pvs[volume_name("apps", "data")], pvs[volume_name("apps", "zonal")]
     assert data_pv["metadata"]["annotations"]["pv.kubernetes.io/provisioned-by"] == DRIVER
     assert data_pv["spec"]["persistentVolumeReclaimPolicy"] == "Delete"
+
     # WaitForFirstConsumer: made on the pod's node; Immediate: in the class's allowedTopologies
-    affinity = lambda pv: pv["spec"]["nodeAffinity"]["required"]["nodeSelectorTerms"]  # noqa: E731
+    def affinity(pv):
+        return pv["spec"]["nodeAffinity"]["required"]["nodeSelectorTerms"]
     assert affinity(data_pv) == [{"matchExpressions": [{"key": KEY, "operator": "In", "values": ["node1"]}]}]
     assert affinity(zonal_pv) == [{"matchExpressions": [{"key": KEY, "operator": "In", "values": ["node2"]}]}]
     creates = dict((c[2]["name"], c) for c in calls(kv.plugins) if c[1] == "CreateVolume")

@@ -86,9 +86,9 @@ def build_storage_class(obj):
     reclaim = obj.get("reclaimPolicy") or "Delete"
     if reclaim not in RECLAIM_POLICIES:
         raise ValueError("reclaimPolicy %r is not one of %s" % (reclaim, ", ".join(RECLAIM_POLICIES)))
+    options = strings(obj.get("mountOptions"), "mountOptions")
     return StorageClass(name, provisioner, pairs(obj.get("parameters"), "parameters"), reclaim, binding,
-                        _allowed_topologies(obj.get("allowedTopologies")), strings(obj.get("mountOptions"),
-                                                                                    "mountOptions"),
+                        _allowed_topologies(obj.get("allowedTopologies")), options,
                         _is_default(meta, DEFAULT_CLASS_ANNOTATIONS), meta.get("creationTimestamp") or "")
 
 

@@ -49,6 +49,6 @@ def storage_line(result):
         return None
     text = "Storage: %d volume(s) to provision, %d to delete" % (creating, deleting)
     if guard.get("tripped"):
-        text += "; deletion guard: %d held back (limit %d)" % (guard.get("deletions", 0),
-                                                                guard.get("max_volume_deletions", 0))
+        held, limit = guard.get("deletions", 0), guard.get("max_volume_deletions", 0)
+        text += "; deletion guard: %d held back (limit %d)" % (held, limit)
     return text

@@ -40,8 +40,9 @@ def _consumers(index, scope):
     found = {}
     for pod in index.cluster.pods:
         key = pod.namespace + "/" + pod.name
-        if not pod.node_name or pod.phase in _FINISHED or pod.deletion_timestamp or (scope is not None
-                                                                                        and key not in scope):
+        if not pod.node_name or pod.phase in _FINISHED or pod.deletion_timestamp:
+            continue
+        if scope is not None and key not in scope:
             continue
         for volume in pod.volumes:
             if volume.claim_name:

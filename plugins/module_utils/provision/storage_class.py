@@ -143,8 +143,8 @@ def secret_reference(kind, parameters, pv_name, claim):
     except ClassRefused as err:
         raise ClassRefused("error resolving the %s secret of the StorageClass: %s" % (entry[1], err.msg))
     if not is_dns1123_label(namespace):
-        raise ClassRefused('"%s" resolved to "%s" which is not a valid namespace name' % (namespace_template,
-                                                                                           namespace))
+        raise ClassRefused('"%s" resolved to "%s" which is not a valid namespace name'
+                           % (namespace_template, namespace))
     if not is_dns1123_subdomain(name):
         raise ClassRefused('"%s" resolved to "%s" which is not a valid secret name' % (name_template, name))
     return "%s/%s" % (namespace, name)

@@ -58,8 +58,8 @@ def test_every_storage_kind_and_the_new_fields_are_read():
     assert csinode_driver(node1, "csi.kubevol.test") == CSINodeDriver("csi.kubevol.test", "n1", ("zone",), 4)
     assert csinode_driver(node1, "other").count is None and csinode_driver(node1, "absent") is None
     snap_class, = cluster.snapshot_classes
-    assert (snap_class.driver, snap_class.deletion_policy, snap_class.parameters) == ("csi.kubevol.test", "Retain",
-                                                                                     (("a", "b"),))
+    assert (snap_class.driver, snap_class.deletion_policy) == ("csi.kubevol.test", "Retain")
+    assert snap_class.parameters == (("a", "b"),)
     snapshot, = cluster.snapshots
     assert (snapshot.source_claim, snapshot.bound_content, snapshot.ready_to_use, snapshot.restore_size_bytes) == (
         "data", "snapcontent-su1", True, 1 << 30)
@@ -105,8 +105,8 @@ def test_the_api_store_lists_them(tmp_path, snapshots):
     server = FakeApiServer(tokens=["t"]).start()
     server.serve_snapshots = snapshots
     server.load([o for o in OBJECTS if snapshots or not o["apiVersion"].startswith("snapshot.")])
-    store = KubernetesStore({"kubeconfig": write_kubeconfig(str(tmp_path / "k"), {"c": {"server": server.url,
-                                                                                     "token": "t"}})}, environ={})
+    config = write_kubeconfig(str(tmp_path / "k"), {"c": {"server": server.url, "token": "t"}})
+    store = KubernetesStore({"kubeconfig": config}, environ={})
     try:
         cluster = cluster_from_data(store.load())
     finally:

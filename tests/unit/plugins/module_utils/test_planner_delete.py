@@ -40,8 +40,8 @@ def provisioned_pv(name, claim="data", policy="Delete", by=LOOP, phase="Bound", 
 
 
 def claim(name="data", **meta):
-    obj = {"kind": "PersistentVolumeClaim", "metadata": dict({"namespace": "ns", "name": name, "uid": "u-" + name},
-                                                              **meta),
+    metadata = dict({"namespace": "ns", "name": name, "uid": "u-" + name}, **meta)
+    obj = {"kind": "PersistentVolumeClaim", "metadata": metadata,
            "spec": {"volumeName": "pv-" + name, "resources": {"requests": {"storage": "1Gi"}}},
            "status": {"phase": "Bound"}}
     return obj

@@ -28,9 +28,9 @@ KEY = "topology.csi.kubevol.test/node"
 OPTIONS = {EXT: {"controller": "node"}}
 
 
-def run(data, node_facts=None, options=OPTIONS, scope=None, **extra):
+def run(data, node_facts=None, options=None, scope=None, **extra):
     opts = PlanOptions(True, 360, (LOOP, EXT, "remote.csi", "bare.csi"), NOW, 0.5, 20, False,
-                       ("/var/lib/kubevol/pool",), options, **extra)
+                       ("/var/lib/kubevol/pool",), options or OPTIONS, **extra)
     return plan_cluster(ClusterIndex(cluster_from_data(data)), node_facts, opts, scope)
 
 
@@ -150,10 +150,10 @@ def test_claims_it_does_not_provision():
 
 
 def test_a_volume_made_before_is_bound_never_made_twice():
-    made = {"kind": "PersistentVolume", "metadata": {"name": "pvc-u-data", "annotations": {
-        "pv.kubernetes.io/provisioned-by": LOOP}}, "spec": {"claimRef": {"namespace": "ns", "name": "data",
-                                                                          "uid": "u-data"},
-                                                             "csi": {"driver": LOOP, "volumeHandle": "pvc-u-data"}}}
+    made = {"kind": "PersistentVolume",
+            "metadata": {"name": "pvc-u-data", "annotations": {"pv.kubernetes.io/provisioned-by": LOOP}},
+            "spec": {"claimRef": {"namespace": "ns", "name": "data", "uid": "u-data"},
+                     "csi": {"driver": LOOP, "volumeHandle": "pvc-u-data"}}}
     data = cluster(node("node1"), storage_class(mode="Immediate"), claim(), made)
     result = run(data, {"node1": facts("node1")})
     assert ops(result) == []

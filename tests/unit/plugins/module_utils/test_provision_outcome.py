@@ -39,7 +39,8 @@ def setup_step(pv):
 
 
 def test_the_task_sequence():
-    names = lambda seq: [(t["name"], t.get("hosts")) for t in seq]  # noqa: E731
+    def names(seq):
+        return [(t["name"], t.get("hosts")) for t in seq]
     # provisioning: the only task of this plan (the rest is planned again after it)
     state = executor.initial_run_state(plan_result([teardown_step("pv-a")], [create("c", "node2"), create("d")],
                                                    [delete("pv-a")]))

@@ -203,8 +203,9 @@ def test_the_api_store_creates_binds_and_deletes_through_the_api(api_store):
     store.apply([{"type": "pv_deleted", "pv_name": "pvc-u-1"}])
     assert api.get("PersistentVolume", "pvc-u-1") is None
     # a claim deleted with kubectl stays, with its finalizer, until kubevol lets it go
-    api.put(dict(claim("gone", "u-g"), metadata=dict(claim("gone", "u-g")["metadata"],
-                                                      finalizers=["kubernetes.io/pvc-protection"])))
+    gone = claim("gone", "u-g")
+    gone["metadata"]["finalizers"] = ["kubernetes.io/pvc-protection"]
+    api.put(gone)
     api.request_delete("PersistentVolumeClaim", "gone", "ns")
     assert api.get("PersistentVolumeClaim", "gone", "ns")["metadata"]["deletionTimestamp"]
     store.apply([{"type": "claim_released", "pvc": "ns/gone", "uid": "u-g"}])

@@ -98,8 +98,8 @@ def test_every_request_the_store_sends_is_in_the_permissions(api, tmp_path):
               {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "c", "namespace": "ns"},
                "spec": {"volumeName": "pv-a"}, "status": {"capacity": {"storage": "1Gi"}}},
               {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "csi-creds", "namespace": "ns"}, "data": {}},
-              {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "new", "namespace": "ns",
-                                                                                  "uid": "u-new"},
+              {"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+               "metadata": {"name": "new", "namespace": "ns", "uid": "u-new"},
                "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}}])
     base = {"node": "node1", "pv_name": "pv-a", "driver": DRIVER, "volume_handle": "pv-a.img"}
     new_pv = {"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": "pvc-u-new"},
