@@ -137,7 +137,9 @@ def test_an_uncertain_create_volume_is_retried_without_a_second_volume(kv):
     assert "slow disk" in failed.stdout and "calls CreateVolume %s again" % name in failed.stdout, failed.describe()
     data = kv.cluster()
     assert name not in by_name(data, "PersistentVolume")
-    assert "volumeName" not in by_name(data, "PersistentVolumeClaim")["slow"]["spec"]
+    slow = by_name(data, "PersistentVolumeClaim")["slow"]
+    assert "volumeName" not in slow["spec"]
+    assert slow["metadata"]["annotations"]["kubevol.io/provisioning-uncertain"] == name  # recorded on the claim
     assert name + ".img" in images(kv.csi_pool)  # the driver made it before it answered
     seen = counts(kv.plugins)
     kv.reconcile(extra())

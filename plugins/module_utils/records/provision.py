@@ -12,6 +12,9 @@ record                         what it writes, and who does it in Kubernetes
 ``provisioning_started``       the claim's ``volume.kubernetes.io/storage-provisioner`` (and its beta twin) and the
                                scheduler's ``volume.kubernetes.io/selected-node``, before CreateVolume: the PV
                                controller (pv_controller.go setClaimProvisioner) and the scheduler's volumebinding
+``provisioning_uncertain``     a CreateVolume answered with a non-final status: the claim's
+                               ``kubevol.io/provisioning-uncertain`` names the volume the next run asks for again
+                               (the external-provisioner keeps it in memory, as ProvisioningInBackground)
 ``provisioned``                the PV the external-provisioner writes (pkg/controller/controller.go Provision),
                                then the claim bound to it as the PV controller binds (pv_controller.go bind:
                                claimRef, PV phase Bound, the claim's volumeName, its bind-completed and
@@ -41,6 +44,7 @@ NODE_ID_ANNOTATION = "csi.volume.kubernetes.io/nodeid"  # nodeinfomanager: {driv
 STORAGE_PROVISIONER = "volume.kubernetes.io/storage-provisioner"
 BETA_STORAGE_PROVISIONER = "volume.beta.kubernetes.io/storage-provisioner"
 SELECTED_NODE = "volume.kubernetes.io/selected-node"
+PROVISIONING_UNCERTAIN = "kubevol.io/provisioning-uncertain"
 BIND_COMPLETED = "pv.kubernetes.io/bind-completed"
 BOUND_BY_CONTROLLER = "pv.kubernetes.io/bound-by-controller"
 PVC_PROTECTION = "kubernetes.io/pvc-protection"
@@ -185,6 +189,13 @@ class ProvisionRecords:
                 annotations[SELECTED_NODE] = record["selected_node"]
         return self._changed(pvc, change)
 
+    def _provisioning_uncertain(self, record):
+        pvc = self._claim(record["pvc"], "", required=False)
+        if pvc is None:
+            return []  # gone meanwhile: nothing to mark
+        return self._changed(pvc, lambda obj: _map(_meta(obj), "annotations").__setitem__(PROVISIONING_UNCERTAIN,
+                                                                                         record["volume_name"]))
+
     def _provisioned(self, record):
         wanted = record["pv"]
         name = wanted["metadata"]["name"]
@@ -213,6 +224,7 @@ class ProvisionRecords:
 
         def claim_change(obj):
             annotations = _map(_meta(obj), "annotations")
+            annotations.pop(PROVISIONING_UNCERTAIN, None)  # certain now
             annotations[BIND_COMPLETED] = "yes"
             annotations[BOUND_BY_CONTROLLER] = "yes"
             _map(obj, "spec")["volumeName"] = name
@@ -265,6 +277,7 @@ class ProvisionRecords:
 HANDLERS = {
     "node_registration": ProvisionRecords._node_registration,
     "provisioning_started": ProvisionRecords._provisioning_started,
+    "provisioning_uncertain": ProvisionRecords._provisioning_uncertain,
     "provisioned": ProvisionRecords._provisioned,
     "released": ProvisionRecords._released,
     "pv_deleted": ProvisionRecords._pv_deleted,
@@ -273,6 +286,7 @@ HANDLERS = {
 REQUIRED_KEYS = {
     "node_registration": ("node", "driver", "node_id"),
     "provisioning_started": ("pvc", "driver"),
+    "provisioning_uncertain": ("pvc", "volume_name"),
     "provisioned": ("pvc", "claim_uid", "pv"),
     "released": ("pv_name",),
     "pv_deleted": ("pv_name",),

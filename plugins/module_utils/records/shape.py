@@ -74,7 +74,8 @@ def validate_record(record, index=None):
     if rtype == "node_registration" and (not isinstance(record.get("topology") or {}, dict) or not isinstance(
             record.get("max_volumes") or 0, int) or isinstance(record.get("max_volumes"), bool)):
         raise InvalidInput(field=where, value=record, reason="topology must be a mapping and max_volumes an integer")
-    if rtype in ("node_expanded", "resize_intent", "provisioning_started", "provisioned", "claim_released") \
+    if rtype in ("node_expanded", "resize_intent", "provisioning_started", "provisioning_uncertain", "provisioned",
+                 "claim_released") \
             and record["pvc"].count("/") != 1:
         raise InvalidInput(field=where + ".pvc", value=record["pvc"], reason="must be 'namespace/name'")
     if rtype == "controller_expanded" and record.get("pvc") is not None and (

@@ -241,7 +241,8 @@ class KubernetesStore(ClusterStore):
                 wanted.append(("PersistentVolume", None, record["pv"]["metadata"]["name"]))
             if rtype == "node_registration":
                 wanted.append(("CSINode", None, record["node"]))
-            if rtype in ("node_expanded", "resize_intent", "provisioning_started", "provisioned", "claim_released") or (
+            if rtype in ("node_expanded", "resize_intent", "provisioning_started", "provisioning_uncertain", "provisioned",
+                         "claim_released") or (
                     rtype == "controller_expanded" and record.get("pvc")):
                 namespace, name = record["pvc"].split("/")
                 wanted.append(("PersistentVolumeClaim", namespace, name))

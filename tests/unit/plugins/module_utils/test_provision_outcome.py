@@ -86,8 +86,10 @@ def test_provisioning_results_become_the_pv_and_its_binding():
                          {"op": "create_volume", "claim": "ns/f", "msg": "CreateVolume pvc-u-f: INVALID_ARGUMENT",
                           "uncertain": False}]}})
     assert upcoming == []  # the plan made again decides what follows
-    made, = records
+    made, uncertain = records
     assert (made["type"], made["pvc"], made["claim_uid"]) == ("provisioned", "ns/c", "u-c")
+    # the uncertain one is marked on its claim (the final one is not: nothing was made)
+    assert uncertain == {"type": "provisioning_uncertain", "pvc": "ns/u", "volume_name": "pvc-u-u"}
     assert made["pv"]["spec"]["csi"]["volumeHandle"] == "pvc-u-c" and made["pv"]["spec"]["capacity"] == {
         "storage": "1Gi"}
     error, = after["errors"]

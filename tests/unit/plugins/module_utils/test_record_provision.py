@@ -84,7 +84,11 @@ def test_a_provisioned_volume_is_bound_as_the_pv_controller_binds():
     cluster = listing(node("node1"), pv("pv-old", uid="u-0", claim_name="old"), claim(),
                       {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": {"name": "fast"}})
     apply_records(cluster, [{"type": "provisioning_started", "pvc": "ns/data", "driver": DRIVER,
-                             "selected_node": "node1"}, provisioned()])
+                             "selected_node": "node1"},
+                            {"type": "provisioning_uncertain", "pvc": "ns/data", "volume_name": "pvc-u-1"}])
+    assert get(cluster, "PersistentVolumeClaim", "data")["metadata"]["annotations"][
+        "kubevol.io/provisioning-uncertain"] == "pvc-u-1"
+    apply_records(cluster, [provisioned()])  # certain now: the mark goes
     assert [(o["kind"], o["metadata"]["name"]) for o in cluster["items"]] == [
         ("Node", "node1"), ("PersistentVolume", "pv-old"), ("PersistentVolume", "pvc-u-1"),
         ("PersistentVolumeClaim", "data"), ("StorageClass", "fast")]
