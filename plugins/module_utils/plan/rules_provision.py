@@ -90,18 +90,22 @@ def plan_provisioning(index, options, view, node_facts, scope=None, hosts=None):
         return out
     default = default_class(index.cluster.storage_classes)
     known = frozenset(options.known_drivers or ())
-    consumers = _consumers(index, scope)
-    naming = _pv_naming(index)
-    hosts = hosts or Hosts(index, options, view, node_facts)
-    for claim in sorted(index.cluster.claims, key=lambda c: (c.namespace, c.name)):
+    unbound = []
+    for claim in index.cluster.claims:
         if claim.volume_name or claim.deletion_timestamp or not claim.uid:
             continue
         # unset: the default class (the DefaultStorageClass admission and the PV controller give it); "": none
         cls = default if claim.storage_class is None else classes.get(claim.storage_class)
         if cls is None:
             continue  # no class: a static PV's claim; a class not there: the PV controller waits for it
-        if cls.provisioner not in known:
-            continue  # another provisioner's claim
+        if cls.provisioner in known:  # else another provisioner's claim
+            unbound.append((claim, cls))
+    if not unbound:
+        return out  # a cluster with every claim bound: no pass over its pods
+    consumers = _consumers(index, scope)
+    naming = _pv_naming(index)
+    hosts = hosts or Hosts(index, options, view, node_facts)
+    for claim, cls in sorted(unbound, key=lambda pair: (pair[0].namespace, pair[0].name)):
         key = claim.namespace + "/" + claim.name
         pods = consumers.get(key) or []
         if scope is not None and not pods:
