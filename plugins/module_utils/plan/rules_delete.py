@@ -100,7 +100,8 @@ def plan_deletions(p, hosts, scope):
                 letting_go.add(key)  # no other finalizer: the claim goes with this run's records
     known = frozenset(opts.known_drivers or ())
     candidates = []
-    for pv in sorted(index.cluster.persistent_volumes, key=lambda v: v.name):
+    released = []
+    for pv in index.cluster.persistent_volumes:  # one pass, nothing sorted but what is found
         ref = pv.claim_ref
         if ref is None or not ref.name or pv.deletion_timestamp:
             continue
@@ -110,16 +111,17 @@ def plan_deletions(p, hosts, scope):
         if not gone and pv.phase != "Released":
             continue
         if pv.phase != "Released":
-            out.records.append({"type": "released", "pv_name": pv.name})
+            released.append(pv.name)
         if pv.reclaim_policy != "Delete" or pv.csi is None:
             continue  # Retain keeps the PV (Released) and the data; Recycle is not done
         driver = dict(pv.annotations).get(PROVISIONED_BY)
         if driver != pv.csi.driver or driver not in known:
             continue  # provisioned by someone else, or by hand: its own provisioner deletes it
         candidates.append((pv, key, driver))
+    out.records.extend({"type": "released", "pv_name": name} for name in sorted(released))
     if candidates and users is None:
         users = _claim_users(index)
-    for pv, key, driver in candidates:
+    for pv, key, driver in sorted(candidates, key=lambda candidate: candidate[0].name):
         operation, reason = _deletion(p, hosts, scope, users, pv, key, driver)
         if operation is None:
             out.blocked.append({"node": None, "volume": pv.name, "pod": None, "reason": reason, "action": "delete"})
