@@ -193,8 +193,10 @@ class ProvisionRecords:
         pvc = self._claim(record["pvc"], "", required=False)
         if pvc is None:
             return []  # gone meanwhile: nothing to mark
-        return self._changed(pvc, lambda obj: _map(_meta(obj), "annotations").__setitem__(PROVISIONING_UNCERTAIN,
-                                                                                         record["volume_name"]))
+
+        def change(obj):
+            _map(_meta(obj), "annotations")[PROVISIONING_UNCERTAIN] = record["volume_name"]
+        return self._changed(pvc, change)
 
     def _provisioned(self, record):
         wanted = record["pv"]
