@@ -39,7 +39,6 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.common.names impor
 )
 from ansible_collections.kubevol.volumes.plugins.module_utils.records.claim import ClaimRecords
 from ansible_collections.kubevol.volumes.plugins.module_utils.records import provision
-from ansible_collections.kubevol.volumes.plugins.module_utils.records.provision import ProvisionRecords
 from ansible_collections.kubevol.volumes.plugins.module_utils.records.shape import detached_by_name, validate_record
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.volume_attachment import attached_volume_attachment
 
@@ -86,7 +85,7 @@ class _NodeStatus:
             status.pop("volumesInUse", None)
 
 
-class RecordApplier(ClaimRecords, ProvisionRecords):
+class RecordApplier(ClaimRecords, provision.ProvisionRecords):
     """Applies records to one List, with one index built up front.
 
     Indexing scans the items once (Nodes, PVs, PVCs, VolumeAttachments; Pods are skipped), so each
