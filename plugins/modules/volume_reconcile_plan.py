@@ -43,6 +43,7 @@ extends_documentation_fragment:
   - kubevol.volumes.driver_options.plan
   - kubevol.volumes.driver_options.loop_pools
   - kubevol.volumes.words
+  - kubevol.volumes.provisioning
 attributes:
   action:
     support: full
@@ -234,6 +235,22 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+provisioning:
+  description:
+    - The claims to provision, one C(create_volume) operation each (docs/provisioning.md) - C(host) (where the
+      driver's Controller service runs), C(driver), C(claim), C(name) (C(pvc-<claim uid>)), C(request) (what
+      CreateVolume gets), C(pv) (the PersistentVolume written from its answer) and C(reason).
+  returned: always
+  type: list
+  elements: dict
+deletions:
+  description:
+    - The released volumes to delete, one C(delete_volume) operation each - C(host), C(driver), C(pv_name),
+      C(volume_id), C(claim) (the claim that is gone), C(after_teardown) (this plan detaches it first) and C(reason).
+      C(deletion_guard) says whether the deletion guard held them back.
+  returned: always
+  type: list
+  elements: dict
 plan:
   description:
     - The steps in execution order. Each has C(action) (C(unmount), C(detach), C(attach), C(mount) or C(expand)),

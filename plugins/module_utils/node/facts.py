@@ -22,6 +22,7 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors impo
 from ansible_collections.kubevol.volumes.plugins.module_utils.node import blockdev, layout, mount
 from ansible_collections.kubevol.volumes.plugins.module_utils.node.ephemeral_facts import ephemeral_facts
 from ansible_collections.kubevol.volumes.plugins.module_utils.node import plugin_facts
+from ansible_collections.kubevol.volumes.plugins.module_utils.node.csi_registration import csi_nodes
 from ansible_collections.kubevol.volumes.plugins.module_utils.node.filesystems import get_filesystem
 
 
@@ -307,6 +308,7 @@ def node_facts(ctx, fs_sizes=True):
         "pod_mounts": pods,
         "ephemeral_volumes": ephemeral_facts(ctx, mounts, pods),
         "csi_node_ids": csi_node_ids(ctx),
+        "csi_nodes": csi_nodes(ctx),  # the external CSI plugins' registration (NodeGetInfo): CSINode, limits
     }
 
 

@@ -22,16 +22,19 @@ DEFAULT_MAX_TEARDOWN_FRACTION = 0.5
 DEFAULT_MAX_TEARDOWN_COUNT = 20
 
 PlanOptions = namedtuple("PlanOptions", "force_detach max_wait_for_unmount known_drivers now max_teardown_fraction "
-                                        "max_teardown_count allow_mass_teardown loop_pools driver_options stage")
+                                        "max_teardown_count allow_mass_teardown loop_pools driver_options stage "
+                                        "max_volume_deletions allow_mass_deletion provisioning")
 PlanOptions.__new__.__defaults__ = (True, 360, DEFAULT_KNOWN_DRIVERS, None, DEFAULT_MAX_TEARDOWN_FRACTION,
-                                    DEFAULT_MAX_TEARDOWN_COUNT, False, DEFAULT_LOOP_POOLS, None, "all")
+                                    DEFAULT_MAX_TEARDOWN_COUNT, False, DEFAULT_LOOP_POOLS, None, "all", 3, False, True)
 PlanOptions.__doc__ = """force_detach: allow the timeout override (reconciler.go !disableForceDetachOnTimeout).
 max_wait_for_unmount: seconds (ReconcilerMaxWaitForUnmountDuration, 6 min). now: an aware datetime.
 max_teardown_fraction, max_teardown_count, allow_mass_teardown: the teardown guard (teardown_guard).
 loop_pools: the operator's loop pools (the nodes' loop_pools): a loop volume naming another is refused here.
 driver_options: {plugin or driver name: {option: value}} (common/driver_options.py; None: the defaults): the
 directories local and hostPath PVs may use.
-stage: all (the whole reconcile), node (the kubelet's share) or attach_detach (the A/D controller's): plan/stages.py."""
+stage: all (the whole reconcile), node (the kubelet's share) or attach_detach (the A/D controller's): plan/stages.py.
+max_volume_deletions, allow_mass_deletion: the deletion guard (plan/rules_delete.py); provisioning: False plans no
+CreateVolume (the plan made again after this run's provisioning: plan/storage_plan.py)."""
 
 
 def _volume_item(spec):

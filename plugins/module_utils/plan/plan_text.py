@@ -13,6 +13,8 @@ __metaclass__ = type
 
 from collections import Counter
 
+from ansible_collections.kubevol.volumes.plugins.module_utils.plan.provision_text import storage_line, storage_lines
+
 SYMBOLS = {"unmount": "-", "cleanup": "-", "detach": "-", "attach": "+", "mount": "+", "expand": "~"}
 ACTIONS = ("unmount", "detach", "attach", "mount", "expand")
 COLUMNS = ("", "ACTION", "NODE", "VOLUME", "POD", "REASON")  # the plan's steps and blocked items alike
@@ -136,9 +138,10 @@ def table_lines(result, max_rows=None, hint=MORE_HINT):
         lines.extend(_table(rows))
         if len(shown) < len(steps):
             lines.append(_more(len(steps) - len(shown), "steps", hint))
-    else:
+    elif not result.get("provisioning") and not result.get("deletions"):
         # a grow that waits is not the desired state: no step runs, which is all that can be said
         lines.append("No step to run." if result.get("pending") else "No changes. Volumes match the desired state.")
+    lines.extend(storage_lines(result, max_rows))  # CreateVolume, DeleteVolume: under their own headings
     if blocked:
         lines.extend(["", "Blocked:"])
         lines.extend(blocked_lines(blocked, max_rows, hint))
@@ -149,6 +152,7 @@ def table_lines(result, max_rows=None, hint=MORE_HINT):
     guard = guard_line(result)
     if guard:
         lines.append(guard)
+    lines.extend(line for line in (storage_line(result),) if line)
     lines.append(plan_line(result))
     return lines
 
@@ -179,7 +183,8 @@ def summary_lines(result, max_rows=None):
         lines.append(_more(len(names) - len(shown), "nodes"))
     guard = guard_line(result)
     totals = dict((a, sum(row[a] for row in nodes.values())) for a in ACTIONS + ("cleanup",))  # one pass over the plan
-    return lines + [""] + ([guard] if guard else []) + [plan_line(result, totals)]
+    storage = storage_line(result)
+    return lines + [""] + ([guard] if guard else []) + ([storage] if storage else []) + [plan_line(result, totals)]
 
 
 def shape(result, output="full", max_rows=None):

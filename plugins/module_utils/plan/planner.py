@@ -37,6 +37,8 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.plan.rules_identit
 from ansible_collections.kubevol.volumes.plugins.module_utils.plan.rules_expand import (  # noqa: F401  # pylint: disable=unused-import
     expand_controller, expand_node, expansion_refused, offline_grow_window)
 from ansible_collections.kubevol.volumes.plugins.module_utils.plan import stages
+from ansible_collections.kubevol.volumes.plugins.module_utils.plan.rules_limits import volume_limits
+from ansible_collections.kubevol.volumes.plugins.module_utils.plan.storage_plan import add_storage, storage_plan
 
 
 def lean_plan(steps, in_place=False):
@@ -107,13 +109,16 @@ def _stage_pending(p, nodes):
     return sorted(pending, key=lambda e: (e["node"] or "", e["volume"] or ""))
 
 
-def plan(desired, actual, index, options=None):
+def plan(desired, actual, index, options=None, storage=None):
     """The ordered plan. Returns {plan, volume_items, by_node, blocked, pending, detach_requests,
-    detach_requests_to_clear, summary, teardown_guard, in_use_repairs, nodes_out_of_service}: ``plan`` is the steps in
-    order, each naming its node and volume; ``volume_items`` holds the volume item of each (node, volume) once;
-    ``by_node`` the positions of each node's steps; ``pending`` the node-side grows not tried in this plan, shaped as
-    blocked entries (action ``expand``, and the claim as ``pvc``)."""
+    detach_requests_to_clear, summary, teardown_guard, in_use_repairs, nodes_out_of_service} and the storage side's
+    keys (plan/storage_plan.py: provisioning, deletions, deletion_guard, storage_records, registrations): ``plan`` is
+    the steps in order, each naming its node and volume; ``volume_items`` holds the volume item of each (node, volume)
+    once; ``by_node`` the positions of each node's steps; ``pending`` the node-side grows not tried in this plan,
+    shaped as blocked entries (action ``expand``, and the claim as ``pvc``). ``storage``: a StoragePlan (default: the
+    cluster's own, no node facts)."""
     options = options or PlanOptions()
+    storage = storage if storage is not None else storage_plan(index, None, options, None)
     if not isinstance(options.max_wait_for_unmount, int) or options.max_wait_for_unmount < 0:
         raise InvalidInput(field="max_wait_for_unmount", value=options.max_wait_for_unmount,
                            reason="must be a non-negative number of seconds")
@@ -139,6 +144,7 @@ def plan(desired, actual, index, options=None):
     stages.hold_detaches(p)  # stage attach_detach: a detach waits for its node's own unmount (volumesInUse)
     attach(p)               # controller: attach, refusing a second node for RWO/RWOP volumes
     stale_global_mounts(p)  # kubelet: a global mount on another device than the volume's now is not set up
+    volume_limits(p, storage.view)  # scheduler: never past a node's CSI volume limit (CSINode allocatable.count)
     mount_devices(p)        # kubelet: stage the device once per node
     read_write_once_pod(p)  # kubelet: one pod per ReadWriteOncePod volume
     mount_pods(p)           # kubelet: then publish it to each pod
@@ -154,27 +160,31 @@ def plan(desired, actual, index, options=None):
         steps.extend(phase_steps)
         summary[phase[0]] = summary.get(phase[0], 0) + len(phase_steps)
     lean = lean_plan(steps, in_place=True)
+    result = {}
+    p.blocked.extend(add_storage(p, storage, result))  # provisioning, deletion, registration: plan/storage_plan.py
     blocked = dict(((b["node"], b["volume"], b["pod"], b["reason"]), b) for b in p.blocked)  # each entry once
     summary["blocked"] = len(blocked)
     pending = _stage_pending(p, frozenset(actual.node_facts) if actual.node_facts else None)
     summary["pending"] = len(pending)
     summary["skipped"] = desired.skipped
-    return stages.stage_records(p, {
+    return stages.stage_records(p, dict(result, **{
         "plan": lean["plan"], "volume_items": lean["volume_items"], "by_node": lean["by_node"],
         "blocked": [blocked[key] for key in sorted(blocked, key=lambda k: tuple(x or "" for x in k))],
         "pending": pending,
         "detach_requests": p.detach_requests, "detach_requests_to_clear": p.detach_requests_to_clear,
         "teardown_guard": teardown_guard(p, steps), "summary": summary, "in_use_repairs": in_use_repairs(p, steps),
-        "nodes_out_of_service": sorted(p.out_of_service)})
+        "nodes_out_of_service": sorted(p.out_of_service)}))
 
 
 def plan_cluster(index, node_facts=None, options=None, scope=None):
     """Desired state, actual state and plan in one call: what volume_reconcile_plan returns."""
     options = options or PlanOptions()
     with gc_paused():  # the states and the plan are acyclic; see cluster.gc_paused
-        desired = build_desired_state(index, options.known_drivers, scope, options.loop_pools, options.driver_options)
+        storage = storage_plan(index, node_facts, options, scope)  # registration, provisioning: plan/storage_plan.py
+        desired = build_desired_state(index, options.known_drivers, scope, options.loop_pools, options.driver_options,
+                                      storage.provisioning.claims)
         actual = build_actual_state(index, node_facts, options.known_drivers)
-        result = plan(desired, actual, index, options)
+        result = plan(desired, actual, index, options, storage)
         result["desired"] = summarize_desired(desired)
         result["actual"] = summarize_actual(actual)
     return result

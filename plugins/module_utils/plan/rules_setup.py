@@ -13,6 +13,7 @@ __metaclass__ = type
 from ansible_collections.kubevol.volumes.plugins.module_utils.plan.actual_state import ATTACHED
 from ansible_collections.kubevol.volumes.plugins.module_utils.plan.plan_state import _step
 from ansible_collections.kubevol.volumes.plugins.module_utils.plan.rules_identity import remap_reason
+from ansible_collections.kubevol.volumes.plugins.module_utils.plan.rules_limits import MAX_VOLUME_COUNT_EXCEEDED
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.quantity import format_bytes
 from ansible_collections.kubevol.volumes.plugins.module_utils.volume import CSI, get_plugin
 from ansible_collections.kubevol.volumes.plugins.module_utils.volume.csi import STAGE_LOCKED, driver_capabilities
@@ -186,7 +187,7 @@ def mount_devices(p):
             continue
         waiting = not_attached.get(pair)
         if waiting is not None:
-            if not waiting.startswith("node unreachable") and waiting != "Multi-Attach error":
+            if not waiting.startswith(("node unreachable", MAX_VOLUME_COUNT_EXCEEDED)) and waiting != "Multi-Attach error":
                 p.block(node, nv.spec.pv_name, None, "volume is not attached: %s" % waiting)
             continue
         if nv.spec.mode != "Filesystem" or pair in p.device_changed:

@@ -11,6 +11,7 @@ __metaclass__ = type
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import InvalidInput
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.names import volume_attachment_name
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.quantity import parse_quantity
+from ansible_collections.kubevol.volumes.plugins.module_utils.records import provision
 
 _VOLUME_KEYS = ("node", "pv_name", "driver", "volume_handle")
 REQUIRED_KEYS = {
@@ -29,6 +30,7 @@ REQUIRED_KEYS = {
     "detach_requested": ("node", "requested_at"),
     "detach_request_cleared": ("node",),
 }
+REQUIRED_KEYS.update(provision.REQUIRED_KEYS)  # a claim's life: records/provision.py
 _VA_BY_NAME_TYPES = ("detach_requested", "detach_request_cleared")
 RECORD_TYPES = tuple(sorted(REQUIRED_KEYS))
 
@@ -65,11 +67,18 @@ def validate_record(record, index=None):
             ok = _valid_quantity(value, "%s.%s" % (where, key))
         elif key == "device_path":
             ok = isinstance(value, str)
+        elif key == "pv":
+            ok = isinstance(value, dict) and isinstance(value.get("metadata"), dict) and bool(value["metadata"].get("name"))
         else:
             ok = isinstance(value, str) and value != ""
         if not ok:
             raise InvalidInput(field="%s.%s" % (where, key), value=value, reason=_EXPECTED.get(key, "must be a non-empty string"))
-    if rtype in ("node_expanded", "resize_intent", "node_expansion_pending") and record["pvc"].count("/") != 1:
+    if rtype == "node_registration" and (not isinstance(record.get("topology") or {}, dict) or not isinstance(
+            record.get("max_volumes") or 0, int) or isinstance(record.get("max_volumes"), bool)):
+        raise InvalidInput(field=where, value=record, reason="topology must be a mapping and max_volumes an integer")
+    if rtype in ("node_expanded", "resize_intent", "node_expansion_pending", "provisioning_started",
+                 "provisioning_uncertain", "provisioned", "claim_released") \
+            and record["pvc"].count("/") != 1:
         raise InvalidInput(field=where + ".pvc", value=record["pvc"], reason="must be 'namespace/name'")
     if rtype == "controller_expanded" and record.get("pvc") is not None and (
             not isinstance(record["pvc"], str) or record["pvc"].count("/") != 1):
@@ -101,6 +110,7 @@ _EXPECTED = {
     "unique_volume_names": "must be a list of unique volume names (kubernetes.io/csi/<driver>^<handle>)",
     "capacity": "must be a Kubernetes quantity such as '10Gi' or a number of bytes",
     "device_path": "must be a string (empty when the driver reports no device path)",
+    "pv": "must be a PersistentVolume object with metadata.name",
 }
 
 

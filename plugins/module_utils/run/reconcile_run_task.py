@@ -22,7 +22,7 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.records import rec
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import KubevolError
 from ansible_collections.kubevol.volumes.plugins.module_utils.stores import CLUSTER_STORE_REQUIRED_IF
 
-TASKS = list(phases.NODE_TASKS) + [phases.CONTROLLER_TASK]
+TASKS = list(phases.NODE_TASKS) + [phases.CONTROLLER_TASK, "provision", "delete"]
 REQUIRED_IF = CLUSTER_STORE_REQUIRED_IF + [("after", task, ["state", "results"]) for task in TASKS]
 RUN_KEYS = ("tasks", "failures", "blocked", "errors")
 
@@ -36,6 +36,9 @@ def argspec():
         state=dict(type="dict"),
         results=dict(type="dict"),
         plan_shown=dict(type="bool", default=True),
+        # after=plan on the plan made again after this run's provisioning: the provisioning's errors and blocked
+        # entries (the provision step's ``carried``), kept in the run's state
+        carried=dict(type="dict"),
     )
     return spec
 
@@ -74,13 +77,14 @@ def _run(params, check_mode, diff, keep_alive):
     if state is not None:
         state["pending"] = list(params["state"].get("pending") or ())  # the grows pending so far (outcome.py)
     try:
-        state, records, upcoming = executor.run_step(params["plan"], state, params["after"], params.get("results"), check_mode)
+        state, records, upcoming = executor.run_step(params["plan"], state, params["after"], params.get("results"),
+                                                     check_mode, carried=params.get("carried"))
     except (KeyError, TypeError, ValueError) as err:
         raise KubevolError("reconcile_run: cannot advance the run after %s: %s (a malformed plan, state or node "
                            "results). Nothing was written: pass this run's volume_reconcile_plan result, the result "
                            "reconcile_run returned for the step before, and node_results over the node task's "
                            "results, as the reconcile role does" % (params["after"], err))
-    result = dict(state, changed=False, changes=[], count=0)
+    result = dict(state, changed=False, changes=[], count=0)  # after provision: with its ``carried``
     if records:
         written = record_task.run(dict(params, records=records), check_mode=check_mode, diff=diff)
         result.update(changed=written["changed"], changes=written["changes"], count=written["count"])

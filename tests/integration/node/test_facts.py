@@ -11,7 +11,7 @@ POD1 = "77777777-7777-4777-8777-777777777771"
 POD2 = "77777777-7777-4777-8777-777777777772"
 
 FACT_KEYS = {"node_name", "reachable", "error", "kubelet_dir", "devices", "global_mounts", "pod_mounts",
-             "ephemeral_volumes", "csi_node_ids"}
+             "ephemeral_volumes", "csi_node_ids", "csi_nodes"}
 DEVICE_KEYS = {"unique_volume_name", "driver", "volume_handle", "device", "size_bytes", "read_only"}
 IDENTITY_KEYS = {"device_number", "attached_device", "device_mismatch"}  # the device attached now, compared
 GLOBAL_KEYS = {"plugin", "unique_volume_name", "driver", "volume_handle", "pv_name", "path", "mounted", "device",
@@ -50,7 +50,7 @@ def test_facts_report_exactly_what_was_done(node, node2):
     assert empty["_rc"] == 0 and empty["changed"] is False, empty
     assert empty["node_facts"] == {"node_name": "node1", "reachable": True, "error": None,
                                    "kubelet_dir": node.kubelet_dir, "devices": [], "global_mounts": [],
-                                   "pod_mounts": [], "ephemeral_volumes": [], "csi_node_ids": {}}
+                                   "pod_mounts": [], "ephemeral_volumes": [], "csi_node_ids": {}, "csi_nodes": {}}
     fsv = node.vol("pv-a", fs_type="xfs", size=320 * MiB, pods=[{"uid": POD1}, {"uid": POD2, "read_only": True}])
     blk = node.vol("pv-b", mode="Block", pods=[{"uid": POD1}])
     att = node.module("k8s_volume_attach", volumes=[fsv, blk], provision=True)
