@@ -44,6 +44,7 @@ extends_documentation_fragment:
   - kubevol.volumes.driver_options.loop_pools
   - kubevol.volumes.words
   - kubevol.volumes.provisioning
+  - kubevol.volumes.teardown_guard
 attributes:
   action:
     support: full
@@ -97,27 +98,6 @@ options:
         (C(foreign_volumes) in RV(desired), C(foreign_mounts) in RV(actual)).
     type: list
     elements: str
-  max_teardown_fraction:
-    description:
-      - The teardown guard. A plan that would unmount or detach more than this fraction of the volumes mounted
-        now (two volumes or more) is refused, with the teardown it would do in the message and in RV(teardown_guard).
-      - A volume counts once per node, whatever steps it has. Mounted now means node facts show a global or pod
-        mount, or, for a node without facts, C(node.status.volumesInUse) lists it.
-      - Like terraform's C(prevent_destroy), because a snapshot that lost its pods looks like a cluster that wants
-        every volume gone.
-    type: float
-    default: 0.5
-  max_teardown_count:
-    description:
-      - The teardown guard's absolute limit, whatever the fraction. See O(max_teardown_fraction).
-    type: int
-    default: 20
-  allow_mass_teardown:
-    description:
-      - Turn the teardown guard off for this run, when the snapshot is right and the teardown is wanted
-        (draining nodes, deleting an application).
-    type: bool
-    default: false
   output:
     description:
       - What the result holds. V(full) is the whole plan, for the node modules (what the reconcile role uses).
