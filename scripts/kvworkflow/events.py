@@ -131,8 +131,8 @@ def read_events(events, outcome):
         outcome.failed = dict((h, m) for h, m in outcome.failed.items() if outcome.hosts.get(h, {}).get("failures"))
         outcome.unreachable = dict((h, m) for h, m in outcome.unreachable.items()
                                    if outcome.hosts.get(h, {}).get("dark"))
-    if not outcome.complete and last_words:
-        outcome.explanation = "; ".join(filter(None, [outcome.explanation, " / ".join(last_words)]))
+    if not outcome.complete and last_words and not outcome.explanation:
+        outcome.explanation = "its last output: " + " / ".join(last_words)
     return outcome
 
 

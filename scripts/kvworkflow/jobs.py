@@ -27,6 +27,7 @@ import os
 import shutil
 import subprocess
 import threading
+import uuid
 import warnings
 
 from kvworkflow.events import JobOutcome, read_job
@@ -139,10 +140,12 @@ class Job:
 
     def _worker_argv(self):
         """ssh (with keepalives: a peer that is gone ends the stream) running the worker. The worker unpacks the job
-        in the node's ``work_dir`` (removed when the job ends), else in a temporary directory of its own."""
+        in a directory of its own under the node's ``work_dir`` (removed when the job ends; two workflows' jobs of
+        the same name run there at once), else in a temporary directory it makes."""
         argv = self.node.ssh[:1] + list(SSH_KEEPALIVE) + self.node.ssh[1:] + [self.node.ansible_runner, "worker"]
         if self.node.work_dir:
-            argv += ["--private-data-dir", os.path.join(self.node.work_dir, self.tag), "--delete"]
+            where = os.path.join(self.node.work_dir, "%s-%s" % (self.tag, uuid.uuid4().hex[:8]))
+            argv += ["--private-data-dir", where, "--delete"]
         return argv
 
     def _run_remote(self):
@@ -170,15 +173,16 @@ class Job:
         sender.join()
         rc = self._ssh.wait()
         errors.seek(0)
-        said = " ".join(errors.read().split())[-500:]
+        said = " ".join(errors.read().split())[-300:]
         errors.close()
         self.status = processor.status
         if self.status not in ("successful", "failed", "canceled", "timeout"):
             self.status = "error"
-            self.explanation = ("the stream from execution node %s ended before the job did (ssh exit status %s%s%s): "
-                                "the worker died or the connection was lost; this job's hosts were not all "
-                                "reconciled in this stage, and the next round reconciles them [%s]"
-                                % (self.node.name, rc, ": " + said if said else "",
+            self.explanation = ("the stream from execution node %s ended before the job did: its worker died or the "
+                                "connection was lost, so this job's hosts were not all reconciled in this stage; the "
+                                "next round reconciles them, and if it happens again check that node's health "
+                                "(ssh exit status %s%s%s) [%s]"
+                                % (self.node.name, rc, "; ssh said: " + said if said else "",
                                    "; sending the job failed: " + sent["error"] if sent.get("error") else "",
                                    WORKER_LOST))
 
