@@ -24,9 +24,11 @@ NOT_KEPT = ("desired", "actual")
 EMPTY = {"plan": [], "volume_items": {}}
 
 
-def _positions(plan):
-    """{node: [positions of its steps in the plan]}, in one pass (the planner's by_node, recomputed so that a
-    result without it, or built by hand, is cut the same way)."""
+def _positions(plan, by_node=None):
+    """{node: [positions of its steps in the plan]}: the planner's ``by_node`` when the result has it (node_slice
+    trusts it too), else one pass over the plan (a result built by hand is cut the same way)."""
+    if by_node is not None:
+        return by_node
     found = {}
     for position, step in enumerate(plan):
         node = step.get("node") if isinstance(step, dict) else None
@@ -42,7 +44,7 @@ def split(plan_result, hosts=None):
     node of the plan; a host with no step and no volume item gets None); the other nodes' shares go in the rest."""
     plan = plan_result.get("plan") or []
     items = plan_result.get("volume_items") or {}
-    positions = _positions(plan)
+    positions = _positions(plan, plan_result.get("by_node"))
     nodes = list(positions)
     nodes.extend(node for node in items if node not in positions)
     apart = set(node for node in nodes if isinstance(node, str)) if hosts is None else set(hosts)
