@@ -66,11 +66,12 @@ class Workflow:
 
     def node_stage(self, round_no, which):
         count = len(self.slices)
-        return [self._job("r%02d-node-%s-slice%d" % (round_no, which, number),
-                          "round %d node stage %s, slice %d/%d (%s)" % (round_no, which, number, count,
-                                                                         _hosts_text(hosts)),
-                          NODE_STAGE, hosts, self.nodes.get(number), "node stage, slice %d" % number)
-                for number, hosts in enumerate(self.slices, start=1)]
+        jobs = []
+        for number, hosts in enumerate(self.slices, start=1):
+            label = "round %d node stage %s, slice %d/%d (%s)" % (round_no, which, number, count, _hosts_text(hosts))
+            jobs.append(self._job("r%02d-node-%s-slice%d" % (round_no, which, number), label, NODE_STAGE, hosts,
+                                  self.nodes.get(number), "node stage, slice %d" % number))
+        return jobs
 
     def attach_detach(self, round_no):
         return [self._job("r%02d-attach-detach" % round_no, "round %d attach/detach stage" % round_no, ATTACH_DETACH,

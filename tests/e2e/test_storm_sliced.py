@@ -124,8 +124,8 @@ def test_a_sliced_storm_keeps_rwo_single_and_data_whole_and_converges(kv):
     text, result = finished(workflow(kv, "first"), "seed %d, first round" % SEED)
     assert "3 slice(s)" in text and "slice 1 on execution node node1" in text, text
     remote = [job for job in jobs_of(result) if job["where"] == EXECUTION_NODE]
-    assert [job["label"].split(" (")[0] for job in remote] == ["round 1 node stage 1, slice 1/3",
-                                                              "round 1 node stage 2, slice 1/3"], remote
+    labels = [job["label"].split(" (")[0] for job in remote]
+    assert labels == ["round 1 node stage 1, slice 1/3", "round 1 node stage 2, slice 1/3"], remote
     # the slice's own inventory: its nodes (and localhost, where the plays' controller tasks run)
     assert all(job["ok"] and set(job["hosts"]) - {"localhost"} == {"node1", "node4"} for job in remote), remote
     assert not result["converged"]  # the first node stage waited for the attach/detach stage's attaches
