@@ -196,8 +196,8 @@ def _write_files(rest, shares, directory, run_id):
         os.rename(temp, final)
     except OSError as err:
         shutil.rmtree(temp, ignore_errors=True)
-        raise KubevolError("plan record: cannot write %s: %s, before anything was changed in the cluster; free space "
-                           "there, or set kubevol_plan_record_dir to another directory on the controller"
+        raise KubevolError("plan record: cannot write %s: %s (nothing was changed in the cluster). Free space there, "
+                           "or set kubevol_plan_record_dir to another directory on the controller"
                            % (os.path.join(directory, run_id), err))
     return final, _digest(data)
 

@@ -188,9 +188,9 @@ def write(rest, shares, where, run_id, connection):
         try:
             return _write(api, rest, shares, namespace, run_id)
         except KubevolError as err:
-            raise KubevolError("plan record of run %s: cannot write it as ConfigMaps in namespace %s, before anything "
-                               "was changed on the nodes or in the volumes' objects: %s; what was written is pruned "
-                               "after an hour (it has no manifest)" % (run_id, namespace, err.msg))
+            raise KubevolError("plan record of run %s: cannot write it as ConfigMaps in namespace %s: %s. Nothing was "
+                               "changed on the nodes or in the volumes' objects; what was written is pruned after an "
+                               "hour (it has no manifest)" % (run_id, namespace, err.msg))
 
 
 def _write(api, rest, shares, namespace, run_id):
