@@ -113,7 +113,13 @@ class Job:
 
     # -- running -----------------------------------------------------------------------------------------------------
     def start(self):
-        self.prepare()
+        try:
+            self.prepare()
+        except OSError as err:  # a job that cannot be prepared fails alone, named; the others run
+            self.status = "error"
+            self.explanation = ("its private data directory %s could not be written (%s); free space there or give "
+                                "another --work-dir" % (self.pdd, err))
+            return self
         target = self._run_local if self.node is None else self._run_remote
         self._thread = threading.Thread(target=self._guarded, args=(target,), name=self.tag, daemon=True)
         self._thread.start()

@@ -115,3 +115,61 @@ def test_a_real_job_is_read_from_its_events(tmp_path):
     assert out.changed == 1 and list(out.failed) == ["node3"] and "node3 cannot" in out.failed["node3"]
     with open(os.path.join(job.pdd, "env", "extravars")) as handle:
         assert json.load(handle) == {"unused": 1}
+
+
+class FakeJob:
+    """A job whose outcome the test decides: (status, steps, blocked) by its label's start."""
+
+    started = []
+    plans = {}
+
+    def __init__(self, tag, label, playbook, work_dir, inventory, hosts, extravars, env, cmdline, timeout, node,
+                 scope):
+        self.label, self.scope, self.node = label, scope, node
+
+    def start(self):
+        FakeJob.started.append(self.label)
+        return self
+
+    def wait(self):
+        from kvworkflow.events import JobOutcome, Plan
+        status, steps, blocked = next((v for k, v in FakeJob.plans.items() if self.label.startswith(k)),
+                                      ("successful", 0, 0))
+        out = JobOutcome(self.label, status)
+        out.complete = status != "error"
+        out.hosts = {"node1": {"ok": 1, "changed": 0, "failures": int(status == "failed"), "dark": 0}}
+        if status == "failed":
+            out.failed = {"node1": "boom"}
+        if status != "error":
+            out.plan = Plan({"counts": {"steps": steps, "blocked": blocked}})
+            out.plan.blocked_items = [{"node": "node1", "volume": "pv-%d" % i, "pod": None, "action": "mount",
+                                       "reason": "waits"} for i in range(blocked)]
+        out.scope = self.scope
+        return out
+
+    def cancel(self):
+        pass
+
+
+def test_the_workflow_runs_every_stage_whatever_the_one_before_returned(monkeypatch, tmp_path):
+    """AWX's always edges: a slice that failed (its worker lost) does not stop the attach/detach stage or the second
+    node stage; a round converges only when every plan was empty, and the exit status says so."""
+    from kvworkflow import flow
+    monkeypatch.setattr(flow, "Job", FakeJob)
+    inventory = Inventory(SCRIPT_DATA)
+    lines = []
+    FakeJob.started, FakeJob.plans = [], {"round 1 node stage 1, slice 1/2": ("error", 0, 0),
+                                          "round 1 attach/detach": ("successful", 2, 0),
+                                          "round 2 node stage 2, slice 2/2": ("successful", 0, 1)}
+    work = flow.Workflow(inventory, 2, str(tmp_path), {}, {}, say=lines.append)
+    assert work.run(3, until_converged=True) == 0
+    assert [label.split(" (")[0] for label in FakeJob.started[:5]] == [
+        "round 1 node stage 1, slice 1/2", "round 1 node stage 1, slice 2/2", "round 1 attach/detach stage",
+        "round 1 node stage 2, slice 1/2", "round 1 node stage 2, slice 2/2"]
+    assert "workflow: converged in round 3" in lines  # round 2 left a blocked item: not converged, whatever changed
+    assert any(line.startswith("  waits: round 2 node stage 2, slice 2/2") for line in lines), lines
+    FakeJob.started, FakeJob.plans = [], {"round 1 attach/detach": ("failed", 0, 0)}
+    lines[:] = []
+    work = flow.Workflow(inventory, 2, str(tmp_path), {}, {}, say=lines.append)
+    assert work.run(1, until_converged=True) == 1 and "[KV-NOT-CONVERGED]" in lines[-1]
+    assert work.result()["rounds"][0]["outcome"]["converged"] is False
