@@ -9,8 +9,9 @@
   shares of the nodes that are not kept apart (``others``: nodes outside the run's hosts; a step with no node) and
   the plan's length.
 
-The result's ``desired`` and ``actual`` states are not kept: no later step reads them (the blocked items already
-carry the action they hold back, plan_text.blocked_once), and at 5,000 nodes they are 1.4 MB of every record.
+The result's ``desired`` and ``actual`` states are kept without their ``per_node`` lists (every node's volumes, 1.4 MB
+at 5,000 nodes in every record): no later step reads them (the blocked items already carry the action they hold
+back, plan_text.blocked_once); their counts stay.
 The file kind (run/plan_record.py) keeps the rest and each share in a file of its own; the Kubernetes API kind
 (run/plan_record_k8s.py) the rest and the shares, grouped in buckets, gzip-compressed in ConfigMaps.
 """
@@ -20,7 +21,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 PER_NODE = ("plan", "volume_items", "by_node")
-NOT_KEPT = ("desired", "actual")
+STATES = ("desired", "actual")  # kept without their per_node lists
 EMPTY = {"plan": [], "volume_items": {}}
 
 
@@ -60,7 +61,10 @@ def split(plan_result, hosts=None):
             others.append([node, share])
     listed = set(node for node, _share in shares)
     shares.extend((node, None) for node in sorted(apart - listed) if isinstance(node, str))
-    rest = dict((key, value) for key, value in plan_result.items() if key not in PER_NODE + NOT_KEPT)
+    rest = dict((key, value) for key, value in plan_result.items() if key not in PER_NODE)
+    for key in STATES:
+        if isinstance(rest.get(key), dict) and "per_node" in rest[key]:
+            rest[key] = dict((name, value) for name, value in rest[key].items() if name != "per_node")
     rest["_record"] = {"steps": len(plan), "others": others, "keys": [key for key in PER_NODE if key in plan_result]}
     return rest, shares
 
@@ -82,7 +86,7 @@ def other_share(rest, node):
 
 
 def assemble(rest, shares):
-    """The plan result (without ``desired`` and ``actual``) from its rest and its shares ([(node, share)])."""
+    """The plan result (its states without their per_node lists) from its rest and its shares ([(node, share)])."""
     result = dict(rest)
     meta = result.pop("_record")
     plan = [None] * meta["steps"]

@@ -81,8 +81,10 @@ def configmaps(api, run_id=None):
 
 
 def recorded(plan):
-    """What a record keeps of a plan result: all but the desired and actual states (plan_record_parts.NOT_KEPT)."""
-    return dict((key, value) for key, value in plan.items() if key not in ("desired", "actual"))
+    """What a record keeps of a plan result: the desired and actual states without their per_node lists
+    (plan_record_parts.STATES)."""
+    return dict((key, dict((k, v) for k, v in value.items() if k != "per_node") if key in ("desired", "actual")
+                 else value) for key, value in plan.items())
 
 
 def size(cm):

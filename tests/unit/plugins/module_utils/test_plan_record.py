@@ -218,18 +218,27 @@ def test_store_options_merge_the_play_group_defaults_under_the_task_own():
 
 def test_every_part_of_the_plan_is_written_once_and_read_back_whole(state):
     """run/plan_record_parts.py: a host's share is in its own file only, the other nodes' in the rest (plan.json),
-    never both; the desired and actual states, which no later step reads, are not kept."""
+    never both; the desired and actual states keep their counts, not their per-node lists, which no later step
+    reads."""
     full = plan_task.run(params(state), utc_now())
     nodes = sorted(full["by_node"])
     handle = plan_record.write(full, str(state) + ".plans", nodes=nodes[:1])
     with open(os.path.join(handle["path"], "plan.json")) as stream:
         rest = json.load(stream)
-    assert not set(rest) & {"plan", "volume_items", "by_node", "desired", "actual"}
+    assert not set(rest) & {"plan", "volume_items", "by_node"}
+    assert "per_node" not in rest["desired"] and rest["desired"]["pods"] == full["desired"]["pods"]
+    assert "per_node" not in rest["actual"]
     assert sorted(node for node, _share in rest["_record"]["others"]) == nodes[1:]
     with open(os.path.join(handle["path"], "nodes", "n-%s.json" % nodes[0])) as stream:
         assert json.load(stream)["plan"] == node_slice(full, nodes[0])["plan"]
     back = plan_record.read_plan(handle)
-    assert back == dict((k, v) for k, v in full.items() if k not in ("desired", "actual"))
+    assert back == recorded(full)
+
+
+def recorded(plan):
+    """What a record keeps of a plan result: the desired and actual states without their per_node lists."""
+    return dict((key, dict((k, v) for k, v in value.items() if k != "per_node") if key in ("desired", "actual")
+                 else value) for key, value in plan.items())
 
 
 def test_split_and_assemble_keep_every_step_in_its_place():
@@ -237,12 +246,13 @@ def test_split_and_assemble_keep_every_step_in_its_place():
     plan = {"plan": [{"node": "b", "action": "detach"}, {"node": None, "action": "expand"},
                      {"node": "a", "action": "attach"}, {"node": "b", "action": "attach"}],
             "volume_items": {"a": {"u1": {"pv_name": "p1"}}, "c": {"u2": {"pv_name": "p2"}}},
-            "by_node": {"b": [0, 3], None: [1], "a": [2]}, "blocked": [{"node": "d"}], "desired": {"x": 1}}
+            "by_node": {"b": [0, 3], None: [1], "a": [2]}, "blocked": [{"node": "d"}],
+            "desired": {"pods": 1, "per_node": {"a": ["p1"]}}}
     rest, shares = parts.split(plan, hosts=["a", "host-without-work"])
     assert dict(shares) == {"a": {"at": [2], "plan": [plan["plan"][2]], "items": {"u1": {"pv_name": "p1"}}},
                             "host-without-work": None}
     assert sorted(str(node) for node, _share in rest["_record"]["others"]) == ["None", "b", "c"]
-    assert parts.assemble(rest, shares) == dict((k, v) for k, v in plan.items() if k != "desired")
+    assert parts.assemble(rest, shares) == dict(plan, desired={"pods": 1})
     assert parts.other_share(rest, "c") == {"plan": [], "volume_items": {"c": {"u2": {"pv_name": "p2"}}}}
     assert parts.node_view("host-without-work", None) == {"plan": [], "volume_items": {}}
 
