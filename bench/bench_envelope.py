@@ -15,7 +15,8 @@ node-0, node-1, node-2), and timed:
 - the plan task's parts in one process (plan_task.run's load and plan, then run/plan_record.py's write and a read
   back of the whole plan and of one node's share): where the plan task's time goes.
 
-The goals: role minus ping <= 3x json.load; the doubled cluster's role minus ping <= 2.2x the single's.
+The goals: role minus ping <= 2.5x json.load (issue 39: single runs, on a quiet machine; it was 3x); the doubled
+cluster's role minus ping <= 2.2x the single's. Each row says whether its ratio meets the first (``goal_met``).
 
     .venv/bin/python bench/bench_envelope.py                # scale 1 and 2 (about 3 minutes, 1.5 GB of RAM)
     .venv/bin/python bench/bench_envelope.py --scale 1
@@ -51,6 +52,7 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.plan.planner impor
 from ansible_collections.kubevol.volumes.plugins.module_utils.run import plan_record  # noqa: E402
 
 NODES = ("node1", "node2", "node3")
+GOAL = 2.5  # (role - ping) / json.load
 
 
 def log(msg):
@@ -189,6 +191,7 @@ def measure(bench, scale, repeat=1):
     row.update(role_check_s=round(seconds, 2), role_rc=next((code for code in codes if code), 0), role_log=logfile)
     row["role_minus_ping_s"] = round(seconds - row["ping_s"], 2)
     row["role_minus_ping_over_json_load"] = round((seconds - row["ping_s"]) / row["json_load_s"], 2)
+    row.update(goal=GOAL, goal_met=row["role_minus_ping_over_json_load"] <= GOAL and not row["role_rc"])
     if timings:
         row["tasks"] = [[name, wall, cpu] for name, wall, cpu in timings["tasks"] if wall >= 0.05]
         row["controller_cpu_s"] = timings.get("controller_cpu")

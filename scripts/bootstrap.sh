@@ -8,7 +8,10 @@
 #     .venv-compat  Python 3.11   from requirements/py311.txt      (ansible-core 2.19, paramiko)
 #     Each is rebuilt only when its requirements file or interpreter changed (stamp in the venv).
 #     Without a Python 3.12 the controller venv falls back to 3.11 + py311.txt.
-#  3. .build/collections/ansible_collections/kubevol/volumes -> this checkout.
+#     .build/venv-execution-node  Debian's /usr/bin/python3 from requirements/execution-node.txt: an execution
+#                  node's ansible-core and ansible-runner, which the SSH test nodes can run (docs/fleet.md)
+#  3. .build/collections/ansible_collections/kubevol/volumes -> this checkout; awx.awx beside it, taken from the
+#     ansible package's wheel on PyPI (requirements/awx-collection.txt), for playbooks/awx_workflow.yml's checks.
 #  4. Exports ANSIBLE_COLLECTIONS_PATH, ANSIBLE_HOME, XDG_CACHE_HOME, ANSIBLE_LOCAL_TEMP (all
 #     under .build) and puts .venv/bin first on PATH.
 #
@@ -93,11 +96,47 @@ kv_bootstrap_venvs() {
     fi
 }
 
+# The execution node's venv: on Debian's own Python, which a test node (its own /root, where pyenv lives) can run.
+kv_bootstrap_execution_node_venv() {
+    if ! kv_py_ok /usr/bin/python3 9; then
+        kv_warn "no /usr/bin/python3 (3.9+): no .build/venv-execution-node (tests/e2e/test_storm_sliced.py needs it)"
+        return 0
+    fi
+    kv_ensure_venv_module /usr/bin/python3
+    kv_venv "$KV_BUILD/venv-execution-node" /usr/bin/python3 "$KV_ROOT/requirements/execution-node.txt"
+}
+
+# awx.awx from the ansible package's wheel (Galaxy is not reachable from CI): the wheel's ansible_collections/awx/awx
+# directory, installed with ansible-galaxy; redone when requirements/awx-collection.txt changes.
+kv_bootstrap_awx_collection() {
+    local req=$KV_ROOT/requirements/awx-collection.txt stamp=$KV_BUILD/awx-collection.stamp pin want tmp out
+    want=$(kv_sha256 "$req")
+    if [ -f "$KV_COLLECTIONS/ansible_collections/awx/awx/MANIFEST.json" ] && [ "$(cat "$stamp" 2>/dev/null)" = "$want" ]; then
+        return 0
+    fi
+    pin=$(sed -n 's/^\(ansible==[0-9.]*\).*/\1/p' "$req")
+    kv_log "installing awx.awx from the $pin wheel into .build/collections"
+    tmp=$(mktemp -d)
+    # (ansible-galaxy warns that the path "appears to be part of the pip Ansible package": it is ours, kept quiet)
+    if ! out=$({ "$KV_VENV/bin/python" -m pip download --quiet --no-deps --only-binary=:all: -d "$tmp" "$pin" \
+                && "$KV_VENV/bin/python" -m zipfile -e "$tmp"/ansible-*.whl "$tmp/wheel" \
+                && "$KV_VENV/bin/ansible-galaxy" collection install --force -p "$KV_COLLECTIONS" \
+                    "$tmp/wheel/ansible_collections/awx/awx"; } 2>&1); then
+        rm -rf "$tmp"
+        printf '%s\n' "$out" | kv_pip_filter >&2
+        kv_die "could not install awx.awx from $pin (requirements/awx-collection.txt)"
+    fi
+    rm -rf "$tmp"
+    echo "$want" >"$stamp"
+}
+
 kv_bootstrap() {
     mkdir -p "$KV_BUILD"
     kv_bootstrap_apt
     kv_bootstrap_venvs
+    kv_bootstrap_execution_node_venv
     kv_collection_link
+    kv_bootstrap_awx_collection
     kv_env
 }
 

@@ -2,11 +2,13 @@
 (test_storm_sliced.py): the pods of ReadWriteOnce and ReadWriteMany claims on 6 SSH test nodes, the edits of a
 round, and the invariants checked after every round (no RWO volume attached or mounted on two nodes, no data lost,
 the records match the nodes)."""
+import json
 import os
+import signal
 import time
 
-from e2e_lib import (bound_volume, get, items, kill_run, node_object, pod_mount_path, running_pod,  # noqa: F401
-                     unique_name, write_list)
+from e2e_lib import (_process_tree, _wait_stopped, bound_volume, get, items, kill_run, node_object,  # noqa: F401
+                     pod_mount_path, running_pod, unique_name, write_list)
 
 NODES = 6
 RWO = ["rwo-%d" % i for i in range(6)]
@@ -83,6 +85,20 @@ class Storm:
                     del self.pods[name]
             while len([p for p in self.pods.values() if p["pv"] == pv]) < 2:
                 self.new_pod(pv, self.rng.choice(nodes))
+
+    def move_off(self, node, state):
+        """Move the pod of one RWO volume mounted on ``node`` to another node (that node's next node stage then
+        has a teardown to run); False when ``node`` has none mounted."""
+        for pv in RWO:
+            if pv not in state[node]["mounted"]:
+                continue
+            mine = [n for n, p in self.pods.items() if p["pv"] == pv and p["node"] == node]
+            for name in mine:
+                del self.pods[name]
+            if mine:
+                self.new_pod(pv, self.rng.choice([n for n in self.kv.nodes if n != node]))
+                return True
+        return False
 
     def settle_doubles(self):
         """Drop the second pod of each doubled RWO claim (as the user would, after the Multi-Attach error)."""
@@ -184,3 +200,71 @@ def kill_once_a_node_task_runs(proc, log):
     if proc.poll() is None:
         kill_run(proc)
     return proc.returncode
+
+
+NODE_TASK_TITLES = ("Teardown - unmount", "Set up - attach")
+
+
+def kill_tree(root):
+    """SIGKILL ``root`` and every process below it, frozen first (as e2e_lib.kill_run, for a process that is not
+    this one's child: an ansible-runner worker on an execution node)."""
+    frozen, tree = set(), {root}
+    while tree - frozen:
+        for pid in tree - frozen:
+            try:
+                os.kill(pid, signal.SIGSTOP)
+            except OSError:
+                pass
+        _wait_stopped(tree - frozen)
+        frozen |= tree
+        tree = _process_tree(root)
+    for pid in frozen:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+
+
+def worker_pids(kv, node):
+    """The ``ansible-runner worker`` processes running on test node ``node`` (in its mount namespace)."""
+    found = []
+    for pid in kv.node_pids(node):
+        try:
+            with open("/proc/%d/cmdline" % pid, "rb") as handle:
+                argv = handle.read().split(b"\0")
+        except OSError:
+            continue
+        if any(arg.endswith(b"ansible-runner") for arg in argv) and b"worker" in argv:
+            found.append(pid)
+    return found
+
+
+def job_event_tasks(artifact_dir):
+    """The task names of a job's playbook_on_task_start events so far (its events as ansible-runner writes them)."""
+    folder = os.path.join(artifact_dir, "job_events")
+    names = []
+    for name in os.listdir(folder) if os.path.isdir(folder) else ():
+        try:
+            with open(os.path.join(folder, name)) as handle:
+                event = json.load(handle)
+        except (OSError, ValueError):
+            continue
+        if event.get("event") == "playbook_on_task_start":
+            names.append((event.get("event_data") or {}).get("task") or "")
+    return names
+
+
+def kill_worker_once_a_node_task_runs(kv, node, artifact_dir, proc, titles=NODE_TASK_TITLES, timeout=300):
+    """Once the job whose artifacts are ``artifact_dir`` (running on execution node ``node``) shows a node task's
+    title (one of ``titles``) in its events, SIGKILL its ``ansible-runner worker`` there with everything under it (the execution node's
+    job dies mid-run). True when a worker was killed mid-run; ``proc``: the workflow, which must still be running."""
+    deadline = time.time() + timeout
+    while time.time() < deadline and proc.poll() is None:
+        if any(title in task for task in job_event_tasks(artifact_dir) for title in titles):
+            time.sleep(0.3)
+            workers = worker_pids(kv, node)
+            for pid in workers:
+                kill_tree(pid)
+            return bool(workers)
+        time.sleep(0.05)
+    return False

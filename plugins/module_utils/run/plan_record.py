@@ -2,17 +2,18 @@
 # Copyright: kubevol contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The run's plan as a record on disk, read back by handle: what the reconcile role's later steps read instead of
-an Ansible variable holding the whole plan (issue 30).
+an Ansible variable holding the whole plan.
 
-A record is one directory per run id, ``<dir>/<run id>/``: ``plan.json`` (the volume_reconcile_plan result, whole),
-``nodes/<node>.json`` (each node's share, run/plan_view.py node_slice: what that host's node task reads, and nothing
-more) and ``manifest.json`` (the run id and each file's sha256). It is built in a temporary directory beside it and
-renamed into place, so a reader sees a whole record or none. A run's last step marks its record finished
-(``finish``); pruning keeps the ``keep`` newest records and every unfinished one younger than UNFINISHED_SECONDS,
-because the runs of a sliced reconcile (docs/fleet.md: node stage slices at once, beside the attach/detach stage)
-write their records into one directory at the same time, and none may lose its plan to another's pruning.
-The handle, what Ansible's variables carry, is ``{path, run_id, digest}``, the digest being the manifest's: a record
-replaced or changed under the handle is refused, never read as this run's plan.
+A record is one directory per run id, ``<dir>/<run id>/``: ``nodes/<node>.json`` (each of the run's hosts' share of
+the plan: its steps and volume items, what that host's node task reads, and nothing more), ``plan.json`` (the rest
+of the volume_reconcile_plan result, with the shares of the nodes outside the run's hosts: run/plan_record_parts.py;
+every part of the plan is in one file only) and ``manifest.json`` (the run id and each file's sha256). It is built
+in a temporary directory beside it and renamed into place, so a reader sees a whole record or none. A run's last
+step marks its record finished (``finish``); pruning keeps the ``keep`` newest records and every unfinished one
+younger than UNFINISHED_SECONDS, because the runs of a sliced reconcile (docs/fleet.md: node stage slices at once,
+beside the attach/detach stage) write their records into one directory at the same time, and none may lose its plan
+to another's pruning. The handle, what Ansible's variables carry, is ``{path, run_id, digest}``, the digest being
+the manifest's: a record replaced or changed under the handle is refused, never read as this run's plan.
 
 Where the records live is the caller's choice (plan/plan_task.py record_dir): beside the state file for the file
 store; for the Kubernetes API store, ConfigMaps in the run lock's namespace (``k8s:<namespace>``: the record kind of
@@ -36,6 +37,7 @@ import time
 import uuid
 
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import KubevolError
+from ansible_collections.kubevol.volumes.plugins.module_utils.run import plan_record_parts as parts
 from ansible_collections.kubevol.volumes.plugins.module_utils.run.plan_view import node_slice
 
 try:
@@ -43,7 +45,7 @@ try:
 except ImportError:  # pragma: no cover - Python 2 is not supported, the import keeps sanity's compile test quiet
     from urllib import quote  # pylint: disable=no-name-in-module
 
-VERSION = 1
+VERSION = 2  # 2: every part of the plan in one place (plan_record_parts.py); 1 is refused
 KEEP = 2  # this run's record and the one before it (for a look after the run)
 STALE_TEMP_SECONDS = 3600  # a temporary directory of a writer killed before its rename
 UNFINISHED_SECONDS = 12 * 3600  # a run still going (or killed: its record goes after this), kept from pruning
@@ -84,12 +86,6 @@ def _node_file(node):
     return "nodes/n-%s.json" % quote(node, safe="")
 
 
-def _nodes(plan_result):
-    nodes = set((plan_result.get("by_node") or {}).keys()) | set((plan_result.get("volume_items") or {}).keys())
-    nodes.update(step.get("node") for step in plan_result.get("plan") or ())
-    return sorted(node for node in nodes if isinstance(node, str))
-
-
 def _kind(path):
     """The record kind of a location or handle path: a ``k8s:<namespace>`` one's (plan_record_k8s), else a
     directory's (this module's _FileRecords)."""
@@ -103,8 +99,8 @@ def write(plan_result, directory, run_id=None, keep=KEEP, nodes=None, connection
     """Write ``plan_result`` as run ``run_id``'s record at ``directory`` (a directory, created mode 0700, or
     ``k8s:<namespace>``), prune the older records there: its handle.
 
-    ``nodes``: the nodes whose share is stored on its own (the run's hosts: the planner's node facts); None, every
-    node of the plan. A node outside them has no node task in this run; read_node still answers it, from the plan.
+    ``nodes``: the nodes whose share is kept apart (the run's hosts: the planner's node facts); None, every node of
+    the plan. A node outside them has no node task in this run; read_node still answers it, from the rest.
 
     ``local_copy``: for a record in the API, a directory on the controller where the same record is written too
     (the handle's ``local``). The run's own steps read that copy: every step of a run runs on its controller, and a
@@ -113,16 +109,17 @@ def write(plan_result, directory, run_id=None, keep=KEEP, nodes=None, connection
     run_id = run_id or new_run_id()
     if not RUN_ID.match(run_id):
         raise KubevolError("plan record: run id %r is not of the form 20261125T232600Z-1a2b3c4d" % run_id)
-    wanted = None if nodes is None else frozenset(node for node in nodes if isinstance(node, str))
-    shares = [(node, node_slice(plan_result, node)) for node in _nodes(plan_result)
-              if wanted is None or node in wanted]
+    hosts = None if nodes is None else frozenset(node for node in nodes if isinstance(node, str))
+    rest, shares = parts.split(plan_result, hosts)
     kind = _kind(directory)
-    path, digest = kind.write(plan_result, directory, run_id, shares, None if wanted is None else sorted(wanted),
-                              connection)
+    path, digest = kind.write(rest, shares, directory, run_id, connection)
     prune(directory, keep, run_id, connection=connection)
     handle = {"path": path, "run_id": run_id, "digest": digest}
     if local_copy is not None and kind is not _FileRecords:
-        handle["local"] = write(plan_result, local_copy, run_id, keep, nodes)
+        os.makedirs(local_copy, mode=0o700, exist_ok=True)
+        path, digest = _write_files(rest, shares, os.path.abspath(local_copy), run_id)
+        _prune_files(local_copy, keep, run_id, time.time())
+        handle["local"] = {"path": path, "run_id": run_id, "digest": digest}
     return handle
 
 
@@ -130,8 +127,8 @@ class _FileRecords:
     """The record kind of a directory on the controller (the module docstring's layout)."""
 
     @staticmethod
-    def write(plan_result, directory, run_id, shares, hosts, _connection):
-        return _write_files(plan_result, os.path.abspath(directory), run_id, shares, hosts)
+    def write(rest, shares, directory, run_id, _connection):
+        return _write_files(rest, shares, os.path.abspath(directory), run_id)
 
     @staticmethod
     def manifest(handle, _connection):
@@ -142,19 +139,22 @@ class _FileRecords:
         return found
 
     @staticmethod
-    def read_plan(handle, connection):
-        entry = _FileRecords.manifest(handle, connection)["plan"]
+    def _part(handle, entry):
         return _read(os.path.join(handle["path"], entry["file"]), entry["digest"], entry["file"], handle)
+
+    @staticmethod
+    def read_plan(handle, connection):
+        found = _FileRecords.manifest(handle, connection)
+        shares = [(node, entry and _FileRecords._part(handle, entry)) for node, entry in found["nodes"].items()]
+        return parts.assemble(_FileRecords._part(handle, found["plan"]), shares)
 
     @staticmethod
     def read_node(handle, node, connection):
         found = _FileRecords.manifest(handle, connection)
-        entry = found["nodes"].get(node)
-        if entry is None:
-            if found.get("sharded") is not None and node not in found["sharded"]:
-                return node_slice(_FileRecords.read_plan(handle, connection), node)  # not one of the run's hosts
-            return {"plan": [], "volume_items": {}}
-        return _read(os.path.join(handle["path"], entry["file"]), entry["digest"], entry["file"], handle)
+        if node not in found["nodes"]:  # not one of the run's hosts: its share is in the rest
+            return parts.other_share(_FileRecords._part(handle, found["plan"]), node)
+        entry = found["nodes"][node]
+        return parts.node_view(node, entry and _FileRecords._part(handle, entry))
 
     @staticmethod
     def finish(handle, _connection):
@@ -169,7 +169,7 @@ class _FileRecords:
         _prune_files(directory, keep, current, now)
 
 
-def _write_files(plan_result, directory, run_id, shares, hosts):
+def _write_files(rest, shares, directory, run_id):
     try:
         os.makedirs(directory, mode=0o700, exist_ok=True)
         final = os.path.join(directory, run_id)
@@ -180,11 +180,13 @@ def _write_files(plan_result, directory, run_id, shares, hosts):
                            % (directory, err))
     try:
         os.mkdir(os.path.join(temp, "nodes"))
-        data = _dumps(plan_result)
+        data = _dumps(rest)
         _write(os.path.join(temp, PLAN), data)
-        manifest = {"version": VERSION, "run_id": run_id, "plan": {"file": PLAN, "digest": _digest(data)}, "nodes": {},
-                    "sharded": hosts}
+        manifest = {"version": VERSION, "run_id": run_id, "plan": {"file": PLAN, "digest": _digest(data)}, "nodes": {}}
         for node, share in shares:
+            if share is None:  # a host with nothing to do: no file
+                manifest["nodes"][node] = None
+                continue
             data = _dumps(share)
             name = _node_file(node)
             _write(os.path.join(temp, name), data)
@@ -286,9 +288,9 @@ def read_plan(handle, connection=None):
 
 
 def read_node(handle, node, connection=None):
-    """One node's share of the record's plan (node_slice's shape), read from that node's own part only: a node with
-    no step and no volume item has none, and gets an empty share; a node the record has no share of (not one of the
-    run's hosts) gets its share cut from the whole plan."""
+    """One node's share of the record's plan (node_slice's shape), read from that node's own part only: a host with
+    no step and no volume item has none, and gets an empty share; a node that is not one of the run's hosts gets its
+    share from the rest of the plan (plan_record_parts.py)."""
     kind, handle = _checked(handle)
     return kind.read_node(handle, node, connection)
 

@@ -12,21 +12,21 @@ What, for run ``R`` (names ``kubevol-plan-<r>-...``, ``<r>`` the run id in lower
 
 - ``-begin``: an empty marker, created first, so that a writer killed midway leaves something pruning finds by
   its label without listing the big objects;
-- ``-p-<i>``: the plan (the volume_reconcile_plan result, JSON), gzip-compressed and cut into chunks of at most
-  CHUNK_BYTES; ``-n-<k>-<i>``: the share of the k-th of the run's hosts with work (run/plan_view.py node_slice), the
-  same way; ``-b-<j>-<i>``: bucket j of the node index ({node: where its share is and its digests, or None for a
-  host with nothing to do}), a node's bucket chosen by its name's sha256, so that a node task reads one small
-  bucket, not an index of every node;
+- ``-p-<i>``: the rest of the plan (run/plan_record_parts.py: all of the volume_reconcile_plan result but the run's
+  hosts' shares), gzip-compressed and cut into chunks of at most CHUNK_BYTES;
+- ``-b-<j>-<i>``: bucket j of the run's hosts: {host: its share (steps, their positions, its volume items), or None
+  for a host with nothing to do}, a host's bucket chosen by its name's sha256, the same way; a node task reads one
+  bucket of NODES_PER_BUCKET hosts, not the whole plan, and each share is written once;
 - ``kubevol-plan-<r>``: the manifest (``data: manifest.json``: version, run id, each chunk's sha256 and each
   whole part's), written LAST: a record without it is not a record, and a reader refuses it;
 - ``-finished``: an empty marker created by the run's last step (plan_record.finish).
 
 Every object carries ``app.kubernetes.io/managed-by: kubevol`` and ``kubevol.io/plan-run: R``; the three small
 markers also ``kubevol.io/plan-marker: "true"`` (pruning lists only those). Why gzip and ``binaryData``: a plan is
-JSON that compresses about tenfold, and the API keeps every object in etcd (its default quota is 2 GiB): an 83 MB
-plan of 5,000 nodes, twice (the plan and the shares) and for two runs, would be a large part of it, uncompressed.
-Why CHUNK_BYTES: kube-apiserver refuses a ConfigMap over 1 MiB of data (stores/k8s_configmaps.py), and etcd a
-request over 1.5 MiB; 900 KiB leaves room for the metadata and the base64 of the request.
+JSON that compresses about twentyfold, and the API keeps every object in etcd (its default quota is 2 GiB). Why
+CHUNK_BYTES: kube-apiserver refuses a ConfigMap over 1 MiB of data (stores/k8s_configmaps.py) and etcd a request over
+1.5 MiB; 720 KiB is 960 KiB once base64-encoded in the request's JSON, so that no object is over 1 MiB however it is
+counted (decoded, as the API's validation counts it, or as the JSON sent and kept by an API server that stores JSON).
 """
 
 from __future__ import absolute_import, division, print_function
@@ -43,16 +43,17 @@ from concurrent.futures import ThreadPoolExecutor
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import KubevolError
-from ansible_collections.kubevol.volumes.plugins.module_utils.run.plan_view import node_slice
+from ansible_collections.kubevol.volumes.plugins.module_utils.run import plan_record_parts as parts
 from ansible_collections.kubevol.volumes.plugins.module_utils.run.plan_record import (
     RUN_ID, STALE_TEMP_SECONDS, UNFINISHED_SECONDS, VERSION, _digest, _dumps, _started)
 from ansible_collections.kubevol.volumes.plugins.module_utils.stores import CLUSTER_STORE_ARGSPEC, get_store
 from ansible_collections.kubevol.volumes.plugins.module_utils.stores import k8s_configmaps as cms
 
 SCHEME = "k8s:"
-CHUNK_BYTES = 900 * 1024
+CHUNK_BYTES = 720 * 1024
 NODES_PER_BUCKET = 256
-WRITERS = 8  # concurrent POSTs of the hosts' shares (client-go's default QPS burst is 10)
+BUCKET_BYTES = 4 * 1024 * 1024  # of JSON, about one chunk once compressed: a node task reads the manifest and one chunk
+WRITERS = 8  # concurrent POSTs of the buckets (client-go's default QPS burst is 10)
 MANAGED_BY = "app.kubernetes.io/managed-by"
 RUN = "kubevol.io/plan-run"
 PART = "kubevol.io/plan-part"
@@ -178,39 +179,36 @@ def _get(api, handle, part, entry):
     return json.loads(data.decode("utf-8"))
 
 
-def write(plan_result, where, run_id, shares, hosts, connection):
+def write(rest, shares, where, run_id, connection):
     """Write the record of run ``run_id`` in namespace ``where`` (``k8s:<namespace>``): (path, manifest digest).
 
-    ``shares``: [(node, its share)] of the nodes with a share of their own; ``hosts``: the run's hosts (None: every
-    node of the plan), each listed in its bucket."""
+    ``rest``, ``shares``: plan_record_parts.split's (the run's hosts' shares, None for a host with nothing to do)."""
     namespace = where[len(SCHEME):]
     with _Api(connection, namespace, run_id) as api:
         try:
-            return _write(api, plan_result, namespace, run_id, shares, hosts)
+            return _write(api, rest, shares, namespace, run_id)
         except KubevolError as err:
             raise KubevolError("plan record of run %s: cannot write it as ConfigMaps in namespace %s: %s. Nothing was "
                                "changed on the nodes or in the volumes' objects; what was written is pruned after an "
                                "hour (it has no manifest)" % (run_id, namespace, err.msg))
 
 
-def _write(api, plan_result, namespace, run_id, shares, hosts):
-    """write()'s requests: the begin marker, the plan, the shares, the buckets, the manifest last."""
+def _write(api, rest, shares, namespace, run_id):
+    """write()'s requests: the begin marker, the rest, the buckets, the manifest last."""
     api.create(run_id, _name(run_id, "begin"), "begin", marker=True)
-    manifest = {"version": VERSION, "run_id": run_id, "plan": _put(api, run_id, "p", _dumps(plan_result)),
-                "sharded": hosts is not None}
-    index = dict((node, None) for node in hosts or ())
-    # the shares (one object or more per host with work: thousands on a fleet) sent WRITERS at a time: each
-    # POST waits for its answer, and the API server serves many at once; the manifest still comes after all
+    manifest = {"version": VERSION, "run_id": run_id, "plan": _put(api, run_id, "p", _dumps(rest))}
+    # each share encoded once; a bucket is their JSON object, put together from the encoded shares
+    encoded = [(_dumps(node), _dumps(share)) for node, share in shares]
+    size = sum(len(name) + len(data) + 2 for name, data in encoded)
+    count = max(1, -(-len(shares) // NODES_PER_BUCKET), -(-size // BUCKET_BYTES))
+    buckets = [[] for _number in range(count)]
+    for (node, _share), (name, data) in zip(shares, encoded):
+        buckets[_bucket(node, count)].append(name + b":" + data)
+    # a bucket or more per NODES_PER_BUCKET hosts (twenty at 5,000 hosts), sent WRITERS at a time: each POST waits
+    # for its answer, and the API server serves many at once; the manifest still comes after all
     with ThreadPoolExecutor(max_workers=WRITERS) as pool:
-        entries = list(pool.map(lambda job: dict(_put(api, run_id, "n-%d" % job[0], _dumps(job[1][1])), n=job[0]),
-                                enumerate(shares)))
-    for (node, _share), entry in zip(shares, entries):
-        index[node] = entry
-    count = max(1, -(-len(index) // NODES_PER_BUCKET))
-    buckets = [{} for _number in range(count)]
-    for node, entry in index.items():
-        buckets[_bucket(node, count)][node] = entry
-    manifest["buckets"] = [_put(api, run_id, "b-%d" % number, _dumps(bucket)) for number, bucket in enumerate(buckets)]
+        manifest["buckets"] = list(pool.map(lambda job: _put(api, run_id, "b-%d" % job[0],
+                                                             b"{" + b",".join(job[1]) + b"}"), enumerate(buckets)))
     data = _dumps(manifest)
     api.create(run_id, _name(run_id), "manifest", data={MANIFEST_KEY: data.decode("utf-8")}, marker=True)
     return "%s/%s" % (location(namespace), run_id), _digest(data)
@@ -240,22 +238,25 @@ def manifest(handle, connection):
 
 
 def read_plan(handle, connection):
+    """The whole plan: the manifest, the rest and every bucket."""
     with _Api(connection, _parse(handle["path"])[0], handle["run_id"]) as api:
-        return _get(api, handle, "p", _manifest(api, handle)["plan"])
+        found = _manifest(api, handle)
+        shares = []
+        for number, entry in enumerate(found["buckets"]):
+            shares.extend(_get(api, handle, "b-%d" % number, entry).items())
+        return parts.assemble(_get(api, handle, "p", found["plan"]), shares)
 
 
 def read_node(handle, node, connection):
-    """One node's share: the manifest, the node's bucket and the node's own chunks (three GETs for most nodes)."""
+    """One node's share: the manifest and the node's bucket (two GETs for a host of the run; a node outside them is
+    in the rest)."""
     with _Api(connection, _parse(handle["path"])[0], handle["run_id"]) as api:
         found = _manifest(api, handle)
         number = _bucket(node, len(found["buckets"]))
         bucket = _get(api, handle, "b-%d" % number, found["buckets"][number])
         if node in bucket:
-            entry = bucket[node]
-            return {"plan": [], "volume_items": {}} if entry is None else _get(api, handle, "n-%d" % entry["n"], entry)
-        if found.get("sharded"):
-            return node_slice(_get(api, handle, "p", found["plan"]), node)  # not one of the run's hosts
-        return {"plan": [], "volume_items": {}}
+            return parts.node_view(node, bucket[node])
+        return parts.other_share(_get(api, handle, "p", found["plan"]), node)
 
 
 def finish(handle, connection):

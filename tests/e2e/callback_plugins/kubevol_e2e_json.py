@@ -29,6 +29,8 @@ import tempfile
 
 from ansible.plugins.callback import CallbackBase
 
+from ansible_collections.kubevol.volumes.plugins.module_utils.run import plan_record
+
 
 def _jsonable(value):
     try:
@@ -75,8 +77,7 @@ class CallbackModule(CallbackBase):
             # the plan task's output=record: the tests read the plan it recorded (plan, blocked, desired, ...), read
             # here while the record is there (in check mode it lives in Ansible's local temp, gone at exit)
             keys = sorted(data)
-            with open(os.path.join(record["path"], "plan.json")) as stream:
-                data = dict(json.load(stream), **data)
+            data = dict(plan_record.read_plan(record), **data)  # by its handle, as the run's own steps read it
             data["_e2e_result_keys"] = keys  # what the task itself returned
         entry = self._task_entry(task)
         changed = bool(data.get("changed")) and status == "ok"

@@ -2,11 +2,13 @@
 API server (tests/fakeapi), which refuses a ConfigMap over 1 MiB as kube-apiserver does.
 
 A cluster big enough that its plan takes several chunks (names and uids are UUIDs, as in a real cluster: they do
-not compress away), planned by the real planner, written and read back: every object under the limit, a node's
-share read with its own objects' GETs only, a tampered or missing chunk refused naming the run and the object, the
-pruning rule, and a 403 that names what to grant.
+not compress away), planned by the real planner, written and read back: every object under the limit (as the API
+validates it, and as JSON), every part of the plan written once, a node's share read with two GETs, a tampered or
+missing chunk refused naming the run and the object, the pruning rule, and a 403 that names what to grant.
 """
 import base64
+import gzip
+import json
 import os
 import time
 import uuid
@@ -78,6 +80,13 @@ def configmaps(api, run_id=None):
     return [cm for cm in found if run_id is None or cm["metadata"]["labels"][plan_record_k8s.RUN] == run_id]
 
 
+def recorded(plan):
+    """What a record keeps of a plan result: the desired and actual states without their per_node lists
+    (plan_record_parts.STATES)."""
+    return dict((key, dict((k, v) for k, v in value.items() if k != "per_node") if key in ("desired", "actual")
+                 else value) for key, value in plan.items())
+
+
 def size(cm):
     return (sum(len(v.encode()) for v in (cm.get("data") or {}).values())
             + sum(len(base64.b64decode(v)) for v in (cm.get("binaryData") or {}).values()))
@@ -90,9 +99,20 @@ def test_a_big_plan_in_chunks_under_the_limit_read_back_whole_and_by_node(api, c
     assert handle["path"] == "k8s:%s/%s" % (NAMESPACE, run_id) and set(handle) == {"path", "run_id", "digest"}
     objects = configmaps(api, run_id)
     parts = [cm["metadata"]["labels"][plan_record_k8s.PART] for cm in objects]
-    assert parts.count("p") > 2, parts  # the plan took several chunks
-    assert parts.count("n") == len(hosts) - 1 and parts.count("manifest") == 1 and parts.count("begin") == 1
+    assert parts.count("b") > 2, parts  # the hosts' shares took several buckets
+    assert parts.count("p") == 1 and parts.count("manifest") == 1 and parts.count("begin") == 1, parts
     assert all(size(cm) <= plan_record_k8s.CHUNK_BYTES < MAX_CONFIGMAP_BYTES for cm in objects)
+    assert all(len(json.dumps(cm)) < MAX_CONFIGMAP_BYTES for cm in objects)  # also as JSON, base64 and metadata
+    # every part of the plan once: the steps are in the shares only, not again in the rest (the record used to hold
+    # the whole plan and each host's share again); and compressed
+    chunks = {}
+    for cm in objects:
+        if cm.get("binaryData"):
+            part, _sep, index = cm["metadata"]["name"].rpartition("-")
+            chunks.setdefault(part, []).append((int(index), base64.b64decode(cm["binaryData"]["chunk"])))
+    unpacked = sum(len(gzip.decompress(b"".join(data for _i, data in sorted(found)))) for found in chunks.values())
+    whole = len(json.dumps(recorded(big_plan), separators=(",", ":")).encode())
+    assert unpacked < 1.1 * whole and sum(size(cm) for cm in objects) < whole / 5, (unpacked, whole)
     assert all(cm["metadata"]["labels"]["app.kubernetes.io/managed-by"] == "kubevol" for cm in objects)
     # the manifest was the last object written
     posts = [r for r in api.log if r["method"] == "POST" and "configmaps" in r["path"]]
@@ -100,18 +120,17 @@ def test_a_big_plan_in_chunks_under_the_limit_read_back_whole_and_by_node(api, c
     last = max(objects, key=lambda cm: int(cm["metadata"]["resourceVersion"]))
     assert last["metadata"]["name"] == "kubevol-plan-" + run_id.lower()
 
-    assert plan_record.read_plan(handle, connection) == big_plan
+    assert plan_record.read_plan(handle, connection) == recorded(big_plan)
     node = hosts[0]
     del api.log[:]
     share = plan_record.read_node(handle, node, connection)
     assert share == node_slice(big_plan, node) and share["plan"]
-    # three GETs: the manifest, the node's bucket, the node's own chunk; nothing listed, nothing of the whole plan
+    # two GETs: the manifest, the node's bucket (its one chunk); nothing listed, nothing of the whole plan
     gets = [r["path"].rsplit("/", 1)[1] for r in api.log]
-    assert [r["method"] for r in api.log] == ["GET"] * 3, api.log
-    assert gets[0] == "kubevol-plan-" + run_id.lower() and gets[1].startswith(gets[0] + "-b-")
-    assert gets[2].startswith(gets[0] + "-n-"), gets
+    assert [r["method"] for r in api.log] == ["GET"] * 2, api.log
+    assert gets[0] == "kubevol-plan-" + run_id.lower() and gets[1].startswith(gets[0] + "-b-"), gets
     assert plan_record.read_node(handle, "node-without-work", connection) == {"plan": [], "volume_items": {}}
-    outsider = sorted(big_plan["by_node"])[-1]  # not a host: cut from the whole plan
+    outsider = sorted(big_plan["by_node"])[-1]  # not a host: in the rest
     assert plan_record.read_node(handle, outsider, connection) == node_slice(big_plan, outsider)
 
 
@@ -127,7 +146,7 @@ def test_the_fake_refuses_a_configmap_over_1_mib_as_the_api_does(api, connection
 def test_a_tampered_or_missing_chunk_is_refused(api, connection, big_plan):
     handle = plan_record.write(big_plan, WHERE, connection=connection)
     run_id = handle["run_id"]
-    chunk = "kubevol-plan-%s-p-1" % run_id.lower()
+    chunk = "kubevol-plan-%s-b-1-0" % run_id.lower()
 
     def tamper(cm):
         data = bytearray(base64.b64decode(cm["binaryData"]["chunk"]))
@@ -203,11 +222,11 @@ def test_the_runs_own_steps_read_the_copy_on_the_controller_and_another_reader_t
     assert handle["local"]["run_id"] == handle["run_id"] and handle["local"]["path"].startswith(local)
     del api.log[:]
     assert plan_record.read_node(handle, hosts[0], connection) == node_slice(big_plan, hosts[0])
-    assert plan_record.read_plan(handle, connection) == big_plan
+    assert plan_record.read_plan(handle, connection) == recorded(big_plan)
     assert api.log == []  # nothing asked of the API
     elsewhere = dict(handle, local=dict(handle["local"], path=str(tmp_path / "gone")))
     assert plan_record.read_node(elsewhere, hosts[1], connection) == node_slice(big_plan, hosts[1])
-    assert [r["method"] for r in api.log] == ["GET"] * 3, api.log
+    assert [r["method"] for r in api.log] == ["GET"] * 2, api.log
     plan_record.finish(handle, connection)
     assert os.path.exists(os.path.join(handle["local"]["path"], plan_record.FINISHED))
     assert "finished" in [cm["metadata"]["labels"][plan_record_k8s.PART] for cm in configmaps(api, handle["run_id"])]

@@ -215,3 +215,58 @@ def test_store_options_merge_the_play_group_defaults_under_the_task_own():
         "host": "https://api", "api_key": "role", "cluster_source": "kubernetes"}
     assert with_group_defaults(None, [], template) is None
     assert with_group_defaults({}, None, template) == {}
+
+
+def test_every_part_of_the_plan_is_written_once_and_read_back_whole(state):
+    """run/plan_record_parts.py: a host's share is in its own file only, the other nodes' in the rest (plan.json),
+    never both; the desired and actual states keep their counts, not their per-node lists, which no later step
+    reads."""
+    full = plan_task.run(params(state), utc_now())
+    nodes = sorted(full["by_node"])
+    handle = plan_record.write(full, str(state) + ".plans", nodes=nodes[:1])
+    with open(os.path.join(handle["path"], "plan.json")) as stream:
+        rest = json.load(stream)
+    assert not set(rest) & {"plan", "volume_items", "by_node"}
+    assert "per_node" not in rest["desired"] and rest["desired"]["pods"] == full["desired"]["pods"]
+    assert "per_node" not in rest["actual"]
+    assert sorted(node for node, _share in rest["_record"]["others"]) == nodes[1:]
+    with open(os.path.join(handle["path"], "nodes", "n-%s.json" % nodes[0])) as stream:
+        assert json.load(stream)["plan"] == node_slice(full, nodes[0])["plan"]
+    back = plan_record.read_plan(handle)
+    assert back == recorded(full)
+
+
+def recorded(plan):
+    """What a record keeps of a plan result: the desired and actual states without their per_node lists."""
+    return dict((key, dict((k, v) for k, v in value.items() if k != "per_node") if key in ("desired", "actual")
+                 else value) for key, value in plan.items())
+
+
+def test_split_and_assemble_keep_every_step_in_its_place():
+    from ansible_collections.kubevol.volumes.plugins.module_utils.run import plan_record_parts as parts
+    plan = {"plan": [{"node": "b", "action": "detach"}, {"node": None, "action": "expand"},
+                     {"node": "a", "action": "attach"}, {"node": "b", "action": "attach"}],
+            "volume_items": {"a": {"u1": {"pv_name": "p1"}}, "c": {"u2": {"pv_name": "p2"}}},
+            "by_node": {"b": [0, 3], None: [1], "a": [2]}, "blocked": [{"node": "d"}],
+            "desired": {"pods": 1, "per_node": {"a": ["p1"]}}}
+    rest, shares = parts.split(plan, hosts=["a", "host-without-work"])
+    assert dict(shares) == {"a": {"at": [2], "plan": [plan["plan"][2]], "items": {"u1": {"pv_name": "p1"}}},
+                            "host-without-work": None}
+    assert sorted(str(node) for node, _share in rest["_record"]["others"]) == ["None", "b", "c"]
+    assert parts.assemble(rest, shares) == dict(plan, desired={"pods": 1})
+    assert parts.other_share(rest, "c") == {"plan": [], "volume_items": {"c": {"u2": {"pv_name": "p2"}}}}
+    assert parts.node_view("host-without-work", None) == {"plan": [], "volume_items": {}}
+
+
+def test_a_record_of_the_older_layout_is_refused(state):
+    handle = plan_record.write({"plan": [], "volume_items": {}}, str(state) + ".plans")
+    path = os.path.join(handle["path"], plan_record.MANIFEST)
+    with open(path) as stream:
+        found = json.load(stream)
+    found["version"] = 1
+    data = json.dumps(found).encode()
+    with open(path, "wb") as stream:
+        stream.write(data)
+    import hashlib
+    with pytest.raises(KubevolError, match="written by another version or run"):
+        plan_record.read_plan(dict(handle, digest=hashlib.sha256(data).hexdigest()))

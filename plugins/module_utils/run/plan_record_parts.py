@@ -1,0 +1,106 @@
+# -*- coding: utf-8 -*-
+# Copyright: kubevol contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""A plan result cut into the parts of its record, each part of it in exactly one, and put together again.
+
+- each share: one node's steps (``plan``), their positions in the whole plan (``at``) and the node's volume items
+  (``items``), the part that node's task reads and nothing more;
+- the rest: everything else of the result (the blocked items, the records to write, the summary...), with the
+  shares of the nodes that are not kept apart (``others``: nodes outside the run's hosts; a step with no node) and
+  the plan's length.
+
+The result's ``desired`` and ``actual`` states are kept without their ``per_node`` lists (every node's volumes, 1.4 MB
+at 5,000 nodes in every record): no later step reads them (the blocked items already carry the action they hold
+back, plan_text.blocked_once); their counts stay.
+The file kind (run/plan_record.py) keeps the rest and each share in a file of its own; the Kubernetes API kind
+(run/plan_record_k8s.py) the rest and the shares, grouped in buckets, gzip-compressed in ConfigMaps.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+PER_NODE = ("plan", "volume_items", "by_node")
+STATES = ("desired", "actual")  # kept without their per_node lists
+EMPTY = {"plan": [], "volume_items": {}}
+
+
+def _positions(plan, by_node=None):
+    """{node: [positions of its steps in the plan]}: the planner's ``by_node`` when the result has it (node_slice
+    trusts it too), else one pass over the plan (a result built by hand is cut the same way)."""
+    if by_node is not None:
+        return by_node
+    found = {}
+    for position, step in enumerate(plan):
+        node = step.get("node") if isinstance(step, dict) else None
+        at = found.get(node)
+        if at is None:
+            at = found[node] = []
+        at.append(position)
+    return found
+
+
+def split(plan_result, hosts=None):
+    """(rest, shares) of ``plan_result``. ``shares``: [(node, share)] of the nodes kept apart: ``hosts`` (None: every
+    node of the plan; a host with no step and no volume item gets None); the other nodes' shares go in the rest."""
+    plan = plan_result.get("plan") or []
+    items = plan_result.get("volume_items") or {}
+    positions = _positions(plan, plan_result.get("by_node"))
+    nodes = list(positions)
+    nodes.extend(node for node in items if node not in positions)
+    apart = set(node for node in nodes if isinstance(node, str)) if hosts is None else set(hosts)
+    shares, others = [], []
+    for node in nodes:
+        at = positions.get(node) or []
+        share = {"at": at, "plan": [plan[i] for i in at]}
+        if node in items:
+            share["items"] = items[node]
+        if node in apart and isinstance(node, str):
+            shares.append((node, share))
+        else:
+            others.append([node, share])
+    listed = set(node for node, _share in shares)
+    shares.extend((node, None) for node in sorted(apart - listed) if isinstance(node, str))
+    rest = dict((key, value) for key, value in plan_result.items() if key not in PER_NODE)
+    for key in STATES:
+        if isinstance(rest.get(key), dict) and "per_node" in rest[key]:
+            rest[key] = dict((name, value) for name, value in rest[key].items() if name != "per_node")
+    rest["_record"] = {"steps": len(plan), "others": others, "keys": [key for key in PER_NODE if key in plan_result]}
+    return rest, shares
+
+
+def node_view(node, share):
+    """A node's share as node_slice gives it ({plan, volume_items}): what a node task takes."""
+    if not share:
+        return {"plan": [], "volume_items": {}}
+    items = share.get("items")
+    return {"plan": share.get("plan") or [], "volume_items": {node: items} if items else {}}
+
+
+def other_share(rest, node):
+    """The share of ``node`` among the rest's (a node outside the run's hosts), as node_view gives it."""
+    for name, share in rest.get("_record", {}).get("others") or ():
+        if name == node:
+            return node_view(node, share)
+    return {"plan": [], "volume_items": {}}
+
+
+def assemble(rest, shares):
+    """The plan result (its states without their per_node lists) from its rest and its shares ([(node, share)])."""
+    result = dict(rest)
+    meta = result.pop("_record")
+    plan = [None] * meta["steps"]
+    items, by_node = {}, {}
+    for node, share in list(shares) + [tuple(pair) for pair in meta["others"]]:
+        if not share:
+            continue
+        for position, step in zip(share["at"], share["plan"]):
+            plan[position] = step
+        if share["at"]:
+            by_node[node] = share["at"]
+        if "items" in share:
+            items[node] = share["items"]
+    whole = {"plan": plan, "volume_items": items, "by_node": by_node}
+    for key in meta["keys"]:
+        result[key] = whole[key]
+    return result
