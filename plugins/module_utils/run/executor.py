@@ -87,8 +87,8 @@ def run_step(plan_result, state=None, task=None, results=None, check_mode=False)
     this order (the API store writes the releases, answered, before it creates the intents: k8s_writes.py), so
     an RWO volume is never recorded attached to two nodes.
 
-    Returns (state, records, the node tasks still to run). In check mode nothing runs on the nodes and nothing
-    is written: no records, no tasks to run."""
+    Returns (state, records, the node tasks still to run). In check mode the node tasks run in the node modules'
+    check mode (they verify and act on nothing) and nothing is written: no records."""
     if state is None:
         state = initial_run_state(plan_result)
         del state["records"]
@@ -106,7 +106,7 @@ def run_step(plan_result, state=None, task=None, results=None, check_mode=False)
         records = state.pop("records")
         upcoming = state["tasks"][position + 1:]
     if check_mode:
-        return state, [], []
+        return state, [], upcoming
     # the intents before the first task that attaches or grows (the controller task, else the setup), once
     if upcoming and (upcoming[0]["name"] == phases.CONTROLLER_TASK
                      or (upcoming[0]["name"] == "setup" and task != phases.CONTROLLER_TASK)):

@@ -77,8 +77,9 @@ def _node_phase(view, phase, node, result, failures):
         msg = ("node %s has work in phase %s but did not run it: is it in this play's inventory "
                "(or limited out)? Add it, or run again without --limit" % (node, phase))
         result = {"failed": True, "msg": msg}
+    # the reasons later steps are not attempted for say where it failed; its message is the node task's (printed once)
     if result.get("unreachable"):
-        failures["nodes"][node] = "node unreachable: %s" % (result.get("msg") or "")
+        failures["nodes"][node] = "node unreachable: %s, in phase %s" % (node, phase)
     outcomes, failed_msg = _volume_outcomes(result)
     for step in steps:
         key = step["unique_volume_name"]
@@ -87,8 +88,7 @@ def _node_phase(view, phase, node, result, failures):
         done = outcomes.get(key, None if failed_msg else True)
         if done is True:
             continue
-        reason = done or failed_msg or "failed"
-        failures["volumes"].setdefault(key, "%s on node %s failed: %s" % (phase, node, reason))
+        failures["volumes"].setdefault(key, "%s on node %s failed" % (phase, node))
     records = []
     failed_volumes = []
     for item in items:
@@ -104,7 +104,10 @@ def _node_phase(view, phase, node, result, failures):
     missing = [v for v in failed_volumes if v not in msg]
     if missing:
         msg = "%s (volumes not done: %s)" % (msg, ", ".join(missing))
-    return records, [{"node": node, "phase": phase, "msg": msg, "volumes": failed_volumes}]
+    error = {"node": node, "phase": phase, "msg": msg, "volumes": failed_volumes}
+    if result.get("unreachable"):
+        error["unreachable"] = True  # the node could not be reached (or was given up): its host is unreachable
+    return records, [error]
 
 
 def _not_attempted(steps, selected, failures, before=None):

@@ -84,14 +84,20 @@ def _outside_line(names, steps, blocked):
 
 
 def run_summary(result, errors=(), blocked_after_plan=(), check_mode=False, plan_shown=True, run_nodes=None):
-    """What a reconcile run did, per node of the run: {lines, nodes, blocked, errors, outside}.
+    """What a reconcile run did, per node of the run: {lines, nodes, blocked, errors, outside, failed_nodes,
+    failed_elsewhere, check_mode}.
 
     Each reported step is applied, failed (a node error of its phase names its volume, or no volume at all) or
-    not attempted (in ``blocked_after_plan``: an earlier failure stopped it); in check mode nothing ran, so
-    steps are counted as planned. ``blocked`` is every blocked item of the run once, with its action; the
-    lines repeat only those the plan table did not show (``plan_shown``). ``nodes`` has a row for each reported
-    node (reported_nodes); ``outside`` counts the others: {nodes, steps (not run), blocked, names (the first
-    OUTSIDE_NAMES)}, and the lines say it in one line."""
+    not attempted (in ``blocked_after_plan``: an earlier failure stopped it); in check mode the node modules checked
+    it without acting, so a step is counted as would run or would fail. ``blocked`` is every blocked item of the run
+    once, with its action; the lines repeat only those the plan table did not show (``plan_shown``). ``nodes`` has a
+    row for each reported node (reported_nodes); ``outside`` counts the others: {nodes, steps (not run), blocked,
+    names (the first OUTSIDE_NAMES)}, and the lines say it in one line.
+
+    Each failure is printed once, where it happened: a node's in its node task (node_phases fails that host with
+    the node's own message). The report names those nodes (``failed_nodes``: {node: [its failed tasks' phases]})
+    and prints only the failures no node task of the run showed (``failed_elsewhere``: the errors of nodes outside
+    the run's hosts, whose steps it did not run, and of a controller host outside them)."""
     errors = list(errors or ())
     after = blocked_once({}, blocked_after_plan)
     not_attempted = set((b.get("node"), b.get("volume"), b.get("pod"), b.get("action")) for b in after)
@@ -106,16 +112,17 @@ def run_summary(result, errors=(), blocked_after_plan=(), check_mode=False, plan
     for step in steps:
         node = row(step.get("node"))
         key = (step.get("node"), step.get("volume"), step.get("pod"), step.get("action"))
-        if check_mode:
-            outcome = "planned"
-        elif key in not_attempted:
+        if key in not_attempted:
             continue  # counted with the blocked items
+        if _failed(step, failures):
+            outcome = "failed"
         else:
-            outcome = "failed" if _failed(step, failures) else "applied"
+            outcome = "planned" if check_mode else "applied"
         node[outcome] += 1
         label = "%s/%s" % (step.get("action"), step.get("target")) + (" %s" % step["pod"] if step.get("pod") else "")
         node["volumes"].setdefault(_cell(step.get("volume")), []).append(
-            label if outcome in ("applied", "planned") else "%s %s" % (label, outcome.upper()))
+            label if outcome in ("applied", "planned") else "%s %s" % (
+                label, "WOULD FAIL" if check_mode else outcome.upper()))
     outside = {"nodes": 0, "steps": 0, "blocked": 0, "names": []}
     outside_names = set(outside_steps)
     for entry in blocked:
@@ -131,12 +138,12 @@ def run_summary(result, errors=(), blocked_after_plan=(), check_mode=False, plan
         stopped = sum(1 for b in after if b.get("node") in outside_steps)
         outside.update(nodes=len(outside_names), steps=sum(len(p) for p in outside_steps.values()) - stopped,
                        names=sorted(outside_names, key=lambda n: n or "")[:OUTSIDE_NAMES])
-    lines = ["Check mode, nothing was changed. Per node: steps that would run, blocked:" if check_mode
+    lines = ["Check mode, nothing was changed. Per node: steps that would run, would fail, blocked:" if check_mode
              else "Per node: steps applied, failed, blocked:"]
     for name in sorted(nodes, key=lambda n: n or ""):
         counts = nodes[name]
         lines.append("%s: %s" % (_cell(name), ", ".join(
-            ["%d would run" % counts["planned"]] if check_mode else
+            ["%d would run" % counts["planned"], "%d would fail" % counts["failed"]] if check_mode else
             ["%d applied" % counts["applied"], "%d failed" % counts["failed"]]) + ", %d blocked" % counts["blocked"]))
         for volume in sorted(counts["volumes"]):
             lines.append("  %s: %s" % (volume, ", ".join(counts["volumes"][volume])))
@@ -149,27 +156,57 @@ def run_summary(result, errors=(), blocked_after_plan=(), check_mode=False, plan
     if unseen:
         lines.extend(["", "Blocked during the run:" if plan_shown else "Blocked:"])
         lines.extend(blocked_lines(unseen))
-    listed, others = _split_errors(errors, shown)
-    if errors:
-        lines.extend(["", "Failed:"])
-        lines.extend("  %s (%s): %s" % (e.get("node"), e.get("phase"), e.get("msg")) for e in listed)
-        lines.extend("  " + line for line in others)
+    failed_nodes, elsewhere = split_failures(errors, shown)
+    lines.extend(failure_lines(failed_nodes, elsewhere, shown, check_mode))
     return {"lines": lines, "nodes": nodes, "blocked": blocked, "errors": errors, "outside": outside,
-            # the failure's message (the role's last task): the same errors, without their phases
-            "failed_text": "; ".join(["%s: %s" % (e.get("node"), e.get("msg")) for e in listed] + others)}
+            "failed_nodes": failed_nodes, "failed_elsewhere": elsewhere, "check_mode": bool(check_mode)}
+
+
+def split_failures(errors, shown):
+    """({node of the run: [the phases it failed in, in order]}, [the errors of no node of the run]). A node of the
+    run showed its failure in its own task (node_phases); the others' failures only the report can show."""
+    failed_nodes, elsewhere = {}, []
+    for error in errors:
+        node = error.get("node")
+        if node is not None and (shown is None or node in shown):
+            phases = failed_nodes.setdefault(node, [])
+            if error.get("phase") not in phases:
+                phases.append(error.get("phase"))
+        else:
+            elsewhere.append(error)
+    return failed_nodes, elsewhere
+
+
+def failure_lines(failed_nodes, elsewhere, shown, check_mode=False):
+    """The report's failures: the run's nodes that failed, named once (each one's message is in its own task's
+    output), then what failed where no task of the run showed it, each once. The nodes outside the run's hosts with
+    steps it did not run (a --limit of a cluster with work on its other nodes) are one line, as the report counts
+    those nodes: at 5,000 nodes a line each would be the whole report; a single such node keeps its own message."""
+    lines = []
+    if failed_nodes:
+        lines.extend(["", "%s on %d node(s), each one's message is in its own task's output above: %s" % (
+            "Would fail" if check_mode else "Failed", len(failed_nodes), ", ".join(
+                "%s (%s)" % (_cell(node), ", ".join(_cell(p) for p in failed_nodes[node]))
+                for node in sorted(failed_nodes, key=lambda n: n or "")))])
+    if elsewhere:
+        lines.extend(["", "Failed outside the run's hosts:"])
+        listed, others = _split_errors(elsewhere, shown)
+        lines.extend("  %s: %s" % (_cell(e.get("node")) if e.get("node") else "the run", e.get("msg")) for e in listed)
+        lines.extend("  " + line for line in others)
+    return lines
 
 
 def _split_errors(errors, shown):
     """(the errors listed one by one, [one line for the nodes outside the run]). The errors of nodes outside the run
-    (their steps not run: a --limit of a cluster with work on its other nodes) are said in one line, as the report
-    counts those nodes: at 5,000 nodes a line each would be the whole report and the failure's message. A single
-    such node keeps its own error; ``errors`` keeps every one, by node."""
-    others = sorted(set(e.get("node") for e in errors if shown is not None and e.get("node") not in shown),
+    (their steps not run) are said in one line; a single such node keeps its own error."""
+    others = sorted(set(e.get("node") for e in errors if e.get("node") is not None and shown is not None
+                        and e.get("node") not in shown and e.get("phase") != "controller"),
                     key=lambda n: n or "")
     if len(others) < 2:
         return list(errors), []
     first = others[:OUTSIDE_NAMES]
-    return [e for e in errors if e.get("node") in shown], [
+    others = set(others)
+    return [e for e in errors if e.get("node") not in others], [
         "%d node(s) not in this run's hosts have steps it did not run (%s%s): add them to the inventory "
         "(kubevol_node_name maps a host to its Kubernetes node name), or run again without --limit"
         % (len(others), ", ".join(_cell(n) for n in first),

@@ -102,8 +102,16 @@ def test_check_mode_writes_nothing_and_summarizes_the_plan(tmp_path):
     before = path.read_bytes()
     plan = plan_of(path)
     out = reconcile_run_task.run(params(path, plan), check_mode=True)
+    # the node tasks run in check mode too: the run goes on to them, writing nothing
     assert not out["changed"] and out["count"] == 0 and path.read_bytes() == before
-    assert out["summary"]["lines"][0].startswith("Check mode, nothing was changed")
+    assert [task["name"] for task in out["tasks"]] and "summary" not in out
+    state = out
+    for task in out["tasks"]:
+        state = reconcile_run_task.run(dict(params(path, plan), after=task["name"], state=state, results={}),
+                                       check_mode=True)
+        assert not state["changed"] and path.read_bytes() == before
+    assert state["summary"]["lines"][0].startswith("Check mode, nothing was changed")
+    assert state["summary"]["check_mode"] and state["summary"]["failed_nodes"]  # no node answered: each would fail
 
 
 def test_bad_input_fails_with_a_message_not_a_traceback(tmp_path):
