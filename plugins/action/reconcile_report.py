@@ -23,7 +23,7 @@ from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 
-from ansible_collections.kubevol.volumes.plugins.module_utils.run import run_verdict
+from ansible_collections.kubevol.volumes.plugins.module_utils.run import run_report, run_verdict
 
 display = Display()
 
@@ -63,11 +63,16 @@ class ActionModule(ActionBase):
         result["changed"] = False
         if summary is not None or stopped:
             report = self._report(summary, stopped, task_vars)
+            if summary is not None:
+                lines.extend(summary.get("body_lines") or ())
+                shown = summary.get("shown")
+                lines.extend(run_report.failure_lines(
+                    dict((node, phases) for node, phases in (summary.get("failed_nodes") or {}).items()),
+                    [error for error in report["failed_elsewhere"] if error.get("phase") != "controller step"],
+                    None if shown is None else set(shown), report.get("check_mode")))
             if stopped:
                 lines.extend(["The run stopped at its task %r on the controller (its message is above); no node "
                               "task ran after it." % stopped])
-            else:
-                lines.extend(summary.get("lines") or ())
             result.update(report)
         if lines and not params["quiet"] and _text_callback():
             for line in lines:
@@ -87,7 +92,8 @@ class ActionModule(ActionBase):
         def facts_of(host):
             return hostvars[host].get("kubevol_node_facts_result") if host in hostvars else None
 
-        owners = run_verdict.host_failures(summary, hosts, node_of, facts_of, stopped)
+        inventory = (task_vars.get("groups") or {}).get("all") or ()
+        owners = run_verdict.host_failures(summary, hosts, node_of, facts_of, stopped, inventory)
         report = dict((key, summary.get(key)) for key in REPORT_KEYS if key in summary)
         report.update(owners, pending=list(summary.get("pending") or ()),
                       run_failed=bool(owners["failed_hosts"] or owners["unreachable_hosts"] or owners["failed_elsewhere"]),

@@ -129,8 +129,10 @@ def test_check_mode_runs_the_node_checks_and_fails_the_refusing_host(kv):
 def test_limit_at_retry_retries_exactly_the_failed_host(kv):
     assert kv.shared.get("failed"), "needs the cluster with the foreign claim"
     run = kv.reconcile(KNOWN, env=retry_env(kv), expect_rc=2)
-    path = os.path.join(kv.dir, "reconcile.retry")
-    assert os.path.exists(path)
+    path = os.path.join(kv.dir, "node2.retry")
+    os.rename(os.path.join(kv.dir, "reconcile.retry"), path)
+    with open(path) as handle:
+        assert handle.read().split() == ["node2"]
     # the cause goes (the pod is deleted), and the retry runs node2 alone
     assert kv.edit("delete-pod", "shop/app-hp") == "changed"
     run = kv.reconcile(["--limit", "@" + path], env=retry_env(kv))

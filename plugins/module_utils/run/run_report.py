@@ -157,9 +157,13 @@ def run_summary(result, errors=(), blocked_after_plan=(), check_mode=False, plan
         lines.extend(["", "Blocked during the run:" if plan_shown else "Blocked:"])
         lines.extend(blocked_lines(unseen))
     failed_nodes, elsewhere = split_failures(errors, shown)
+    body = list(lines)
     lines.extend(failure_lines(failed_nodes, elsewhere, shown, check_mode))
     return {"lines": lines, "nodes": nodes, "blocked": blocked, "errors": errors, "outside": outside,
-            "failed_nodes": failed_nodes, "failed_elsewhere": elsewhere, "check_mode": bool(check_mode)}
+            "failed_nodes": failed_nodes, "failed_elsewhere": elsewhere, "check_mode": bool(check_mode),
+            # the lines before the failures, and the run's nodes: the report (reconcile_report) says the failures
+            # again once it knows whose they are
+            "body_lines": body, "shown": None if shown is None else sorted(shown, key=lambda n: n or "")}
 
 
 def split_failures(errors, shown):

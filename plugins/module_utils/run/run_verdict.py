@@ -26,8 +26,20 @@ def _facts_unreachable(result):
     return isinstance(result, dict) and bool(result.get("unreachable") or result.get("timedout"))
 
 
-def host_failures(summary, hosts, node_of, facts_result_of=None, stopped=None):
+def limited_out(error, inventory, hosts):
+    """An error of a node of the inventory that this run's hosts leave out (--limit, or kubevol_hosts naming a group):
+    its steps were not run because the operator chose so, not because anything failed. The report counts them in
+    its line about the nodes outside the run."""
+    node = error.get("node")
+    return (error.get("phase") not in ("controller", "facts", "record") and node is not None and node in inventory
+            and node not in hosts)
+
+
+def host_failures(summary, hosts, node_of, facts_result_of=None, stopped=None, inventory=()):
     """{failed_hosts: {host: [phases]}, unreachable_hosts: {host: [phases]}, failed_elsewhere: [error]}.
+
+    ``inventory``: the inventory's hosts; the steps of a node of the inventory the run's hosts leave out are not a
+    failure (limited_out).
 
     ``summary``: run_summary's result (or None when the run stopped before it had one); ``hosts``: the play's hosts;
     ``node_of(host)``: its Kubernetes node name; ``facts_result_of(host)``: its facts task's result, read only for a
@@ -35,7 +47,8 @@ def host_failures(summary, hosts, node_of, facts_result_of=None, stopped=None):
     run, when one did."""
     summary = summary or {}
     failed_nodes = dict(summary.get("failed_nodes") or {})
-    elsewhere = list(summary.get("failed_elsewhere") or ())
+    inventory, play = frozenset(inventory or ()), frozenset(hosts)
+    elsewhere = [error for error in summary.get("failed_elsewhere") or () if not limited_out(error, inventory, play)]
     unreachable_nodes = set(error.get("node") for error in summary.get("errors") or () if error.get("unreachable"))
     failed, unreachable = {}, {}
     if failed_nodes or elsewhere:
