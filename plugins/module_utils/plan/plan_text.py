@@ -130,10 +130,11 @@ def table_lines(result, max_rows=None, hint=MORE_HINT):
         lines.extend(_table(rows))
         if len(shown) < len(steps):
             lines.append(_more(len(steps) - len(shown), "steps", hint))
-    else:
+    elif not blocked:
         lines.append("No changes. Volumes match the desired state.")
     if blocked:
-        lines.extend(["", "Blocked:"])
+        # "No changes" would stand above items that hold the desired state back: nothing runs, and they wait
+        lines.extend(["", "Blocked:"] if steps else ["Nothing to do; %d blocked:" % len(blocked)])
         lines.extend(blocked_lines(blocked, max_rows, hint))
     lines.append("")
     guard = guard_line(result)
@@ -164,7 +165,11 @@ def summary_lines(result, max_rows=None):
     names = sorted(nodes, key=lambda n: (n is None, n or ""))
     shown = names if max_rows is None else names[:max_rows]
     rows = [columns] + [(_cell(n),) + tuple(str(nodes[n][a]) for a in ACTIONS + ("blocked",)) + ("",) for n in shown]
+    blocked = sum(nodes[n]["blocked"] for n in names)
+    steps = sum(sum(nodes[n][a] for a in ACTIONS + ("cleanup",)) for n in names)
     lines = _table(rows) if names else ["No changes. Volumes match the desired state."]
+    if names and not steps:
+        lines.insert(0, "Nothing to do; %d blocked:" % blocked)
     if len(shown) < len(names):
         lines.append(_more(len(names) - len(shown), "nodes"))
     guard = guard_line(result)
