@@ -106,6 +106,8 @@ def run_step(plan_result, state=None, task=None, results=None, check_mode=False)
         records = state.pop("records")
         upcoming = state["tasks"][position + 1:]
     if check_mode:
+        if task in (None, "plan") and upcoming:  # the run's first step
+            state["failures"]["check_after"] = check_after(plan_result)
         return state, [], upcoming
     # the intents before the first task that attaches or grows (the controller task, else the setup), once
     if upcoming and (upcoming[0]["name"] == phases.CONTROLLER_TASK
@@ -164,3 +166,23 @@ def detach_request_records(plan_result):
     for repair in plan_result.get("in_use_repairs") or ():
         records.append(dict(repair, type="in_use", in_use=repair.get("in_use", True)))
     return records
+
+
+def check_after(plan_result):
+    """{unique volume name: [the nodes that detach it in this plan]}: in check mode nothing is detached, so another
+    node's attach of such a volume cannot be checked (the image is still held where the real run releases it first).
+    The node tasks leave those volumes out of their checks: they would run after that detach (node_phases)."""
+    plan = plan_view.as_view(plan_result)
+    detached = {}
+    for step in plan.steps("teardown"):
+        if phases.step_kind(step) == ("detach", "device") and step.get("unique_volume_name"):
+            detached.setdefault(step["unique_volume_name"], set()).add(step["node"])
+    if not detached:
+        return {}
+    out = {}
+    for phase in phases.SETUP_PHASES:
+        for step in plan.steps(phase):
+            nodes = detached.get(step.get("unique_volume_name"))
+            if nodes and step["node"] not in nodes:
+                out[step["unique_volume_name"]] = sorted(nodes)
+    return out

@@ -92,7 +92,7 @@ def _checked(params, state):
     nothing more is sent to them."""
     state = dict(state)
     state["checked"] = list(state.get("checked") or ()) + [{"task": params["after"], "results": params.get("results")}]
-    failures = {"nodes": dict(state["failures"].get("nodes") or {}), "volumes": dict(state["failures"].get("volumes") or {})}
+    failures = dict(state["failures"], nodes=dict(state["failures"].get("nodes") or {}))
     if params["after"] != phases.CONTROLLER_TASK:
         failures["nodes"].update(_unreachable(params.get("results")))
     state["failures"] = failures
