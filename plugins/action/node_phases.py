@@ -67,6 +67,18 @@ def _driver_options(params):
              "version": "2.0.0", "collection_name": "kubevol.volumes"}]
 
 
+def _named(outcome, items):
+    """A failed module result that names no volume (the module died: killed, a lost connection) with the volumes it
+    had, so that the node's message says what was not done."""
+    if not (outcome.get("failed") or outcome.get("unreachable")) or outcome.get("failures") or not items:
+        return outcome
+    names = []
+    for item in items:
+        if item.get("pv_name") not in names:
+            names.append(item.get("pv_name"))
+    return dict(outcome, msg="%s (volumes not done: %s)" % (outcome.get("msg") or "failed", ", ".join(map(str, names))))
+
+
 def _failed_here(outcome):
     """A phase result that failed on the node. A grow the node left pending (the claim keeps FileSystemResizePending
     and is retried: rules_expand.py) is not a failure of the node: a result whose every failure is ``pending``."""
@@ -228,7 +240,7 @@ class ActionModule(ActionBase):
             except AnsibleConnectionFailure as err:
                 # keep what the earlier phases did: it is recorded; this phase and the rest are not
                 outcome = {"unreachable": True, "failed": True, "msg": "%s: %s" % (module, err)}
-            outcome = with_refused(outcome, module, node, refused)
+            outcome = with_refused(_named(outcome, items), module, node, refused)
             carried["failures"] = executor.advance(plan, phase, node, outcome, carried["failures"])
             return outcome
 
@@ -274,6 +286,7 @@ class ActionModule(ActionBase):
             outcome = {"unreachable": True, "failed": True, "msg": "%s: %s" % (module, err)}
         if outcome.get("failed") or "phase_results" not in outcome:
             # the execution as a whole failed (unreachable, a crash): every phase it had failed with it
+            outcome = _named(outcome, [item for phase in setup if phase in args for item in args[phase]["volumes"]])
             return dict((phase, with_refused(dict(outcome, volumes=[]), module, node, refused[phase]))
                         for phase in setup), [module]
         results = outcome["phase_results"]
