@@ -177,13 +177,13 @@ def summary_lines(result, max_rows=None):
     return lines + [""] + ([guard] if guard else []) + [plan_line(result, totals)]
 
 
-def shape(result, output="full", max_rows=None):
+def shape(result, output="full", max_rows=None, hint=None):
     """The volume_reconcile_plan result for ``output``: ``full`` as planned (what the reconcile role needs);
     ``table`` and ``summary`` only what a person reads (``table`` lines and the ``summary`` counts), so that an
     ad-hoc run of a big plan prints pages, not megabytes."""
     if output == "full":
         return result
-    lines = table_lines(result, max_rows) if output == "table" else summary_lines(result, max_rows)
+    lines = table_lines(result, max_rows, hint or MORE_HINT) if output == "table" else summary_lines(result, max_rows)
     shaped = {"changed": False, "table": lines, "summary": result.get("summary")}
     if result.get("warnings"):
         shaped["warnings"] = result["warnings"]

@@ -387,3 +387,13 @@ def test_one_failed_detach_does_not_take_the_other_volumes_of_the_batch():
     out = phase_outcome(PLAN, "teardown", {"n1": result})
     assert key_a in out["failures"]["volumes"] and key_b not in out["failures"]["volumes"]
     assert [e["volumes"] for e in out["errors"]] == [["pv-a"]] and "not done" not in out["errors"][0]["msg"]
+
+
+def test_check_mode_leaves_to_the_run_what_another_node_detaches_first():
+    """pv-a moves n1 -> n2: in check mode n1 does not detach, so n2 cannot check its attach of pv-a (the image is still
+    held by n1); the first step says so for the node tasks (failures' check_after), and only in check mode."""
+    assert executor.check_after(PLAN) == {KEY_A: ["n1"]}
+    state, _records, _upcoming = executor.run_step(PLAN, check_mode=True)
+    assert state["failures"]["check_after"] == {KEY_A: ["n1"]}
+    state, _records, _upcoming = executor.run_step(PLAN)
+    assert "check_after" not in state["failures"]
