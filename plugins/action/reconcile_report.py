@@ -42,7 +42,7 @@ def _text_callback():
         name = str(C.config.get_config_value("DEFAULT_STDOUT_CALLBACK") or "")
     except Exception:  # pylint: disable=broad-except  # an unknown setting: print, as for the default callback
         return True
-    return not name.split(".")[-1].startswith("json")
+    return not name.rsplit(".", maxsplit=1)[-1].startswith("json")
 
 
 class ActionModule(ActionBase):

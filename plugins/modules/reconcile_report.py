@@ -15,16 +15,16 @@ version_added: 0.3.0
 author: kubevol contributors (@kubevol)
 description:
   - Internal to the C(kubevol.volumes.reconcile) role, not a public interface. Its options and results follow the
-    role and may change in any release without a deprecation period; the role returns the report as
+    role and may change in any release without a deprecation period. The role returns the report as
     C(kubevol_report) (roles/reconcile/README.md).
   - Prints O(lines), and with O(summary) the run's report, as text lines on Ansible's display (a debug task would
     print a list of strings as a JSON list). A stdout callback that writes JSON gets no text; the lines are in the
     result.
   - With O(summary) (M(kubevol.volumes.reconcile_run)'s last C(summary)) it returns the run's report, each failure
     given to its owner. A play host whose node failed is in RV(failed_hosts); one that could not be reached is in
-    RV(unreachable_hosts). What failed where no host of the play can carry it is in RV(failed_elsewhere): a node
+    RV(unreachable_hosts). What failed where no host of the play can carry it is in RV(failed_elsewhere) (a node
     outside the run's hosts with steps the run did not run, a controller host outside the play, a record the run
-    could not write.
+    could not write).
   - An action plugin on the controller; it needs no connection.
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
@@ -80,7 +80,7 @@ nodes:
   returned: with O(summary)
   type: dict
 blocked:
-  description: Every blocked item of the run once, C({node, volume, pod, action, reason}).
+  description: "Every blocked item of the run once, C({node, volume, pod, action, reason})."
   returned: with O(summary)
   type: list
   elements: dict
@@ -90,20 +90,20 @@ pending:
   type: list
   elements: dict
 errors:
-  description: Every failure of the run, C({node, phase, msg, volumes}).
+  description: "Every failure of the run, C({node, phase, msg, volumes})."
   returned: with O(summary)
   type: list
   elements: dict
 failed_hosts:
-  description: C({host: [the tasks it failed in]}) of the play's hosts whose node failed.
+  description: "C({host: [the phases it failed in]}) of the play's hosts whose node failed."
   returned: with O(summary) or O(stopped)
   type: dict
 unreachable_hosts:
-  description: C({host: [the tasks it could not be reached in]}) of the play's hosts that could not be reached.
+  description: "C({host: [the phases it could not be reached in]}) of the play's hosts that could not be reached."
   returned: with O(summary) or O(stopped)
   type: dict
 failed_elsewhere:
-  description: The failures no host of the play owns, C({node, phase, msg}) (C(node) null for the run's own).
+  description: "The failures no host of the play owns, C({node, phase, msg}) (C(node) null for the run's own)."
   returned: with O(summary) or O(stopped)
   type: list
   elements: dict

@@ -82,8 +82,9 @@ def verdict(report, host, node, pin_here=False):
     named = "host %s" % host if node in (None, host) else "host %s (node %s)" % (host, node)
     unreachable = (report.get("unreachable_hosts") or {}).get(host)
     if unreachable is not None:
-        return {"unreachable": True, "msg": "%s could not be reached in this run (%s); reach it and run again"
-                                             % (named, ", ".join(map(str, unreachable)))}
+        return {"unreachable": True,
+                "msg": "%s could not be reached in this run (%s); reach it and run again" % (
+                    named, ", ".join(map(str, unreachable)))}
     failed = (report.get("failed_hosts") or {}).get(host)
     elsewhere = report.get("failed_elsewhere") or ()
     if failed is not None:
