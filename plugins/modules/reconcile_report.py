@@ -89,11 +89,6 @@ pending:
   returned: with O(summary) or O(stopped)
   type: list
   elements: dict
-errors:
-  description: "Every failure of the run, C({node, phase, msg, volumes})."
-  returned: with O(summary)
-  type: list
-  elements: dict
 failed_hosts:
   description: "C({host: [the phases it failed in]}) of the play's hosts whose node failed."
   returned: with O(summary) or O(stopped)

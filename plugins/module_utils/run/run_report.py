@@ -161,6 +161,8 @@ def run_summary(result, errors=(), blocked_after_plan=(), check_mode=False, plan
     lines.extend(failure_lines(failed_nodes, elsewhere, shown, check_mode))
     return {"lines": lines, "nodes": nodes, "blocked": blocked, "errors": errors, "outside": outside,
             "failed_nodes": failed_nodes, "failed_elsewhere": elsewhere, "check_mode": bool(check_mode),
+            "unreachable_nodes": sorted(set(e.get("node") for e in errors if e.get("unreachable") and e.get("node")),
+                                        key=lambda n: n or ""),
             # the lines before the failures, and the run's nodes: the report (reconcile_report) says the failures
             # again once it knows whose they are
             "body_lines": body, "shown": None if shown is None else sorted(shown, key=lambda n: n or "")}
@@ -168,7 +170,8 @@ def run_summary(result, errors=(), blocked_after_plan=(), check_mode=False, plan
 
 def split_failures(errors, shown):
     """({node of the run: [the phases it failed in, in order]}, [the errors of no node of the run]). A node of the
-    run showed its failure in its own task (node_phases); the others' failures only the report can show."""
+    run showed its failure in its own task (node_phases); the others' failures only the report can show. The errors
+    of the nodes outside the run whose steps it did not run are one entry when there are several (outside_entry)."""
     failed_nodes, elsewhere = {}, []
     for error in errors:
         node = error.get("node")
@@ -178,14 +181,33 @@ def split_failures(errors, shown):
                 phases.append(error.get("phase"))
         else:
             elsewhere.append(error)
-    return failed_nodes, elsewhere
+    outside = [e for e in elsewhere if _not_run_outside(e, shown)]
+    names = sorted(set(e["node"] for e in outside), key=lambda n: n or "")
+    if len(names) < 2:
+        return failed_nodes, elsewhere
+    return failed_nodes, [e for e in elsewhere if not _not_run_outside(e, shown)] + [outside_entry(names)]
+
+
+def _not_run_outside(error, shown):
+    return (error.get("node") is not None and shown is not None and error.get("node") not in shown
+            and error.get("phase") not in ("controller", "facts", "record"))
+
+
+def outside_entry(names):
+    """The one failure of the nodes outside the run that have steps it did not run: {node: null, phase: outside,
+    nodes (every name), msg}. At 5,000 nodes an entry each would be most of the report; ``errors`` keeps them."""
+    first = names[:OUTSIDE_NAMES]
+    return {"node": None, "phase": "outside", "volumes": [], "nodes": list(names),
+            "msg": "%d node(s) not in this run's hosts have steps it did not run (%s%s): add them to the inventory "
+                   "(kubevol_node_name maps a host to its Kubernetes node name), or run again without --limit"
+                   % (len(names), ", ".join(_cell(n) for n in first),
+                      ", and %d more" % (len(names) - len(first)) if len(names) > len(first) else "")}
 
 
 def failure_lines(failed_nodes, elsewhere, shown, check_mode=False):
     """The report's failures: the run's nodes that failed, named once (each one's message is in its own task's
-    output), then what failed where no task of the run showed it, each once. The nodes outside the run's hosts with
-    steps it did not run (a --limit of a cluster with work on its other nodes) are one line, as the report counts
-    those nodes: at 5,000 nodes a line each would be the whole report; a single such node keeps its own message."""
+    output), then what failed where no task of the run showed it, each once (the nodes outside the run's hosts with
+    steps it did not run in one line: split_failures)."""
     lines = []
     if failed_nodes:
         lines.extend(["", "%s on %d node(s), each one's message is in its own task's output above: %s" % (
@@ -194,24 +216,6 @@ def failure_lines(failed_nodes, elsewhere, shown, check_mode=False):
                 for node in sorted(failed_nodes, key=lambda n: n or "")))])
     if elsewhere:
         lines.extend(["", "Failed outside the run's hosts:"])
-        listed, others = _split_errors(elsewhere, shown)
-        lines.extend("  %s: %s" % (_cell(e.get("node")) if e.get("node") else "the run", e.get("msg")) for e in listed)
-        lines.extend("  " + line for line in others)
+        lines.extend("  %s: %s" % (_cell(e.get("node")), e.get("msg")) if e.get("node") else "  %s" % e.get("msg")
+                     if e.get("phase") == "outside" else "  the run: %s" % e.get("msg") for e in elsewhere)
     return lines
-
-
-def _split_errors(errors, shown):
-    """(the errors listed one by one, [one line for the nodes outside the run]). The errors of nodes outside the run
-    (their steps not run) are said in one line; a single such node keeps its own error."""
-    others = sorted(set(e.get("node") for e in errors if e.get("node") is not None and shown is not None
-                        and e.get("node") not in shown and e.get("phase") != "controller"),
-                    key=lambda n: n or "")
-    if len(others) < 2:
-        return list(errors), []
-    first = others[:OUTSIDE_NAMES]
-    others = set(others)
-    return [e for e in errors if e.get("node") not in others], [
-        "%d node(s) not in this run's hosts have steps it did not run (%s%s): add them to the inventory "
-        "(kubevol_node_name maps a host to its Kubernetes node name), or run again without --limit"
-        % (len(others), ", ".join(_cell(n) for n in first),
-           ", and %d more" % (len(others) - len(first)) if len(others) > len(first) else "")]

@@ -19,6 +19,8 @@ __metaclass__ = type
 
 import os
 
+from ansible_collections.kubevol.volumes.plugins.module_utils.run import run_report
+
 LOCAL_NAMES = ("localhost", "127.0.0.1", "::1")
 
 
@@ -48,8 +50,16 @@ def host_failures(summary, hosts, node_of, facts_result_of=None, stopped=None, i
     summary = summary or {}
     failed_nodes = dict(summary.get("failed_nodes") or {})
     inventory, play = frozenset(inventory or ()), frozenset(hosts)
-    elsewhere = [error for error in summary.get("failed_elsewhere") or () if not limited_out(error, inventory, play)]
-    unreachable_nodes = set(error.get("node") for error in summary.get("errors") or () if error.get("unreachable"))
+    elsewhere = []
+    for error in summary.get("failed_elsewhere") or ():
+        if error.get("phase") == "outside":  # run_report.outside_entry: the nodes the inventory does not have stay
+            names = [name for name in error.get("nodes") or () if name not in inventory or name in play]
+            if names:
+                elsewhere.append(error if len(names) == len(error["nodes"]) else run_report.outside_entry(names))
+        elif not limited_out(error, inventory, play):
+            elsewhere.append(error)
+    unreachable_nodes = set(summary.get("unreachable_nodes") or (
+        error.get("node") for error in summary.get("errors") or () if error.get("unreachable")))
     failed, unreachable = {}, {}
     if failed_nodes or elsewhere:
         by_node = {}
@@ -66,7 +76,8 @@ def host_failures(summary, hosts, node_of, facts_result_of=None, stopped=None, i
                                                      and _facts_unreachable(facts_result_of(host)))
                 (unreachable if gone else failed)[host] = list(phases)
             if node not in by_node:  # a node the report lists that no host of the play is (the controller acts for it)
-                elsewhere.extend(error for error in summary.get("errors") or () if error.get("node") == node)
+                elsewhere.append({"node": node, "phase": ", ".join(map(str, phases)), "volumes": [],
+                                  "msg": "failed in %s, where the controller acts for it" % ", ".join(map(str, phases))})
     if stopped:
         elsewhere.append({"node": None, "phase": "controller step", "volumes": [],
                           "msg": "the run stopped at its task %r on the controller, whose message is above" % stopped})

@@ -116,3 +116,27 @@ def test_each_node_results_are_kept_for_the_record_step(tmp_path):
     # another run's or another task's results are never read
     assert "phase_results" not in node_results.with_kept(results, local, "run-2", ["attach", "mount"])["node/../x"]
     assert node_results.load(local, "run-1", ["teardown"], "node/../x") is None
+
+
+def test_the_nodes_outside_the_run_are_one_failure_of_the_report():
+    """At 5,000 nodes with three in the run, one entry for the nodes whose steps the run did not run, not one each;
+    the summary's errors keep every one. Those the --limit leaves out (in the inventory) are no failure."""
+    from ansible_collections.kubevol.volumes.plugins.module_utils.run import run_report
+
+    outside = [{"node": "x%04d" % i, "phase": "attach", "msg": "did not run it", "volumes": []} for i in range(4997)]
+    record = {"node": None, "phase": "record", "msg": "not written", "volumes": []}
+    failed_nodes, elsewhere = run_report.split_failures(outside + [record], set(HOSTS))
+    assert failed_nodes == {} and [e["phase"] for e in elsewhere] == ["record", "outside"]
+    assert elsewhere[1]["msg"].startswith("4997 node(s) not in this run's hosts have steps it did not run (x0000, ")
+    out = run_verdict.host_failures(summary([], {}, elsewhere), HOSTS, lambda host: host)
+    assert out["failed_elsewhere"] == elsewhere
+    # the limit left 4,000 of them out: the others stay, counted again
+    limited = run_verdict.host_failures(summary([], {}, elsewhere), HOSTS, lambda host: host,
+                                        inventory=["x%04d" % i for i in range(4000)])
+    assert len(limited["failed_elsewhere"][1]["nodes"]) == 997
+    assert limited["failed_elsewhere"][1]["msg"].startswith("997 node(s) not in this run's hosts")
+    gone = run_verdict.host_failures(summary([], {}, elsewhere[1:]), HOSTS, lambda host: host,
+                                     inventory=["x%04d" % i for i in range(4997)])
+    assert gone["failed_elsewhere"] == []
+    # a single one keeps its own message
+    assert run_report.split_failures(outside[:1], set(HOSTS))[1] == outside[:1]
