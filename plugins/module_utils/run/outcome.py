@@ -220,9 +220,10 @@ def _phase_result(host, phase, node):
     late = timed_out(host, node)
     if late is not None:
         return {"unreachable": True, "failed": True, "msg": late}
-    if host.get("unreachable") or "phase_results" not in host:
+    if "phase_results" not in host:
         return {"unreachable": bool(host.get("unreachable")), "failed": True,
                 "msg": host.get("msg") or "the node_phases task failed on node %s" % node}
+    # (a node found unreachable in a later phase still has the results of the phases it ran before: recorded)
     result = (host.get("phase_results") or {}).get(phase)
     if result is None:  # the node found no work where the controller sees some: never count it as done
         return {"failed": True, "msg": "node %s did not run phase %s although the plan has work for it there; "

@@ -397,3 +397,16 @@ def test_check_mode_leaves_to_the_run_what_another_node_detaches_first():
     assert state["failures"]["check_after"] == {KEY_A: ["n1"]}
     state, _records, _upcoming = executor.run_step(PLAN)
     assert "check_after" not in state["failures"]
+
+
+def test_a_node_lost_after_its_attach_is_unreachable_and_its_attach_is_recorded():
+    """node_phases says the host is unreachable (it was lost in the mount phase) and keeps each phase's result: what
+    the node did before is recorded, the rest is not attempted."""
+    attach = {"changed": True, "volumes": [{"unique_volume_name": KEY_A, "device_path": "/dev/loop4"},
+                                           {"unique_volume_name": KEY_C, "device_path": "/dev/loop5"}]}
+    lost = {"unreachable": True, "failed": True, "msg": "node_volume_mount: ssh: closed"}
+    host = dict(ran("attach", attach=attach, mount=lost), unreachable=True, msg=lost["msg"])
+    out = executor.task_outcome(PLAN, SETUP, {"n2": host})
+    assert sorted(r["pv_name"] for r in out["records"] if r["type"] == "attached") == ["pv-a", "pv-c"]
+    assert "n2" in out["failures"]["nodes"] and [(e["node"], e["phase"], e.get("unreachable")) for e in out["errors"]] \
+        == [("n2", "mount", True)]
