@@ -247,10 +247,19 @@ class ActionModule(ActionBase):
         phase_results.update(phases.run_in_order(names, work, run,
                                                  stop=lambda phase, outcome: node in carried["failures"]["nodes"]))
         for phase in (asked if after else ()):
-            if phase not in phase_results and phase in phases.SETUP_PHASES and \
-                    executor.phase_work(plan, phase, node, carried["failures"])[0]:
-                # only volumes left to the run after another node's detach: nothing of this phase to check here
-                phase_results[phase] = {"changed": False, "volumes": [], "checked_after_detach": True}
+            if phase not in phases.SETUP_PHASES:
+                continue
+            left = [item for item in executor.phase_work(plan, phase, node, carried["failures"])[0]
+                    if unique_name_of(item) in after]
+            if not left:
+                continue
+            # volumes left to the run after another node's detach: each one said so in its phase's result (a volume
+            # the result does not list would count as not done), also when nothing of the phase was checked here
+            outcome = dict(phase_results.get(phase) or {"changed": False})
+            outcome["volumes"] = list(outcome.get("volumes") or ()) + [
+                {"unique_volume_name": unique_name_of(item), "pv_name": item.get("pv_name"),
+                 "checked_after_detach": True} for item in left]
+            phase_results[phase] = outcome
         return phase_results, executed
 
     def _setup(self, setup, node, params, task_vars):
