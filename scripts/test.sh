@@ -42,6 +42,27 @@ stage_build() {
         echo "the tarball holds the files above, which need the work tree's scripts/: add them to build_ignore"
         return 1
     fi
+    # Source only: a binary (a wheel, an image, compiled code) has no place in what users install; every file must
+    # be UTF-8 text without NUL bytes.
+    "$KV_VENV/bin/python" - "$tarball" <<'PY' || return 1
+import sys, tarfile
+binaries = []
+with tarfile.open(sys.argv[1]) as tar:
+    for member in tar:
+        if not member.isfile():
+            continue
+        data = tar.extractfile(member).read()
+        try:
+            data.decode("utf-8")
+        except UnicodeDecodeError:
+            binaries.append(member.name)
+            continue
+        if b"\0" in data:
+            binaries.append(member.name)
+if binaries:
+    print("the tarball holds binary files: %s; remove them or add them to build_ignore in galaxy.yml" % ", ".join(binaries))
+    sys.exit(1)
+PY
     # What a user installs from and what an execution environment is built from (ansible-builder).
     local f lacks=0
     for f in LICENSE README.md requirements.txt bindep.txt meta/runtime.yml meta/execution-environment.yml \

@@ -199,18 +199,8 @@ class ActionModule(ActionBase):
         (executor.advance), and nothing more runs on a node found unreachable."""
         phase_results = {}
         executed = []
-        asked = list(names)
-        # check mode: a volume another node detaches first in this plan is not checked here (still held there: the
-        # real run releases it first); it would run after that detach (executor.check_after)
-        after = (failures or {}).get("check_after") if self._play_context.check_mode else None
-
-        def phase_work(phase, failures):
-            items, stale, forced = executor.phase_work(plan, phase, node, failures)
-            if after and phase in phases.SETUP_PHASES:
-                items = [item for item in items if unique_name_of(item) not in after]
-            return items, stale, forced
-
-        setup = dict((phase, phase_work(phase, failures)[0]) for phase in names if phase in phases.SETUP_PHASES)
+        setup = dict((phase, executor.phase_work(plan, phase, node, failures)[0]) for phase in names
+                     if phase in phases.SETUP_PHASES)
         setup = dict((phase, items) for phase, items in setup.items() if items)
         if len(setup) > 1:
             # one execution for the node's attach, mount and expansion: fewer round trips; it runs the same loop
@@ -220,7 +210,7 @@ class ActionModule(ActionBase):
         carried = {"failures": failures}
 
         def work(phase):
-            items, stale, forced = phase_work(phase, carried["failures"])
+            items, stale, forced = executor.phase_work(plan, phase, node, carried["failures"])
             return (items, stale, forced) if items or stale else None
 
         def run(phase, todo):
@@ -246,20 +236,6 @@ class ActionModule(ActionBase):
 
         phase_results.update(phases.run_in_order(names, work, run,
                                                  stop=lambda phase, outcome: node in carried["failures"]["nodes"]))
-        for phase in (asked if after else ()):
-            if phase not in phases.SETUP_PHASES:
-                continue
-            left = [item for item in executor.phase_work(plan, phase, node, carried["failures"])[0]
-                    if unique_name_of(item) in after]
-            if not left:
-                continue
-            # volumes left to the run after another node's detach: each one said so in its phase's result (a volume
-            # the result does not list would count as not done), also when nothing of the phase was checked here
-            outcome = dict(phase_results.get(phase) or {"changed": False})
-            outcome["volumes"] = list(outcome.get("volumes") or ()) + [
-                {"unique_volume_name": unique_name_of(item), "pv_name": item.get("pv_name"),
-                 "checked_after_detach": True} for item in left]
-            phase_results[phase] = outcome
         return phase_results, executed
 
     def _setup(self, setup, node, params, task_vars):

@@ -5,7 +5,9 @@
 
 Runs per host of the play (each host answers for the pods scheduled to its own node, over its own connection:
 node_volume_info through Ansible's module execution), reading the cluster in the controller's process each poll,
-so records a reconcile writes meanwhile are seen. The decisions are module_utils/run/pod_wait.py's.
+so records a reconcile writes meanwhile are seen. The node's facts and the plan are made with the same
+driver_options as the reconcile role's (checked once, as the plan checks them), so an external CSI driver's volumes
+are waited for exactly as the reconcile sees them. The decisions are module_utils/run/pod_wait.py's.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -18,7 +20,8 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.run import pod_wai
 from ansible_collections.kubevol.volumes.plugins.module_utils.plan.actual_state import build_actual_state
 from ansible_collections.kubevol.volumes.plugins.module_utils.cluster.objects import ClusterIndex, cluster_from_data
 from ansible_collections.kubevol.volumes.plugins.module_utils.plan.desired_state import (
-    DEFAULT_KNOWN_DRIVERS, build_desired_state)
+    build_desired_state, known_drivers_of)
+from ansible_collections.kubevol.volumes.plugins.module_utils.common import driver_options as driver_opts
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import InvalidInput, KubevolError
 from ansible_collections.kubevol.volumes.plugins.module_utils.plan.planner import PlanOptions, plan, utc_now
 from ansible_collections.kubevol.volumes.plugins.module_utils.run.pod_wait import REQUIRED_ONE_OF, argspec
@@ -52,14 +55,15 @@ class ActionModule(InProcessAction):
         hostvars = task_vars.get("hostvars") or {}
         play_nodes = set((hostvars.get(h) or {}).get("kubevol_node_name") or h for h in play_hosts)
         first = task_vars.get("inventory_hostname") == play_hosts[0]
-        known = tuple(params["known_drivers"]) if params["known_drivers"] is not None else DEFAULT_KNOWN_DRIVERS
+        options = driver_opts.validate(params["driver_options"])  # as the plan and the node modules check them
+        known = known_drivers_of(params["known_drivers"], options)
         deadline = time.monotonic() + params["timeout"]
         start = time.monotonic()
         polls = 0
         try:
             while True:
                 polls += 1
-                states = self._poll(params, node, known, play_nodes, first)
+                states = self._poll(params, node, known, options, play_nodes, first)
                 waited = int(time.monotonic() - start)
                 ready = all(entry["ready"] for entry in states)
                 if ready or check_mode or time.monotonic() + params["interval"] > deadline:
@@ -75,7 +79,7 @@ class ActionModule(InProcessAction):
                 result["unreachable"] = True
         return result
 
-    def _poll(self, params, node, known, play_nodes, first):
+    def _poll(self, params, node, known, options, play_nodes, first):
         """One look: the cluster from the store, this node's facts, the plan; the selected pods' states."""
         data = _load(params)
         items = [obj for obj in (data.get("items") or ()) if isinstance(obj, dict)]
@@ -89,13 +93,15 @@ class ActionModule(InProcessAction):
         facts, unreachable = {}, {}
         if mine:
             out = self.node_module("kubevol.volumes.node_volume_info",
-                                   {"node_name": node, "kubelet_dir": params["kubelet_dir"], "fs_sizes": False})
+                                   {"node_name": node, "kubelet_dir": params["kubelet_dir"], "fs_sizes": False,
+                                    "driver_options": options})
             if out.get("unreachable") or out.get("failed") or "node_facts" not in out:
                 unreachable[node] = out.get("msg") or "its facts could not be gathered"
             else:
                 facts[node] = out["node_facts"]
+        pools = tuple(driver_opts.loop_pools(options))
         actual = build_actual_state(index, facts, known)
-        desired = build_desired_state(index, known)
-        result = plan(desired, actual, index, PlanOptions(known_drivers=known, now=utc_now(),
-                                                          allow_mass_teardown=True))
+        desired = build_desired_state(index, known, None, pools, options)
+        result = plan(desired, actual, index, PlanOptions(known_drivers=known, now=utc_now(), allow_mass_teardown=True,
+                                                          loop_pools=pools, driver_options=options))
         return pod_wait.pod_states(index, result, mine + others, actual.node_facts, known, unreachable)

@@ -68,8 +68,9 @@ options:
     version_added: 0.2.0
   command_timeout:
     description:
-      - Seconds each node command (mount, losetup, blkid, ...) may run. A command past it is killed and fails its
-        volume, naming the command line and the time waited; the other volumes of the call go on.
+      - Seconds each node command (mount, losetup, blkid, ...) may run. A command past it is killed with every
+        process it started (its process group) and fails its volume, naming the command line and the time waited;
+        the other volumes of the call go on.
       - The reconcile role passes C(kubevol_command_timeout).
     type: int
     default: 300
@@ -290,6 +291,16 @@ options:
           - The controller host of such a volume, as the planner marks it (informational, the node reads
             C(driver_options)).
         type: str
+      detached_first_from:
+        description:
+          - The nodes the same plan detaches this volume from before this attach (the planner fills it in; an RWO
+            volume that follows its pod to this node).
+          - Only check mode reads it. There nothing was detached, so the holds of these nodes on the volume's backing
+            count as released, and the check passes what the real run will do after their teardown. A real run
+            ignores it and still waits for each node's own detach.
+        type: list
+        elements: str
+        default: []
       ephemeral:
         description:
           - An inline ephemeral CSI volume (C(pod.spec.volumes[].csi), volumeLifecycleMode C(Ephemeral)), as the

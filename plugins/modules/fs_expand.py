@@ -20,8 +20,11 @@ description:
     C(e2fsck -f) then C(resize2fs) offline), xfs with C(xfs_growfs -d) on the mount path (must be mounted), btrfs
     with C(btrfs filesystem resize max) on the mount path.
   - Block and read-only volumes are rescanned but their filesystem is not grown (C(skipped) says why).
-  - A failed grow reports the tool's stderr and leaves the filesystem as it was. Where online C(resize2fs) is
-    refused (no CAP_SYS_RESOURCE), the message says to grow offline (unmount, then the next mount grows it).
+  - A grow that fails or cannot run yet (online C(resize2fs) refused without CAP_SYS_RESOURCE, a missing tool, an
+    unmounted xfs, a CSI driver's NodeExpandVolume error) does not fail the call. The filesystem is left as it was,
+    and the C(pending) of the volume's result says why, and what to do. An ext filesystem grows offline at its next
+    mount. The call's other volumes go on. This is how the kubelet leaves a claim C(FileSystemResizePending) and
+    goes on with its other work; the reconcile role records it on the claim and tries it again when that may work.
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
   - kubevol.volumes.node_volumes
@@ -81,6 +84,7 @@ volumes:
       fs_type: xfs
       mount_path: /var/lib/kubelet/plugins/kubernetes.io/csi/loop.kubevol.io/0a1b.../globalmount
       skipped: null
+      pending: null
       device_size_bytes: {old: 335544320, new: 419430400}
       fs_size_bytes: {old: 335544320, new: 419430400}
     - pv_name: pv-b
@@ -88,6 +92,29 @@ volumes:
       changed: true
       skipped: null
       backing_size_bytes: {old: 335544320, new: 419430400}
+pending:
+  description:
+    - With O(stage=node), one entry per volume whose grow is pending (it failed or cannot run yet). The volume is
+      also in RV(volumes), with the same C(pending) dict there. The entry has C(volume), C(unique_volume_name),
+      C(node), C(reason), C(msg), C(detail), C(offline) (true when the grow works on the unmounted filesystem, at
+      its next mount), C(step) and C(code) (C(KV-GROW-PENDING)).
+    - C(reason) is the one the claim's C(NodeResizeError) condition gets. It is one of C(OnlineExpansionFailed),
+      C(ToolMissing), C(VolumeNotMounted), C(VolumeNotAttached), C(NodeExpandVolumeFailed) or C(ExpansionFailed).
+    - A pending grow does not fail the call.
+  returned: with O(stage=node)
+  type: list
+  elements: dict
+  sample:
+    - volume: pv-a
+      unique_volume_name: kubernetes.io/csi/loop.kubevol.io^pvc-a.img
+      node: node1
+      reason: OnlineExpansionFailed
+      offline: true
+      detail: "`resize2fs /dev/loop3` exited 1: Permission denied to resize filesystem"
+      msg: "volume pv-a on node node1: the filesystem was not grown: ...; it grows offline at the volume's next mount:
+        unmount it from its pods and the node (volume_detach), then mount it again (node_volume_mount) [KV-GROW-PENDING]"
+      step: grow filesystem online
+      code: KV-GROW-PENDING
 node_name:
   description: The Kubernetes node name used.
   returned: success

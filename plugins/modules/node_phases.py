@@ -30,8 +30,6 @@ description:
     role passes), each phase's module result is kept on the controller, in Ansible's local temporary directory, for
     M(kubevol.volumes.reconcile_run) to record (RV(phase_results_kept)); the task's result is what Ansible prints for
     the host, its message and RV(phase_status). Otherwise it is RV(phase_results).
-  - In check mode a volume another node detaches first in the plan (O(failures)' C(check_after)) is not checked here,
-    since the image is still held there and the real run releases it first.
   - With O(phases=[facts]) it gathers the node's actual state instead, as M(kubevol.volumes.node_volume_info) does
     (without filesystem sizes), and returns that module's result; no plan is needed.
   - Each node module runs as Ansible runs a module (the AnsiballZ payload of the module and the node code it imports),

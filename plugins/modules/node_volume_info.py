@@ -228,6 +228,13 @@ node_facts:
           inventory (with C(controller_socket)), its node plugin's NodeGetInfo node id (null, with a warning, when the
           plugin does not answer), for that host's ControllerPublish/UnpublishVolume. Empty otherwise."
       type: dict
+    csi_nodes:
+      description:
+        - "C({driver: {node_id, max_volumes_per_node, topology}}): for each external CSI driver whose node plugin has a
+          socket on this node, its NodeGetInfo, as the kubelet registers the plugin (the CSINode entry, the topology
+          labels, the CSI volume limit); null, with a warning, when the plugin does not answer. kubevol's own drivers
+          are not registered."
+      type: dict
   sample:
     node_name: node1
     reachable: true

@@ -47,9 +47,17 @@ options:
         needs O(state) and O(results).
       - V(controller) is the controller task of CSI drivers whose controller plugin runs on a host of the inventory
         (M(kubevol.volumes.csi_controller)); its O(results) map each controller host to its result.
+      - V(provision) and V(delete) are the provisioner's tasks (M(kubevol.volumes.volume_provision), CreateVolume and
+        DeleteVolume); their O(results) map each host to its result; after V(provision) the result has RV(carried).
     type: str
-    choices: [plan, teardown, setup, expand_node, controller]
+    choices: [plan, teardown, setup, expand_node, controller, provision, delete]
     default: plan
+  carried:
+    description:
+      - With O(after=plan) on the plan made again after the run's provisioning - the RV(carried) of the provision
+        step - its errors and blocked entries stay in the run's state and report.
+    type: dict
+    version_added: 0.2.0
   state:
     description:
       - The result this module returned for the step before (its RV(tasks), RV(failures), RV(blocked) and
@@ -118,6 +126,10 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+carried:
+  description: After O(after=provision) - the provisioning's C(errors) and C(blocked), for O(carried) of the next start.
+  returned: after provision
+  type: dict
 tasks:
   description:
     - The node tasks this run needs, in order, each C({name, phases}) for M(kubevol.volumes.node_phases).
@@ -143,6 +155,13 @@ errors:
   returned: always
   type: list
   elements: dict
+pending:
+  description:
+    - The node-side grows the nodes reported pending so far (a grow that failed or cannot run yet), each
+      C({node, volume, pod, action, pvc, reason}); not errors. The claim records each (C(FileSystemResizePending)).
+  returned: always
+  type: list
+  elements: dict
 changes:
   description: The records this step wrote that changed something, as M(kubevol.volumes.cluster_volume_record) returns them.
   returned: always
@@ -160,7 +179,9 @@ published:
   type: dict
 summary:
   description:
-    - What the run did per node, C({lines, nodes, blocked, errors, outside}), when no node task is left.
+    - What the run did per node, C({lines, nodes, blocked, errors, pending, outside}), when no node task is left.
+    - C(pending) lists the node-side grows that wait, the plan's and those the nodes reported; a pending grow is
+      no failure.
     - C(nodes) has the run's nodes (the plan's C(run_nodes)) and every node the controller acts for without a node
       task (a record-only release of a node out of service or gone); C(outside), C({nodes, steps, blocked, names}),
       counts the cluster's other nodes, which C(lines) reports in one line (the

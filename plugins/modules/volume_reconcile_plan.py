@@ -43,6 +43,8 @@ extends_documentation_fragment:
   - kubevol.volumes.driver_options.plan
   - kubevol.volumes.driver_options.loop_pools
   - kubevol.volumes.words
+  - kubevol.volumes.provisioning
+  - kubevol.volumes.teardown_guard
 attributes:
   action:
     support: full
@@ -96,27 +98,6 @@ options:
         (C(foreign_volumes) in RV(desired), C(foreign_mounts) in RV(actual)).
     type: list
     elements: str
-  max_teardown_fraction:
-    description:
-      - The teardown guard. A plan that would unmount or detach more than this fraction of the volumes mounted
-        now (two volumes or more) is refused, with the teardown it would do in the message and in RV(teardown_guard).
-      - A volume counts once per node, whatever steps it has. Mounted now means node facts show a global or pod
-        mount, or, for a node without facts, C(node.status.volumesInUse) lists it.
-      - Like terraform's C(prevent_destroy), because a snapshot that lost its pods looks like a cluster that wants
-        every volume gone.
-    type: float
-    default: 0.5
-  max_teardown_count:
-    description:
-      - The teardown guard's absolute limit, whatever the fraction. See O(max_teardown_fraction).
-    type: int
-    default: 20
-  allow_mass_teardown:
-    description:
-      - Turn the teardown guard off for this run, when the snapshot is right and the teardown is wanted
-        (draining nodes, deleting an application).
-    type: bool
-    default: false
   output:
     description:
       - What the result holds. V(full) is the whole plan, for the node modules (what the reconcile role uses).
@@ -234,6 +215,22 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+provisioning:
+  description:
+    - The claims to provision, one C(create_volume) operation each (docs/provisioning.md) - C(host) (where the
+      driver's Controller service runs), C(driver), C(claim), C(name) (C(pvc-<claim uid>)), C(request) (what
+      CreateVolume gets), C(pv) (the PersistentVolume written from its answer) and C(reason).
+  returned: always
+  type: list
+  elements: dict
+deletions:
+  description:
+    - The released volumes to delete, one C(delete_volume) operation each - C(host), C(driver), C(pv_name),
+      C(volume_id), C(claim) (the claim that is gone), C(after_teardown) (this plan detaches it first) and C(reason).
+      C(deletion_guard) says whether the deletion guard held them back.
+  returned: always
+  type: list
+  elements: dict
 plan:
   description:
     - The steps in execution order. Each has C(action) (C(unmount), C(detach), C(attach), C(mount) or C(expand)),
@@ -303,6 +300,16 @@ blocked:
   description:
     - What cannot be acted on, each once, with node, volume, pod, reason and C(action), the step it holds back
       (C(attach), C(mount), C(unmount), C(detach); C(any) for a node nothing can run on).
+  returned: when O(output=full)
+  type: list
+  elements: dict
+pending:
+  description:
+    - The node-side grows this plan does not try, each once, shaped as a blocked item, with action C(expand) and
+      the claim as C(pvc).
+    - Such a grow failed before (its claim carries C(kubevol.io/node-expansion-pending)), and nothing that made it
+      fail has changed since. It is tried again when its pods restart or move, when it is mounted anew, at another
+      size, or, for a cause the plan cannot see, after its backoff.
   returned: when O(output=full)
   type: list
   elements: dict

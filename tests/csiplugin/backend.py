@@ -4,6 +4,7 @@ Test code only (never shipped). Commands are argument lists. A loop device is fo
 of its backing image (``losetup -J --list -O NAME,BACK-INO,BACK-MAJ:MIN``), never by path text: the kernel is
 shared by every test node. A device that holds any signature is never formatted.
 """
+import hashlib
 import json
 import os
 import re
@@ -65,7 +66,8 @@ def mounts_of(device):
 
 
 class Pool(object):
-    """Volumes as sparse image files ``<pool>/<volume_id>.img``; node and controller state in state.json.
+    """Volumes as sparse image files ``<pool>/<volume_id>.img`` (see ``image``); node and controller state in
+    state.json.
 
     ``pool`` (default STATE/pool) may be shared by several plugins (a controller and the nodes' plugins, as the
     test nodes share /var/lib/kubevol/pool); the state dir is each plugin's own.
@@ -94,9 +96,14 @@ class Pool(object):
 
     # -- images and loop devices ---------------------------------------------------------------
     def image(self, volume_id, must_exist=True):
-        if not volume_id or not re.match(r"^[A-Za-z0-9][A-Za-z0-9._-]*$", volume_id):
-            raise PluginError("INVALID_ARGUMENT", "bad volume_id %r" % volume_id)
-        path = os.path.join(self.pool, volume_id + ".img")
+        """``<pool>/<volume_id>.img`` for a plain id; any other id (a volume id is opaque: ``projects/p/disks/d``,
+        ``server#share#dir``, spaces) names ``<pool>/vol-<sha256(volume_id)>.img``, as real drivers map their ids."""
+        if not volume_id:
+            raise PluginError("INVALID_ARGUMENT", "volume_id is empty")
+        if re.match(r"^[A-Za-z0-9][A-Za-z0-9._-]*$", volume_id) and len(volume_id) <= 200:
+            path = os.path.join(self.pool, volume_id + ".img")
+        else:
+            path = os.path.join(self.pool, "vol-%s.img" % hashlib.sha256(volume_id.encode("utf-8")).hexdigest())
         if must_exist and not os.path.isfile(path):
             raise PluginError("NOT_FOUND", "volume %s does not exist (no %s)" % (volume_id, path))
         return path

@@ -14,12 +14,20 @@ The config file (JSON, read again at every call, so a test can change it between
   name, version, node_id, max_volumes_per_node, ready (Probe; default true)
   plugin_caps       default ["CONTROLLER_SERVICE"]; expansion: "ONLINE" (default), "OFFLINE" or null
   node_caps         default ["STAGE_UNSTAGE_VOLUME", "EXPAND_VOLUME", "GET_VOLUME_STATS", "VOLUME_MOUNT_GROUP"]
-  controller_caps   default ["CREATE_DELETE_VOLUME", "EXPAND_VOLUME"]; "PUBLISH_UNPUBLISH_VOLUME" turns on
-                    attach mode (ControllerPublishVolume attaches the loop device, publish_context devicePath).
-                    A call whose capability is off answers UNIMPLEMENTED (INVALID_ARGUMENT for a
-                    volume_mount_group without VOLUME_MOUNT_GROUP); CreateVolume/DeleteVolume always work, so a
+  controller_caps   default ["CREATE_DELETE_VOLUME", "CREATE_DELETE_SNAPSHOT", "CLONE_VOLUME", "EXPAND_VOLUME"];
+                    "PUBLISH_UNPUBLISH_VOLUME" turns on attach mode (ControllerPublishVolume attaches the loop
+                    device, publish_context devicePath). A call whose capability is off answers UNIMPLEMENTED
+                    (INVALID_ARGUMENT for a volume_mount_group without VOLUME_MOUNT_GROUP, or a content source
+                    without CLONE_VOLUME / CREATE_DELETE_SNAPSHOT); CreateVolume/DeleteVolume always work, so a
                     test can make volumes whatever it switches off.
-  fail              {method: {"code": "INTERNAL", "message": "..."}}: answer that status instead
+  topology          true, or {key: value}: VOLUME_ACCESSIBILITY_CONSTRAINTS, NodeGetInfo's accessible_topology
+                    (true: topology.csi.kubevol.test/node = node_id); topology_serves: the segment maps
+                    CreateVolume may make volumes in (default any). controller.py says how CreateVolume honours
+                    accessibility_requirements; CreateSnapshot/DeleteSnapshot and clones are there too.
+  fail              {method: {"code": "INTERNAL", "message": "..."}}: answer that status instead (a final error
+                    when the code is one: nothing was done)
+  fail_after        {method: {"code": "DEADLINE_EXCEEDED", ...}}: do the call's work, then answer that status (a
+                    non-final error after the volume was made: the CO must call again with the same name)
   sleep             {method: seconds}: sleep before doing the call (past the client's timeout)
   exit_after        [method, ...]: exit the process right after answering that method
   expected_secrets  {key: value}: each call's secrets are compared with these
@@ -45,6 +53,7 @@ from concurrent import futures
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from backend import PluginError, Pool, mount_at, run  # noqa: E402  (next to this script)
+from controller import Controller, segments  # noqa: E402
 import ephemeral  # noqa: E402
 
 MESSAGES_PY = os.path.join(os.path.dirname(os.path.dirname(HERE)), "plugins", "module_utils", "csi", "messages.py")
@@ -52,8 +61,8 @@ DEFAULTS = {
     "name": "csi.kubevol.test", "version": "0.1.0", "ready": True, "max_volumes_per_node": 0,
     "plugin_caps": ["CONTROLLER_SERVICE"], "expansion": "ONLINE",
     "node_caps": ["STAGE_UNSTAGE_VOLUME", "EXPAND_VOLUME", "GET_VOLUME_STATS", "VOLUME_MOUNT_GROUP"],
-    "controller_caps": ["CREATE_DELETE_VOLUME", "EXPAND_VOLUME"],
-    "fail": {}, "sleep": {}, "exit_after": [], "expected_secrets": None,
+    "controller_caps": ["CREATE_DELETE_VOLUME", "CREATE_DELETE_SNAPSHOT", "CLONE_VOLUME", "EXPAND_VOLUME"],
+    "fail": {}, "fail_after": {}, "sleep": {}, "exit_after": [], "expected_secrets": None, "topology": False,
 }
 
 
@@ -64,7 +73,7 @@ def load_messages_module():
     return module
 
 
-class Plugin(object):
+class Plugin(Controller):
     def __init__(self, args, grpc, json_format, csi):
         self.args = args
         self.grpc = grpc
@@ -109,7 +118,12 @@ class Plugin(object):
                     fail = conf["fail"][method]
                     raise PluginError(fail.get("code", "INTERNAL"), fail.get("message", "injected failure"))
                 with self.lock:
-                    return getattr(self, method)(request, conf)
+                    response = getattr(self, method)(request, conf)
+                if method in conf.get("fail_after", {}):  # the work is done; the CO is told otherwise
+                    fail = conf["fail_after"][method]
+                    raise PluginError(fail.get("code", "DEADLINE_EXCEEDED"), fail.get("message", "injected failure "
+                                                                                      "after the work was done"))
+                return response
             except PluginError as exc:
                 code = exc.code
                 context.abort(getattr(self.grpc.StatusCode, exc.code), exc.message)
@@ -183,7 +197,10 @@ class Plugin(object):
 
     def GetPluginCapabilities(self, request, conf):
         resp = self.m.GetPluginCapabilitiesResponse()
-        for name in conf["plugin_caps"]:
+        names = list(conf["plugin_caps"])
+        if segments(conf) and "VOLUME_ACCESSIBILITY_CONSTRAINTS" not in names:
+            names.append("VOLUME_ACCESSIBILITY_CONSTRAINTS")
+        for name in names:
             resp.capabilities.add().service.type = self.m.enum_value("PluginCapability.Service.Type", name)
         if conf.get("expansion"):
             resp.capabilities.add().volume_expansion.type = self.m.enum_value(
@@ -201,19 +218,6 @@ class Plugin(object):
         for name in conf["controller_caps"]:
             resp.capabilities.add().rpc.type = self.m.enum_value("ControllerServiceCapability.RPC.Type", name)
         return resp
-
-    def CreateVolume(self, request, conf):
-        size = self.pool.create(request.name, request.capacity_range.required_bytes,
-                                request.capacity_range.limit_bytes)
-        resp = self.m.CreateVolumeResponse()
-        resp.volume.volume_id = request.name
-        resp.volume.capacity_bytes = size
-        resp.volume.volume_context["image"] = self.pool.image(request.name)
-        return resp
-
-    def DeleteVolume(self, request, conf):
-        self.pool.delete(request.volume_id)
-        return self.m.DeleteVolumeResponse()
 
     def ControllerPublishVolume(self, request, conf):
         if not self.attach_mode(conf):
@@ -252,8 +256,11 @@ class Plugin(object):
         return resp
 
     def NodeGetInfo(self, request, conf):
-        return self.m.NodeGetInfoResponse(node_id=conf["node_id"],
+        resp = self.m.NodeGetInfoResponse(node_id=conf["node_id"],
                                           max_volumes_per_node=int(conf["max_volumes_per_node"]))
+        if segments(conf):
+            resp.accessible_topology.segments.update(segments(conf))
+        return resp
 
     def NodeStageVolume(self, request, conf):
         if not self.stage_mode(conf):

@@ -3,7 +3,13 @@
 It speaks what kubevol's kubernetes store uses, the way kube-apiserver answers:
 
 - paths ``/api/v1/[namespaces/NS/]PLURAL[/NAME[/status]]`` and ``/apis/GROUP/VERSION/...`` for nodes,
-  pods, persistentvolumes, persistentvolumeclaims (namespaced), volumeattachments, csidrivers, leases, secrets;
+  pods, persistentvolumes, persistentvolumeclaims (namespaced), volumeattachments, csidrivers, storageclasses,
+  csinodes, leases, secrets, configmaps and the external-snapshotter's volumesnapshotclasses, volumesnapshots
+  (namespaced) and volumesnapshotcontents (``serve_snapshots = False``: their CRDs are not installed, 404);
+- finalizers as kube-apiserver keeps them: a DELETE of an object that has finalizers sets its deletionTimestamp and
+  keeps it; an update that leaves such an object without finalizers removes it; a PV or claim created (POST) gets
+  the ``kubernetes.io/pv-protection`` / ``pvc-protection`` finalizer (the StorageObjectInUseProtection admission
+  plugin) and a new PV the phase Pending;
 - GET list with ``limit``/``continue`` paging, ``fieldSelector`` (``spec.nodeName!=``, ``spec.nodeName=X``) and
   ``labelSelector`` (``a=b``, ``a!=b``, ``a``, ``!a``, comma-joined); list items carry no kind/apiVersion, as in the
   real API; DELETE on a collection (``deletecollection``, with a labelSelector);
@@ -52,7 +58,15 @@ RESOURCES = {
     "leases": ("Lease", "coordination.k8s.io/v1", True),
     "secrets": ("Secret", "v1", True),  # read one by one, for an external CSI driver's secret references
     "configmaps": ("ConfigMap", "v1", True),  # the run's plan record (run/plan_record_k8s.py)
+    "storageclasses": ("StorageClass", "storage.k8s.io/v1", False),
+    "csinodes": ("CSINode", "storage.k8s.io/v1", False),
+    "volumesnapshotclasses": ("VolumeSnapshotClass", "snapshot.storage.k8s.io/v1", False),
+    "volumesnapshots": ("VolumeSnapshot", "snapshot.storage.k8s.io/v1", True),
+    "volumesnapshotcontents": ("VolumeSnapshotContent", "snapshot.storage.k8s.io/v1", False),
 }
+SNAPSHOT_PLURALS = frozenset(("volumesnapshotclasses", "volumesnapshots", "volumesnapshotcontents"))
+# StorageObjectInUseProtection: the finalizer the admission plugin adds to a new PV or claim
+PROTECTION = {"persistentvolumes": "kubernetes.io/pv-protection", "persistentvolumeclaims": "kubernetes.io/pvc-protection"}
 PLURAL = dict((kind, plural) for plural, (kind, _v, _n) in RESOURCES.items())
 VERBS = {"GET": "get", "POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}
 
@@ -89,6 +103,7 @@ class FakeApiServer(LocalServer):
         self.journal = []          # after each write answered 2xx: what the server held (journal.py)
         self.hooks = []            # callables(server, request dict) run before a write; return True to unhook
         self.delay = 0.0
+        self.serve_snapshots = True  # False: the snapshot CRDs are not installed (their paths answer 404)
         self.httpd = None
         self.thread = None
         self.dead = False
@@ -194,6 +209,13 @@ class FakeApiServer(LocalServer):
             self.objects.pop(self.key(kind, name, namespace), None)
             self._next_rv()
 
+    def request_delete(self, kind, name, namespace=None):
+        """What ``kubectl delete`` asks: gone at once, or, with finalizers, marked with a deletionTimestamp."""
+        with self.lock:
+            key = self.key(kind, name, namespace)
+            route = {"plural": key[0], "namespace": namespace, "name": name, "sub": None}
+            return self._delete(route, {}, {}, None)[1]
+
     def requests(self, method=None, path=None):
         return [r for r in self.log if (method is None or r["method"] == method) and (path is None or r["path"] == path)]
 
@@ -214,6 +236,8 @@ class FakeApiServer(LocalServer):
         try:
             entry["user"] = self._authenticate(headers, peer_cert)
             route = self._route(parts.path)
+            if route["plural"] in SNAPSHOT_PLURALS and not self.serve_snapshots:
+                raise ApiError(404, "NotFound", "the server could not find the requested resource")
             resource = route["plural"] + ("/" + route["sub"] if route["sub"] else "")
             verb = VERBS[method]
             if method == "GET" and route["name"] is None:
@@ -340,6 +364,10 @@ class FakeApiServer(LocalServer):
         obj.pop("status", None)  # status is set through the status subresource
         if route["namespace"]:
             obj["metadata"]["namespace"] = route["namespace"]
+        if route["plural"] in PROTECTION and PROTECTION[route["plural"]] not in obj["metadata"].get("finalizers", []):
+            obj["metadata"]["finalizers"] = list(obj["metadata"].get("finalizers") or []) + [PROTECTION[route["plural"]]]
+        if route["plural"] == "persistentvolumes":
+            obj["status"] = {"phase": "Pending"}  # persistentvolume strategy PrepareForCreate
         return 201, self._store(route["plural"], obj, new=True)
 
     def _delete(self, route, query, headers, body):
@@ -357,6 +385,12 @@ class FakeApiServer(LocalServer):
             raise ApiError(409, "Conflict", "Operation cannot be fulfilled on %s \"%s\": Precondition failed: "
                            "ResourceVersion in precondition: %s, ResourceVersion in object meta: %s"
                            % (route["plural"], route["name"], wanted, obj["metadata"]["resourceVersion"]))
+        if obj["metadata"].get("finalizers"):  # graceful: kept until its finalizers are removed
+            if not obj["metadata"].get("deletionTimestamp"):
+                obj = copy.deepcopy(obj)
+                obj["metadata"]["deletionTimestamp"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+                obj = self._store(route["plural"], obj)
+            return 200, obj
         del self.objects[self._key(route)]
         self._next_rv()
         return 200, obj
@@ -386,6 +420,10 @@ class FakeApiServer(LocalServer):
             raise ApiError(422, "Invalid", "VolumeAttachment %r is invalid: spec: field is immutable" % route["name"])
         if result == old:
             return 200, old
+        if result["metadata"].get("deletionTimestamp") and not result["metadata"].get("finalizers"):
+            del self.objects[self._key(route)]  # its last finalizer is gone: so is the object
+            self._next_rv()
+            return 200, result
         return 200, self._store(route["plural"], result)
 
     def _put(self, route, query, headers, body):

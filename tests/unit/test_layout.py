@@ -20,8 +20,8 @@ PLUGINS = os.path.join(REPO, "plugins")
 MODULE_UTILS = os.path.join(PLUGINS, "module_utils")
 PREFIX = "ansible_collections.kubevol.volumes.plugins.module_utils."
 
-NODE_SIDE = ("node", "drivers", "csi")
-NODE_MAY_IMPORT = frozenset(("common", "volume", "node", "drivers", "csi"))
+NODE_SIDE = ("node", "drivers", "csi", "provisioner")
+NODE_MAY_IMPORT = frozenset(("common", "volume", "node", "drivers", "csi", "provisioner"))
 PLAN_MAY_NOT_IMPORT = frozenset(("node", "drivers", "stores", "run"))
 # plan/'s module glue, not planning: plan_task.py runs the volume_reconcile_plan module, which reads the cluster
 # store itself (so the cluster never crosses Ansible's variables) and writes the plan as the run's record
@@ -61,6 +61,13 @@ def module_utils_imports(path):
 
 def relative(path):
     return os.path.relpath(path, MODULE_UTILS).replace(os.sep, "/")
+
+
+def test_provisioning_rules_are_pure_shared_code():
+    """provision/ holds the external-provisioner's rules (StorageClass parameters, topology, the PV's shape), read by
+    the planner and by the hosts that call CreateVolume: it imports common/ and itself only."""
+    for path in python_files(os.path.join(MODULE_UTILS, "provision")):
+        assert module_utils_imports(path) <= {"common", "provision"}, relative(path)
 
 
 def test_the_packages_are_there():

@@ -182,10 +182,12 @@ def status_findings(index, plan_result, facts, known_drivers):
         node = repair["node"]
         for unique in repair["unique_volume_names"]:
             if repair["in_use"]:
-                why = "node %s has %s mounted but its node.status.volumesInUse does not list it" % (node, unique)
+                why = "node %s has %s mounted but its node.status.volumesInUse does not list it" % (
+                    node, names.show_volume_name(unique))
                 kind = "status_mounted_not_in_use"
             else:
-                why = "node %s lists %s in node.status.volumesInUse but has it mounted nowhere" % (node, unique)
+                why = "node %s lists %s in node.status.volumesInUse but has it mounted nowhere" % (
+                    node, names.show_volume_name(unique))
                 kind = "status_in_use_not_mounted"
             found.append(finding(kind, node, "Node/%s" % node, why, True, unique_volume_name=unique))
         records.append({"type": "in_use", "node": node, "unique_volume_names": list(repair["unique_volume_names"]),
@@ -204,14 +206,14 @@ def status_findings(index, plan_result, facts, known_drivers):
             pv = index.pv_by_unique_name.get(entry.name)
             found.append(finding("status_attached_no_device", node, "Node/%s" % node,
                                  "node %s lists %s in node.status.volumesAttached but reports no device for it"
-                                 % (node, entry.name), True, unique_volume_name=entry.name))
+                                 % (node, names.show_volume_name(entry.name)), True, unique_volume_name=entry.name))
             records.append({"type": "detached", "node": node, "pv_name": pv.name if pv else parts[1],
                             "driver": parts[0], "volume_handle": parts[1]})
         for unique in sorted(set(devices) - listed):
             if unique:
                 found.append(finding("status_device_not_attached", node, "Node/%s" % node,
                                      "node %s has %s attached (%s) but node.status.volumesAttached does not list it"
-                                     % (node, unique, devices[unique].get("device")), False,
+                                     % (node, names.show_volume_name(unique), devices[unique].get("device")), False,
                                      "run the reconcile: it records the attachment, or detaches it when no pod "
                                      "uses it", unique_volume_name=unique))
     return found, records

@@ -24,12 +24,14 @@ from contextlib import contextmanager
 
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import (
     InvalidInput, MalformedObject, QuantityError)
-from ansible_collections.kubevol.volumes.plugins.module_utils.common.names import MANAGED_ATTACH_DETACH_ANNOTATION
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.names import (
+    MANAGED_ATTACH_DETACH_ANNOTATION, NODE_EXPANSION_PENDING_ANNOTATION)
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.fields import optional_str, pairs, require_str, strings
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.quantity import to_bytes
 from ansible_collections.kubevol.volumes.plugins.module_utils.cluster.pv import (  # noqa: F401  # pylint: disable=unused-import
     ClaimRef, CSISource, PersistentVolume, build_pv, node_matches, pv_unique_name)
 from ansible_collections.kubevol.volumes.plugins.module_utils.cluster.index import ClusterIndex  # noqa: F401  # pylint: disable=unused-import
+from ansible_collections.kubevol.volumes.plugins.module_utils.cluster import storage
 
 Taint = namedtuple("Taint", "key value effect")
 AttachedVolumeStatus = namedtuple("AttachedVolumeStatus", "name device_path")
@@ -55,10 +57,17 @@ service_account: spec.serviceAccountName ("" when unset)."""
 
 PersistentVolumeClaim = namedtuple("PersistentVolumeClaim", "namespace name uid phase volume_name request_bytes "
                                                             "capacity_bytes access_modes conditions owner_uids "
-                                                            "allocated_bytes resize_status")
-PersistentVolumeClaim.__new__.__defaults__ = (None, None)
+                                                            "allocated_bytes resize_status expansion_pending "
+                                                            "storage_class annotations volume_mode data_source "
+                                                            "deletion_timestamp has_selector finalizers")
+PersistentVolumeClaim.__new__.__defaults__ = (None, None, None, None, (), "Filesystem", None, None, False, ())
 PersistentVolumeClaim.__doc__ = """allocated_bytes: status.allocatedResources.storage; resize_status:
-status.allocatedResourceStatuses.storage (ControllerResizeInProgress, NodeResizePending, ..., or None)."""
+status.allocatedResourceStatuses.storage (ControllerResizeInProgress, NodeResizePending, ..., or None);
+expansion_pending: the kubevol.io/node-expansion-pending annotation as written (a JSON text), or None.
+storage_class: spec.storageClassName as written (None: unset, the default class applies; "": no class, never
+provisioned); annotations: (key, value) pairs; data_source: (apiGroup, kind, name) of spec.dataSource (else of
+spec.dataSourceRef), or None; has_selector: spec.selector is set (the external-provisioner refuses it); finalizers:
+metadata.finalizers (a claim being deleted stays until they are gone)."""
 VolumeAttachment = namedtuple("VolumeAttachment",
                               "name attacher node_name pv_name attached device_path annotations metadata")
 # metadata: status.attachmentMetadata as sorted (key, value) pairs (an external CSI driver's publish_context)
@@ -69,7 +78,10 @@ CSIDriver.__doc__ = """lifecycle_modes: spec.volumeLifecycleModes (default Persi
 spec.fsGroupPolicy as written (default ReadWriteOnceWithFSType; the planner rejects unknown values);
 pod_info_on_mount: spec.podInfoOnMount (the pod's name, namespace, uid and service account in NodePublishVolume's
 volume_context)."""
-Cluster = namedtuple("Cluster", "nodes pods persistent_volumes claims volume_attachments csi_drivers")
+Cluster = namedtuple("Cluster", "nodes pods persistent_volumes claims volume_attachments csi_drivers " + storage.FIELDS)
+Cluster.__new__.__defaults__ = ((),) * len(storage.BUILDERS)
+Cluster.__doc__ = """The model, by kind: the six this file builds, then cluster/storage.py's (StorageClass, CSINode,
+VolumeSnapshotClass, VolumeSnapshot, VolumeSnapshotContent)."""
 
 _EMPTY = {}
 
@@ -222,6 +234,8 @@ def _pvc(obj):
     allocated = (status.get("allocatedResources") or _EMPTY).get("storage")
     allocated = to_bytes(allocated, where) if allocated is not None else None
     resize_status = (status.get("allocatedResourceStatuses") or _EMPTY).get("storage")
+    annotations = meta.get("annotations")
+    pending = annotations.get(NODE_EXPANSION_PENDING_ANNOTATION) if isinstance(annotations, dict) else None
     where = "metadata.namespace"
     namespace = meta.get("namespace") or "default"
     if namespace.__class__ is not str:  # the call only when the cheap test fails: this runs for every claim
@@ -232,8 +246,20 @@ def _pvc(obj):
         optional_str(volume_name, "spec.volumeName")
     where = "spec.accessModes"
     modes = strings(spec.get("accessModes"), "accessModes")
+    where = "spec.storageClassName"
+    storage_class = optional_str(spec.get("storageClassName"), where)
+    where = "metadata.annotations"
+    annotations = pairs(meta.get("annotations"), where)
+    where = "spec.dataSource"
+    source = spec.get("dataSource") or spec.get("dataSourceRef")
+    data_source = (source.get("apiGroup") or "", require_str(source.get("kind"), "kind"),
+                   require_str(source.get("name"), "name")) if source else None
     return PersistentVolumeClaim(namespace, name, meta.get("uid"), status.get("phase") or "Pending", volume_name,
-                                 request, capacity, modes, conditions, owners, allocated, resize_status)
+                                 request, capacity, modes, conditions, owners, allocated, resize_status,
+                                 pending if isinstance(pending, str) else None, storage_class,
+                                 annotations, spec.get("volumeMode") or "Filesystem", data_source,
+                                 meta.get("deletionTimestamp"), spec.get("selector") is not None,
+                                 strings(meta.get("finalizers"), "metadata.finalizers"))
 
 
 def _va(obj):
@@ -270,6 +296,7 @@ _BUILDERS = {
     "Node": (_node, 0), "Pod": (_pod, 1), "PersistentVolume": (build_pv, 2), "PersistentVolumeClaim": (_pvc, 3),
     "VolumeAttachment": (_va, 4), "CSIDriver": (_csidriver, 5),
 }
+_BUILDERS.update((kind, (builder, 6 + i)) for i, (kind, builder) in enumerate(storage.BUILDERS))
 
 
 def _field_of(builder, obj, exc):
@@ -344,7 +371,7 @@ def _cluster_from_data(data):
 
 
 def _cluster_from_objects(objects):
-    buckets = ([], [], [], [], [], [])
+    buckets = tuple([] for _slot in Cluster._fields)
     builders = _BUILDERS
     for obj in objects:
         if not isinstance(obj, dict):

@@ -49,12 +49,15 @@ def _secret_refs(csi):
 Requirement = namedtuple("Requirement", "key operator values")
 SelectorTerm = namedtuple("SelectorTerm", "match_expressions match_fields")
 PersistentVolume = namedtuple("PersistentVolume", "name capacity_bytes access_modes volume_mode mount_options "
-                                                  "claim_ref csi source_kind source node_affinity")
-PersistentVolume.__new__.__defaults__ = (None, None, None)
+                                                  "claim_ref csi source_kind source node_affinity reclaim_policy "
+                                                  "storage_class annotations phase deletion_timestamp")
+PersistentVolume.__new__.__defaults__ = (None, None, None, "Retain", "", (), "", None)
 PersistentVolume.__doc__ = """source_kind: csi, the spec key of an in-tree plugin kubevol serves (local, hostPath)
 or the first other source key; source: that in-tree plugin's source as its parse_source made it (volume/local.py
 LocalSource, volume/host_path.py HostPathSource), else None; node_affinity: a tuple of SelectorTerm
-(spec.nodeAffinity.required.nodeSelectorTerms), or None when the PV has no nodeAffinity."""
+(spec.nodeAffinity.required.nodeSelectorTerms), or None when the PV has no nodeAffinity. reclaim_policy:
+spec.persistentVolumeReclaimPolicy (the API server defaults a PV's to Retain); storage_class: spec.storageClassName;
+annotations: (key, value) pairs; phase: status.phase as written ("" when absent)."""
 
 PV_NOT_SOURCE_KEYS = frozenset(("capacity", "accessModes", "volumeMode", "mountOptions", "claimRef",
                                 "persistentVolumeReclaimPolicy", "storageClassName", "nodeAffinity",
@@ -209,5 +212,10 @@ def build_pv(obj):
     modes = strings(spec.get("accessModes"), "accessModes")
     where = "spec.mountOptions"
     options = strings(spec.get("mountOptions"), "mountOptions")
+    where = "metadata.annotations"
+    meta = obj["metadata"]
+    annotations = pairs(meta.get("annotations"), where) if meta.get("annotations") else ()
     return PersistentVolume(name, capacity, modes, spec.get("volumeMode") or "Filesystem", options, claim_ref, csi,
-                            source_kind, source, affinity)
+                            source_kind, source, affinity, spec.get("persistentVolumeReclaimPolicy") or "Retain",
+                            spec.get("storageClassName") or "", annotations,
+                            (obj.get("status") or _EMPTY).get("phase") or "", meta.get("deletionTimestamp"))

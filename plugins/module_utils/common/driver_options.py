@@ -26,6 +26,7 @@ import posixpath
 from ansible_collections.kubevol.volumes.plugins.module_utils.common import csi_controller
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import InvalidInput
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.names import DEFAULT_LOOP_POOL, LOOP_DRIVER
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.words import ROLE_VARIABLES, setting
 
 from ansible_collections.kubevol.volumes.plugins.module_utils import volume as volume_plugins
 
@@ -235,10 +236,11 @@ def with_loop_pools_alias(driver_options, loop_pools_value, alias="loop_pools"):
         return driver_options
     given = (driver_options.get(LOOP_DRIVER) or {}).get("pools")
     if given is not None and list(given) != list(loop_pools_value):
+        pools = setting("driver_options", key=LOOP_DRIVER)
         raise InvalidInput(field=alias, value=loop_pools_value,
-                           reason="%s (deprecated) and driver_options[%r].pools are both given with different "
-                                  "values (%s): give only driver_options (reconcile role: kubevol_driver_options, "
-                                  "not kubevol_loop_pools)" % (alias, LOOP_DRIVER, list(given)))
+                           reason="%s (deprecated) and the pools of %s are both given, with different values (%s): "
+                                  "give only the pools of %s" % (setting(alias) if alias in ROLE_VARIABLES else alias,
+                                                                 pools, list(given), pools))
     loop = dict(driver_options.get(LOOP_DRIVER) or {})
     loop["pools"] = list(loop_pools_value)
     driver_options[LOOP_DRIVER] = loop

@@ -49,6 +49,15 @@ class UnsafeName(InvalidInput):
                "(no '/', '..', NUL or control characters)")
 
 
+class HandleRefused(UnsafeName):
+    """A volume handle the volume's own driver cannot take (drivers/base.py ``Driver.handle_refusal``: the loop driver
+    names a file after it); any other driver takes every handle the API accepts. ``value``: the handle as
+    common/handles.py show_handle shows it, never whole."""
+    message = ("volume {volume} on node {node}: volume handle '{value}' refused: {reason}; give the PV a "
+               "csi.volumeHandle that is one plain file name")
+    code = "KV-HANDLE-REFUSED"
+
+
 class StalePathRefused(InvalidInput):
     """A stale path volume_detach will not remove (stale.check_paths): nothing was removed."""
     message = ("refusing stale_paths entry {value!r} on node {node}: {reason}. Nothing was removed: kubevol removes only "
@@ -124,6 +133,13 @@ class FilesystemMismatch(KubevolError):
 class StillMounted(KubevolError):
     message = ("refusing to {step} volume {volume} on node {node}: still mounted at {paths}; "
                "unmount those pods first or set force=true if the node is fenced")
+
+
+class GrowPending(KubevolError):
+    """A node-side grow that failed or cannot run yet (node/expand.py): the volume's grow is pending, as the kubelet
+    leaves a claim FileSystemResizePending; never the node's failure. ``reason`` is the claim condition's."""
+    code = "KV-GROW-PENDING"
+    message = "volume {volume} on node {node}: the filesystem was not grown: {detail}; {remedy} [KV-GROW-PENDING]"
 
 
 class LockTimeout(KubevolError):

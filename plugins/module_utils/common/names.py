@@ -8,7 +8,8 @@ pkg/volume/csi/csi_attacher.go getAttachmentName and makeDeviceMountPath,
 pkg/volume/csi/csi_mounter.go getTargetPath. The per-plugin layout rules live with each plugin (volume/);
 the CSI functions here are thin wrappers over volume/csi.py CSIPlugin.
 Every function that builds a path validates its components first, so a name
-can never escape the kubelet directory or the pool.
+can never escape the kubelet directory or the pool; a volume handle is never a component: it is hashed
+(common/handles.py).
 """
 
 from __future__ import absolute_import, division, print_function
@@ -19,6 +20,8 @@ import hashlib
 import os
 
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import InvalidInput, UnsafeName
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.handles import (  # noqa: F401 pylint: disable=unused-import
+    handle_hash, handle_problem, show_handle, show_volume_name)  # one rule: common/handles.py
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.words import setting
 from ansible_collections.kubevol.volumes.plugins.module_utils.volume.base import check_component  # noqa: F401 (one rule)
 from ansible_collections.kubevol.volumes.plugins.module_utils.volume.csi import CSIPlugin
@@ -31,6 +34,9 @@ DEFAULT_KUBELET_DIR = "/var/lib/kubelet"
 MANAGED_ATTACH_DETACH_ANNOTATION = "volumes.kubernetes.io/controller-managed-attach-detach"
 OUT_OF_SERVICE_TAINT = "node.kubernetes.io/out-of-service"
 DETACH_REQUESTED_AT_ANNOTATION = "kubevol.io/detach-requested-at"
+# on a claim whose node-side grow is pending: when and under which conditions it failed (records/claim.py), so that
+# the planner retries it when they change (plan/rules_expand.py): the kubelet keeps this in memory, kubevol has none
+NODE_EXPANSION_PENDING_ANNOTATION = "kubevol.io/node-expansion-pending"
 # the CSI node id a VolumeAttachment was published to (external-attacher csi_handler.go prepareVANodeID): read
 # back to unpublish from a node whose CSINode and facts are gone
 CSI_NODE_ID_ANNOTATION = "csi.alpha.kubernetes.io/node-id"
@@ -82,10 +88,6 @@ def volume_attachment_name(volume_handle, driver, node_name):
     """csi- + hex(sha256(volumeHandle + driverName + nodeName)), as csi_attacher.go."""
     digest = hashlib.sha256((volume_handle + driver + node_name).encode("utf-8")).hexdigest()
     return "csi-" + digest
-
-
-def handle_hash(volume_handle):
-    return hashlib.sha256(volume_handle.encode("utf-8")).hexdigest()
 
 
 # The CSI layout is the CSI plugin's (volume/csi.py); these wrappers keep the callers' names.

@@ -26,6 +26,7 @@ WORDS = (MODULE, ROLE)
 
 # module option (or planner option) -> the reconcile role's variable that sets it
 ROLE_VARIABLES = {
+    "allow_mass_deletion": "kubevol_allow_mass_deletion",
     "allow_mass_teardown": "kubevol_allow_mass_teardown",
     "clean": "kubevol_audit_clean",
     "cluster_source": "kubevol_cluster_source",
@@ -40,6 +41,7 @@ ROLE_VARIABLES = {
     "long_command_timeout": "kubevol_long_command_timeout",
     "loop_pools": "kubevol_loop_pools",
     "max_teardown_count": "kubevol_max_teardown_count",
+    "max_volume_deletions": "kubevol_max_volume_deletions",
     "max_teardown_fraction": "kubevol_max_teardown_fraction",
     "max_wait_for_unmount": "kubevol_max_wait_for_unmount",
     "node_name": "kubevol_node_name",

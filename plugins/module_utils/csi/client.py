@@ -26,6 +26,7 @@ import os
 import socket as socket_module
 import stat
 
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.handles import show_handle
 from ansible_collections.kubevol.volumes.plugins.module_utils.csi import messages as csi_messages
 from ansible_collections.kubevol.volumes.plugins.module_utils.csi.errors import (
     NON_FINAL_CODES, CsiDependencyError, CsiFinalError, CsiSocketError, CsiUncertainError, redact)
@@ -195,7 +196,7 @@ class CsiClient(object):
                                         request_serializer=type(message).SerializeToString,
                                         response_deserializer=self.messages.response(method).FromString)
         deadline = self.timeout if timeout is None else float(timeout)
-        log.debug("CSI %s on %s (volume %r, timeout %gs)", method, self.socket_path, volume_id, deadline)
+        log.debug("CSI %s on %s (volume %s, timeout %gs)", method, self.socket_path, show_handle(volume_id), deadline)
         try:
             return rpc(message, timeout=deadline)
         except grpc.RpcError as exc:

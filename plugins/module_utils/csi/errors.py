@@ -11,8 +11,11 @@ is final. The kubelet then keeps an uncertain mount or device as "maybe mounted"
 MountDevice, csi_mounter.go SetUpAt: ``volumetypes.NewUncertainProgressError``).
 
 No exception here carries a request: only the method, the socket, the volume id, the gRPC code and the
-driver's message with every secret value of the request replaced (see ``redact``).
+driver's message with every secret value of the request replaced (see ``redact``). The volume id is shown as
+common/handles.py shows a handle (cut, with its sha256, when long), in the driver's message too.
 """
+
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.handles import SHOWN_CHARACTERS, show_handle
 
 # kubelet csi_client.go isFinalError: the codes after which the operation may be in progress.
 NON_FINAL_CODES = ("CANCELLED", "DEADLINE_EXCEEDED", "UNAVAILABLE", "RESOURCE_EXHAUSTED", "ABORTED")
@@ -47,14 +50,18 @@ class CsiError(Exception):
 
     def _text(self):
         where = "CSI %s" % self.method
+        details = self.details
         if self.volume_id:
-            where += " of volume %s" % self.volume_id
+            shown = show_handle(self.volume_id)
+            where += " of volume %s" % shown
+            if len(self.volume_id) > SHOWN_CHARACTERS and self.volume_id in details:
+                details = details.replace(self.volume_id, shown)
         if self.driver:
             where += " by driver %s" % self.driver
         if self.node:
             where += " on node %s" % self.node
         where += " (socket %s)" % self.socket
-        text = "%s failed: %s%s" % (where, "%s: " % self.code if self.code else "", self.details)
+        text = "%s failed: %s%s" % (where, "%s: " % self.code if self.code else "", details)
         if self.hint:
             text += ". " + self.hint
         return text

@@ -13,7 +13,8 @@ python3-protobuf (4.21.12) and PyPI's protobuf 7.x: only the descriptor API comm
 
 Covered: the Identity service, the Node service (stage, unstage, publish, unpublish, stats, expand,
 capabilities, info) and the part of the Controller service that the kubelet's attacher and expander and the
-external-attacher/-resizer/-provisioner call (create, delete, publish, unpublish, expand, capabilities).
+external-attacher/-resizer/-provisioner/-snapshotter call (create, delete, publish, unpublish, expand, capabilities,
+create and delete snapshot).
 A field a driver sends that is not in these tables is kept as an unknown field, as protobuf does.
 
 This file needs nothing of the collection, so a test driver can load it by path; protobuf is imported only
@@ -25,7 +26,8 @@ FILE_NAME = "kubevol/csi/v1/csi.proto"  # a name of our own: never clashes with 
 
 # Scalar type names -> FieldDescriptorProto type names (TYPE_...).
 _SCALARS = {"string": "TYPE_STRING", "bool": "TYPE_BOOL", "int64": "TYPE_INT64", "int32": "TYPE_INT32"}
-_WRAPPERS = ("google.protobuf.BoolValue",)
+# well-known types of google/protobuf (wrappers.proto, timestamp.proto) the spec's messages use
+_WRAPPERS = ("google.protobuf.BoolValue", "google.protobuf.Timestamp")
 
 # Enums: dotted name (inside csi.v1) -> [(value name, number)] in spec order.
 ENUMS = {
@@ -101,6 +103,14 @@ MESSAGES = {
     "ControllerGetCapabilitiesResponse": [("capabilities", 1, "repeated ControllerServiceCapability")],
     "ControllerServiceCapability": [("rpc", 1, "ControllerServiceCapability.RPC", "type")],
     "ControllerServiceCapability.RPC": [("type", 1, "ControllerServiceCapability.RPC.Type")],
+    "CreateSnapshotRequest": [("source_volume_id", 1, "string"), ("name", 2, "string"), ("secrets", 3, "map"),
+                              ("parameters", 4, "map")],
+    "CreateSnapshotResponse": [("snapshot", 1, "Snapshot")],
+    "Snapshot": [("size_bytes", 1, "int64"), ("snapshot_id", 2, "string"), ("source_volume_id", 3, "string"),
+                 ("creation_time", 4, "google.protobuf.Timestamp"), ("ready_to_use", 5, "bool"),
+                 ("group_snapshot_id", 6, "string")],
+    "DeleteSnapshotRequest": [("snapshot_id", 1, "string"), ("secrets", 2, "map")],
+    "DeleteSnapshotResponse": [],
     "ControllerExpandVolumeRequest": [("volume_id", 1, "string"), ("capacity_range", 2, "CapacityRange"),
                                       ("secrets", 3, "map"), ("volume_capability", 4, "VolumeCapability")],
     "ControllerExpandVolumeResponse": [("capacity_bytes", 1, "int64"), ("node_expansion_required", 2, "bool")],
@@ -149,6 +159,8 @@ SERVICES = {
                     "ControllerUnpublishVolumeResponse"),
                    ("ControllerGetCapabilities", "ControllerGetCapabilitiesRequest",
                     "ControllerGetCapabilitiesResponse"),
+                   ("CreateSnapshot", "CreateSnapshotRequest", "CreateSnapshotResponse"),
+                   ("DeleteSnapshot", "DeleteSnapshotRequest", "DeleteSnapshotResponse"),
                    ("ControllerExpandVolume", "ControllerExpandVolumeRequest", "ControllerExpandVolumeResponse")],
     "Node": [("NodeStageVolume", "NodeStageVolumeRequest", "NodeStageVolumeResponse"),
              ("NodeUnstageVolume", "NodeUnstageVolumeRequest", "NodeUnstageVolumeResponse"),
@@ -187,6 +199,7 @@ def file_descriptor():
     fdp.package = PACKAGE
     fdp.syntax = "proto3"
     fdp.dependency.append("google/protobuf/wrappers.proto")
+    fdp.dependency.append("google/protobuf/timestamp.proto")
     FD = descriptor_pb2.FieldDescriptorProto
     messages = {}
 
@@ -309,12 +322,13 @@ def load():
     """Build (once per process) and return the CSI ``Messages``. Needs the protobuf package."""
     if _LOADED:
         return _LOADED[0]
-    from google.protobuf import descriptor_pb2, descriptor_pool, message_factory, wrappers_pb2
+    from google.protobuf import descriptor_pb2, descriptor_pool, message_factory, timestamp_pb2, wrappers_pb2
 
     pool = descriptor_pool.DescriptorPool()
-    wrappers = descriptor_pb2.FileDescriptorProto()
-    wrappers_pb2.DESCRIPTOR.CopyToProto(wrappers)
-    pool.Add(wrappers)
+    for well_known in (wrappers_pb2, timestamp_pb2):
+        proto = descriptor_pb2.FileDescriptorProto()
+        well_known.DESCRIPTOR.CopyToProto(proto)
+        pool.Add(proto)
     pool.Add(file_descriptor())
     get_class = getattr(message_factory, "GetMessageClass", None)
     if get_class is None:  # protobuf < 4.24 (Debian 12's 4.21.12)

@@ -21,8 +21,11 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import InvalidInput
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import (
+    HandleRefused, InvalidInput, UnsafeName)
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.handles import show_handle
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.value import REQUIRED, Value
+from ansible_collections.kubevol.volumes.plugins.module_utils.volume.base import check_component
 
 # CAPABILITIES (CSI: ControllerServiceCapability, NodeServiceCapability, CSIDriver spec)
 ATTACHABLE = "attachable"  # PUBLISH_UNPUBLISH_VOLUME: ControllerPublishVolume makes the volume reachable
@@ -103,6 +106,10 @@ class Driver:
     # the spec of this driver's entry in driver_options (common/driver_options.py validates against it), in
     # Ansible's argument spec words: {option: {"type": ..., "elements": ..., "default": ...}}
     OPTIONS = {}
+    # True for a driver that keeps each volume in a file named after its handle (loop: <pool>/<handle>): its handles
+    # must then be one safe path component (handle_refusal). Any other driver takes every handle the API accepts, as
+    # the kubelet does: an opaque string, hashed wherever it names a file (common/handles.py).
+    HANDLE_IS_FILE_NAME = False
 
     def __init__(self, runner, kubelet_dir, node_name, options=None):
         self.runner = runner
@@ -114,10 +121,29 @@ class Driver:
     def can(cls, capability):
         return capability in cls.CAPABILITIES
 
+    @classmethod
+    def handle_refusal(cls, volume_handle):
+        """Why this driver cannot take ``volume_handle`` (one clause), or None. Asked by the planner (volume/csi.py
+        handle_refusal) and by ``validate`` on the node, of a handle that already passed the API's rule."""
+        if not cls.HANDLE_IS_FILE_NAME:
+            return None
+        try:
+            check_component("volume handle", volume_handle)
+        except UnsafeName as err:
+            return ("driver %s names a file after each volume handle, so it refuses a handle that is not one safe path "
+                    "component (no '/', '\\', '.' or '..', NUL or control characters, at most 255 bytes): %s"
+                    % (cls.NAME, err.kwargs.get("reason")))
+        return None
+
     def validate(self, item):
         """Raise UnsafeName/InvalidInput for an item this driver must refuse. Runs before anything acts (node
-        context items()). Here: a Block volume or an inline ephemeral one of a driver that declares no such
-        capability (the planner blocks them; the node refuses them too, never half-serves them)."""
+        context items()). Here: a handle the driver cannot take (handle_refusal), and a Block volume or an inline
+        ephemeral one of a driver that declares no such capability (the planner blocks them; the node refuses them
+        too, never half-serves them)."""
+        refusal = self.handle_refusal(item.volume_handle)
+        if refusal is not None:
+            raise HandleRefused(volume=item.pv_name, node=self.node_name, driver=item.driver, reason=refusal,
+                                field="volume handle", value=show_handle(item.volume_handle))
         for wanted, capability, what in ((item.block, BLOCK, "volumeMode Block"),
                                          (item.ephemeral, EPHEMERAL, "inline ephemeral volumes")):
             if wanted and not self.can(capability):

@@ -48,6 +48,12 @@ class DeviceDriver(Driver):
         """Make the node see the backing volume's size; return the device size in bytes it will have."""
         raise NotImplementedError
 
+    def check_backing(self, item):
+        """A check run before the attach: what the attach would give the node, to be probed read only in its place (a
+        device already there, or a file holding the same bytes), or None when the attach creates the backing volume
+        (blank). Every check a real run makes on the attached device runs on it (node/operations.py mount_volume)."""
+        raise NotImplementedError
+
     def reads_as_zeros(self, item, device):
         """True only when the storage side proves that every byte of ``device`` (``item``'s, attached here) is
         zero, as a disk API could of a disk created empty and never written; the node then need not run its
@@ -106,4 +112,34 @@ class DeviceDriver(Driver):
     def node_expand(self, item, volume_path, staging_path, check_mode=False, ctx=None, res=None):
         from ansible_collections.kubevol.volumes.plugins.module_utils.node import expand as node_expand
 
+        if check_mode and self.find_device(item) is None:
+            return self._check_expand(item, res)
         return node_expand.expand(ctx, self.runner, self, item, staging_path, res)
+
+    def _check_expand(self, item, res):
+        """A check run before the attach (the same run attaches, mounts and grows it): the filesystem the real run
+        grows is the one on the backing (or the one its mount makes on a new one), grown to the larger of the
+        backing's size and the item's; the tools that growth runs must be on the node (node/tools.py)."""
+        from ansible_collections.kubevol.volumes.plugins.module_utils.node import blockdev, tools
+        from ansible_collections.kubevol.volumes.plugins.module_utils.node.expand import not_grown
+        from ansible_collections.kubevol.volumes.plugins.module_utils.node.filesystems import get_filesystem
+
+        backing = self.check_backing(item)
+        size = blockdev.device_size(self.runner, backing) if backing else (item.capacity_bytes or 0)
+        new = max(size, item.capacity_bytes or 0)
+        res.update(device_size_bytes={"old": size, "new": new}, changed=new != size)
+        if not_grown(item):
+            res["skipped"] = not_grown(item) + " (device rescanned)"
+            return res
+        fs_type = blockdev.filesystem_type(self.runner, backing) if backing else ""
+        fs = get_filesystem(fs_type or item.fs_type)  # nothing on it yet: its mount makes the item's
+        res["fs_type"] = fs.NAME if fs else fs_type
+        if fs is None:
+            res["skipped"] = "no filesystem kubevol can grow on %s (found %r)" % (backing, fs_type)
+            return res
+        old_fs = fs.fs_size(self.runner, backing) if fs_type else size
+        res["fs_size_bytes"] = {"old": old_fs, "new": old_fs}
+        if fs.needs_grow(new, old_fs):
+            tools.require_grow(self.runner, fs, "(its mount)")  # mounted by then: grown online
+            res.update(changed=True, fs_size_bytes={"old": old_fs, "new": new})
+        return res

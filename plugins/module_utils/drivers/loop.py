@@ -52,12 +52,27 @@ def _other_owner(record, item, node):
             % (node, owner, wanted, fix))
 
 
+def _require(runner, why, *names_):
+    """node/tools.py require (node code: imported where it runs, see device.py)."""
+    from ansible_collections.kubevol.volumes.plugins.module_utils.node import tools
+
+    tools.require(runner, why, *names_)
+
+
+class ImageMissing(DeviceNotFound):
+    """A loop volume's image is not in its pool and the run may not create it: nothing was attached."""
+    code = "KV-IMAGE-MISSING"
+    message = ("attach of volume {volume} on node {node} failed: its image {image} does not exist; create it in the "
+               "pool, or set @{{provision=true}} to have kubevol create it")
+
+
 class LoopDriver(Records, Holders, DeviceDriver):
     NAME = "loop.kubevol.io"
     CAPABILITIES = frozenset((ATTACHABLE, STAGE_UNSTAGE, NODE_EXPAND, CONTROLLER_EXPAND, BLOCK, EPHEMERAL,
                               STAGE_LOCKED))
     # driver_options["loop.kubevol.io"]: the directories this node keeps images in (the operator's, never a PV's)
     OPTIONS = {"pools": {"type": "list", "elements": "path", "default": [DEFAULT_POOL]}}
+    HANDLE_IS_FILE_NAME = True  # the image is <pool>/<handle>: the planner and the node refuse any other handle
 
     # -- paths -------------------------------------------------------------------------------------
     def allowed_pools(self):
@@ -156,13 +171,12 @@ class LoopDriver(Records, Holders, DeviceDriver):
         provisioned = False
         if not os.path.exists(image):
             if not provision:
-                raise DeviceNotFound(step="attach", node=self.node_name, volume=item.pv_name,
-                                     reason="image %s does not exist; create it in the pool, or set %s to have "
-                                            "kubevol create it" % (image, setting("provision", True)))
+                raise ImageMissing(step="attach", node=self.node_name, volume=item.pv_name, image=image)
             if not item.capacity_bytes:
                 raise InvalidInput(field="capacity_bytes", value=item.capacity_bytes,
                                    reason="provisioning %s needs the PV capacity" % image)
             if check_mode:
+                _require(self.runner, "attaching it", "losetup")
                 return Attachment(device=None, attached=True, provisioned=True)
             os.makedirs(os.path.dirname(image), mode=0o750, exist_ok=True)
             fd = os.open(image, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
@@ -175,6 +189,8 @@ class LoopDriver(Records, Holders, DeviceDriver):
         with contextlib.nullcontext() if check_mode else self._holders_locked(item):
             holders = self.read_holders(item)
             released = self._release_forced(holders)
+            # a check run: nothing was detached, so the holds this plan's teardown releases first still stand
+            first = self._released_by_plan(item, holders) if check_mode else {}
             # the storage side answers first, as a cloud disk API does: held by another node, not for us
             self._refuse_if_held_elsewhere(item, holders)
             devices = self.loop_devices()
@@ -189,7 +205,7 @@ class LoopDriver(Records, Holders, DeviceDriver):
                         self._hold(item, holders, released)
                     return Attachment(device=device, provisioned=provisioned, released=released)
             backing = sorted(d.name for d in devices if d.backs(st.st_dev, st.st_ino))
-            if backing:
+            if backing and not first:
                 # Adopted only when the pool gives the image to this node: its own device whose local record was lost
                 # (a run killed between the holder record and its own), or a multi-attach image another node of this
                 # same kernel holds (test nodes: one device, one superblock, never a second one on the image).
@@ -199,6 +215,8 @@ class LoopDriver(Records, Holders, DeviceDriver):
                     self._hold(item, holders, released)
                     self.write_record(item, image, backing[0], st)
                 return Attachment(device=backing[0], provisioned=provisioned, adopted=True, released=released)
+            # (a device that backs an image this plan detaches first is that node's, gone by the real run's setup)
+            _require(self.runner, "attaching it", "losetup")
             if check_mode:
                 return Attachment(device=None, attached=True, released=released)
             # the intent first: a run killed after losetup still leaves the pool saying who holds it
@@ -212,24 +230,45 @@ class LoopDriver(Records, Holders, DeviceDriver):
             self.write_record(item, image, device, st)
             return Attachment(device=device, attached=True, provisioned=provisioned, released=released)
 
+    def check_backing(self, item):
+        """A check run before the attach: what the attach would give, read only. The loop device already backed by the
+        image when the pool gives it to this node (the attach adopts it), else the image itself (the device reads
+        its bytes), or None when the image does not exist yet (the attach creates it sparse: blank)."""
+        image = self.image_path(item)
+        try:
+            st = os.stat(image)
+        except OSError:
+            return None
+        backing = sorted(d.name for d in self.loop_devices() if d.backs(st.st_dev, st.st_ino))
+        holders = self.read_holders(item)
+        if backing and (self.node_name in holders or (item.multi_attach and holders)):
+            return backing[0]
+        return image
+
     def reads_as_zeros(self, item, device):
         """The image the loop device is bound to has no data extent at all (lseek SEEK_DATA: ENXIO), so every byte
         the device reads is zero. Pages written through the device and not yet in the image are flushed to it
         first (fsync of the device). False when the device is not bound to this item's image (by inode), or when
-        the image's filesystem cannot tell holes from data (it then reports the whole file as data)."""
+        the image's filesystem cannot tell holes from data (it then reports the whole file as data). A check run
+        before the attach asks it of the image itself (``device`` is the image: check_backing)."""
         try:
-            fd = os.open(device, os.O_RDONLY | os.O_CLOEXEC)
-            try:
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-            bound = _kernel_loop_device(os.path.basename(device))
-            fd = os.open(self.image_path(item), os.O_RDONLY | os.O_CLOEXEC)
+            image_path = self.image_path(item)
+            bound = None
+            if device != image_path:
+                fd = os.open(device, os.O_RDONLY | os.O_CLOEXEC)
+                try:
+                    os.fsync(fd)
+                finally:
+                    os.close(fd)
+                bound = _kernel_loop_device(os.path.basename(device))
+                if bound is None:
+                    return False
+            fd = os.open(image_path, os.O_RDONLY | os.O_CLOEXEC)
         except (IOError, OSError, _Unreadable):
             return False
         try:
             image = os.fstat(fd)  # the open image itself: a path replaced since is not what is measured
-            if bound is None or not stat.S_ISREG(image.st_mode) or not bound.backs(image.st_dev, image.st_ino):
+            if not stat.S_ISREG(image.st_mode) or (bound is not None and not bound.backs(image.st_dev, image.st_ino)):
                 return False
             try:
                 os.lseek(fd, 0, os.SEEK_DATA)
@@ -242,6 +281,8 @@ class LoopDriver(Records, Holders, DeviceDriver):
     def detach(self, item, check_mode=False):
         item = self._as_recorded(item, self.read_record(item.volume_handle))  # the pool of its holders, too
         device = self.find_device(item)
+        if device:
+            _require(self.runner, "detaching it", "losetup")
         if check_mode:
             return device
         if device:
@@ -279,6 +320,9 @@ class LoopDriver(Records, Holders, DeviceDriver):
         try:
             old = os.stat(image).st_size
         except OSError as exc:
+            if check_mode and not os.path.lexists(image) and self.find_device(item) is None:
+                # a check run: no image and nothing attached: this run's attach creates it (else it fails first)
+                return Expansion(old_bytes=0, new_bytes=item.capacity_bytes)
             raise DeviceNotFound(step="expand (controller)", node=self.node_name, volume=item.pv_name,
                                  reason="image %s: %s" % (image, exc))
         new = max(old, item.capacity_bytes)  # never shrink

@@ -127,6 +127,14 @@ class Holders:
         forced = set(self.options.get("force_release_holders") or ())
         return dict((n, holders.pop(n)) for n in sorted(holders) if n in forced and n != self.node_name)
 
+    def _released_by_plan(self, item, holders):
+        """A check run only: drop the holds of the nodes this plan detaches the volume from first (the item's
+        ``detached_first_from``, the planner's word) and return them ({node: since}). In a real run their teardown
+        has run and released them by their own detach before this attach; a check run detached nothing, and must
+        not refuse what the real run will do. A real run never calls this: only a node's own detach releases it."""
+        first = set(getattr(item, "detached_first_from", None) or ())
+        return dict((n, holders.pop(n)) for n in sorted(holders) if n in first and n != self.node_name)
+
     def _refuse_if_held_elsewhere(self, item, holders):
         others = sorted(n for n in holders if n != self.node_name)
         if others and not item.multi_attach:

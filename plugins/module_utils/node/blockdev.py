@@ -25,6 +25,7 @@ import time
 
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import ParseError, UnsafeToFormat
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.value import REQUIRED, Value
+from ansible_collections.kubevol.volumes.plugins.module_utils.node import tools
 
 BLKID_NOTHING_FOUND = 2
 
@@ -32,6 +33,13 @@ BLKID_NOTHING_FOUND = 2
 def is_block_device(path):
     try:
         return stat.S_ISBLK(os.stat(path).st_mode)
+    except OSError:
+        return False
+
+
+def is_regular_file(path):
+    try:
+        return stat.S_ISREG(os.stat(path).st_mode)
     except OSError:
         return False
 
@@ -67,7 +75,10 @@ def sysfs_attribute(device, name):
 
 def device_size(runner, device, step="read device size"):
     """Size in bytes as the kernel sees it: sysfs ``size`` (always 512-byte sectors), the number
-    ``blockdev --getsize64`` reads through BLKGETSIZE64; the command when sysfs cannot be read."""
+    ``blockdev --getsize64`` reads through BLKGETSIZE64; the command when sysfs cannot be read. A regular file (a
+    check run's backing, before the attach: the loop image) has the size its device will have."""
+    if is_regular_file(device):
+        return os.stat(device).st_size
     sectors = sysfs_attribute(device, "size")
     if sectors is not None:
         return sectors * 512
@@ -227,19 +238,29 @@ def sysfs_children(device):
         return None
 
 
-def probe(runner, device, reads_as_zeros=False):
+def probe(runner, device, reads_as_zeros=False, backing=False):
     """Run all three probes; return a Probe or raise UnsafeToFormat when any is inconclusive.
 
     ``reads_as_zeros``: the driver has proven that every byte of the device is zero (Driver.reads_as_zeros). Then
     no probe could find a signature nor a read any data: only the device's children are checked, in sysfs (a device
     with children, or whose sysfs cannot be read, gets the probes). The three commands and the sampled reads cost
-    more than the mkfs that follows (a cold run of 100 volumes spent a third of its node command time on them)."""
-    if not is_block_device(device):
+    more than the mkfs that follows (a cold run of 100 volumes spent a third of its node command time on them).
+
+    ``backing``: a check run before the attach may give the volume's backing file (the loop image) in place of the
+    device it becomes: the same bytes, read only. blkid and wipefs read a file as they read a device; lsblk reads
+    only block devices, and a file has no kernel children (partitions, holders) for it to find: blkid's PTTYPE
+    still finds a partition table. A real run never probes a file: there a non-device is refused."""
+    backing = backing and is_regular_file(device)
+    if not backing and not is_block_device(device):
         raise UnsafeToFormat(device=device, volume=runner.volume, node=runner.node,
                              reason="it is not a block device (missing?)")
-    if reads_as_zeros and sysfs_children(device) == ():
+    if reads_as_zeros and (backing or sysfs_children(device) == ()):
         return Probe(device=device)
+    # lsblk reads only block devices: a backing file does without it
+    tools.require(runner, "probing what it holds", *(t for t in tools.PROBE_TOOLS if not (backing and t == "lsblk")))
     fs_type, pttype = blkid_probe(runner, device)
+    if backing:
+        return _probe_rest(runner, device, fs_type, pttype, {}, ())
     argv = ["lsblk", "-J", "-b", "-o", "NAME,FSTYPE,PTTYPE,TYPE", device]
     rc, out, err = runner(argv)
     if rc != 0:
@@ -249,6 +270,11 @@ def probe(runner, device, reads_as_zeros=False):
     except ParseError:
         raise _inconclusive(runner, device, argv, rc, out, err, "gave unparseable output")
     children = tuple(c.get("name", "?") for c in entry.get("children") or ())
+    return _probe_rest(runner, device, fs_type, pttype, entry, children)
+
+
+def _probe_rest(runner, device, fs_type, pttype, entry, children):
+    """wipefs and the sampled reads, after blkid (and lsblk's ``entry`` and ``children``)."""
     argv = ["wipefs", "--no-act", "--json", device]
     rc, out, err = runner(argv)
     if rc != 0:

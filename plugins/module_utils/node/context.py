@@ -134,7 +134,8 @@ class NodeContext:
         seen = set()
         for item in items:
             if item.unique_name in seen:
-                raise InvalidInput(field="volumes", value=item.unique_name, reason="listed twice")
+                raise InvalidInput(field="volumes", value=names.show_volume_name(item.unique_name),
+                                   reason="listed twice")
             seen.add(item.unique_name)
         valid = []
         for item in items:

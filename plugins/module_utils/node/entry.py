@@ -113,6 +113,19 @@ def _csi_controller_calls(module):
     module.exit_json(changed=changed, operations=results, failures=[])
 
 
+def _volume_provision_calls(module):
+    """volume_provision_calls, on a host that provisions: CreateVolume, DeleteVolume (provisioner/)."""
+    from ansible_collections.kubevol.volumes.plugins.module_utils.provisioner.module import run_calls
+
+    run_calls(module)
+
+
+def _provision_calls_argspec():
+    from ansible_collections.kubevol.volumes.plugins.module_utils.provisioner.args import calls_argspec
+
+    return calls_argspec()
+
+
 # module name -> (its argument spec, its work)
 MODULES = {
     "node_volume_info": (lambda: node_args.node_argspec(fs_sizes=dict(type="bool", default=True),
@@ -136,6 +149,7 @@ MODULES = {
             op=dict(type="str", required=True, choices=["unpublish", "publish", "expand"]),
             node=dict(type="str", required=True),
             node_id=dict(type="str")))), _csi_controller_calls),
+    "volume_provision_calls": (_provision_calls_argspec, _volume_provision_calls),
 }
 
 

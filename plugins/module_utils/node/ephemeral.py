@@ -26,10 +26,9 @@ import os
 from ansible_collections.kubevol.volumes.plugins.module_utils.common import names
 from ansible_collections.kubevol.volumes.plugins.module_utils.drivers.base import EPHEMERAL_IMAGE_KEY
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import FilesystemMismatch, KubevolError, UnsafeToFormat
-from ansible_collections.kubevol.volumes.plugins.module_utils.node import blockdev, layout, mount, ownership
+from ansible_collections.kubevol.volumes.plugins.module_utils.node import layout, mount, ownership, stage, tools
 from ansible_collections.kubevol.volumes.plugins.module_utils.node.context import act as _act
-from ansible_collections.kubevol.volumes.plugins.module_utils.node.filesystems import (
-    FILESYSTEMS, filesystem_to_create, get_filesystem)
+from ansible_collections.kubevol.volumes.plugins.module_utils.node.filesystems import FILESYSTEMS, get_filesystem
 
 
 def vol_data(ctx, item, image):
@@ -109,20 +108,15 @@ def publish(ctx, item):
             res["actions"].append("attach")
         res["changed"] = res["changed"] or att.attached or att.provisioned
     res["device"] = device
-    if device is None:  # check mode: nothing exists yet to probe
-        res["fs_type"] = item.fs_type
-        for action in ("format", "publish %s" % target):
-            res["actions"].append(action)
-        res.update(changed=True, formatted=True, published=[pod.uid])
-        res["diff"]["before"][target] = None
-        res["diff"]["after"][target] = "(a new %s volume)" % item.fs_type
-        _fs_group(ctx, res, item, target, mounted=False)
-        return res
+    backing = None
+    if device is None:
+        # check mode: nothing was created or attached; every check below runs on what the attach would give (the
+        # image, read only, when an interrupted publish left it; a new image is blank)
+        device = backing = driver.check_backing(item)
     ctx.step = "probe"
-    # raises UnsafeToFormat when inconclusive
-    found = blockdev.probe(runner, device, reads_as_zeros=driver.reads_as_zeros(item, device))
+    found = stage.probe(ctx, runner, driver, item, device)  # UnsafeToFormat when inconclusive
     if found.blank:
-        fs = filesystem_to_create(item.fs_type, item.pv_name, ctx.node_name)
+        fs = stage.filesystem_for_format(ctx, runner, item)
         _act(ctx, res, "format", runner.check, fs.mkfs_argv(device), "format",
              "the image may be too small for %s; raise csi.volumeAttributes.size" % item.fs_type)
         res["formatted"] = True
@@ -139,11 +133,15 @@ def publish(ctx, item):
                              reason="%s, which kubevol cannot mount and never formats" % found.describe())
     res["fs_type"] = fs.NAME
     read_only = pod.read_only or item.read_only
+    tools.require(runner, "mounting it", "mount")
     _act(ctx, res, "publish %s" % target, mount.mount_device, runner, device, target, fs.NAME, item.mount_options,
          read_only)
     res["published"].append(pod.uid)
     res["diff"]["before"][target] = None
-    res["diff"]["after"][target] = device
+    if device is None:
+        res["diff"]["after"][target] = "(a new %s volume)" % fs.NAME
+    else:
+        res["diff"]["after"][target] = "(the device its attach makes)" if backing else device
     _fs_group(ctx, res, item, target, mounted=not ctx.check_mode)
     return res
 

@@ -77,7 +77,8 @@ def _check_ours(ctx, item, vol_dir, step):
     raise _refuse(ctx, item, step, "%s holds a vol_data.json that does not name this pod's inline volume (%s); "
                   "nothing was done. Check what the directory is and remove it by hand"
                   % (vol_dir, problem or "driver %s, handle %s, mode %s" % (
-                      data.get("driverName"), data.get("volumeHandle"), data.get("volumeLifecycleMode"))))
+                      data.get("driverName"), names.show_handle(data.get("volumeHandle")),
+                      data.get("volumeLifecycleMode"))))
 
 
 # -- publish ---------------------------------------------------------------------------------------

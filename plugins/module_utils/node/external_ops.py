@@ -32,7 +32,7 @@ import json
 import os
 
 from ansible_collections.kubevol.volumes.plugins.module_utils.common import names
-from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import DeviceNotFound
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import DeviceNotFound, GrowPending
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.volume_attachment import attached_volume_attachment
 from ansible_collections.kubevol.volumes.plugins.module_utils.drivers.base import DEVICE_PATH, AttachedDevice
 from ansible_collections.kubevol.volumes.plugins.module_utils.node import layout, ownership
@@ -234,10 +234,11 @@ def mount(ctx, item, res):
     driver = ctx.driver(item)
     start = len(getattr(driver, "calls", ()))
     context = _publish_context(ctx, item)
+    if context is None and ctx.check_mode:
+        # check mode before the attach (the plan attaches it first): the node plugin is asked what the real run asks
+        # it before staging and publishing (its socket, identity and capabilities), with no publish_context yet
+        context = {}
     if context is None:
-        if ctx.check_mode:
-            res.update(changed=True, pending="not published to this node yet; it would be mounted after the attach")
-            return res
         raise DeviceNotFound(step="mount", node=ctx.node_name, volume=item.pv_name,
                              reason="driver %s has not published it to this node (no ControllerPublishVolume "
                                     "recorded in %s); run the attach first" % (item.driver, ctx.run_dir))
@@ -361,8 +362,11 @@ def expand_node(ctx, item, res):
             volume_path = target
             break
     if volume_path is None:
-        res["skipped"] = "no mount of volume %s on node %s to grow" % (item.pv_name, ctx.node_name)
-        return res
+        # nothing recorded as grown: the grow waits for a mount (expand.pending; imported here: the facts module
+        # imports this file for a remote controller's node id, and none of the code that changes volumes)
+        from ansible_collections.kubevol.volumes.plugins.module_utils.node.expand import NOT_MOUNTED
+        raise GrowPending(volume=item.pv_name, node=ctx.node_name, reason=NOT_MOUNTED, step="node expand",
+                          detail="it is not mounted on this node", remedy="mount it, then grow it again")
     step = driver.node_expand(item, volume_path, staging, check_mode=ctx.check_mode)
     res.update(changed=step.called, skipped=step.skipped, mount_path=volume_path, csi_calls=_calls(driver, start))
     if step.capacity_bytes:

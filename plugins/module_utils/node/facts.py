@@ -22,6 +22,7 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors impo
 from ansible_collections.kubevol.volumes.plugins.module_utils.node import blockdev, layout, mount
 from ansible_collections.kubevol.volumes.plugins.module_utils.node.ephemeral_facts import ephemeral_facts
 from ansible_collections.kubevol.volumes.plugins.module_utils.node import plugin_facts
+from ansible_collections.kubevol.volumes.plugins.module_utils.node.csi_registration import csi_nodes
 from ansible_collections.kubevol.volumes.plugins.module_utils.node.filesystems import get_filesystem
 
 
@@ -112,8 +113,42 @@ def _unsafe(ctx, path):
     return None
 
 
-def global_mounts(ctx, mounts, devs=(), fs_sizes=True):
+def attached_numbers(devs):
+    """{unique name: (device, "MAJ:MIN" or None)} of the devices attached now for the node's volumes (``devices``):
+    one stat each, no command."""
+    found = {}
+    for dev in devs:
+        number = None
+        if dev.get("device"):
+            try:
+                number = blockdev.device_number(dev["device"])
+            except OSError:
+                number = None
+        found[dev["unique_volume_name"]] = (dev.get("device"), number)
+    return found
+
+
+def device_identity(ctx, driver, unique, number, attached, missing_is_mismatch):
+    """{device_number, attached_device, device_mismatch} of a mounted global mount or a Block pod map: whether what
+    is mounted or bound there (``number``, "MAJ:MIN") is the device attached for the volume now (``attached``: the
+    attached_numbers map). Compared only for kubevol's own device drivers (an external driver's device is its node
+    plugin's business). A kernel that lost a device gives its number to the next one it attaches, so a number
+    kept from before is another volume's data (docs/contracts.md section 2). ``missing_is_mismatch``: no device
+    attached for the volume at all counts as a mismatch (a Block map: the number it holds is nobody's or another's)."""
+    device, expected = attached.get(unique, (None, None))
+    out = {"device_number": number, "attached_device": device, "device_mismatch": False}
+    if number is None or not unique or driver not in DRIVERS or ctx.is_external(driver):
+        return out
+    if expected is None:
+        out["device_mismatch"] = bool(missing_is_mismatch and device is None)
+    else:
+        out["device_mismatch"] = expected != number
+    return out
+
+
+def global_mounts(ctx, mounts, devs=(), fs_sizes=True, attached=None):
     base = os.path.join(ctx.kubelet_dir, "plugins", names.CSI_PLUGIN_NAME)
+    attached = attached_numbers(devs) if attached is None else attached
     found = []
     for path in sorted(glob.glob(os.path.join(glob.escape(base), "*", "*", "globalmount"))):
         if not os.path.isdir(path) or os.path.basename(os.path.dirname(os.path.dirname(path))) == "volumeDevices":
@@ -148,12 +183,16 @@ def global_mounts(ctx, mounts, devs=(), fs_sizes=True):
             "uncertain": uncertain,
             "unsafe": bool(unsafe),
         })
+        # the filesystem's device, as the mount table gives it (no command): the volume's device now, or not
+        found[-1].update(device_identity(ctx, driver, None if unsafe or foreign else unique,
+                                         current.majmin or None if current else None, attached, False))
     return found
 
 
-def pod_mounts(ctx, mounts, devs=()):
+def pod_mounts(ctx, mounts, devs=(), attached=None):
     pods = glob.escape(os.path.join(ctx.kubelet_dir, "pods"))
     by_device = dict((d["device"], d) for d in devs)
+    attached = attached_numbers(devs) if attached is None else attached
     found = []
     for vol_dir in glob.glob(os.path.join(pods, "*", "volumes", names.CSI_PLUGIN_DIR, "*")):
         if not os.path.isdir(vol_dir):
@@ -168,10 +207,11 @@ def pod_mounts(ctx, mounts, devs=()):
         found.append(entry)
     for path in glob.glob(os.path.join(pods, "*", "volumeDevices", names.CSI_PLUGIN_DIR, "*")):
         current = mounts.at(path)
-        device = None
+        device = number = None
         if current:
             try:
-                device = blockdev.device_for_number(blockdev.device_number(path))
+                number = blockdev.device_number(path)  # the device node bound there: its st_rdev
+                device = blockdev.device_for_number(number)
             except OSError:
                 device = None
         pv_name = os.path.basename(path)
@@ -179,7 +219,10 @@ def pod_mounts(ctx, mounts, devs=()):
             loaded = layout.load_vol_data(layout.block_data_dir(ctx.kubelet_dir, pv_name))
         except KubevolError as err:
             loaded = (None, "no vol_data.json for %s: %s" % (path, err.msg))
-        found.append(_pod_entry(path, "Block", path, current, device, loaded, by_device, ctx.driver_names()))
+        entry = _pod_entry(path, "Block", path, current, device, loaded, by_device, ctx.driver_names())
+        entry.update(device_identity(ctx, entry["driver"], None if entry["foreign"] else entry["unique_volume_name"],
+                                     number, attached, True))
+        found.append(entry)
     return sorted(found, key=lambda m: m["path"])
 
 
@@ -220,6 +263,11 @@ def _pod_entry(vol_path, mode, path, current, device, loaded, by_device, known=N
         "size_bytes": _block_size(device) if mode == "Block" and current is not None and device else None,
         # an inline ephemeral CSI volume (vol_data.json volumeLifecycleMode): also in ephemeral_volumes
         "ephemeral": (data or {}).get("volumeLifecycleMode") == layout.EPHEMERAL_MODE and problem is None,
+        # compared with the volume's device now for a Block map only (pod_mounts): a Filesystem bind shows its
+        # global mount's filesystem, whose own entry is compared
+        "device_number": None,
+        "attached_device": None,
+        "device_mismatch": False,
     }
 
 
@@ -245,19 +293,22 @@ def node_facts(ctx, fs_sizes=True):
     check_kubelet_dir(ctx)
     mounts = mount.list_mounts(ctx.runner)
     devs = devices(ctx)
+    attached = attached_numbers(devs)
     # the in-tree plugins' entries (local, hostPath) beside CSI's (node/plugin_facts.py)
-    pods = sorted(pod_mounts(ctx, mounts, devs) + plugin_facts.pod_mounts(ctx, mounts), key=lambda m: m["path"])
+    pods = sorted(pod_mounts(ctx, mounts, devs, attached) + plugin_facts.pod_mounts(ctx, mounts),
+                  key=lambda m: m["path"])
     return {
         "node_name": ctx.node_name,
         "reachable": True,
         "error": None,
         "kubelet_dir": ctx.kubelet_dir,
         "devices": devs,
-        "global_mounts": sorted(global_mounts(ctx, mounts, devs, fs_sizes)
+        "global_mounts": sorted(global_mounts(ctx, mounts, devs, fs_sizes, attached)
                                 + plugin_facts.global_mounts(ctx, mounts, fs_sizes), key=lambda m: m["path"]),
         "pod_mounts": pods,
         "ephemeral_volumes": ephemeral_facts(ctx, mounts, pods),
         "csi_node_ids": csi_node_ids(ctx),
+        "csi_nodes": csi_nodes(ctx),  # the external CSI plugins' registration (NodeGetInfo): CSINode, limits
     }
 
 

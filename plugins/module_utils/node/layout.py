@@ -24,7 +24,9 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.common import name
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import UnsafePath
 
 VOL_DATA = "vol_data.json"
-VOL_DATA_MAX_BYTES = 1 << 20
+# A vol_data.json holds a volume handle, which only the API object's size bounds (etcd's 1.5 MiB request limit), and
+# JSON may write a character of it in six bytes: a file larger than this was not written for a volume of this cluster
+VOL_DATA_MAX_BYTES = 16 << 20
 IDENTITY_KEYS = ("driverName", "volumeHandle")
 
 
@@ -102,7 +104,8 @@ def global_vol_data_problem(hash_dir, data, problem):
     if data["driverName"] != dir_driver:
         return "%s names driver %s but lies under driver directory %s" % (path, data["driverName"], dir_driver)
     if names.handle_hash(data["volumeHandle"]) != os.path.basename(hash_dir):
-        return "%s names volume handle %s, whose sha256 is not the directory name" % (path, data["volumeHandle"])
+        return "%s names volume handle %s, whose sha256 is not the directory name" % (
+            path, names.show_handle(data["volumeHandle"]))
     return None
 
 

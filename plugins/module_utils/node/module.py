@@ -51,6 +51,17 @@ def run_volumes(module, phase, prepare=None, finish=None, **extra_results):
     module.exit_json(**out)
 
 
+def pending_grows(results, node):
+    """The call's ``pending`` list, beside ``failures``: one entry per volume whose grow is pending (node/expand.py
+    pending), done for this call but not grown; None for a call whose results have no ``pending`` (not a node-side
+    expansion). docs/contracts.md section 1."""
+    grows = [r for r in results if r.get("stage") == "node" and "pending" in r]  # (a mount's check-mode
+    if not grows:                                                                # ``pending`` is a text)
+        return None
+    return [dict(r["pending"], volume=r["pv_name"], unique_volume_name=r.get("unique_volume_name"), node=node)
+            for r in grows if isinstance(r["pending"], dict)]
+
+
 def _failed(err, ctx):
     result = err.to_result()
     if isinstance(result.get("volumes"), list):
@@ -87,11 +98,16 @@ def volumes_result(module, params, volumes, phase, prepare=None, finish=None, ex
             error = err
         else:
             error.msg = "%s; then: %s" % (error.msg, err.msg)
+    pending = pending_grows(done, ctx.node_name)
     if error is not None:
         error.kwargs.update((k, v) for k, v in extra.items() if k != "changed")
+        if pending is not None:
+            error.kwargs["pending"] = pending
         return _failed(error, ctx)
     diff = merge_diff(done)
     out = dict(changed=any(r["changed"] for r in done), volumes=done, node_name=ctx.node_name)
+    if pending is not None:
+        out["pending"] = pending
     for key, build in (extra_results or {}).items():
         out[key] = build(done)
     extra_changed = extra.pop("changed", False)

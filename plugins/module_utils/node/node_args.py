@@ -59,6 +59,8 @@ VOLUME_SPEC = dict(
     # ControllerPublishVolume answered there (node_phases fills it in from the run's controller task)
     controller_publish_context=dict(type="dict"),
     controller_host=dict(type="str"),  # that host (plan/remote_controller.py): the node reads it from driver_options
+    # the nodes the plan detaches the volume from before this attach: a check run counts their holds released
+    detached_first_from=dict(type="list", elements="str", default=[]),
 )
 
 NODE_SPEC = dict(

@@ -17,12 +17,15 @@ import glob
 import os
 
 from ansible_collections.kubevol.volumes.plugins.module_utils.common import names
-from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import DeviceNotFound, StillMounted
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import (
+    DeviceNotFound, KubevolError, StillMounted)
 from ansible_collections.kubevol.volumes.plugins.module_utils.node import plugin_ops
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.volume_attachment import attached_volume_attachment
 from ansible_collections.kubevol.volumes.plugins.module_utils.drivers.base import DEVICE_PATH, STAGE_UNSTAGE
+from ansible_collections.kubevol.volumes.plugins.module_utils.drivers.device import DeviceDriver
 from ansible_collections.kubevol.volumes.plugins.module_utils.node import blockdev, ephemeral, external_ops, layout, mount
 from ansible_collections.kubevol.volumes.plugins.module_utils.node import external_ephemeral
+from ansible_collections.kubevol.volumes.plugins.module_utils.node import expand as node_expand
 from ansible_collections.kubevol.volumes.plugins.module_utils.node.context import act as _act
 
 
@@ -86,16 +89,22 @@ def mount_volume(ctx, item, force=False, device_timeout=30):
     device = driver.find_device(item)
     if device is None and not ctx.check_mode:
         device = blockdev.wait_for_device(lambda: driver.find_device(item), device_timeout)
+    backing = None
     if device is None:
-        if ctx.check_mode:
+        if not ctx.check_mode:
+            raise DeviceNotFound(step="mount", node=ctx.node_name, volume=item.pv_name,
+                                 reason="not attached to this node after waiting %ss; run k8s_volume_attach for it "
+                                        "first" % device_timeout)
+        if not isinstance(driver, DeviceDriver):
+            # a driver with node verbs of its own: nothing kubevol can look at before its attach
             res.update(changed=True, pending="the volume is not attached to this node yet; it would be mounted "
                                              "after k8s_volume_attach")
             return res
-        raise DeviceNotFound(step="mount", node=ctx.node_name, volume=item.pv_name,
-                             reason="not attached to this node after waiting %ss; run k8s_volume_attach for it "
-                                    "first" % device_timeout)
-    res["device"] = device
-    context = {DEVICE_PATH: device}
+        # check mode before the attach (the plan attaches it first): every check the real run makes on the
+        # device runs on what the attach would give, read only (a file: the device's bytes; None: a new backing)
+        device = backing = driver.check_backing(item) or NEW_BACKING
+    res["device"] = None if backing else device
+    context = {DEVICE_PATH: None if device is NEW_BACKING else device}
     mounts = mount.list_mounts(runner)
     staging = _staging_path(ctx, driver, item)
     source = None
@@ -105,7 +114,21 @@ def mount_volume(ctx, item, force=False, device_timeout=30):
     for pod in item.pods:
         driver.node_publish(item, _named_path(ctx, item, pod.uid), source, context, pod, check_mode=ctx.check_mode,
                             ctx=ctx, res=res, mounts=mounts)
+    if backing:
+        res["checked_on"] = None if backing is NEW_BACKING else backing
+        _as_attached(res, backing)
     return res
+
+
+NEW_BACKING = "(a new volume: the attach creates it)"  # check mode: a backing that does not exist yet
+
+
+def _as_attached(res, backing):
+    """A check run's diff names the device the real run mounts, not the backing it probed in its place."""
+    after = res["diff"]["after"]
+    for target, source in list(after.items()):
+        if source in (None, backing):
+            after[target] = "(the device its attach makes)"
 
 
 def _staging_path(ctx, driver, item):
@@ -130,15 +153,24 @@ def expand_controller(ctx, item):
 
 
 def expand_node(ctx, item):
-    if not item.csi:
-        return plugin_ops.expand_node(ctx, item)
+    """NodeExpandVolume of one volume. A grow that fails or cannot run yet is returned as the volume's pending grow
+    (node/expand.py pending), never raised: the node's other volumes, and its later work, go on."""
     res = {}
     try:
-        return _expand_node(ctx, item, res)
+        if not item.csi:
+            res = plugin_ops.expand_node(ctx, item)
+        else:
+            _expand_node(ctx, item, res)
+        res.setdefault("pending", None)
+        return res
+    except KubevolError as err:
+        return node_expand.pending(ctx, item, res, err)
     finally:
-        dev, fs = res.get("device_size_bytes") or {}, res.get("fs_size_bytes") or {}
-        res["diff"] = {"before": {item.pv_name: {"device_size_bytes": dev.get("old"), "fs_size_bytes": fs.get("old")}},
-                       "after": {item.pv_name: {"device_size_bytes": dev.get("new"), "fs_size_bytes": fs.get("new")}}}
+        if "diff" not in res:
+            dev, fs = res.get("device_size_bytes") or {}, res.get("fs_size_bytes") or {}
+            res["diff"] = {
+                "before": {item.pv_name: {"device_size_bytes": dev.get("old"), "fs_size_bytes": fs.get("old")}},
+                "after": {item.pv_name: {"device_size_bytes": dev.get("new"), "fs_size_bytes": fs.get("new")}}}
 
 
 def _expand_node(ctx, item, res):

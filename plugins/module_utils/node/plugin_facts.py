@@ -60,6 +60,11 @@ def _entry(plugin, path, mode, current, unsafe):
         "root_gid": root[0] if root else None,
         "root_mode": root[1] if root else None,
         "size_bytes": None,
+        # what is mounted or bound there, "MAJ:MIN"; nothing on the node names the device a local PV's path gives
+        # (no vol_data.json, no attachment), so it is not compared (docs/contracts.md section 2)
+        "device_number": None,
+        "attached_device": None,
+        "device_mismatch": False,
     }
 
 
@@ -75,7 +80,8 @@ def pod_mounts(ctx, mounts):
                 entry = _entry(plugin.NAME, path, mode, current, unsafe)
                 if mode == "Block" and current is not None:
                     try:
-                        entry["device"] = blockdev.device_for_number(blockdev.device_number(path))
+                        entry["device_number"] = blockdev.device_number(path)
+                        entry["device"] = blockdev.device_for_number(entry["device_number"])
                         entry["size_bytes"] = blockdev.sysfs_attribute(path, "size") * 512
                     except (OSError, TypeError):
                         pass
@@ -112,5 +118,7 @@ def _global_mounts(ctx, name, base, mounts, fs_sizes):
             "driver": None, "volume_handle": pv, "path": path, "mounted": current is not None, "device": device,
             "fs_type": fs_type, "fs_size_bytes": size, "read_only": bool(current and current.read_only),
             "foreign": False, "uncertain": None, "unsafe": bool(unsafe),
+            "device_number": (current.majmin or None) if current else None, "attached_device": None,
+            "device_mismatch": False,
         })
     return found

@@ -23,7 +23,7 @@ import os
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import KubevolError, StillMounted
 from ansible_collections.kubevol.volumes.plugins.module_utils.node import layout, mount, ownership
 from ansible_collections.kubevol.volumes.plugins.module_utils.node.context import act
-from ansible_collections.kubevol.volumes.plugins.module_utils.node.publish import block_target
+from ansible_collections.kubevol.volumes.plugins.module_utils.node.publish import block_target, unmapped
 from ansible_collections.kubevol.volumes.plugins.module_utils.node.stage import note_mount as note
 
 
@@ -81,13 +81,13 @@ def publish_block(ctx, plugin, runner, item, device, mounts, res):
     """Block mode: the device node bind-mounted onto a file at the pod's volumeDevices path."""
     for pod in item.pods:
         path = pod_path(ctx, plugin, item, pod.uid)
-        if block_target(ctx, item, device, path, mounts, "%s volume" % plugin.KIND):
+        if block_target(ctx, runner, item, device, path, pod, mounts, res, "%s volume" % plugin.KIND):
             note(res, path, device, device)
             continue
         act(ctx, res, "bind %s at %s" % (device, path), mount.bind, runner, device, path,
             pod.read_only or item.read_only)
         res["published"].append(pod.uid)
-        note(res, path, None, device)
+        note(res, path, unmapped(res, path), device)
 
 
 def _all_pod_paths(ctx, plugin, item):

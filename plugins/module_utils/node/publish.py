@@ -54,17 +54,21 @@ def publish_filesystem(ctx, runner, item, device, source, target, pod, mounts, r
     ownership.apply_fs_group(ctx, res, item, pod, target, read_only, mounted=not ctx.check_mode)
 
 
-def block_target(ctx, item, device, path, mounts, kind="volume"):
+REMAPPED = "KV-BLOCK-REMAPPED"  # docs/errors.md
+
+
+def block_target(ctx, runner, item, device, path, pod, mounts, res, kind="volume"):
     """The file a Block volume's device node is bind-mounted onto at a pod's volumeDevices ``path`` (the kubelet's
     block mapper, csi_block.go / local.go MapPodDevice): True when ``device`` is bound there already; else the file
-    is made (its directory checked in check mode) and False. A path that holds another device, or that is not a plain
-    file, is refused. ``kind``: how messages name the volume ("volume", "local volume")."""
+    is made (its directory checked in check mode) and False. A path that holds another device (the volume's device
+    went away and the kernel gave its number to another: node facts ``device_mismatch``) is unbound first (remap):
+    the caller binds ``device`` again. A path that is not a plain file is refused. ``kind``: how messages name the
+    volume ("volume", "local volume")."""
     if mounts.mounted(path):
-        if blockdev.device_number(path) != blockdev.device_number(device):
-            raise KubevolError("block publish path %s holds another device than %s for %s %s on node %s"
-                               % (path, device, kind, item.pv_name, ctx.node_name),
-                               node=ctx.node_name, volume=item.pv_name, step="publish")
-        return True
+        bound = blockdev.device_number(path)
+        if bound == blockdev.device_number(device):
+            return True
+        _unmap_stale(ctx, runner, item, device, path, bound, pod, res, kind)
     if ctx.check_mode:
         layout.check_dir(ctx.kubelet_dir, os.path.dirname(path), ctx.node_name)
         return False
@@ -77,10 +81,26 @@ def block_target(ctx, item, device, path, mounts, kind="volume"):
     return False
 
 
+def _unmap_stale(ctx, runner, item, device, path, bound, pod, res, kind):
+    """Unbind the device node of another number from a pod's map ``path`` (never the device itself: unmounting a bind
+    of a device node closes nothing), so that the volume's ``device`` is bound there again; the pod is named to be
+    restarted, since a running container keeps the device node its runtime made when it started. A busy bind fails
+    here with its holders named (mount.unmount), and nothing is bound."""
+    old = blockdev.device_for_number(bound)
+    _act(ctx, res, "unmap %s (device %s, not %s's %s)" % (path, bound, item.pv_name, device), mount.unmount, runner,
+         path)
+    res.setdefault("remapped", []).append({"pod_uid": pod.uid, "pod": pod.name or None, "path": path,
+                                           "old_device_number": bound, "old_device": old, "device": device})
+    ctx.warn("%s %s on node %s: pod %s's block device was %s, not the volume's device %s, and is mapped again; "
+             "restart the pod, its containers keep the device they started with [%s]"
+             % (kind, item.pv_name, ctx.node_name, pod.name or pod.uid, "%s (%s)" % (old, bound) if old else bound,
+                device, REMAPPED))
+
+
 def publish_block(ctx, runner, item, device, path, pod, mounts, res):
     """Block mode: bind-mount the device node onto a file at the pod's volumeDevices ``path``."""
     read_only = pod.read_only or item.read_only
-    if block_target(ctx, item, device, path, mounts):
+    if block_target(ctx, runner, item, device, path, pod, mounts, res):
         note_mount(res, path, device, device)
         return
     if not ctx.check_mode:
@@ -88,7 +108,15 @@ def publish_block(ctx, runner, item, device, path, pod, mounts, res):
                               layout.pod_vol_data(item, ctx.node_name), ctx.node_name)
     _act(ctx, res, "publish %s" % path, mount.bind, runner, device, path, read_only)
     res["published"].append(pod.uid)
-    note_mount(res, path, None, device)
+    note_mount(res, path, unmapped(res, path), device)
+
+
+def unmapped(res, path):
+    """What block_target unbound from ``path`` in this result (its diff's "before"), or None."""
+    for entry in reversed(res.get("remapped") or ()):
+        if entry["path"] == path:
+            return entry["old_device"] or entry["old_device_number"]
+    return None
 
 
 def unpublish(ctx, runner, path, mounts, res):

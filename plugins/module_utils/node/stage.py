@@ -15,8 +15,8 @@ __metaclass__ = type
 import os
 
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import (
-    CommandFailed, FilesystemMismatch, KubevolError, UnsafeToFormat)
-from ansible_collections.kubevol.volumes.plugins.module_utils.node import blockdev, layout, mount
+    CommandFailed, DeviceNotFound, FilesystemMismatch, KubevolError, UnsafeToFormat)
+from ansible_collections.kubevol.volumes.plugins.module_utils.node import blockdev, layout, mount, tools
 from ansible_collections.kubevol.volumes.plugins.module_utils.node.context import act as _act
 from ansible_collections.kubevol.volumes.plugins.module_utils.node.filesystems import (
     FILESYSTEMS, filesystem_to_create, get_filesystem)
@@ -31,23 +31,27 @@ def note_mount(res, target, before, after):
 
 
 def stage(ctx, runner, driver, item, device, gpath, mounts, force, res):
-    """Format (only if blank), fsck, grow offline, mount at the global path ``gpath``. Returns that path."""
+    """Format (only if blank), fsck, grow offline, mount at the global path ``gpath``. Returns that path.
+
+    In check mode before the attach, ``device`` is the volume's backing (the loop image, probed read only as the
+    device it becomes), or None when the attach creates it blank (provision): every check below runs on it as the
+    real run runs it on the attached device."""
     res["global_mount_path"] = gpath
     current = mounts.at(gpath)
     if current:
-        return _staged(ctx, runner, item, device, gpath, current, res)
+        return _staged(ctx, runner, item, device or "(the device its attach makes)", gpath, current, res)
     # a symlink or a file on the way to the global mount is refused before the device is touched
     layout.check_dir(ctx.kubelet_dir, gpath, ctx.node_name)
-    # raises UnsafeToFormat when inconclusive
-    found = blockdev.probe(runner, device, reads_as_zeros=driver.reads_as_zeros(item, device))
+    found = probe(ctx, runner, driver, item, device)  # UnsafeToFormat when a probe is inconclusive
     existing = found.fs_type
     if found.blank or (force and existing != item.fs_type):
         if item.read_only:
             raise UnsafeToFormat(device=device, volume=item.pv_name, node=ctx.node_name,
                                  reason="the volume is read-only and %s (UnformattedReadOnly: cannot format in "
                                         "read-only mode)" % found.describe())
-        fs = filesystem_to_create(item.fs_type, item.pv_name, ctx.node_name)
+        fs = filesystem_for_format(ctx, runner, item)
         if not found.blank:
+            tools.require(runner, "erasing it (force)", "wipefs")
             ctx.warn("force=true: erasing %s on %s (%s) for volume %s" % (found.describe(), device, existing or "no fs",
                                                                           item.pv_name))
             _act(ctx, res, "wipe", runner.check, ["wipefs", "-a", device], "wipe signatures (force)")
@@ -66,6 +70,7 @@ def stage(ctx, runner, driver, item, device, gpath, mounts, force, res):
             grow_offline(ctx, runner, fs, device, res)
     res["fs_type"] = fs.NAME
     vol_dir = os.path.dirname(gpath)
+    tools.require(runner, "mounting it", "mount")
     if ctx.check_mode:
         res["actions"].append("mount device")
         res["changed"] = True
@@ -76,6 +81,25 @@ def stage(ctx, runner, driver, item, device, gpath, mounts, force, res):
              item.read_only)
     note_mount(res, gpath, None, device)
     return gpath
+
+
+def probe(ctx, runner, driver, item, device):
+    """blockdev.probe of ``device`` with the driver's proof of zeros; in check mode before the attach, of the backing
+    (a file) or of nothing: a backing the attach creates is blank (the loop driver's new image is all holes)."""
+    if device is None:
+        if not ctx.check_mode:
+            raise DeviceNotFound(step="mount device", node=ctx.node_name, volume=item.pv_name,
+                                 reason="no device to probe; attach it first")
+        return blockdev.Probe(device="(created by the attach)")
+    return blockdev.probe(runner, device, reads_as_zeros=driver.reads_as_zeros(item, device), backing=ctx.check_mode)
+
+
+def filesystem_for_format(ctx, runner, item):
+    """The filesystem ``item`` is formatted with, once its mkfs is known to be on the node (real and check runs
+    alike): a type kubevol does not create, or a missing mkfs, fails the volume before the device is touched."""
+    fs = filesystem_to_create(item.fs_type, item.pv_name, ctx.node_name)
+    tools.require(runner, "formatting it as %s" % fs.NAME, fs.MKFS)
+    return fs
 
 
 def _staged(ctx, runner, item, device, gpath, current, res):
@@ -93,6 +117,7 @@ def _staged(ctx, runner, item, device, gpath, current, res):
                                "and attach it again (k8s_volume_attach) read-write"
                                % (gpath, item.pv_name, ctx.node_name, device, ", ".join(writers)),
                                node=ctx.node_name, volume=item.pv_name, step="remount read-write")
+        tools.require(runner, "remounting it read-write", "mount")
         _act(ctx, res, "remount read-write %s" % gpath, mount.remount_read_write, runner, gpath)
         note_mount(res, gpath, "%s (read-only)" % current.source, "%s (read-write)" % current.source)
     else:
@@ -171,6 +196,7 @@ def grow_offline(ctx, runner, fs, device, res):
     fs_size = fs.fs_size(runner, device)
     if not fs.needs_grow(dev_size, fs_size):
         return
+    tools.require_grow(runner, fs, None)
     _act(ctx, res, "check before offline grow", runner.check, ["e2fsck", "-f", "-p", device],
          "fsck before offline grow", "repair the filesystem by hand (e2fsck -f %s)" % device, (0, 1))
     _act(ctx, res, "grow offline", runner.check, fs.grow_argv(device), "grow filesystem offline")

@@ -62,6 +62,8 @@ class VolumeItem(Value):
         ("secrets", None),  # Optional[Secrets]: never printed
         # Optional[Tuple[(key, value)]]: a controller host's ControllerPublishVolume answer (controller_publish_context)
         ("controller_publish_context", None),
+        # the nodes this plan detaches the volume from before this attach (the planner's); only a check run reads it
+        ("detached_first_from", ()),  # Tuple[str, ...]
     )
 
     @property
@@ -110,7 +112,8 @@ def _plugin_fields(raw):
         raise InvalidInput(field="driver of PV %s" % pv, value=raw.get("driver"), volume=pv,
                            reason="a %s item names no CSI driver (driver: null)" % plugin)
     if raw.get("volume_handle") not in (None, "", pv):
-        raise InvalidInput(field="volume_handle of PV %s" % pv, value=raw.get("volume_handle"), volume=pv,
+        raise InvalidInput(field="volume_handle of PV %s" % pv, value=names.show_handle(raw.get("volume_handle")),
+                           volume=pv,
                            reason="a %s item's volume handle is its PV name" % plugin)
     # null: a teardown the planner built from node facts alone (the PV is gone); unmounting needs no path, and
     # every step that would use one refuses it (paths.resolve)
@@ -137,9 +140,13 @@ def volume_item(raw):
     plugin, path, host_path_type = _plugin_fields(raw)
     if plugin == CSI:
         names.check_driver_name(raw.get("driver"))
+        # opaque, hashed wherever it names a file: only the API's rule here, the driver's own in its validate()
+        problem = names.handle_problem(raw.get("volume_handle"))
+        if problem is not None:
+            raise InvalidInput(field="volume_handle of PV %s" % raw["pv_name"],
+                               value=names.show_handle(raw.get("volume_handle")), volume=raw["pv_name"], reason=problem)
     else:
         raw = dict(raw, driver=None, volume_handle=raw["pv_name"])
-    names.check_component("volume handle", raw.get("volume_handle"))
     attrs = raw.get("volume_attributes") or {}
     if not isinstance(attrs, dict):
         raise InvalidInput(field="volume_attributes", value=attrs, reason="must be a dict")
@@ -187,7 +194,18 @@ def volume_item(raw):
         pod_info_on_mount=raw.get("pod_info_on_mount") is True,
         secrets=_secrets(raw),
         controller_publish_context=_publish_context(raw),
+        detached_first_from=_node_names(raw, "detached_first_from"),
     )
+
+
+def _node_names(raw, field):
+    """A list of node names (each one path component: names.check_component) as a tuple."""
+    value = raw.get(field) or ()
+    if not isinstance(value, (list, tuple)):
+        raise InvalidInput(field="%s of PV %s" % (field, raw["pv_name"]), value=value, reason="must be a list of nodes")
+    for node in value:
+        names.check_component("node name", node)
+    return tuple(value)
 
 
 def _fs_type(raw):
@@ -254,7 +272,7 @@ def _ephemeral(raw, pods, mode):
                            reason="an inline ephemeral volume names exactly one pod and is Filesystem mode")
     expected = names.ephemeral_volume_handle(pods[0].uid, raw["pv_name"])
     if raw["volume_handle"] != expected:
-        raise InvalidInput(field="volume_handle", value=raw["volume_handle"],
+        raise InvalidInput(field="volume_handle", value=names.show_handle(raw["volume_handle"]),
                            reason="an inline ephemeral volume's handle is csi-sha256(pod uid + volume name), %s"
                                   % expected)
     return True

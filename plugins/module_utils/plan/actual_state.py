@@ -38,12 +38,14 @@ UNCERTAIN = "uncertain"
 AttachedVolume = namedtuple("AttachedVolume", "unique_name node pv_name state device_path va_name "
                                               "detach_requested_at")
 MountedPod = namedtuple("MountedPod", "pod_uid pv_name unique_name mode mounted read_only path root_gid root_mode "
-                        "size_bytes plugin published")
-MountedPod.__new__.__defaults__ = (None, None, None, "kubernetes.io/csi", False)
+                        "size_bytes plugin published device_mismatch device_number attached_device")
+MountedPod.__new__.__defaults__ = (None, None, None, "kubernetes.io/csi", False, False, None, None)
 MountedPod.__doc__ = """root_gid, root_mode: the mounted volume root's group and mode ("2775"), for fsGroup;
 size_bytes: a Block volume's mapped device size. None when the node did not report them. plugin: the volume
 plugin (facts' ``plugin``, else from the unique name); published: a hostPath pod's check marker exists (nothing is
-mounted for hostPath: contracts.md section 2)."""
+mounted for hostPath: contracts.md section 2). device_mismatch: a Block pod's bound device is not the device
+attached for the volume now (device_number: what is bound, "MAJ:MIN"; attached_device: the volume's device now, or
+None): the pod's volume is not set up."""
 UncertainMount = namedtuple("UncertainMount", "kind path mounted device pod_uid pv_name reason unsafe")
 UncertainMount.__new__.__defaults__ = (False,)
 UncertainMount.__doc__ = """A global (kind "device") or pod (kind "pod") mount directory that cannot be
@@ -164,7 +166,9 @@ def node_mounts_from_facts(node, facts, pv_by_name, known_drivers=None):
         pod_mounts[(uid, pv_name)] = MountedPod(uid, pv_name, unique, pm.get("mode") or "Filesystem",
                                                 bool(pm.get("mounted")), bool(pm.get("read_only")), pm.get("path"),
                                                 pm.get("root_gid"), pm.get("root_mode"), pm.get("size_bytes"), plugin,
-                                                get_plugin(plugin).MARKER and bool(pm.get("published")))
+                                                get_plugin(plugin).MARKER and bool(pm.get("published")),
+                                                bool(pm.get("device_mismatch")), pm.get("device_number"),
+                                                pm.get("attached_device"))
     ephemeral = _ephemeral_from_facts(facts, node, known_drivers)
     foreign += ephemeral.pop(None, 0)
     return NodeMounts(node, True, None, devices, global_mounts, pod_mounts, uncertain, foreign, ephemeral)
@@ -253,6 +257,10 @@ def summarize_actual(actual):
             "uncertain_mounts": sum(len(f.uncertain) for f in actual.node_facts.values()),
             "foreign_mounts": sum(f.foreign for f in actual.node_facts.values()),
             "ephemeral_volumes": sum(len(f.ephemeral) for f in actual.node_facts.values()),
+            # mounted or mapped from another device than the volume's now (facts device_mismatch): not set up
+            "device_mismatches": sum(sum(1 for m in f.pod_mounts.values() if m.device_mismatch)
+                                     + sum(1 for g in f.global_mounts.values() if g.get("device_mismatch"))
+                                     for f in actual.node_facts.values()),
             "per_node": dict((n, sorted(v)) for n, v in sorted(per_node.items()))}
 
 

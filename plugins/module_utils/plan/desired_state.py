@@ -254,10 +254,11 @@ def _blocked(node, volume, pod, reason):
 
 
 def build_desired_state(index, known_drivers=DEFAULT_KNOWN_DRIVERS, scope=None, loop_pools=DEFAULT_LOOP_POOLS,
-                        driver_options=None):
+                        driver_options=None, provisioning=frozenset()):
     """Walk pods once. scope: a set of "ns/name" pod keys to consider, or None for all pods. loop_pools: the
     operator's pools, the only ones a loop PV may name (plan_validation). driver_options: the plugins' and drivers'
-    options (common/driver_options.py): the directories a local or hostPath PV may use."""
+    options (common/driver_options.py): the directories a local or hostPath PV may use. provisioning: the claim keys
+    this run provisions (plan/rules_provision.py): their pods wait for the plan made after it, unblocked."""
     resolver = _Resolver(index, known_drivers, loop_pools, driver_options)
     conflicts = {}  # (unique name, node) -> the nodeAffinity conflict, or None
     refused_volumes = resolver.refused
@@ -330,6 +331,8 @@ def build_desired_state(index, known_drivers=DEFAULT_KNOWN_DRIVERS, scope=None, 
                 foreign += in_scope and volume.kind in IN_TREE_ATTACHABLE
                 continue
             claim_key = pod.namespace + "/" + claim
+            if claim_key in provisioning:
+                continue  # its volume is provisioned by this run, then planned again
             spec = resolver.resolve(claim_key)
             if spec is None or spec is FOREIGN:
                 skipped += in_scope

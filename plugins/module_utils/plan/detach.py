@@ -26,7 +26,9 @@ import datetime
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import UnsafeName
 from ansible_collections.kubevol.volumes.plugins.module_utils.volume import is_in_tree, plugin_name_of
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.names import (
-    OUT_OF_SERVICE_TAINT, check_component, handle_hash, split_unique_volume_name, volume_attachment_name)
+    OUT_OF_SERVICE_TAINT, check_component, handle_hash, show_handle, show_volume_name, split_unique_volume_name,
+    volume_attachment_name)
+from ansible_collections.kubevol.volumes.plugins.module_utils.volume.csi import handle_refusal
 
 
 def safe_name(value):
@@ -61,11 +63,13 @@ def gone_volume_name(p, unique, node, recorded=None):
         name = unique[len(plugin) + 1:]
         if safe_name(name):
             return name, "the PV name in its unique volume name"
-        return None, "the PV name in %s is not one safe path component, so no node module can be given it" % unique
+        return None, ("the PV name in %s is not one safe path component, so no node module can be given it"
+                      % show_volume_name(unique))
     parts = split_unique_volume_name(unique)
     if parts is None:
-        return None, "%s is not a CSI volume name (kubernetes.io/csi/<driver>^<handle>)" % unique
+        return None, "%s is not a CSI volume name (kubernetes.io/csi/<driver>^<handle>)" % show_volume_name(unique)
     driver, handle = parts
+    refused = handle_refusal(driver, handle)  # the API's rule, and the driver's when it names a file after it
     candidates = []
     if recorded:
         candidates.append((recorded, "the PV name the node recorded for it"))
@@ -76,12 +80,14 @@ def gone_volume_name(p, unique, node, recorded=None):
     candidates.append(("kubevol-gone-" + handle_hash(handle)[:16], "the sha256 of its volume handle"))
     for name, how in candidates:
         if safe_name(name) and name not in p.index.pv_by_name:
-            if safe_name(handle) is None:
-                break  # the node refuses the handle itself (one path component): nothing to send
+            if refused is not None:
+                break  # the node refuses the handle itself: nothing to send
             return name, how
-    return None, ("its volume handle %r is not one safe path component, so no node module can be given it; delete "
-                  "the VolumeAttachment and the node.status.volumesAttached entry of %s by hand once the device "
-                  "is released on the node (driver %s)" % (handle, unique, driver))
+    if refused is None:
+        refused = "no name for it is free"
+    return None, ("its volume handle '%s' cannot be given to a node module (%s); delete the VolumeAttachment and the "
+                  "node.status.volumesAttached entry of %s by hand once the device is released on the node"
+                  % (show_handle(handle), refused, show_volume_name(unique)))
 
 
 def gone_note(name, how):
@@ -162,5 +168,5 @@ def ghost_reason(pm, node, dir_name, item_name):
     return ("pod volume directory %s on node %s is named for PV %s, but its vol_data.json names volume %s, which "
             "this plan knows as PV %s: kubevol tears a pod volume directory down only as the volume both its name and "
             "its vol_data.json name, so it leaves this one alone%s. Check what it holds, then remove it by hand"
-            % (pm.path or "of pod %s" % pm.pod_uid, node, dir_name, pm.unique_name, item_name,
+            % (pm.path or "of pod %s" % pm.pod_uid, node, dir_name, show_volume_name(pm.unique_name), item_name,
                " (it is mounted: unmount it first)" if pm.mounted else " (nothing is mounted there)"))

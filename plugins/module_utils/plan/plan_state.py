@@ -22,16 +22,19 @@ DEFAULT_MAX_TEARDOWN_FRACTION = 0.5
 DEFAULT_MAX_TEARDOWN_COUNT = 20
 
 PlanOptions = namedtuple("PlanOptions", "force_detach max_wait_for_unmount known_drivers now max_teardown_fraction "
-                                        "max_teardown_count allow_mass_teardown loop_pools driver_options stage")
+                                        "max_teardown_count allow_mass_teardown loop_pools driver_options stage "
+                                        "max_volume_deletions allow_mass_deletion provisioning")
 PlanOptions.__new__.__defaults__ = (True, 360, DEFAULT_KNOWN_DRIVERS, None, DEFAULT_MAX_TEARDOWN_FRACTION,
-                                    DEFAULT_MAX_TEARDOWN_COUNT, False, DEFAULT_LOOP_POOLS, None, "all")
+                                    DEFAULT_MAX_TEARDOWN_COUNT, False, DEFAULT_LOOP_POOLS, None, "all", 3, False, True)
 PlanOptions.__doc__ = """force_detach: allow the timeout override (reconciler.go !disableForceDetachOnTimeout).
 max_wait_for_unmount: seconds (ReconcilerMaxWaitForUnmountDuration, 6 min). now: an aware datetime.
 max_teardown_fraction, max_teardown_count, allow_mass_teardown: the teardown guard (teardown_guard).
 loop_pools: the operator's loop pools (the nodes' loop_pools): a loop volume naming another is refused here.
 driver_options: {plugin or driver name: {option: value}} (common/driver_options.py; None: the defaults): the
 directories local and hostPath PVs may use.
-stage: all (the whole reconcile), node (the kubelet's share) or attach_detach (the A/D controller's): plan/stages.py."""
+stage: all (the whole reconcile), node (the kubelet's share) or attach_detach (the A/D controller's): plan/stages.py.
+max_volume_deletions, allow_mass_deletion: the deletion guard (plan/rules_delete.py); provisioning: False plans no
+CreateVolume (the plan made again after this run's provisioning: plan/storage_plan.py)."""
 
 
 def _volume_item(spec):
@@ -111,6 +114,7 @@ class _Plan:
         self.phases = dict((phase, []) for phase in STEP_KINDS)
         self._items = {}
         self.blocked = list(desired.blocked)
+        self.pending = []               # node-side grows not tried in this plan (rules_expand.py grow_waits)
         self.detach_requests = []
         self.detach_requests_to_clear = []
         self.spec_by_unique = dict((key[0], nv.spec) for key, nv in desired.volumes.items())
@@ -118,6 +122,7 @@ class _Plan:
         self.detached = set()           # (unique, node) detached by this plan
         self.attached_to = {}           # unique -> nodes this plan attaches to
         self.not_attached = {}          # (unique, node) -> why the device will not be there
+        self.device_changed = {}        # (unique, node) -> why its global mount is not its device now (blocked)
         self.grown_to = {}              # pv -> capacity after this plan's controller expansion
         self.rwop_refused = set()       # (pod uid, (unique, node)): a ReadWriteOncePod volume another pod has
         # A volume a pod outside `scope` uses is out of this run's hands on every node: tearing down a

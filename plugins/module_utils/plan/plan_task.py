@@ -15,7 +15,8 @@ __metaclass__ = type
 import os
 import tempfile
 
-from ansible_collections.kubevol.volumes.plugins.module_utils.plan import remote_controller
+from ansible_collections.kubevol.volumes.plugins.module_utils.plan import remote_controller, replan
+from ansible_collections.kubevol.volumes.plugins.module_utils.plan.rules_delete import DEFAULT_MAX_VOLUME_DELETIONS
 from ansible_collections.kubevol.volumes.plugins.module_utils.cluster.objects import (
     ClusterIndex, cluster_from_data, gc_paused, load_cluster_file)
 from ansible_collections.kubevol.volumes.plugins.module_utils.plan.desired_state import (  # noqa: F401
@@ -67,6 +68,12 @@ def argspec():
         loop_pools=dict(type="list", elements="str", removed_in_version="2.0.0",
                         removed_from_collection="kubevol.volumes"),
         words=dict(type="str", default=words.MODULE, choices=list(words.WORDS)),  # common/words.py
+        # the deletion guard (plan/rules_delete.py): at most this many DeleteVolume in one run, unless allowed
+        max_volume_deletions=dict(type="int", default=DEFAULT_MAX_VOLUME_DELETIONS),
+        allow_mass_deletion=dict(type="bool", default=False),
+        # an earlier plan result (output=record) to plan again with its options, provisioning nothing: the reconcile
+        # role's plan after its provisioning (plan/replan.py)
+        again=dict(type="dict"),
     )
 
 
@@ -93,12 +100,15 @@ def record_dir(params, check_mode, local_tmp):
     return os.path.join(local_tmp, "kubevol-plans")
 
 
-def record_result(result, handle, rows, hint):
-    """The result of output=record: the record's handle, the counts, what the role prints, never the plan."""
+def record_result(result, handle, rows, hint, params=None):
+    """The result of output=record: the record's handle, the counts, what the role prints, never the plan; and the
+    options it was made with (plan/replan.py)."""
     shaped = {"changed": False, "record": handle, "summary": result.get("summary"),
               "counts": {"steps": len(result.get("plan") or ()), "blocked": len(result.get("blocked") or ()),
-                         "nodes": len(result.get("by_node") or ())},
-              "table": table_lines(result, rows, hint or MORE_HINT)}
+                         "pending": len(result.get("pending") or ()), "nodes": len(result.get("by_node") or ()),
+                         "provisioning": len(result.get("provisioning") or ()),
+                         "deletions": len(result.get("deletions") or ())},
+              "table": table_lines(result, rows, hint or MORE_HINT), "options": replan.remembered(params or {})}
     for key in ("node_errors", "warnings", "nodes_out_of_service"):
         if key in result:
             shaped[key] = result[key]
@@ -134,6 +144,7 @@ def _load(params):
 
 
 def _run(params, now, keep_alive, check_mode, local_tmp):
+    params = replan.with_earlier(params)  # the plan after provisioning: the first plan's options
     cluster, data = _load(params)
     selected = select_pods(data, params["scope"], field="scope")
     scope = None if selected is None else frozenset("%s/%s" % key for key in selected)
@@ -141,7 +152,11 @@ def _run(params, now, keep_alive, check_mode, local_tmp):
     known_drivers = known_drivers_of(params["known_drivers"], driver_options["driver_options"])
     options = PlanOptions(params["force_detach"], params["max_wait_for_unmount"], known_drivers, now,
                           params["max_teardown_fraction"], params["max_teardown_count"], params["allow_mass_teardown"],
-                          stage=params.get("stage") or "all", **driver_options)
+                          stage=params.get("stage") or "all",
+                          max_volume_deletions=params.get("max_volume_deletions", DEFAULT_MAX_VOLUME_DELETIONS),
+                          allow_mass_deletion=bool(params.get("allow_mass_deletion")),
+                          provisioning=params["provisioning"],
+                          **driver_options)
     index = ClusterIndex(cluster)
     result = plan_cluster(index, params["node_facts"], options, scope)
     # the controller calls of drivers whose Controller service runs on a host of the inventory
@@ -174,5 +189,5 @@ def _run(params, now, keep_alive, check_mode, local_tmp):
         # a record in the API gets a copy on this controller, which the run's own steps read (plan_record.write)
         local = os.path.join(local_tmp, "kubevol-plans") if where.startswith("k8s:") else None
         handle = plan_record.write(result, where, nodes=hosts, connection=params, local_copy=local)
-        return record_result(result, handle, rows, params.get("table_hint"))
+        return record_result(result, handle, rows, params.get("table_hint"), params)
     return shape(result, output, rows, params.get("table_hint"))

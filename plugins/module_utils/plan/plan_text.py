@@ -13,6 +13,8 @@ __metaclass__ = type
 
 from collections import Counter
 
+from ansible_collections.kubevol.volumes.plugins.module_utils.plan.provision_text import storage_line, storage_lines
+
 SYMBOLS = {"unmount": "-", "cleanup": "-", "detach": "-", "attach": "+", "mount": "+", "expand": "~"}
 ACTIONS = ("unmount", "detach", "attach", "mount", "expand")
 COLUMNS = ("", "ACTION", "NODE", "VOLUME", "POD", "REASON")  # the plan's steps and blocked items alike
@@ -81,15 +83,20 @@ def _step_action(step):
     return action
 
 
-def blocked_lines(blocked, max_rows=None, hint=MORE_HINT):
+def blocked_lines(blocked, max_rows=None, hint=MORE_HINT, symbol="!", what="blocked"):
     rows = [COLUMNS]
     shown = blocked if max_rows is None else blocked[:max_rows]
-    rows.extend(("!", _cell(b.get("action")), _cell(b.get("node")), _cell(b.get("volume")), _cell(b.get("pod")),
+    rows.extend((symbol, _cell(b.get("action")), _cell(b.get("node")), _cell(b.get("volume")), _cell(b.get("pod")),
                  _cell(b.get("reason"))) for b in shown)
     lines = _table(rows)
     if len(shown) < len(blocked):
-        lines.append(_more(len(blocked) - len(shown), "blocked", hint))
+        lines.append(_more(len(blocked) - len(shown), what, hint))
     return lines
+
+
+def pending_lines(pending, max_rows=None, hint=MORE_HINT):
+    """The node-side grows that wait (the plan's ``pending``, the run's): neither a step that runs nor a failure."""
+    return blocked_lines(pending, max_rows, hint, symbol="~", what="pending")
 
 
 def plan_line(result, counts=None):
@@ -100,9 +107,10 @@ def plan_line(result, counts=None):
         found = Counter(s.get("action") for s in result.get("plan") or ())  # one get per step: 128,400 at 5,000 nodes
         counts = dict((a, found.get(a, 0)) for a in ACTIONS + ("cleanup",))
     cleanup = counts["cleanup"]
-    return "Plan: %s%s; %d blocked" % (", ".join("%d to %s" % (counts[a], a) for a in ACTIONS),
-                                       ", %d stale directories to remove" % cleanup if cleanup else "",
-                                       len(blocked_once(result)))
+    pending = len(result.get("pending") or ())
+    return "Plan: %s%s; %d blocked%s" % (", ".join("%d to %s" % (counts[a], a) for a in ACTIONS),
+                                         ", %d stale directories to remove" % cleanup if cleanup else "",
+                                         len(blocked_once(result)), "; %d pending" % pending if pending else "")
 
 
 def guard_line(result):
@@ -130,16 +138,23 @@ def table_lines(result, max_rows=None, hint=MORE_HINT):
         lines.extend(_table(rows))
         if len(shown) < len(steps):
             lines.append(_more(len(steps) - len(shown), "steps", hint))
-    elif not blocked:
-        lines.append("No changes. Volumes match the desired state.")
+    elif not result.get("provisioning") and not result.get("deletions") and not blocked:
+        # a grow that waits is not the desired state: no step runs, which is all that can be said
+        lines.append("No step to run." if result.get("pending") else "No changes. Volumes match the desired state.")
+    lines.extend(storage_lines(result, max_rows))  # CreateVolume, DeleteVolume: under their own headings
     if blocked:
         # "No changes" would stand above items that hold the desired state back: nothing runs, and they wait
-        lines.extend(["", "Blocked:"] if steps else ["Nothing to do; %d blocked:" % len(blocked)])
+        lines.extend(["", "Blocked:"] if steps or result.get("provisioning") or result.get("deletions")
+                     else ["Nothing to do; %d blocked:" % len(blocked)])
         lines.extend(blocked_lines(blocked, max_rows, hint))
+    if result.get("pending"):
+        lines.extend(["", "Pending (not tried in this run):"])
+        lines.extend(pending_lines(result["pending"], max_rows, hint))
     lines.append("")
     guard = guard_line(result)
     if guard:
         lines.append(guard)
+    lines.extend(line for line in (storage_line(result),) if line)
     lines.append(plan_line(result))
     return lines
 
@@ -174,7 +189,8 @@ def summary_lines(result, max_rows=None):
         lines.append(_more(len(names) - len(shown), "nodes"))
     guard = guard_line(result)
     totals = dict((a, sum(row[a] for row in nodes.values())) for a in ACTIONS + ("cleanup",))  # one pass over the plan
-    return lines + [""] + ([guard] if guard else []) + [plan_line(result, totals)]
+    storage = storage_line(result)
+    return lines + [""] + ([guard] if guard else []) + ([storage] if storage else []) + [plan_line(result, totals)]
 
 
 def shape(result, output="full", max_rows=None, hint=None):

@@ -33,9 +33,12 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.plan.rules_teardow
     STALE_PATH, detach, uncertain_mounts, unmount_devices, unmount_pods, unpublish_inline)
 from ansible_collections.kubevol.volumes.plugins.module_utils.plan.rules_setup import (  # noqa: F401  # pylint: disable=unused-import
     _multi_attach_error, attach, fs_group_to_apply, mount_devices, mount_pods, publish_inline, read_write_once_pod)
+from ansible_collections.kubevol.volumes.plugins.module_utils.plan.rules_identity import stale_global_mounts
 from ansible_collections.kubevol.volumes.plugins.module_utils.plan.rules_expand import (  # noqa: F401  # pylint: disable=unused-import
-    expand_controller, expand_node, expansion_refused)
+    expand_controller, expand_node, expansion_refused, offline_grow_window)
 from ansible_collections.kubevol.volumes.plugins.module_utils.plan import stages
+from ansible_collections.kubevol.volumes.plugins.module_utils.plan.rules_limits import volume_limits
+from ansible_collections.kubevol.volumes.plugins.module_utils.plan.storage_plan import add_storage, storage_plan
 
 
 def lean_plan(steps, in_place=False):
@@ -97,12 +100,25 @@ def _in_order(steps):
     return ordered
 
 
-def plan(desired, actual, index, options=None):
-    """The ordered plan. Returns {plan, volume_items, by_node, blocked, detach_requests, detach_requests_to_clear, summary,
-    teardown_guard, in_use_repairs, nodes_out_of_service}: ``plan`` is the steps in order, each naming its node and
-    volume; ``volume_items`` holds the volume item of each (node, volume) once; ``by_node`` the positions of each node's
-    steps."""
+def _stage_pending(p, nodes):
+    """The pending node-side grows (rules_expand.grow_waits) of this plan's stage, sorted: a node-side step's, so
+    none in the attach/detach stage, and in the node stage only its slice's nodes (stages.keep_stage)."""
+    if p.options.stage == stages.ATTACH_DETACH:
+        return []
+    pending = [e for e in p.pending if p.options.stage != stages.NODE or nodes is None or e["node"] in nodes]
+    return sorted(pending, key=lambda e: (e["node"] or "", e["volume"] or ""))
+
+
+def plan(desired, actual, index, options=None, storage=None):
+    """The ordered plan. Returns {plan, volume_items, by_node, blocked, pending, detach_requests,
+    detach_requests_to_clear, summary, teardown_guard, in_use_repairs, nodes_out_of_service} and the storage side's
+    keys (plan/storage_plan.py: provisioning, deletions, deletion_guard, storage_records, registrations): ``plan`` is
+    the steps in order, each naming its node and volume; ``volume_items`` holds the volume item of each (node, volume)
+    once; ``by_node`` the positions of each node's steps; ``pending`` the node-side grows not tried in this plan,
+    shaped as blocked entries (action ``expand``, and the claim as ``pvc``). ``storage``: a StoragePlan (default: the
+    cluster's own, no node facts)."""
     options = options or PlanOptions()
+    storage = storage if storage is not None else storage_plan(index, None, options, None)
     if not isinstance(options.max_wait_for_unmount, int) or options.max_wait_for_unmount < 0:
         raise InvalidInput(field="max_wait_for_unmount", value=options.max_wait_for_unmount,
                            reason="must be a non-negative number of seconds")
@@ -122,10 +138,13 @@ def plan(desired, actual, index, options=None):
     uncertain_mounts(p)     # kubelet: what reconstruction could not identify, per volume
     unmount_pods(p)         # kubelet: pods first, so their devices become free
     unpublish_inline(p)     # kubelet: inline ephemeral volumes of gone pods; the driver deletes them
+    offline_grow_window(p)  # kubelet: a pending offline grow's volume, free of pods now, is staged again
     unmount_devices(p)      # kubelet: then the global mounts no pod needs
     detach(p)               # controller: detach before attach so an RWO volume can follow its pod
     stages.hold_detaches(p)  # stage attach_detach: a detach waits for its node's own unmount (volumesInUse)
     attach(p)               # controller: attach, refusing a second node for RWO/RWOP volumes
+    stale_global_mounts(p)  # kubelet: a global mount on another device than the volume's now is not set up
+    volume_limits(p, storage.view)  # scheduler: never past a node's CSI volume limit (CSINode allocatable.count)
     mount_devices(p)        # kubelet: stage the device once per node
     read_write_once_pod(p)  # kubelet: one pod per ReadWriteOncePod volume
     mount_pods(p)           # kubelet: then publish it to each pod
@@ -141,24 +160,31 @@ def plan(desired, actual, index, options=None):
         steps.extend(phase_steps)
         summary[phase[0]] = summary.get(phase[0], 0) + len(phase_steps)
     lean = lean_plan(steps, in_place=True)
+    result = {}
+    p.blocked.extend(add_storage(p, storage, result))  # provisioning, deletion, registration: plan/storage_plan.py
     blocked = dict(((b["node"], b["volume"], b["pod"], b["reason"]), b) for b in p.blocked)  # each entry once
     summary["blocked"] = len(blocked)
+    pending = _stage_pending(p, frozenset(actual.node_facts) if actual.node_facts else None)
+    summary["pending"] = len(pending)
     summary["skipped"] = desired.skipped
-    return stages.stage_records(p, {
+    return stages.stage_records(p, dict(result, **{
         "plan": lean["plan"], "volume_items": lean["volume_items"], "by_node": lean["by_node"],
         "blocked": [blocked[key] for key in sorted(blocked, key=lambda k: tuple(x or "" for x in k))],
+        "pending": pending,
         "detach_requests": p.detach_requests, "detach_requests_to_clear": p.detach_requests_to_clear,
         "teardown_guard": teardown_guard(p, steps), "summary": summary, "in_use_repairs": in_use_repairs(p, steps),
-        "nodes_out_of_service": sorted(p.out_of_service)})
+        "nodes_out_of_service": sorted(p.out_of_service)}))
 
 
 def plan_cluster(index, node_facts=None, options=None, scope=None):
     """Desired state, actual state and plan in one call: what volume_reconcile_plan returns."""
     options = options or PlanOptions()
     with gc_paused():  # the states and the plan are acyclic; see cluster.gc_paused
-        desired = build_desired_state(index, options.known_drivers, scope, options.loop_pools, options.driver_options)
+        storage = storage_plan(index, node_facts, options, scope)  # registration, provisioning: plan/storage_plan.py
+        desired = build_desired_state(index, options.known_drivers, scope, options.loop_pools, options.driver_options,
+                                      storage.provisioning.claims)
         actual = build_actual_state(index, node_facts, options.known_drivers)
-        result = plan(desired, actual, index, options)
+        result = plan(desired, actual, index, options, storage)
         result["desired"] = summarize_desired(desired)
         result["actual"] = summarize_actual(actual)
     return result

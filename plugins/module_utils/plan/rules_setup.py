@@ -12,6 +12,8 @@ __metaclass__ = type
 
 from ansible_collections.kubevol.volumes.plugins.module_utils.plan.actual_state import ATTACHED
 from ansible_collections.kubevol.volumes.plugins.module_utils.plan.plan_state import _step
+from ansible_collections.kubevol.volumes.plugins.module_utils.plan.rules_identity import remap_reason
+from ansible_collections.kubevol.volumes.plugins.module_utils.plan.rules_limits import MAX_VOLUME_COUNT_EXCEEDED
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.quantity import format_bytes
 from ansible_collections.kubevol.volumes.plugins.module_utils.volume import CSI, get_plugin
 from ansible_collections.kubevol.volumes.plugins.module_utils.volume.csi import STAGE_LOCKED, driver_capabilities
@@ -42,6 +44,12 @@ def attach(p):
     reachable_facts, unreachable_errors = p.reachable_facts, p.unreachable_errors
     first_setup = {}  # unique name -> the one node that may set it up this run (None: any)
     setup_index = []  # (set up somewhere, wanted where), built on the first multi-attach volume
+    # unique name -> the nodes whose own teardown detaches it in this plan, before any attach (a release recorded
+    # without its node leaves the node's hold on the backing: it is not one of them)
+    detached_from = {}
+    for step in p.phases[("detach", "device")]:
+        if not step.get("record_only"):
+            detached_from.setdefault(step["unique_volume_name"], []).append(step["node"])
     for pair, nv in p.desired.volumes.items():
         av = attached.get(pair)
         if av is not None and av.detach_requested_at:
@@ -92,7 +100,13 @@ def attach(p):
         # detach recorded without the node release the records, not the node's device (a node that was only
         # unreachable still has it). The backend waits for that node's own detach, or the operator's
         # force_release_holders (drivers/loop.py attach).
-        p.add(_step("attach", "device", node, nv.spec.pv_name, unique, why, p.item_of(nv)))
+        item = p.item_of(nv)
+        first = sorted(n for n in detached_from.get(unique, ()) if n != node)
+        if first:
+            # the nodes whose detach the real run does first (an RWO pod move): a check run, which detaches
+            # nothing, counts their holds released for this attach only (drivers/loop_holders.py)
+            item["detached_first_from"] = first
+        p.add(_step("attach", "device", node, nv.spec.pv_name, unique, why, item))
 
 
 def _first_setup_node(p, nv, index):
@@ -173,11 +187,11 @@ def mount_devices(p):
             continue
         waiting = not_attached.get(pair)
         if waiting is not None:
-            if not waiting.startswith("node unreachable") and waiting != "Multi-Attach error":
+            if not waiting.startswith(("node unreachable", MAX_VOLUME_COUNT_EXCEEDED)) and waiting != "Multi-Attach error":
                 p.block(node, nv.spec.pv_name, None, "volume is not attached: %s" % waiting)
             continue
-        if nv.spec.mode != "Filesystem":
-            continue  # Block volumes are mapped per pod
+        if nv.spec.mode != "Filesystem" or pair in p.device_changed:
+            continue  # Block volumes are mapped per pod; a stale global mount is blocked (rules_identity.py)
         if not p.plugin(nv.spec).plans_device_mount():
             continue  # hostPath mounts nothing; a local PV's device mount (block-backed only) is its pod step's
         facts = reachable_facts.get(node)
@@ -255,7 +269,7 @@ def mount_pods(p):
     add = p.phases[("mount", "pod")].append
     for pair, nv in p.desired.volumes.items():
         unique, node = pair
-        if not nv.mount_pods or node in unreachable_errors or pair in not_attached:
+        if not nv.mount_pods or node in unreachable_errors or pair in not_attached or pair in p.device_changed:
             continue
         facts = reachable_facts.get(node)
         item = None
@@ -267,7 +281,7 @@ def mount_pods(p):
             current = facts.pod_mounts.get((pod.uid, nv.spec.pv_name)) if facts is not None else None
             if current is not None and current.published and not current.mounted:
                 continue  # hostPath: its check passed for this pod (the marker exists); nothing is mounted
-            if current is not None and current.mounted:
+            if current is not None and current.mounted and not current.device_mismatch:
                 if current.read_only != pod.read_only:
                     why = "remount: read-only changed"
                 elif fs_group is not None and _root_needs_fs_group(current, fs_group):
@@ -275,6 +289,8 @@ def mount_pods(p):
                         fs_group, pod.name, current.root_gid, current.root_mode)
                 else:
                     continue
+            elif current is not None and current.mounted:
+                why = remap_reason(current, pod.name, node)  # a Block map on another device (rules_identity.py)
             else:
                 why = "pod %s uses it" % pod.name
             # the volume's one item; each pod step carries its pod's read-only flag and fsGroup

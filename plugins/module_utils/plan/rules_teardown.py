@@ -18,6 +18,7 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.plan.detach import
     detach_clock, ghost_reason, gone_note, gone_volume_name, safe_name, still_mounted_reason, unreachable_reason)
 from ansible_collections.kubevol.volumes.plugins.module_utils.plan.plan_state import _has_out_of_service_taint, _item_from_actual, _step
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.names import inline_volume_name, split_unique_volume_name
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.handles import show_handle, show_volume_name
 
 # The directories volume_detach's stale_paths removes: what the kubelet's CSI plugin creates.
 STALE_PATH = re.compile(r"/plugins/kubernetes\.io/csi/[^/]+/[0-9a-f]{64}/globalmount$|"
@@ -131,8 +132,8 @@ def unmount_devices(p):
             if pv_name is None:  # the PV is gone: vol_data.json's specVolID if the node accepts it, else another
                 pv_name, how = gone_volume_name(p, unique, node, recorded=gm.get("pv_name"))
                 if pv_name is None:
-                    p.block(node, gm.get("pv_name") or unique, None, "not unmounted: the PV of %s is gone and %s"
-                            % (unique, how))
+                    p.block(node, gm.get("pv_name") or show_volume_name(unique), None,
+                            "not unmounted: the PV of %s is gone and %s" % (show_volume_name(unique), how))
                     continue
                 why += "; " + gone_note(pv_name, how)
             p.add(_step("unmount", "device", node, pv_name, unique, why,
@@ -175,7 +176,8 @@ def detach(p):
         if pv_name is None:
             pv_name, how = gone_volume_name(p, unique, node)
             if pv_name is None:
-                p.block(node, names[1], None, "not detached: the PV of %s is gone and %s" % (unique, how))
+                p.block(node, show_handle(names[1]), None, "not detached: the PV of %s is gone and %s"
+                        % (show_volume_name(unique), how))
                 continue
             gone = gone_note(pv_name, how)
         node_obj = p.index.node_by_name.get(node)
@@ -241,7 +243,7 @@ def unpublish_inline(p):
                 p.block(node, volume_name, name or uid, "inline volume %s of pod %s has the volume handle %s, which PV "
                         "%s also names: it is not unpublished, so that the PV's image is never deleted. Unmount it "
                         "on the node by hand, or give the PV its own image" % (
-                            volume_name, name or uid, em.volume_handle, pv_name))
+                            volume_name, name or uid, show_handle(em.volume_handle), pv_name))
                 continue
             why = ("pod %s no longer runs on node %s" % (name, node) if name
                    else "pod %s is gone from the cluster" % uid)

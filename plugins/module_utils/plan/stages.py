@@ -147,6 +147,7 @@ def stage_records(p, result):
         result["detach_requests_to_clear"] = []
     elif stage == ATTACH_DETACH:
         result["in_use_repairs"] = []
+        result["registrations"] = []  # the kubelet's CSI registration (plan/registration.py)
     if stage != ALL:
         result["stage"] = stage
     return result

@@ -3,13 +3,16 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Refuse at plan time every name, quantity and pool a node module would refuse, before any intent is recorded.
 
-The node modules check each volume item (node/volume.py volume_item: names.check_component for the PV name, the pod
-uids and the volume handle, names.check_driver_name, NUL in volumeAttributes, the mode, a non-negative capacity,
-mount options) and the loop driver checks the pool (drivers/loop.py LoopDriver.pool and image_path). Those checks
+The node modules check each volume item (node/volume.py volume_item: names.check_component for the PV name and the
+pod uids, the API's rule for the volume handle, names.check_driver_name, NUL in volumeAttributes, the mode, a
+non-negative capacity, mount options) and the driver checks what it alone refuses (drivers/base.py Driver.validate:
+a handle the loop driver cannot name an image after; drivers/loop.py LoopDriver.pool and image_path). Those checks
 stay on the node as the last line; this module runs the same rules (names.py's functions) on the cluster objects
 while the desired state is built, so that a hostile PV, claim or pod is a blocked entry naming the object, the field,
 the value and the rule, and nothing of it is attached, recorded or created anywhere. No node I/O: the pool is
 checked as a path equal to one of the operator's pools (names.check_pool), never resolved on the controller.
+A volume handle is opaque (common/handles.py): the API's rule, and the rule of a driver that names a file after it,
+asked of that driver (volume/csi.py handle_refusal); a refusal shows it cut, with its sha256 (quote_handle).
 
 refuse_unsafe_steps is the planner's last pass over its own steps (local and hostPath items too: their path absolute,
 normalized and under the operator's directories for the plugin, driver_options): any step whose item still carries a value a
@@ -29,8 +32,11 @@ import re
 from ansible_collections.kubevol.volumes.plugins.module_utils.common import names
 from ansible_collections.kubevol.volumes.plugins.module_utils.common import driver_options as driver_options_mod
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import InvalidInput, KubevolError
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.handles import quote_handle
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.words import setting
 from ansible_collections.kubevol.volumes.plugins.module_utils import volume as volume_plugins
 from ansible_collections.kubevol.volumes.plugins.module_utils.volume import CSI
+from ansible_collections.kubevol.volumes.plugins.module_utils.volume.csi import handle_refusal
 
 # Most names are plain DNS labels or UUIDs: one C-level match, and the full check only for the rest. A plain name
 # passes names.check_component and names.check_driver_name both (never '.' or '..': it starts with a letter or digit).
@@ -58,9 +64,9 @@ def label(value):
     return safe_repr(value)
 
 
-def refusal(kind, name, field, value, rule):
-    """One refusal's text: the object (kind namespace/name), the field, the value and the rule."""
-    return "%s %s: %s %s is refused: %s" % (kind, label(name), field, safe_repr(value), rule)
+def refusal(kind, name, field, value, rule, shown=None):
+    """One refusal's text: the object (kind namespace/name), the field, the value (``shown`` or its repr), the rule."""
+    return "%s %s: %s %s is refused: %s" % (kind, label(name), field, shown or safe_repr(value), rule)
 
 
 def _component_rule(field, value):
@@ -89,12 +95,12 @@ def component(refusals, kind, name, field, value):
 
 def check_loop_pools(pools):
     """The loop_pools option: absolute paths (the node ignores any other)."""
+    where = "the pools of %s" % setting("driver_options", key=names.LOOP_DRIVER)
     if not isinstance(pools, (list, tuple)) or not pools:
-        raise InvalidInput(field="loop_pools", value=pools, reason="must be a non-empty list of absolute paths")
+        raise InvalidInput(field=where, value=pools, reason="must be a non-empty list of absolute paths")
     for pool in pools:
         if not isinstance(pool, str) or not pool.startswith("/") or "\x00" in pool:
-            raise InvalidInput(field="loop_pools", value=pool,
-                               reason="each pool must be an absolute path (reconcile role: kubevol_loop_pools)")
+            raise InvalidInput(field=where, value=pool, reason="each pool must be an absolute path")
 
 
 def normalized_pools(pools):
@@ -149,7 +155,9 @@ def pv_refusals(pv, pools):
     kind = "PersistentVolume"
     component(refusals, kind, pv.name, "metadata.name", pv.name)
     _check(refusals, kind, pv.name, "spec.csi.driver", csi.driver, names.check_driver_name, csi.driver)
-    component(refusals, kind, pv.name, "spec.csi.volumeHandle", csi.volume_handle)
+    rule = handle_refusal(csi.driver, csi.volume_handle)  # the API's, and the driver's when it names a file after it
+    if rule is not None:
+        refusals.append(refusal(kind, pv.name, "spec.csi.volumeHandle", None, rule, quote_handle(csi.volume_handle)))
     _attributes(refusals, kind, pv.name, "spec.csi.volumeAttributes", csi.volume_attributes)
     if pv.volume_mode not in (FILESYSTEM, BLOCK):
         refusals.append(refusal(kind, pv.name, "spec.volumeMode", pv.volume_mode, "must be Filesystem or Block"))
@@ -322,11 +330,11 @@ def _item_problems(item, pools, driver_options=None):
     attributes = item.get("volume_attributes") or {}
     capacity = item.get("capacity_bytes")
     driver = item.get("driver")
-    problems = []
-    for field, key in (("PV name", "pv_name"), ("volume handle", "volume_handle")):  # the node's volume_item
-        rule = _component_rule(field, item.get(key))
-        if rule is not None:
-            problems.append("%s %s: %s" % (field, safe_repr(item.get(key)), rule))
+    rule = _component_rule("PV name", item.get("pv_name"))  # the node's volume_item
+    problems = [] if rule is None else ["PV name %s: %s" % (safe_repr(item.get("pv_name")), rule)]
+    rule = handle_refusal(driver, item.get("volume_handle"))  # the node's volume_item, then its driver's validate
+    if rule is not None:
+        problems.append("volume handle %s: %s" % (quote_handle(item.get("volume_handle")), rule))
     try:
         names.check_driver_name(driver)
     except KubevolError as exc:

@@ -14,8 +14,8 @@ Record kinds and the Kubernetes code each one mimics (docs/stores.md has the ful
 - ``detached``: csi_attacher.go ``Detach`` (delete the VolumeAttachment) and the A/D controller's
   ``RemoveVolumeFromReportAsAttached``; the kubelet drops the name from ``volumesInUse``.
 - ``in_use``: kubelet volume_manager.go ``GetVolumesInUse`` -> ``node.status.volumesInUse``.
-- ``resize_intent``, ``controller_expanded``, ``node_expanded``: the PV's capacity and the claim's expansion
-  state and resize conditions, as the external-resizer and the kubelet write them (record_claim.py).
+- ``resize_intent``, ``controller_expanded``, ``node_expanded``, ``node_expansion_pending``: the PV's capacity and
+  the claim's expansion state and resize conditions, as the external-resizer and the kubelet write them (claim.py).
 - ``detach_requested`` / ``detach_request_cleared``: the A/D controller's ``SetDetachRequestTime`` /
   ``ResetDetachRequestTime``, kept on the VolumeAttachment because kubevol has no memory between runs.
 """
@@ -38,6 +38,7 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.common.names impor
     volume_attachment_name,
 )
 from ansible_collections.kubevol.volumes.plugins.module_utils.records.claim import ClaimRecords
+from ansible_collections.kubevol.volumes.plugins.module_utils.records import provision
 from ansible_collections.kubevol.volumes.plugins.module_utils.records.shape import detached_by_name, validate_record
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.volume_attachment import attached_volume_attachment
 
@@ -84,7 +85,7 @@ class _NodeStatus:
             status.pop("volumesInUse", None)
 
 
-class RecordApplier(ClaimRecords):
+class RecordApplier(ClaimRecords, provision.ProvisionRecords):
     """Applies records to one List, with one index built up front.
 
     Indexing scans the items once (Nodes, PVs, PVCs, VolumeAttachments; Pods are skipped), so each
@@ -250,7 +251,7 @@ class RecordApplier(ClaimRecords):
         va = self.vas.get(name)
         if va is None:
             va = wanted
-            self.items.append(va)
+            provision.insert_in_kubectl_order(self.items, va)
             self.vas[name] = va
             objects.append(self._created(va))
         elif self._va_differs(va, wanted_spec, device_path, wanted_metadata, node_id):
@@ -338,7 +339,7 @@ class RecordApplier(ClaimRecords):
                                             record["pv_name"], None, attached=False)
         if wanted["metadata"]["name"] in self.vas:
             return []  # an attachment (confirmed or not) is already recorded
-        self.items.append(wanted)
+        provision.insert_in_kubectl_order(self.items, wanted)
         self.vas[wanted["metadata"]["name"]] = wanted
         return [self._created(wanted)]
 
@@ -350,9 +351,11 @@ class RecordApplier(ClaimRecords):
         "controller_expanded": ClaimRecords._controller_expanded,
         "node_expanded": ClaimRecords._node_expanded,
         "resize_intent": ClaimRecords._resize_intent,
+        "node_expansion_pending": ClaimRecords._node_expansion_pending,
         "detach_requested": _detach_requested,
         "detach_request_cleared": _detach_request_cleared,
     }
+    _HANDLERS.update(provision.HANDLERS)  # a claim's life and the kubelet's CSI registration: records/provision.py
 
     # -- public ---------------------------------------------------------------------------------
     def apply(self, record, index=None):

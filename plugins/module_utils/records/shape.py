@@ -11,6 +11,7 @@ __metaclass__ = type
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import InvalidInput
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.names import volume_attachment_name
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.quantity import parse_quantity
+from ansible_collections.kubevol.volumes.plugins.module_utils.records import provision
 
 _VOLUME_KEYS = ("node", "pv_name", "driver", "volume_handle")
 REQUIRED_KEYS = {
@@ -22,11 +23,14 @@ REQUIRED_KEYS = {
     "controller_expanded": ("pv_name", "capacity"),
     "node_expanded": ("pvc", "capacity"),
     "resize_intent": ("pvc", "stage", "capacity"),
+    # a node-side grow that failed or could not run yet (records/claim.py); also pods, offline, attempt, at
+    "node_expansion_pending": ("pvc", "capacity", "node_name", "reason", "message"),
     # These two also take the planner's detach_requests shape (contracts.md section 3):
     # {name: <VolumeAttachment name>, node, volume, requested_at} instead of driver + volume_handle.
     "detach_requested": ("node", "requested_at"),
     "detach_request_cleared": ("node",),
 }
+REQUIRED_KEYS.update(provision.REQUIRED_KEYS)  # a claim's life: records/provision.py
 _VA_BY_NAME_TYPES = ("detach_requested", "detach_request_cleared")
 RECORD_TYPES = tuple(sorted(REQUIRED_KEYS))
 
@@ -63,22 +67,42 @@ def validate_record(record, index=None):
             ok = _valid_quantity(value, "%s.%s" % (where, key))
         elif key == "device_path":
             ok = isinstance(value, str)
+        elif key == "pv":
+            ok = isinstance(value, dict) and isinstance(value.get("metadata"), dict) and bool(value["metadata"].get("name"))
         else:
             ok = isinstance(value, str) and value != ""
         if not ok:
             raise InvalidInput(field="%s.%s" % (where, key), value=value, reason=_EXPECTED.get(key, "must be a non-empty string"))
-    if rtype in ("node_expanded", "resize_intent") and record["pvc"].count("/") != 1:
+    if rtype == "node_registration" and (not isinstance(record.get("topology") or {}, dict) or not isinstance(
+            record.get("max_volumes") or 0, int) or isinstance(record.get("max_volumes"), bool)):
+        raise InvalidInput(field=where, value=record, reason="topology must be a mapping and max_volumes an integer")
+    if rtype in ("node_expanded", "resize_intent", "node_expansion_pending", "provisioning_started",
+                 "provisioning_uncertain", "provisioned", "claim_released") \
+            and record["pvc"].count("/") != 1:
         raise InvalidInput(field=where + ".pvc", value=record["pvc"], reason="must be 'namespace/name'")
     if rtype == "controller_expanded" and record.get("pvc") is not None and (
             not isinstance(record["pvc"], str) or record["pvc"].count("/") != 1):
         raise InvalidInput(field=where + ".pvc", value=record["pvc"], reason="must be 'namespace/name'")
     if rtype == "resize_intent" and record["stage"] not in ("controller", "node"):
         raise InvalidInput(field=where + ".stage", value=record["stage"], reason="must be controller or node")
-    if rtype in ("controller_expanded", "resize_intent") and record.get("at") is not None and (
+    if rtype == "node_expansion_pending":
+        _check_pending(record, where)
+    if rtype in ("controller_expanded", "resize_intent", "node_expansion_pending") and record.get("at") is not None and (
             not isinstance(record["at"], str) or not record["at"]):
         # the resize condition's lastTransitionTime (default: now)
         raise InvalidInput(field=where + ".at", value=record["at"], reason="must be an RFC 3339 time string")
     return rtype
+
+
+def _check_pending(record, where):
+    pods = record.get("pods", [])
+    if not isinstance(pods, list) or not all(isinstance(uid, str) and uid for uid in pods):
+        raise InvalidInput(field=where + ".pods", value=pods, reason="must be a list of pod uids")
+    if not isinstance(record.get("offline", False), bool):
+        raise InvalidInput(field=where + ".offline", value=record["offline"], reason="must be true or false")
+    attempt = record.get("attempt", 1)
+    if isinstance(attempt, bool) or not isinstance(attempt, int) or attempt < 1:
+        raise InvalidInput(field=where + ".attempt", value=attempt, reason="must be a whole number from 1")
 
 
 _EXPECTED = {
@@ -86,6 +110,7 @@ _EXPECTED = {
     "unique_volume_names": "must be a list of unique volume names (kubernetes.io/csi/<driver>^<handle>)",
     "capacity": "must be a Kubernetes quantity such as '10Gi' or a number of bytes",
     "device_path": "must be a string (empty when the driver reports no device path)",
+    "pv": "must be a PersistentVolume object with metadata.name",
 }
 
 

@@ -143,4 +143,5 @@ def controller_state_after(plan_result, results, state):
     outcome = controller_outcome(plan_result, results, state["failures"])
     return {"tasks": state["tasks"], "failures": outcome["failures"],
             "blocked": list(state["blocked"]) + outcome["blocked"], "errors": list(state["errors"]) + outcome["errors"],
-            "records": outcome["records"], "published": outcome["published"]}
+            "pending": list(state.get("pending") or ()), "records": outcome["records"],
+            "published": outcome["published"]}

@@ -127,3 +127,26 @@ def with_refused(outcome, module, node, refused):
         module, node, len(entries), "; ".join(entry["msg"] for entry in entries)))
     return dict(outcome, failed=True, msg="; ".join(msgs), volumes=list(outcome.get("volumes") or ()),
                 failures=list(outcome.get("failures") or ()) + entries)
+
+
+def read_secrets(refs, cluster_store):
+    """{ref: ({key: value}, None) or (None, why it cannot be had)} of the Secrets ``refs`` ("namespace/name") name: a
+    StorageClass's provisioner secret for CreateVolume and DeleteVolume (plugins/action/volume_provision.py)."""
+    refs = sorted(set(ref for ref in refs if ref))
+    if not refs:
+        return {}
+    find = _Finder(cluster_store)
+    found = {}
+    try:
+        for ref in refs:
+            namespace, _sep, name = ref.partition("/")
+            try:
+                secret = find(namespace, name)
+                found[ref] = (secret_data(secret), None) if secret is not None else (None, "does not exist")
+            except StoreError as exc:
+                found[ref] = (None, "cannot be read (%s)" % exc.msg)
+            except ValueError as exc:
+                found[ref] = (None, "cannot be read (%s)" % exc)
+        return found
+    finally:
+        find.close()

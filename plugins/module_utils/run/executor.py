@@ -20,6 +20,7 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.run.outcome import
 from ansible_collections.kubevol.volumes.plugins.module_utils.run.plan_view import (  # noqa: F401  # pylint: disable=unused-import
     PlanView, node_slice, phase_items, phase_nodes, phase_stale_paths, phase_steps, phase_work)
 from ansible_collections.kubevol.volumes.plugins.module_utils.run import controller_outcome, plan_view
+from ansible_collections.kubevol.volumes.plugins.module_utils.run import provision_outcome
 
 EXPAND_CONTROLLER, EXPAND_NODE = ("expand", "controller"), ("expand", "node")
 
@@ -65,17 +66,24 @@ def run_tasks(plan):
     return {"teardown": teardown, "setup": setup, "expand_node_after": after, "sequence": sequence}
 
 
-def initial_run_state(plan_result):
+def initial_run_state(plan_result, carried=None):
     """The run's state before its first node task, the role's one variable for the run: {tasks, failures, blocked,
-    errors, records}. ``tasks`` are the node tasks the plan needs, in order (run_tasks' sequence). Nothing has
-    failed yet but the nodes whose state could not be gathered (the plan's ``node_errors``): they fail the run at
-    its end, and the planner already blocked what needs them."""
+    errors, pending, records} (``pending``: the node-side grows the nodes reported pending, outcome.task_outcome).
+    ``tasks`` are the node tasks the plan needs, in order (run_tasks' sequence, with the provisioner's:
+    run/provision_outcome.py). Nothing has failed yet but the nodes whose state could not be gathered (the plan's
+    ``node_errors``): they fail the run at its end, and the planner already blocked what needs them.
+    ``carried``: the errors and blocked entries of this run's provisioning, when it starts again on the plan made
+    after it."""
     plan_result = plan_result or {}
-    return {"tasks": run_tasks(plan_result.get("plan"))["sequence"], "failures": {"nodes": {}, "volumes": {}},
-            "blocked": [], "errors": list(plan_result.get("node_errors") or ()), "records": []}
+    carried = carried or {}
+    sequence = provision_outcome.with_storage_tasks(plan_result, run_tasks(plan_result.get("plan"))["sequence"])
+    return {"tasks": sequence, "failures": {"nodes": {}, "volumes": {}},
+            "blocked": list(carried.get("blocked") or ()),
+            "errors": list(carried.get("errors") or ()) + list(plan_result.get("node_errors") or ()), "pending": [],
+            "records": []}
 
 
-def run_step(plan_result, state=None, task=None, results=None, check_mode=False):
+def run_step(plan_result, state=None, task=None, results=None, check_mode=False, carried=None):
     """One step of a reconcile run on the controller: the run's state after it and the records it writes, at once.
 
     The first step (``state`` None) starts the run (initial_run_state) and writes when the planner saw blocked
@@ -90,8 +98,12 @@ def run_step(plan_result, state=None, task=None, results=None, check_mode=False)
     Returns (state, records, the node tasks still to run). In check mode the node tasks run in the node modules'
     check mode (they verify and act on nothing) and nothing is written: no records."""
     if state is None:
-        state = initial_run_state(plan_result)
+        state = initial_run_state(plan_result, carried)
         del state["records"]
+        if check_mode:
+            # the node tasks (and the controller's), checked in the node modules' check mode; nothing is provisioned
+            # or deleted in check mode: the plan's table shows those calls
+            state["tasks"] = run_tasks(plan_result.get("plan"))["sequence"]
         records = detach_request_records(plan_result)
         upcoming = state["tasks"]
     else:
@@ -101,17 +113,17 @@ def run_step(plan_result, state=None, task=None, results=None, check_mode=False)
         position = names.index(task)
         if task == phases.CONTROLLER_TASK:
             state = controller_outcome.controller_state_after(plan_result, results, state)
+        elif task in provision_outcome.KEYS:
+            state = provision_outcome.storage_state_after(plan_result, task, results, state)
         else:
             state = run_state_after(plan_result, state["tasks"][position]["phases"], results, state)
         records = state.pop("records")
         upcoming = state["tasks"][position + 1:]
     if check_mode:
-        if task in (None, "plan") and upcoming:  # the run's first step
-            state["failures"]["check_after"] = check_after(plan_result)
         return state, [], upcoming
     # the intents before the first task that attaches or grows (the controller task, else the setup), once
-    if upcoming and (upcoming[0]["name"] == phases.CONTROLLER_TASK
-                     or (upcoming[0]["name"] == "setup" and task != phases.CONTROLLER_TASK)):
+    first = next((each["name"] for each in state["tasks"] if each["name"] in (phases.CONTROLLER_TASK, "setup")), None)
+    if upcoming and upcoming[0]["name"] == first:
         records = list(records) + attach_intents(plan_result, state["failures"])
     return state, records, upcoming
 
@@ -122,7 +134,7 @@ def run_state_after(plan_result, phases, results, state):
     outcome = task_outcome(plan_result, phases, results, state["failures"])
     return {"tasks": state["tasks"], "failures": outcome["failures"],
             "blocked": list(state["blocked"]) + outcome["blocked"], "errors": list(state["errors"]) + outcome["errors"],
-            "records": outcome["records"]}
+            "pending": list(state.get("pending") or ()) + outcome["pending"], "records": outcome["records"]}
 
 
 def attach_intents(plan_result, failures=None):
@@ -165,24 +177,9 @@ def detach_request_records(plan_result):
         records.append(dict(req, type="detach_request_cleared"))
     for repair in plan_result.get("in_use_repairs") or ():
         records.append(dict(repair, type="in_use", in_use=repair.get("in_use", True)))
+    # the kubelet's CSI registration of the nodes' external plugins (plan/registration.py): CSINode, labels; then
+    # the claims let go, the PVs Released and the provisioning intents (plan/storage_plan.py)
+    records.extend(plan_result.get("registrations") or ())
+    records.extend(plan_result.get("storage_records") or ())
     return records
 
-
-def check_after(plan_result):
-    """{unique volume name: [the nodes that detach it in this plan]}: in check mode nothing is detached, so another
-    node's attach of such a volume cannot be checked (the image is still held where the real run releases it first).
-    The node tasks leave those volumes out of their checks: they would run after that detach (node_phases)."""
-    plan = plan_view.as_view(plan_result)
-    detached = {}
-    for step in plan.steps("teardown"):
-        if phases.step_kind(step) == ("detach", "device") and step.get("unique_volume_name"):
-            detached.setdefault(step["unique_volume_name"], set()).add(step["node"])
-    if not detached:
-        return {}
-    out = {}
-    for phase in phases.SETUP_PHASES:
-        for step in plan.steps(phase):
-            nodes = detached.get(step.get("unique_volume_name"))
-            if nodes and step["node"] not in nodes:
-                out[step["unique_volume_name"]] = sorted(nodes)
-    return out

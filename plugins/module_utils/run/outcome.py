@@ -10,6 +10,10 @@ or missing from its result) is never counted as done, recorded attached or in us
 
 A ``record_only`` detach (a node that is out of service or gone, and that this run cannot reach) runs nothing on
 the node: it is recorded as the controller's release.
+
+A node-side grow the node reports ``pending`` (node/expand.py: it failed or cannot run yet) is neither done nor
+failed: the claim records it as pending (``node_expansion_pending``, as the kubelet's
+MarkNodeExpansionFailedCondition), the run lists it among its ``pending``, and nothing else stops for it.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -17,9 +21,13 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.kubevol.volumes.plugins.module_utils.common import phases
+from ansible_collections.kubevol.volumes.plugins.module_utils.plan.rules_expand import grow_pending_text
 from ansible_collections.kubevol.volumes.plugins.module_utils.volume import get_plugin, unique_name_of
 from ansible_collections.kubevol.volumes.plugins.module_utils.run.plan_view import phase_items, phase_nodes
 from ansible_collections.kubevol.volumes.plugins.module_utils.run import plan_view
+
+
+PENDING = "pending"  # _volume_outcomes: a volume whose node-side grow is pending
 
 
 def _volume_outcomes(result):
@@ -41,7 +49,9 @@ def _volume_outcomes(result):
         key = vol.get("unique_volume_name") or _unique_name(vol)
         if not key:
             continue
-        if vol.get("skipped") and not vol.get("stage"):
+        if vol.get("pending") and vol.get("stage") == "node":
+            outcomes[key] = PENDING  # its grow is pending: not done, not the node's failure
+        elif vol.get("skipped") and not vol.get("stage"):
             outcomes[key] = "the node did not act on volume %s: %s" % (vol.get("pv_name") or key, vol["skipped"])
             skipped.append(outcomes[key])
         else:
@@ -85,8 +95,9 @@ def _not_run(view, phase, node, failures):
     return [], [{"node": node, "phase": phase, "msg": msg, "volumes": volumes}]
 
 
-def _node_phase(view, phase, node, result, failures):
-    """One node's result of one phase -> (records, errors); adds what failed to ``failures`` in place."""
+def _node_phase(view, phase, node, result, failures, pending=None):
+    """One node's result of one phase -> (records, errors); adds what failed to ``failures`` and the volumes whose
+    grow is pending to ``pending`` (a list), in place."""
     steps = view.steps(phase, node, failures)
     items = phase_items(view, phase, node, failures)
     if result is None or result.get("skipped"):
@@ -102,14 +113,21 @@ def _node_phase(view, phase, node, result, failures):
         if key is None:
             continue  # a stale directory: nothing later depends on it
         done = outcomes.get(key, None if failed_msg else True)
-        if done is True:
+        if done is True or done == PENDING:
             continue
         failures["volumes"].setdefault(key, "%s on node %s failed" % (phase, node))
     records = []
     failed_volumes = []
     for item in items:
         key = _unique_name(item)
-        if outcomes.get(key, None if failed_msg else True) is not True:
+        done = outcomes.get(key, None if failed_msg else True)
+        if done == PENDING:
+            found = _pending_grow(node, item, _result_volume(result, key), steps)
+            records.extend(found["records"])
+            if pending is not None:
+                pending.extend(found["pending"])
+            continue
+        if done is not True:
             failed_volumes.append(item["pv_name"])
             continue
         records.extend(_records_for(phase, node, item, _result_volume(result, key), steps))
@@ -145,6 +163,28 @@ def _not_attempted(steps, selected, failures, before=None):
     return blocked
 
 
+def _pending_grow(node, item, outcome, steps):
+    """{records, pending} of a volume whose node-side grow the node reports pending: the claim's
+    node_expansion_pending record (records/claim.py) and the run's pending entry, in the reader's words: what waits,
+    where, why, and what to do (its pods restarted or moved, for a grow that works offline)."""
+    found = {"records": [], "pending": []}
+    detail = outcome.get("pending") or {}
+    for step in steps:
+        if step["unique_volume_name"] != unique_name_of(item) or step.get("size_to") is None:
+            continue
+        found["pending"].append({"node": node, "volume": step.get("volume"), "pod": None, "action": "expand",
+                                 "pvc": step.get("pvc"), "reason": grow_pending_text(
+                                     step, detail.get("detail") or detail.get("msg"), detail.get("offline"))})
+        if step.get("pvc"):
+            found["records"].append({
+                "type": "node_expansion_pending", "pvc": step["pvc"], "capacity": step["size_to"], "node_name": node,
+                "reason": detail.get("reason") or "ExpansionFailed",
+                "message": detail.get("detail") or detail.get("msg") or "the node did not say why",
+                "pods": list(step.get("pod_uids") or ()), "offline": bool(detail.get("offline")),
+                "attempt": step.get("attempt") or 1})
+    return found
+
+
 def advance(plan_result, phase, node, result, failures):
     """Failures after ``node`` ran ``phase`` with ``result`` (a new dict; ``failures`` is not changed)."""
     failures = _copy_failures(failures)
@@ -163,7 +203,7 @@ def task_outcome(plan_result, task_phases, results, failures=None):
     view = plan_view.as_view(plan_result)
     start = _copy_failures(failures)
     merged = _copy_failures(failures)
-    records, errors = [], []
+    records, errors, pending = [], [], []
     for phase in task_phases:
         records.extend(_record_only(view, phase, start))
     blocked = []
@@ -188,7 +228,7 @@ def task_outcome(plan_result, task_phases, results, failures=None):
                 node_records, node_errors = _not_run(view, phase, node, node_failures)
             else:
                 node_records, node_errors = _node_phase(view, phase, node, _phase_result(host, phase, node),
-                                                        node_failures)
+                                                        node_failures, pending)
             records.extend(node_records)
             errors.extend(node_errors)
         merged["nodes"].update(node_failures["nodes"])
@@ -197,7 +237,7 @@ def task_outcome(plan_result, task_phases, results, failures=None):
     last = max(phases.BY_NAME[phase].order for phase in task_phases)
     blocked.extend(_not_attempted(view.plan, lambda s: phases.order_of(phases.step_kind(s)) > last and (
         inside(s.get("node")) or s.get("record_only") or s.get("controller_host")), merged, start))
-    return {"records": records, "failures": merged, "blocked": blocked, "errors": errors}
+    return {"records": records, "failures": merged, "blocked": blocked, "errors": errors, "pending": pending}
 
 
 def timed_out(result, node):

@@ -22,11 +22,11 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.records import rec
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import KubevolError
 from ansible_collections.kubevol.volumes.plugins.module_utils.stores import CLUSTER_STORE_REQUIRED_IF
 
-TASKS = list(phases.NODE_TASKS) + [phases.CONTROLLER_TASK]
+TASKS = list(phases.NODE_TASKS) + [phases.CONTROLLER_TASK, "provision", "delete"]
 REQUIRED_IF = CLUSTER_STORE_REQUIRED_IF + [("after", task, ["state", "results"]) for task in TASKS]
 RUN_KEYS = ("tasks", "failures", "blocked", "errors")
 # a controller task's publish_context for the setup; in check mode, the results of the node tasks checked so far
-OPTIONAL_KEYS = ("published", "checked", "stopped", "summary")
+OPTIONAL_KEYS = ("published", "checked", "stopped", "summary", "pending")
 
 
 def argspec():
@@ -38,6 +38,9 @@ def argspec():
         state=dict(type="dict"),
         results=dict(type="dict"),
         plan_shown=dict(type="bool", default=True),
+        # after=plan on the plan made again after this run's provisioning: the provisioning's errors and blocked
+        # entries (the provision step's ``carried``), kept in the run's state
+        carried=dict(type="dict"),
     )
     return spec
 
@@ -71,7 +74,7 @@ def _task_phases(state, task):
 def _results(params, state, task, results):
     """The node task's {node: result}, each node's phase results read back from where node_phases kept them."""
     run_id = params.get("_run_id")
-    if task == phases.CONTROLLER_TASK:
+    if task not in phases.NODE_TASKS:  # the controller's, the provisioner's: their results are in their task's
         return results
     return node_results.with_kept(results, params.get("_local_tmp"), run_id, _task_phases(state, task))
 
@@ -93,7 +96,7 @@ def _checked(params, state):
     state = dict(state)
     state["checked"] = list(state.get("checked") or ()) + [{"task": params["after"], "results": params.get("results")}]
     failures = dict(state["failures"], nodes=dict(state["failures"].get("nodes") or {}))
-    if params["after"] != phases.CONTROLLER_TASK:
+    if params["after"] in phases.NODE_TASKS:
         failures["nodes"].update(_unreachable(params.get("results")))
     state["failures"] = failures
     return dict(state, changed=False, changes=[], count=0)
@@ -136,13 +139,14 @@ def _run(params, check_mode, diff, keep_alive, local_tmp):
             state, records, upcoming = _replay(params["plan"], params, state, check_mode), [], []
         else:
             results = _results(params, state, params["after"], params.get("results"))
-            state, records, upcoming = executor.run_step(params["plan"], state, params["after"], results, check_mode)
+            state, records, upcoming = executor.run_step(params["plan"], state, params["after"], results, check_mode,
+                                                         carried=params.get("carried"))
     except (KeyError, TypeError, ValueError) as err:
         raise KubevolError("reconcile_run: cannot advance the run after %s: %s (a malformed plan, state or node "
                            "results). Nothing was written: pass this run's volume_reconcile_plan result, the result "
                            "reconcile_run returned for the step before, and node_results over the node task's "
                            "results, as the reconcile role does" % (params["after"], err))
-    result = dict(state, changed=False, changes=[], count=0)
+    result = dict(state, changed=False, changes=[], count=0)  # after provision: with its ``carried``
     if records:
         try:
             written = record_task.run(dict(params, records=records), check_mode=check_mode, diff=diff)
@@ -157,6 +161,9 @@ def _run(params, check_mode, diff, keep_alive, local_tmp):
                        % ("of the plan" if params["after"] == "plan" else "after the %s task" % params["after"],
                           err.msg)}]
             upcoming = []
+            if isinstance(result.get("carried"), dict):  # after provision: the run goes on with the plan made again
+                result["carried"] = dict(result["carried"], errors=list(result["carried"].get("errors") or ())
+                                         + result["errors"][-1:])
         else:
             result.update(changed=written["changed"], changes=written["changes"], count=written["count"])
             if diff:
@@ -165,6 +172,6 @@ def _run(params, check_mode, diff, keep_alive, local_tmp):
         # the run has no node task left: what it did, per node of the run (run/run_report.py)
         result.pop("checked", None)
         result["summary"] = run_report.run_summary(params["plan"], result["errors"], result["blocked"], check_mode,
-                                                   params["plan_shown"])
+                                                   params["plan_shown"], pending=result.get("pending"))
         plan_record.finish(handle, params)  # the run is done with its plan: the record may be pruned from now on
     return result

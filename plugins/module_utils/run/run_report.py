@@ -17,7 +17,7 @@ __metaclass__ = type
 
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.phases import KIND_PHASE
 from ansible_collections.kubevol.volumes.plugins.module_utils.plan.plan_text import (
-    OUTSIDE_NAMES, blocked_lines, blocked_once, controller_side, _cell)
+    OUTSIDE_NAMES, blocked_lines, blocked_once, controller_side, pending_lines, _cell)
 
 
 def _phase_of(step):
@@ -83,8 +83,9 @@ def _outside_line(names, steps, blocked):
                if steps else ""))
 
 
-def run_summary(result, errors=(), blocked_after_plan=(), check_mode=False, plan_shown=True, run_nodes=None):
-    """What a reconcile run did, per node of the run: {lines, nodes, blocked, errors, outside, failed_nodes,
+def run_summary(result, errors=(), blocked_after_plan=(), check_mode=False, plan_shown=True, run_nodes=None,
+                pending=()):
+    """What a reconcile run did, per node of the run: {lines, nodes, blocked, errors, outside, pending, failed_nodes,
     failed_elsewhere, check_mode}.
 
     Each reported step is applied, failed (a node error of its phase names its volume, or no volume at all) or
@@ -92,7 +93,9 @@ def run_summary(result, errors=(), blocked_after_plan=(), check_mode=False, plan
     it without acting, so a step is counted as would run or would fail. ``blocked`` is every blocked item of the run
     once, with its action; the lines repeat only those the plan table did not show (``plan_shown``). ``nodes`` has a
     row for each reported node (reported_nodes); ``outside`` counts the others: {nodes, steps (not run), blocked,
-    names (the first OUTSIDE_NAMES)}, and the lines say it in one line.
+    names (the first OUTSIDE_NAMES)}, and the lines say it in one line. ``pending`` (the run's: the grows the nodes
+    reported pending) and the plan's own ``pending`` are neither applied nor failed: each node's row counts them, and
+    they are listed once, under "Pending".
 
     Each failure is printed once, where it happened: a node's in its node task (node_phases fails that host with
     the node's own message). The report names those nodes (``failed_nodes``: {node: [its failed tasks' phases]})
@@ -105,9 +108,12 @@ def run_summary(result, errors=(), blocked_after_plan=(), check_mode=False, plan
     failures = _failures(errors)
     steps, shown, outside_steps = reported_nodes(result, run_nodes)
     nodes = {}
+    went_pending = set((p.get("node"), p.get("volume")) for p in pending or ())
+    pending = list(result.get("pending") or ()) + list(pending or ())
 
     def row(node):
-        return nodes.setdefault(node, {"applied": 0, "planned": 0, "failed": 0, "blocked": 0, "volumes": {}})
+        return nodes.setdefault(node, {"applied": 0, "planned": 0, "failed": 0, "blocked": 0, "pending": 0,
+                                       "volumes": {}})
 
     for step in steps:
         node = row(step.get("node"))
@@ -116,6 +122,9 @@ def run_summary(result, errors=(), blocked_after_plan=(), check_mode=False, plan
             continue  # counted with the blocked items
         if _failed(step, failures):
             outcome = "failed"
+        elif step.get("target") == "node" and step.get("action") == "expand" and (
+                step.get("node"), step.get("volume")) in went_pending:
+            continue  # counted with the pending grows
         else:
             outcome = "planned" if check_mode else "applied"
         node[outcome] += 1
@@ -123,6 +132,11 @@ def run_summary(result, errors=(), blocked_after_plan=(), check_mode=False, plan
         node["volumes"].setdefault(_cell(step.get("volume")), []).append(
             label if outcome in ("applied", "planned") else "%s %s" % (
                 label, "WOULD FAIL" if check_mode else outcome.upper()))
+    for entry in pending:
+        if shown is None or entry.get("node") in shown:
+            node = row(entry.get("node"))
+            node["pending"] += 1
+            node["volumes"].setdefault(_cell(entry.get("volume")), []).append("%s PENDING" % entry.get("action"))
     outside = {"nodes": 0, "steps": 0, "blocked": 0, "names": []}
     outside_names = set(outside_steps)
     for entry in blocked:
@@ -144,7 +158,8 @@ def run_summary(result, errors=(), blocked_after_plan=(), check_mode=False, plan
         counts = nodes[name]
         lines.append("%s: %s" % (_cell(name), ", ".join(
             ["%d would run" % counts["planned"], "%d would fail" % counts["failed"]] if check_mode else
-            ["%d applied" % counts["applied"], "%d failed" % counts["failed"]]) + ", %d blocked" % counts["blocked"]))
+            ["%d applied" % counts["applied"], "%d failed" % counts["failed"]]) + ", %d blocked" % counts["blocked"]
+            + (", %d pending" % counts["pending"] if counts["pending"] else "")))
         for volume in sorted(counts["volumes"]):
             lines.append("  %s: %s" % (volume, ", ".join(counts["volumes"][volume])))
     if outside_names:
@@ -156,10 +171,14 @@ def run_summary(result, errors=(), blocked_after_plan=(), check_mode=False, plan
     if unseen:
         lines.extend(["", "Blocked during the run:" if plan_shown else "Blocked:"])
         lines.extend(blocked_lines(unseen))
+    if pending:
+        lines.extend(["", "Pending (a node-side grow that waits; not a failure):"])
+        lines.extend(pending_lines(pending))
     failed_nodes, elsewhere = split_failures(errors, shown)
     body = list(lines)
     lines.extend(failure_lines(failed_nodes, elsewhere, shown, check_mode))
     return {"lines": lines, "nodes": nodes, "blocked": blocked, "errors": errors, "outside": outside,
+            "pending": pending,
             "failed_nodes": failed_nodes, "failed_elsewhere": elsewhere, "check_mode": bool(check_mode),
             "unreachable_nodes": sorted(set(e.get("node") for e in errors if e.get("unreachable") and e.get("node")),
                                         key=lambda n: n or ""),

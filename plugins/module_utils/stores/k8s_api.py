@@ -21,12 +21,14 @@ DEFAULT_TIMEOUT = (10, 60)
 
 
 class Resource:
-    def __init__(self, kind, api_version, plural, namespaced, list_query=None):
+    def __init__(self, kind, api_version, plural, namespaced, list_query=None, optional=False):
         self.kind = kind
         self.api_version = api_version
         self.plural = plural
         self.namespaced = namespaced
         self.list_query = list_query or []
+        # a kind a cluster may not serve at all (a CRD not installed): a list answered 404 has none of it
+        self.optional = optional
 
     @property
     def prefix(self):
@@ -60,6 +62,12 @@ RESOURCES = (
     Resource("PersistentVolumeClaim", "v1", "persistentvolumeclaims", True),
     Resource("VolumeAttachment", "storage.k8s.io/v1", "volumeattachments", False),
     Resource("CSIDriver", "storage.k8s.io/v1", "csidrivers", False),
+    Resource("StorageClass", "storage.k8s.io/v1", "storageclasses", False),
+    Resource("CSINode", "storage.k8s.io/v1", "csinodes", False),
+    # the external-snapshotter's CRDs (snapshot.storage.k8s.io/v1): a cluster without them has no snapshot
+    Resource("VolumeSnapshotClass", "snapshot.storage.k8s.io/v1", "volumesnapshotclasses", False, optional=True),
+    Resource("VolumeSnapshot", "snapshot.storage.k8s.io/v1", "volumesnapshots", True, optional=True),
+    Resource("VolumeSnapshotContent", "snapshot.storage.k8s.io/v1", "volumesnapshotcontents", False, optional=True),
 )
 BY_KIND = dict((r.kind, r) for r in RESOURCES)
 LEASE = Resource("Lease", "coordination.k8s.io/v1", "leases", True)

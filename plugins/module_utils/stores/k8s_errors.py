@@ -19,16 +19,24 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.stores.base import
 # (API group, resource, verbs): every request the store sends. Leases and ConfigMaps live in the run lock's namespace
 # (a Role); the rest are cluster-scoped or read in all namespaces (a ClusterRole).
 PERMISSIONS = (
-    ("", "nodes", ("get", "list")),
+    ("", "nodes", ("get", "list", "patch")),  # patch: the topology labels and node id annotation of registration
     ("", "nodes/status", ("patch",)),
     ("", "pods", ("list",)),
-    ("", "persistentvolumes", ("get", "list", "patch")),
-    ("", "persistentvolumeclaims", ("get", "list")),
+    ("", "persistentvolumes", ("get", "list", "create", "patch", "delete")),  # provisioned, resized, deleted
+    ("", "persistentvolumes/status", ("patch",)),  # phase Bound, Released
+    ("", "persistentvolumeclaims", ("get", "list", "patch")),  # bound; the pvc-protection finalizer removed
     ("", "persistentvolumeclaims/status", ("patch",)),
     ("storage.k8s.io", "volumeattachments", ("get", "list", "create", "patch", "delete")),
     ("storage.k8s.io", "volumeattachments/status", ("patch",)),
     ("storage.k8s.io", "csidrivers", ("list",)),
-    # only read when an external CSI driver's PV names a Secret (spec.csi.*SecretRef), one by one, never listed
+    ("storage.k8s.io", "storageclasses", ("list",)),
+    ("storage.k8s.io", "csinodes", ("get", "list", "create", "patch")),  # the kubelet's registration
+    # the external-snapshotter's CRDs (a cluster without them answers 404, read as none)
+    ("snapshot.storage.k8s.io", "volumesnapshotclasses", ("list",)),
+    ("snapshot.storage.k8s.io", "volumesnapshots", ("list",)),
+    ("snapshot.storage.k8s.io", "volumesnapshotcontents", ("list",)),
+    # read one by one, never listed: the Secrets an external CSI driver's PV names (spec.csi.*SecretRef) and a
+    # StorageClass's provisioner secret (csi.storage.k8s.io/provisioner-secret-name)
     ("", "secrets", ("get",)),
     ("coordination.k8s.io", "leases", ("get", "create", "update")),
     # the run's plan record (run/plan_record_k8s.py): created, read by its parts, its markers listed, pruned

@@ -27,6 +27,12 @@ import copy
 
 RELEASES = ("detached",)
 ACQUIRES = ("attach_intent", "attached")
+# the finalizers kubevol removes before it deletes an object, as their controllers would once nothing uses it: the
+# pv-protection and pvc-protection controllers' (pkg/controller/volume/{pv,pvc}protection), which the admission plugin
+# StorageObjectInUseProtection adds to every PV and claim, and the external-provisioner's on the PVs it provisions.
+# Without kube-controller-manager nothing else removes them, and a deleted object would wait for ever.
+RELEASED_FINALIZERS = frozenset(("kubernetes.io/pv-protection", "kubernetes.io/pvc-protection",
+                                 "external-provisioner.volume.kubernetes.io/finalizer"))
 
 
 def _direction(record):
@@ -126,6 +132,15 @@ def write_object(store, resource, label, current, wanted):
         return _typed(resource, data)
     rv = current["metadata"].get("resourceVersion")
     if wanted is None:
+        finalizers = current["metadata"].get("finalizers") or []
+        kept = [f for f in finalizers if f not in RELEASED_FINALIZERS]
+        if kept != finalizers:
+            # the protection finalizers first (a claim being deleted goes with them); someone else's stay
+            answer = _patch(store, resource, label, name, namespace, None,
+                            {"metadata": {"resourceVersion": rv, "finalizers": kept or None}})
+            rv = (answer.get("metadata") or {}).get("resourceVersion", rv)
+            if current["metadata"].get("deletionTimestamp"):
+                return None  # already being deleted: it goes now (or once the finalizers kept are removed)
         body = {"apiVersion": "v1", "kind": "DeleteOptions"}
         if rv:
             body["preconditions"] = {"resourceVersion": rv}

@@ -180,6 +180,8 @@ class KubernetesStore(ClusterStore):
             if token:
                 query.append(("continue", token))
             status, data = self._request("GET", resource.path(), query)
+            if status == 404 and resource.optional and not token:
+                return []  # the cluster does not serve this kind (its CRD is not installed): none of it
             if status == 410 and token and not restarted:
                 # The continue token expired (etcd compaction): start over once, as client-go's pager does.
                 items, token, restarted = [], None, True
@@ -233,9 +235,15 @@ class KubernetesStore(ClusterStore):
                 else:
                     va = volume_attachment_name(record["volume_handle"], record["driver"], record["node"])
                 wanted.append(("VolumeAttachment", None, va))
-            if rtype == "controller_expanded":
+            if rtype in ("controller_expanded", "released", "pv_deleted"):
                 wanted.append(("PersistentVolume", None, record["pv_name"]))
-            if rtype in ("node_expanded", "resize_intent") or (rtype == "controller_expanded" and record.get("pvc")):
+            if rtype == "provisioned":
+                wanted.append(("PersistentVolume", None, record["pv"]["metadata"]["name"]))
+            if rtype == "node_registration":
+                wanted.append(("CSINode", None, record["node"]))
+            if rtype in ("node_expanded", "resize_intent", "node_expansion_pending", "provisioning_started",
+                         "provisioning_uncertain", "provisioned", "claim_released") or (
+                    rtype == "controller_expanded" and record.get("pvc")):
                 namespace, name = record["pvc"].split("/")
                 wanted.append(("PersistentVolumeClaim", namespace, name))
         seen, result = set(), []

@@ -179,6 +179,21 @@ class VolumePlugin:
         """Add the plugin's own fields to a pod_mounts fact (node/plugin_facts.py): nothing by default."""
         return entry
 
+    # -- what a pod waits for (run/pod_wait.py, the kubelet's WaitForAttachAndMount) --------------------------------
+    @classmethod
+    def not_served(cls, pv_name, driver, known_drivers):
+        """Why kubevol leaves a volume of this plugin to someone else (a driver of the plugin it does not drive), or
+        None when kubevol sets it up on the node: an in-tree plugin's volumes are always kubevol's (it is their
+        kubelet)."""
+        return None
+
+    @classmethod
+    def pod_published(cls, current, mode):
+        """Whether a pod's entry of the node facts (plan/actual_state.py MountedPod, or None) shows the volume published
+        at the pod's path for ``mode``: mounted there (bound, or its device mapped for Block), from the device
+        attached for the volume now (facts ``device_mismatch``: docs/contracts.md section 2)."""
+        return current is not None and current.mounted and current.mode == mode and not current.device_mismatch
+
 
 # -- plan-time path rules of the in-tree plugins that name a node path (local, hostPath) -------------------------
 NODE = "\x00node\x00"  # a refusal's placeholder for "node <name>", filled per pod (plan/plugin_specs.py node_text)

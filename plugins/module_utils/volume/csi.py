@@ -11,15 +11,20 @@ What kubevol's own CSI drivers can do, the plugin asks the drivers themselves (`
 kubelet's CSI plugin asks its driver: the driver registry (drivers/__init__.py, one line per driver) imports only
 the class, whose CAPABILITIES are class data; a driver's module imports node code inside the methods that run it,
 so planning still imports no node code (tests/unit/test_layout.py checks that, in a fresh interpreter).
+
+A volume handle is opaque (common/handles.py): any non-empty string is one, hashed wherever it names a file or a
+directory. Only a driver that keeps its volumes in files named after their handles refuses more, and says so on its
+class; ``handle_refusal`` asks it, for the planner and the node alike.
 """
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import hashlib
 import os
 
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.handles import handle_hash, handle_problem
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.words import setting
 from ansible_collections.kubevol.volumes.plugins.module_utils.volume.base import VolumePlugin, field
 
 # capability names as drivers/base.py spells them
@@ -49,6 +54,18 @@ def driver_capabilities(driver):
 def driver_can(driver, capability):
     """Whether kubevol's driver ``driver`` declares ``capability``; a driver kubevol does not know: False."""
     return capability in (driver_capabilities(driver) or ())
+
+
+def handle_refusal(driver, volume_handle):
+    """Why a CSI volume of ``driver`` cannot have ``volume_handle``, or None: the API's rule (a non-empty string) for
+    every driver, then the rule of kubevol's own driver ``driver`` when it has one (its class's ``handle_refusal``: the
+    loop driver names an image file after the handle). An external driver's handle is its plugin's business."""
+    problem = handle_problem(volume_handle)
+    if problem is not None:
+        return problem
+    from ansible_collections.kubevol.volumes.plugins.module_utils.drivers import DRIVERS
+    cls = DRIVERS.get(driver)
+    return cls.handle_refusal(volume_handle) if cls is not None else None
 
 
 def check_driver_name(value):
@@ -85,8 +102,17 @@ class CSIPlugin(VolumePlugin):
     def global_mount_path(cls, kubelet_dir, driver, volume_handle):
         """<kubelet>/plugins/kubernetes.io/csi/<driver>/<sha256(handle)>/globalmount."""
         check_driver_name(driver)
-        digest = hashlib.sha256(volume_handle.encode("utf-8")).hexdigest()
-        return os.path.join(kubelet_dir, "plugins", cls.NAME, driver, digest, "globalmount")
+        return os.path.join(kubelet_dir, "plugins", cls.NAME, driver, handle_hash(volume_handle), "globalmount")
+
+    @classmethod
+    def not_served(cls, pv_name, driver, known_drivers):
+        """A driver kubevol does not drive here: its own CSI node plugin publishes the volume (kubevol neither waits
+        for it nor touches it)."""
+        if driver in known_drivers:
+            return None
+        what = "PV %s" % pv_name if pv_name else "the inline volume"
+        return ("%s belongs to CSI driver %s, which kubevol does not drive (its own node plugin publishes it; "
+                "configure it in %s to have kubevol drive it)" % (what, driver, setting("driver_options", key=driver)))
 
     @classmethod
     def split_unique_name(cls, name):

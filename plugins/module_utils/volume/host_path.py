@@ -50,8 +50,10 @@ HostPathSource.__doc__ = """spec.hostPath: path as written; type: spec.hostPath.
 
 
 class HostPathCheckFailed(KubevolError):
-    message = ("hostPath PV {volume} on node {node}: {reason}. Nothing was mounted and no pod marker was written; "
-               "create what the PV's spec.hostPath.type expects at {path} or fix the PV")
+    """The kubelet's type check of a hostPath PV failed: nothing was created, and no pod's check is recorded."""
+    code = "KV-HOSTPATH-TYPE"
+    message = ("hostPath PV {volume} on node {node}: {reason}; create what the PV's spec.hostPath.type expects at "
+               "{path} on node {node}, or fix the PV, and run again")
 
 
 def file_type(path):
@@ -61,6 +63,15 @@ def file_type(path):
         if test(mode):
             return name
     raise OSError(errno.EINVAL, "only recognise file, directory, socket, block device and character device")
+
+
+def _not_a_directory_above(path):
+    """The nearest existing ancestor of the missing ``path`` when it is not a directory (makedirs would fail on it),
+    else None."""
+    parent = os.path.dirname(path)
+    while parent and not os.path.lexists(parent) and parent != os.path.dirname(parent):
+        parent = os.path.dirname(parent)
+    return None if os.path.isdir(parent) else parent
 
 
 def _make_file(path):
@@ -129,6 +140,10 @@ class HostPathPlugin(VolumePlugin):
 
         if create and not os.path.exists(real):
             if expected == "Directory":
+                blocker = _not_a_directory_above(real)
+                if blocker is not None:
+                    # what MkdirAll would fail on: checked first, so that a check run fails where the real run does
+                    raise fail("mkdir %s: %s is not a directory" % (item.path, blocker))
                 act(ctx, res, "create directory %s (0755)" % real, os.makedirs, real, 0o755, True)
             else:
                 if not os.path.isdir(os.path.dirname(real)):
@@ -196,3 +211,10 @@ class HostPathPlugin(VolumePlugin):
         path = entry["path"]
         entry["published"] = not entry["unsafe"] and os.path.isdir(path) and not os.path.islink(path)
         return entry
+
+    @classmethod
+    def pod_published(cls, current, mode):
+        """Nothing is mounted for hostPath (the runtime bind-mounts the path itself): the pod's volume is ready once
+        its type check passed on the node, which the pod's marker records (node_setup); host_path.go SetUp is that
+        check alone."""
+        return current is not None and current.published

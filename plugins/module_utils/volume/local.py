@@ -44,6 +44,14 @@ class LocalFilesystemMismatch(FilesystemMismatch):
                "is right, set the PV's spec.local.fsType to {found}; otherwise give the PV a blank device")
 
 
+class LocalPathUnusable(KubevolError):
+    """A local PV's path (allowed, symlinks resolved) is missing or neither a directory nor a block device: nothing
+    was created, formatted or mounted."""
+    code = "KV-LOCAL-PATH"
+    message = ("local volume {volume} on node {node}: path {path} is {what}: only directory and block device are "
+               "supported; {fix}")
+
+
 class LocalVolumePlugin(VolumePlugin):
     NAME = "kubernetes.io/local-volume"
     DIR = "kubernetes.io~local-volume"
@@ -113,10 +121,10 @@ class LocalVolumePlugin(VolumePlugin):
             if stat.S_ISBLK(st.st_mode):
                 return "block"
             what = "a regular file" if stat.S_ISREG(st.st_mode) else "neither a directory nor a block device"
-        raise KubevolError("local volume %s on node %s: path %s is %s: only directory and block device are "
-                           "supported (local.go); create the directory or give the PV a disk's device path"
-                           % (item.pv_name, ctx.node_name, item.path, what),
-                           node=ctx.node_name, volume=item.pv_name, path=item.path, step="check local path")
+        fix = ("create that directory (or attach the disk) on node %s and run again" % ctx.node_name if what == "missing"
+               else "point the PV's spec.local.path at a directory or a disk's device")
+        raise LocalPathUnusable(volume=item.pv_name, node=ctx.node_name, path=item.path, what=what, fix=fix,
+                                step="check local path")
 
     @classmethod
     def node_setup(cls, ctx, item):
@@ -144,12 +152,11 @@ class LocalVolumePlugin(VolumePlugin):
     def _mount_device(cls, ctx, runner, item, device, mounts, res):
         """MountDevice: ``device`` (the PV's own path) at the global path, formatted only when every probe says
         blank."""
-        from ansible_collections.kubevol.volumes.plugins.module_utils.node import blockdev, layout, mount
+        from ansible_collections.kubevol.volumes.plugins.module_utils.node import blockdev, layout, mount, tools
         from ansible_collections.kubevol.volumes.plugins.module_utils.node.context import act
-        from ansible_collections.kubevol.volumes.plugins.module_utils.node.filesystems import (
-            FILESYSTEMS, filesystem_to_create, get_filesystem)
+        from ansible_collections.kubevol.volumes.plugins.module_utils.node.filesystems import FILESYSTEMS, get_filesystem
         from ansible_collections.kubevol.volumes.plugins.module_utils.node.stage import (
-            check_global_device, check_mismatch, fsck, grow_offline, note_mount)
+            check_global_device, check_mismatch, filesystem_for_format, fsck, grow_offline, note_mount)
         gpath = res["global_mount_path"] = cls.global_mount_path(ctx.kubelet_dir, item.pv_name)
         current = mounts.at(gpath)
         if current:
@@ -165,7 +172,7 @@ class LocalVolumePlugin(VolumePlugin):
                 raise UnsafeToFormat(device=device, volume=item.pv_name, node=ctx.node_name,
                                      reason="the volume is read-only and %s (UnformattedReadOnly: cannot format in "
                                             "read-only mode)" % found.describe())
-            fs = filesystem_to_create(item.fs_type, item.pv_name, ctx.node_name)
+            fs = filesystem_for_format(ctx, runner, item)
             act(ctx, res, "format %s as %s" % (device, fs.NAME), runner.check, fs.mkfs_argv(device), "format",
                 "the device may be in use or too small for %s" % item.fs_type)
             res["formatted"] = True
@@ -180,6 +187,7 @@ class LocalVolumePlugin(VolumePlugin):
                 fsck(ctx, runner, item, device, res)
                 grow_offline(ctx, runner, fs, device, res)
         res["fs_type"] = fs.NAME
+        tools.require(runner, "mounting it", "mount")
         if not ctx.check_mode:
             layout.ensure_dir(ctx.kubelet_dir, gpath, ctx.node_name)
         act(ctx, res, "mount %s at %s" % (device, gpath), mount.mount_device, runner, device, gpath, fs.NAME,

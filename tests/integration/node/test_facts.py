@@ -11,14 +11,17 @@ POD1 = "77777777-7777-4777-8777-777777777771"
 POD2 = "77777777-7777-4777-8777-777777777772"
 
 FACT_KEYS = {"node_name", "reachable", "error", "kubelet_dir", "devices", "global_mounts", "pod_mounts",
-             "ephemeral_volumes", "csi_node_ids"}
+             "ephemeral_volumes", "csi_node_ids", "csi_nodes"}
 DEVICE_KEYS = {"unique_volume_name", "driver", "volume_handle", "device", "size_bytes", "read_only"}
+IDENTITY_KEYS = {"device_number", "attached_device", "device_mismatch"}  # the device attached now, compared
 GLOBAL_KEYS = {"plugin", "unique_volume_name", "driver", "volume_handle", "pv_name", "path", "mounted", "device",
-               "fs_type", "fs_size_bytes", "read_only", "foreign", "uncertain", "unsafe"}
+               "fs_type", "fs_size_bytes", "read_only", "foreign", "uncertain", "unsafe"} | IDENTITY_KEYS
 POD_KEYS = {"plugin", "pod_uid", "pv_name", "mode", "path", "mounted", "read_only", "device", "unique_volume_name",
-            "driver", "foreign", "uncertain", "unsafe", "root_gid", "root_mode", "size_bytes", "ephemeral"}
+            "driver", "foreign", "uncertain", "unsafe", "root_gid", "root_mode", "size_bytes",
+            "ephemeral"} | IDENTITY_KEYS
 HEALTHY = {"plugin": names.CSI_PLUGIN_NAME, "driver": DRIVER, "foreign": False, "uncertain": None, "unsafe": False,
            "ephemeral": False}
+NOT_COMPARED = {"device_number": None, "attached_device": None, "device_mismatch": False}  # a Filesystem bind
 
 
 def check_schema(facts):
@@ -35,13 +38,19 @@ def uvn(handle):
     return names.unique_volume_name(DRIVER, handle)
 
 
+def number(device):
+    """A block device's "MAJ:MIN", as the facts give it."""
+    rdev = os.stat(device).st_rdev
+    return "%d:%d" % (os.major(rdev), os.minor(rdev))
+
+
 def test_facts_report_exactly_what_was_done(node, node2):
     os.makedirs(node.kubelet_dir)  # a node has its kubelet directory; node_volume_info fails without one
     empty = node.module("node_volume_info")
     assert empty["_rc"] == 0 and empty["changed"] is False, empty
     assert empty["node_facts"] == {"node_name": "node1", "reachable": True, "error": None,
                                    "kubelet_dir": node.kubelet_dir, "devices": [], "global_mounts": [],
-                                   "pod_mounts": [], "ephemeral_volumes": [], "csi_node_ids": {}}
+                                   "pod_mounts": [], "ephemeral_volumes": [], "csi_node_ids": {}, "csi_nodes": {}}
     fsv = node.vol("pv-a", fs_type="xfs", size=320 * MiB, pods=[{"uid": POD1}, {"uid": POD2, "read_only": True}])
     blk = node.vol("pv-b", mode="Block", pods=[{"uid": POD1}])
     att = node.module("k8s_volume_attach", volumes=[fsv, blk], provision=True)
@@ -66,18 +75,21 @@ def test_facts_report_exactly_what_was_done(node, node2):
         "plugin": names.CSI_PLUGIN_NAME, "unique_volume_name": uvn("pv-a.img"), "driver": DRIVER,
         "volume_handle": "pv-a.img", "pv_name": "pv-a",
         "path": gpath, "mounted": True, "device": dev_a, "fs_type": "xfs", "fs_size_bytes": None, "read_only": False,
-        "foreign": False, "uncertain": None, "unsafe": False}
+        "foreign": False, "uncertain": None, "unsafe": False,
+        "device_number": number(dev_a), "attached_device": dev_a, "device_mismatch": False}
     assert facts["pod_mounts"] == sorted([
         {"pod_uid": POD1, "pv_name": "pv-a", "mode": "Filesystem", "mounted": True, "read_only": False,
          "path": names.pod_mount_path(node.kubelet_dir, POD1, "pv-a"), "device": dev_a,
-         "unique_volume_name": uvn("pv-a.img"), "root_gid": 0, "root_mode": "0755", "size_bytes": None, **HEALTHY},
+         "unique_volume_name": uvn("pv-a.img"), "root_gid": 0, "root_mode": "0755", "size_bytes": None,
+         **NOT_COMPARED, **HEALTHY},
         {"pod_uid": POD2, "pv_name": "pv-a", "mode": "Filesystem", "mounted": True, "read_only": True,
          "path": names.pod_mount_path(node.kubelet_dir, POD2, "pv-a"), "device": dev_a,
-         "unique_volume_name": uvn("pv-a.img"), "root_gid": 0, "root_mode": "0755", "size_bytes": None, **HEALTHY},
+         "unique_volume_name": uvn("pv-a.img"), "root_gid": 0, "root_mode": "0755", "size_bytes": None,
+         **NOT_COMPARED, **HEALTHY},
         {"pod_uid": POD1, "pv_name": "pv-b", "mode": "Block", "mounted": True, "read_only": False,
          "path": names.pod_device_path(node.kubelet_dir, POD1, "pv-b"), "device": dev_b,
          "unique_volume_name": uvn("pv-b.img"), "root_gid": None, "root_mode": None, "size_bytes": 64 * MiB,
-         **HEALTHY},
+         "device_number": number(dev_b), "attached_device": dev_b, "device_mismatch": False, **HEALTHY},
     ], key=lambda m: m["path"])
     assert node.module("node_volume_info")["node_facts"] == facts  # stable across runs
     facts2 = node2.module("node_volume_info")["node_facts"]

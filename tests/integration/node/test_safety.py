@@ -16,7 +16,6 @@ MODULES = ["k8s_volume_attach", "node_volume_mount", "fs_expand", "volume_detach
 
 @pytest.mark.parametrize("field,value", [
     ("pv_name", "../x"), ("pv_name", "a/b"), ("pv_name", "x\x00y"),
-    ("volume_handle", "../escape.img"), ("volume_handle", "a/b.img"), ("volume_handle", "h\x00.img"),
     ("pod_uid", "../../etc"), ("pod_uid", "a/b"), ("pod_uid", "u\x00"),
 ])
 def test_hostile_names_refused_without_side_effect(node, field, value):
@@ -34,6 +33,32 @@ def test_hostile_names_refused_without_side_effect(node, field, value):
     assert os.listdir(node.pool) == []
     assert not os.path.exists(node.kubelet_dir) and not os.path.exists(node.run_dir)
     assert node.loops() == [] and node.mounts_under() == []
+
+
+@pytest.mark.parametrize("value", ["../escape.img", "a/b.img", "h\x00.img"])
+def test_a_loop_handle_that_is_no_file_name_fails_its_volume_alone_without_side_effect(node, value):
+    """A volume handle is opaque (any driver but loop takes it); the loop driver names its image after it, so it
+    refuses one that is not one path component by its own rule (KV-HANDLE-REFUSED): that volume fails, before anything
+    runs for it, in every module, and the call's other volume goes on."""
+    good = node.vol("pv-ok", pods=[{"uid": POD}])
+    bad = node.vol("pv-bad", handle=value, pods=[{"uid": POD}])
+    res = node.module("k8s_volume_attach", volumes=[good, bad], provision=True)
+    assert res["_rc"] != 0 and res["failed"], res
+    [failure] = res["failures"]
+    assert failure["volume"] == "pv-bad" and "names a file after each volume handle" in failure["msg"], failure
+    assert [v["pv_name"] for v in res["volumes"]] == ["pv-ok"], res
+    for module in MODULES[1:]:
+        res = node.module(module, volumes=[bad])
+        assert res["_rc"] != 0 and res["failed"], (module, res)
+        assert "volume handle" in res["msg"] and "refused" in res["msg"], (module, res["msg"])
+    # nothing made for the refused handle, in the pool (pv-ok's image and holders record only) or beside it
+    assert sorted(os.listdir(node.pool)) == [".kubevol-holders", "pv-ok.img"]
+    holders = os.listdir(os.path.join(node.pool, ".kubevol-holders"))
+    assert holders and all(n.startswith(names.handle_hash("pv-ok.img") + ".") for n in holders), holders
+    assert not os.path.exists(os.path.join(os.path.dirname(node.pool), "escape.img"))
+    assert not os.path.exists(names.device_mount_path(node.kubelet_dir, "loop.kubevol.io", value))
+    node.module("volume_detach", volumes=[good])  # the good volume's device goes: the fixture checks for loops
+    assert node.loops() == []
 
 
 def test_handle_symlink_escaping_the_pool_refused(node, tmp_path):

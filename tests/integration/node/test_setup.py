@@ -4,6 +4,24 @@ import os
 from conftest import DRIVER, MiB
 
 from ansible_collections.kubevol.volumes.plugins.module_utils.common import names
+
+
+def _running_with(marker):
+    """pids of live (not zombie) processes whose command line holds ``marker``."""
+    found = []
+    for pid in (name for name in os.listdir("/proc") if name.isdigit()):
+        try:
+            with open("/proc/%s/cmdline" % pid, "rb") as handle:
+                cmdline = handle.read().split(b"\0")
+            with open("/proc/%s/stat" % pid, "rb") as handle:
+                state = handle.read().rsplit(b")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            continue
+        if marker.encode() in cmdline and state != b"Z":
+            found.append(int(pid))
+    return found
+
+
 POD1 = "33333333-3333-4333-8333-333333333333"
 POD2 = "44444444-4444-4444-8444-444444444444"
 
@@ -60,13 +78,14 @@ def test_check_mode_changes_nothing(node):
 
 
 def test_a_command_past_its_limit_fails_its_volume_alone_naming_it_and_the_time(node, tmp_path):
-    """Bounded node commands (node/runner.py): a hung mkfs.xfs (a wrapper that sleeps, first on PATH) is killed at
-    long_command_timeout; that volume fails naming the command line and the time waited, and the ext4 volume of the
-    same call is formatted and mounted."""
+    """Bounded node commands (node/runner.py): a hung mkfs.xfs (a wrapper that sleeps, first on PATH, with a child of
+    its own as mkfs has) is killed at long_command_timeout with every process it started; that volume fails naming the
+    command line and the time waited, and the ext4 volume of the same call is formatted and mounted."""
     slow = tmp_path / "bin"
     slow.mkdir()
     wrapper = slow / "mkfs.xfs"
-    wrapper.write_text("#!/bin/sh\nexec sleep 60\n")
+    marker = "60.%d" % (os.getpid() * 1000 + 417)  # the child's sleep time: a marker in its command line
+    wrapper.write_text("#!/bin/sh\nsleep %s &\nexec sleep 60\n" % marker)
     wrapper.chmod(0o755)
     fast = node.vol("pv-fast", fs_type="ext4", pods=[{"uid": POD1, "name": "default/a"}])
     hung = node.vol("pv-hung", size=320 * MiB, fs_type="xfs", pods=[{"uid": POD2, "name": "default/b"}])
@@ -77,5 +96,7 @@ def test_a_command_past_its_limit_fails_its_volume_alone_naming_it_and_the_time(
     [failure] = mount["failures"]
     assert failure["volume"] == "pv-hung" and failure["node"] == "node1"
     assert "mkfs.xfs" in failure["cmd"] and "timed out after 2s" in failure["msg"], failure
+    assert "was killed with every process it started" in failure["msg"], failure
+    assert not _running_with(marker)  # the wrapper's child died with it
     assert names.pod_mount_path(node.kubelet_dir, POD1, "pv-fast") in node.mounts_under()
     assert node.run("blkid", "-p", node.image(hung), check=False).returncode == 2  # nothing was written to it

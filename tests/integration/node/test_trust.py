@@ -6,6 +6,7 @@ when nothing is mounted there). Every test checks the real state: findmnt, files
 """
 import json
 import os
+import re
 
 from conftest import DRIVER
 
@@ -84,16 +85,19 @@ def test_foreign_volumes_reported_and_left_alone(node):
     facts = node.module("node_volume_info")
     assert facts["_rc"] == 0, facts
     gms, pms = by_path(facts["node_facts"]["global_mounts"]), by_path(facts["node_facts"]["pod_mounts"])
+    # what is mounted there is reported (the mount table's number), never compared: the device is its plugin's
+    assert re.match(r"^\d+:\d+$", gms[fgpath].pop("device_number")), gms[fgpath]
     assert gms[fgpath] == {
         "plugin": "kubernetes.io/csi", "unique_volume_name": uvn(EBS, "vol-0abc"), "driver": EBS, "volume_handle": "vol-0abc", "pv_name": "pv-ebs",
         "path": fgpath, "mounted": True, "device": "tmpfs", "fs_type": "tmpfs", "fs_size_bytes": None,
-        "read_only": False, "foreign": True, "uncertain": None, "unsafe": False}
+        "read_only": False, "foreign": True, "uncertain": None, "unsafe": False, "attached_device": None,
+        "device_mismatch": False}
     assert pms[fppath] == {
         "plugin": "kubernetes.io/csi", "pod_uid": WRITER, "pv_name": "pv-ebs", "mode": "Filesystem", "path": fppath, "mounted": True,
         "read_only": False, "device": "tmpfs", "unique_volume_name": uvn(EBS, "vol-0abc"), "driver": EBS,
         "foreign": True, "uncertain": None, "unsafe": False,
         "root_gid": 0, "root_mode": "1777", "size_bytes": None,  # a stat of its root; nothing runs on it
-        "ephemeral": False}
+        "ephemeral": False, "device_number": None, "attached_device": None, "device_mismatch": False}
     own_g = names.device_mount_path(node.kubelet_dir, DRIVER, "pv-own.img")
     own_p = names.pod_mount_path(node.kubelet_dir, WRITER, "pv-own")
     assert gms[own_g]["foreign"] is False and pms[own_p]["foreign"] is False and pms[own_p]["driver"] == DRIVER

@@ -172,6 +172,12 @@ class ExternalCsiDriver(base.Driver):
         with self._plugin(item, "node info") as csi:
             return self.node_id(csi)
 
+    def node_get_info(self, item):
+        """NodeGetInfo whole (node_id, max_volumes_per_node, accessible_topology), as the kubelet registers the
+        plugin with it (node/csi_registration.py)."""
+        with self._plugin(item, "node info") as csi:
+            return csi.to_dict(self._call(csi, "NodeGetInfo"))
+
     # -- controller verbs (the external-attacher, the external-resizer) ----------------------------------
     def controller_publish(self, item, node_id=None, check_mode=False):
         """external-attacher csiAttach: ControllerPublishVolume when the CSIDriver requires attach and the

@@ -19,6 +19,7 @@ __metaclass__ = type
 
 import os
 
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.words import setting
 from ansible_collections.kubevol.volumes.plugins.module_utils.csi import client as csi_client
 from ansible_collections.kubevol.volumes.plugins.module_utils.csi.errors import CsiError, redact
 from ansible_collections.kubevol.volumes.plugins.module_utils.drivers.external import registration
@@ -49,10 +50,9 @@ def find_node_socket(driver, volume):
         return configured  # the client says precisely what is wrong with it, if anything
     raise CsiDriverUnreachable(
         volume=volume, node=node, driver=name, step="find socket", socket="", code="", uncertain=False,
-        hint="", detail="no socket of CSI driver %s on node %s: neither the registration socket %s nor %s exists, "
-                        "and driver_options[%r] names no socket. Check that the driver's node plugin (and its "
-                        "node-driver-registrar) runs on this node, or set driver_options {%r: {socket: <path>}}"
-                        % (name, node, reg, conventional, name, name))
+        hint="", detail="CSI driver %s has no socket there (neither %s nor %s exists); start the driver's node "
+                        "plugin and its node-driver-registrar on node %s, or set its socket in %s"
+                        % (name, reg, conventional, node, setting("driver_options", key=name)))
 
 
 def registered_endpoint(driver, reg, volume):

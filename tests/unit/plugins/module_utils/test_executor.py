@@ -153,7 +153,7 @@ def test_detach_request_records():
 def test_empty_plan_has_no_work(phase):
     assert executor.phase_items([], phase, "n1") == []
     assert phase_outcome([], phase, {}) == {"records": [], "failures": {"nodes": {}, "volumes": {}},
-                                            "blocked": [], "errors": []}
+                                            "blocked": [], "errors": [], "pending": []}
 
 
 def test_facts_errors_name_each_node_whose_state_was_not_gathered():
@@ -246,7 +246,7 @@ def test_the_run_state_threads_failures_and_keeps_the_runs_errors_and_blocked_st
     gathered = dict(PLAN, node_errors=[{"node": "n3", "phase": "facts", "msg": "unreachable", "volumes": []}])
     state = executor.initial_run_state(gathered)
     assert state == {"tasks": executor.run_tasks(PLAN["plan"])["sequence"], "failures": {"nodes": {}, "volumes": {}},
-                     "blocked": [], "records": [],
+                     "blocked": [], "records": [], "pending": [],
                      "errors": [{"node": "n3", "phase": "facts", "msg": "unreachable", "volumes": []}]}
     assert [t["name"] for t in state["tasks"]] == ["teardown", "setup"]
     busy = {"failed": True, "msg": "umount: target is busy", "volumes": []}
@@ -281,7 +281,7 @@ def test_the_first_step_starts_the_run_and_writes_the_detach_requests_only():
                                              "requested_at": "2026-11-24T08:00:00Z"}])
     state, records, upcoming = executor.run_step(requested)
     assert state == {"tasks": executor.run_tasks(PLAN["plan"])["sequence"], "failures": {"nodes": {}, "volumes": {}},
-                     "blocked": [], "errors": []}
+                     "blocked": [], "errors": [], "pending": []}
     assert [r["type"] for r in records] == ["detach_requested"]  # the teardown comes first: no intents yet
     assert [t["name"] for t in upcoming] == ["teardown", "setup"]
 
@@ -387,16 +387,6 @@ def test_one_failed_detach_does_not_take_the_other_volumes_of_the_batch():
     out = phase_outcome(PLAN, "teardown", {"n1": result})
     assert key_a in out["failures"]["volumes"] and key_b not in out["failures"]["volumes"]
     assert [e["volumes"] for e in out["errors"]] == [["pv-a"]] and "not done" not in out["errors"][0]["msg"]
-
-
-def test_check_mode_leaves_to_the_run_what_another_node_detaches_first():
-    """pv-a moves n1 -> n2: in check mode n1 does not detach, so n2 cannot check its attach of pv-a (the image is still
-    held by n1); the first step says so for the node tasks (failures' check_after), and only in check mode."""
-    assert executor.check_after(PLAN) == {KEY_A: ["n1"]}
-    state, _records, _upcoming = executor.run_step(PLAN, check_mode=True)
-    assert state["failures"]["check_after"] == {KEY_A: ["n1"]}
-    state, _records, _upcoming = executor.run_step(PLAN)
-    assert "check_after" not in state["failures"]
 
 
 def test_a_node_lost_after_its_attach_is_unreachable_and_its_attach_is_recorded():

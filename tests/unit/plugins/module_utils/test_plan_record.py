@@ -48,7 +48,8 @@ def test_record_result_carries_a_handle_not_the_plan_and_reads_back_whole(state,
     handle = recorded["record"]
     # beside the state file, outside check mode
     assert os.path.dirname(handle["path"]) == str(state) + ".plans" and handle["path"].endswith(handle["run_id"])
-    assert recorded["counts"] == {"steps": len(full["plan"]), "blocked": 0, "nodes": len(full["by_node"])}
+    assert recorded["counts"] == {"steps": len(full["plan"]), "blocked": 0, "pending": 0,
+                                  "nodes": len(full["by_node"]), "provisioning": 0, "deletions": 0}
     assert recorded["summary"] == full["summary"]
     assert recorded["table"][-1] == plan_table(full).splitlines()[-1]
     assert any("not shown (more rows: raise it)" in line for line in recorded["table"])

@@ -18,7 +18,7 @@ from simulate import bound, cluster, facts, node, pod, pv, pvc, uvn  # noqa: E40
 from ansible_collections.kubevol.volumes.plugins.module_utils.common import phases
 from ansible_collections.kubevol.volumes.plugins.module_utils.run import executor
 
-from ansible_collections.kubevol.volumes.plugins.module_utils.common import names  # noqa: E402
+from ansible_collections.kubevol.volumes.plugins.module_utils.common import names, words  # noqa: E402
 from ansible_collections.kubevol.volumes.plugins.module_utils.cluster.objects import ClusterIndex, cluster_from_data  # noqa
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import InvalidInput  # noqa: E402
 from ansible_collections.kubevol.volumes.plugins.module_utils.node.volume import volume_item  # noqa: E402
@@ -157,7 +157,9 @@ def test_pool_in_the_operators_pools_is_planned_and_a_missing_pool_is_the_defaul
 def test_loop_pools_option_must_be_absolute():
     with pytest.raises(InvalidInput) as err:
         run(world(), pools=("relative/pool",))
-    assert "loop_pools" in err.value.msg
+    # the pools are the loop driver's in driver_options (loop_pools is only their deprecated spelling)
+    assert words.say(err.value.msg, words.ROLE) == ('invalid the pools of kubevol_driver_options["loop.kubevol.io"]: '
+                                                    "'relative/pool': each pool must be an absolute path")
 
 
 def test_inline_volume_with_a_pool_outside_or_a_hostile_name_is_blocked():

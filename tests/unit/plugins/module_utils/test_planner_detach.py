@@ -239,3 +239,34 @@ def test_orphan_directory_with_a_name_no_node_module_takes_is_blocked_not_sent()
     result = run(gone_pv(with_va=False), node_facts)
     assert [s for s in result["plan"] if s["action"] == "unmount"] == []
     assert any("has a name the node modules refuse" in r for r in reasons(result))
+
+
+# ---- 4. a check run across the plan: the attach names the nodes detached first -----------------------
+
+def test_an_attach_names_the_nodes_whose_teardown_detaches_the_volume_first():
+    """An RWO pod move: node1's detach comes before node2's attach in the real run; a check run detaches nothing, so
+    the attach item says whose holds the plan releases first (drivers/loop_holders.py reads it in check mode)."""
+    data = cluster(node("node1", attached=[uvn("pv-a")]), node("node2"), bound("pv-a", "ns/a"),
+                   pod("ns/new", "node2", ["a"]))
+    result = run(data, {"node1": facts("node1", devices=["pv-a"]), "node2": facts("node2")})
+    [detach] = detaches(result)
+    [attach] = [s for s in result["plan"] if s["action"] == "attach"]
+    assert (detach["node"], attach["node"]) == ("node1", "node2") and not detach.get("record_only")
+    [item] = executor.phase_items(result, "attach", "node2")
+    assert item["detached_first_from"] == ["node1"]
+    assert volume_item(item).detached_first_from == ("node1",)
+    [teardown] = executor.phase_items(result, "teardown", "node1")
+    assert "detached_first_from" not in teardown
+
+
+def test_a_plain_attach_and_a_release_without_its_node_name_no_node():
+    """Nothing detached: no field. A release recorded without its node (record_only) leaves that node's hold on the
+    storage side, so it is no detach the check may count."""
+    plain = run(cluster(node("node1"), bound("pv-a", "ns/a"), pod("ns/p", "node1", ["a"])))
+    [item] = executor.phase_items(plain, "attach", "node1")
+    assert "detached_first_from" not in item and volume_item(item).detached_first_from == ()
+    result = run(*unreachable(annotations=LONG_AGO))
+    [step] = detaches(result)
+    assert step["record_only"]
+    [item] = executor.phase_items(result, "attach", "node2")
+    assert "detached_first_from" not in item

@@ -17,11 +17,11 @@ REPO = os.path.abspath(os.path.join(HERE, "..", "..", "..", ".."))
 MODULES_DIR = os.path.join(REPO, "plugins", "modules")
 COLLECTIONS = os.path.join(REPO, ".build", "collections")  # tests/conftest.py links the checkout there
 NODE_MODULES = ["node_volume_info", "k8s_volume_attach", "node_volume_mount", "fs_expand", "volume_detach",
-                "node_volume_setup", "csi_controller_calls"]
+                "node_volume_setup", "csi_controller_calls", "volume_provision_calls"]
 PREFIX = "ansible_collections/kubevol/volumes/plugins/module_utils/"
 
 # the collection's module_utils a node module may ship
-NODE_CODE = ("node/", "drivers/", "csi/", "common/", "volume/", "__init__.py")
+NODE_CODE = ("node/", "drivers/", "csi/", "common/", "volume/", "provisioner/", "__init__.py")
 # what must never be there (named so that a failure says which rule broke)
 CONTROLLER_CODE = ("plan/", "cluster/", "run/", "records/", "stores/", "audit/")
 

@@ -58,6 +58,12 @@ ControllerGetCapabilitiesRequest {}
 ControllerGetCapabilitiesResponse: repeated ControllerServiceCapability capabilities = 1
 ControllerServiceCapability: oneof/type ControllerServiceCapability.RPC rpc = 1
 ControllerServiceCapability.RPC: ControllerServiceCapability.RPC.Type type = 1
+CreateSnapshotRequest: string source_volume_id = 1; string name = 2; map secrets = 3; map parameters = 4
+CreateSnapshotResponse: Snapshot snapshot = 1
+Snapshot: int64 size_bytes = 1; string snapshot_id = 2; string source_volume_id = 3;
+    .google.protobuf.Timestamp creation_time = 4; bool ready_to_use = 5; string group_snapshot_id = 6
+DeleteSnapshotRequest: string snapshot_id = 1; map secrets = 2
+DeleteSnapshotResponse {}
 ControllerExpandVolumeRequest: string volume_id = 1; CapacityRange capacity_range = 2; map secrets = 3;
     VolumeCapability volume_capability = 4
 ControllerExpandVolumeResponse: int64 capacity_bytes = 1; bool node_expansion_required = 2
@@ -107,7 +113,7 @@ SPEC_ENUMS = {
 SPEC_SERVICES = {
     "Identity": "GetPluginInfo GetPluginCapabilities Probe",
     "Controller": "CreateVolume DeleteVolume ControllerPublishVolume ControllerUnpublishVolume "
-                  "ControllerGetCapabilities ControllerExpandVolume",
+                  "ControllerGetCapabilities CreateSnapshot DeleteSnapshot ControllerExpandVolume",
     "Node": "NodeStageVolume NodeUnstageVolume NodePublishVolume NodeUnpublishVolume NodeGetVolumeStats "
             "NodeExpandVolume NodeGetCapabilities NodeGetInfo",
 }
@@ -207,6 +213,7 @@ def test_secret_fields_are_the_specs():
     # csi.proto: the fields marked (csi_secret) = true among the covered messages
     marked = sorted(name for name in csi_messages.MESSAGES if csi_messages.secret_fields(name))
     assert marked == sorted(["CreateVolumeRequest", "DeleteVolumeRequest", "ControllerPublishVolumeRequest",
+                             "CreateSnapshotRequest", "DeleteSnapshotRequest",
                              "ControllerUnpublishVolumeRequest", "ControllerExpandVolumeRequest",
                              "NodeStageVolumeRequest", "NodePublishVolumeRequest", "NodeExpandVolumeRequest"])
 

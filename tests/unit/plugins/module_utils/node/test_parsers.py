@@ -4,7 +4,7 @@ import json
 import pytest
 
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import (
-    LockTimeout, ParseError, UnsafeName, UnsafeToFormat)
+    InvalidInput, LockTimeout, ParseError, UnsafeName, UnsafeToFormat)
 from ansible_collections.kubevol.volumes.plugins.module_utils.node import blockdev, mount
 from ansible_collections.kubevol.volumes.plugins.module_utils.node.filesystems import FILESYSTEMS, get_filesystem
 from ansible_collections.kubevol.volumes.plugins.module_utils.node.lock import VolumeLock
@@ -121,10 +121,15 @@ def test_probe_refuses_a_missing_device():
 def test_volume_item_validation():
     item = volume_item(dict(ITEM, pods=[{"uid": "u1", "read_only": True}]))
     assert item.unique_name == "kubernetes.io/csi/loop.kubevol.io^a.img" and item.pods[0].read_only
-    for bad in ({"pv_name": "../x"}, {"pv_name": "a/b"}, {"volume_handle": "x\x00"}, {"pods": [{"uid": ".."}]},
-                {"driver": "a/b"}):
+    for bad in ({"pv_name": "../x"}, {"pv_name": "a/b"}, {"pods": [{"uid": ".."}]}, {"driver": "a/b"}):
         with pytest.raises(UnsafeName):
             volume_item(dict(ITEM, **bad))
+    # a volume handle is opaque: the item takes any the API accepts; the loop driver refuses what it cannot name
+    # an image after (tests/unit/plugins/module_utils/test_handles.py)
+    assert volume_item(dict(ITEM, volume_handle="x\x00")).volume_handle == "x\x00"
+    for bad in ("", None, 7):
+        with pytest.raises(InvalidInput):
+            volume_item(dict(ITEM, volume_handle=bad))
 
 
 def test_lock_times_out(tmp_path):

@@ -92,3 +92,80 @@ def test_the_node_modules_options_set_the_limits():
     start = time.monotonic()
     rc, _out, err = ctx.runner(["sleep", "30"])
     assert rc == 124 and "timed out after 1s" in err and time.monotonic() - start < 10
+
+
+# ---- a command past its limit is stopped with every process it started ---------------------------------------------
+
+HANGING = r"""
+import os, signal, subprocess, sys, time
+marker, pgid_file = sys.argv[1], sys.argv[2]
+child = "import signal, sys, time; signal.signal(signal.SIGTERM, signal.SIG_IGN) if sys.argv[1] == 'stubborn' else 0; time.sleep(600)"
+for kind in ("plain", "stubborn"):
+    subprocess.Popen([sys.executable, "-c", child, kind, marker])  # fsck's fsck.<type>, mkfs's helpers
+with open(pgid_file, "w") as out:
+    out.write(str(os.getpgid(0)))
+sys.stderr.write("started\n")
+sys.stderr.flush()
+time.sleep(600)
+"""
+
+
+def _running_with(marker):
+    """pids of the live (not zombie) processes whose command line holds ``marker``."""
+    found = []
+    for pid in (name for name in os.listdir("/proc") if name.isdigit()):
+        try:
+            with open("/proc/%s/cmdline" % pid, "rb") as handle:
+                cmdline = handle.read()
+            with open("/proc/%s/stat" % pid, "rb") as handle:
+                state = handle.read().rsplit(b")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            continue
+        if marker.encode() in cmdline and state != b"Z":
+            found.append(int(pid))
+    return found
+
+
+def test_a_timed_out_command_is_killed_with_every_process_it_started(tmp_path):
+    """A hung command's children (one ignores SIGTERM) die with it: the runner kills the command's process group,
+    SIGTERM then SIGKILL, and the error says the command's limit, the time waited and that its processes were
+    killed. Checked by the marker in the children's command lines and by the process group: nothing else is touched."""
+    import signal
+    import sys
+    import time
+    import uuid
+    from ansible_collections.kubevol.volumes.plugins.module_utils.common import words
+    from ansible_collections.kubevol.volumes.plugins.module_utils.node import runner as runner_mod
+
+    marker = "kubevol-runner-test-%s" % uuid.uuid4().hex
+    pgid_file = tmp_path / "pgid"
+    try:
+        start = time.monotonic()
+        rc, out, err = process_runner(timeout=1)([sys.executable, "-c", HANGING, marker, str(pgid_file)])
+        took = time.monotonic() - start
+        assert rc == runner_mod.TIMED_OUT_RC and out == "", (rc, out, err)
+        assert took < 1 + runner_mod.KILL_GRACE + 5, took
+        pgid = int(pgid_file.read_text())
+        assert _running_with(marker) == [] and not runner_mod._group_alive(pgid)
+        assert "timed out after 1s" in err and "was killed with every process it started" in err, err
+        assert "started" in err  # the command's last output
+        assert "kubevol_command_timeout" in words.say(err, words.ROLE), err
+    finally:
+        for pid in _running_with(marker):  # only this test's own processes, by their marker
+            os.kill(pid, signal.SIGKILL)
+
+
+def test_a_whole_device_tool_past_its_limit_names_the_long_limit(tmp_path):
+    from ansible_collections.kubevol.volumes.plugins.module_utils.common import words
+    tool = tmp_path / "mkfs.kvtest"
+    tool.write_text("#!/bin/sh\nexec sleep 30\n")
+    tool.chmod(0o755)
+    rc, _out, err = process_runner(timeout=30, long_timeout=1)([str(tool), "/dev/null"])
+    assert rc == 124 and "timed out after 1s (kubevol's limit for mkfs.kvtest, set by kubevol_long_command_timeout)" \
+        in words.say(err, words.ROLE), err
+
+
+def test_every_command_runs_in_its_own_process_group():
+    rc, out, _err = process_runner()(["sh", "-c", "ps -o pgid= -p $$; ps -o sid= -p $$"])
+    pgid, sid = out.split()
+    assert rc == 0 and int(pgid) == int(sid) != os.getpgid(0)

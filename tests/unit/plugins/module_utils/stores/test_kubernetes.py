@@ -21,6 +21,7 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.stores import k8s_
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import InvalidInput  # noqa: E402
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.names import (  # noqa: E402
     DETACH_REQUESTED_AT_ANNOTATION,
+    NODE_EXPANSION_PENDING_ANNOTATION,
     unique_volume_name,
     volume_attachment_name,
 )
@@ -410,6 +411,34 @@ def test_controller_and_node_expanded(store, api):
     del api.log[:]
     assert not store().apply([{"type": "controller_expanded", "pv_name": "pv-a", "capacity": "2048Mi"}])["changed"]
     assert api.writes() == []
+
+
+def test_node_expansion_pending_then_finished(store, api):
+    """A pending node-side grow: the claim's status (NodeResizeError beside FileSystemResizePending) and its
+    kubevol.io/node-expansion-pending annotation, written as the file store writes them; MarkFSResizeFinished
+    clears both."""
+    pending = [{"type": "node_expansion_pending", "pvc": "prod/data-a", "capacity": 2 * 1024 ** 3,
+                "node_name": "node1", "reason": "OnlineExpansionFailed", "message": "resize2fs exited 1",
+                "pods": ["u-1"], "offline": True, "at": "2026-11-30T11:00:00Z"}]
+    expected = same_as_file_store(api, pending)
+    del api.log[:]
+    assert store().apply(pending)["changed"]
+    assert_api_matches(api, expected)
+    pvc = api.get("PersistentVolumeClaim", "data-a", "prod")
+    assert NODE_EXPANSION_PENDING_ANNOTATION in pvc["metadata"]["annotations"]
+    assert [c["type"] for c in pvc["status"]["conditions"]] == ["FileSystemResizePending", "Custom", "NodeResizeError"]
+    assert pvc["status"]["allocatedResourceStatuses"] == {"storage": "NodeResizeInProgress"}
+    assert sorted((r["method"], r["path"]) for r in api.writes()) == [
+        ("PATCH", "/api/v1/namespaces/prod/persistentvolumeclaims/data-a"),
+        ("PATCH", "/api/v1/namespaces/prod/persistentvolumeclaims/data-a/status")]
+    assert store().apply(pending)["changed"] is False
+    finished = [{"type": "node_expanded", "pvc": "prod/data-a", "capacity": 2 * 1024 ** 3}]
+    expected = same_as_file_store(api, finished)
+    assert store().apply(finished)["changed"]
+    assert_api_matches(api, expected)
+    pvc = api.get("PersistentVolumeClaim", "data-a", "prod")
+    assert NODE_EXPANSION_PENDING_ANNOTATION not in (pvc["metadata"].get("annotations") or {})
+    assert pvc["status"]["conditions"] == [{"type": "Custom", "status": "True"}]
 
 
 def test_detach_request_annotations(store, api):

@@ -97,8 +97,15 @@ def test_every_request_the_store_sends_is_in_the_permissions(api, tmp_path):
                "spec": {"capacity": {"storage": "1Gi"}}},
               {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "c", "namespace": "ns"},
                "spec": {"volumeName": "pv-a"}, "status": {"capacity": {"storage": "1Gi"}}},
-              {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "csi-creds", "namespace": "ns"}, "data": {}}])
+              {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "csi-creds", "namespace": "ns"}, "data": {}},
+              {"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+               "metadata": {"name": "new", "namespace": "ns", "uid": "u-new"},
+               "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}}])
     base = {"node": "node1", "pv_name": "pv-a", "driver": DRIVER, "volume_handle": "pv-a.img"}
+    new_pv = {"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": "pvc-u-new"},
+              "spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"],
+                       "claimRef": {"namespace": "ns", "name": "new", "uid": "u-new"},
+                       "csi": {"driver": "csi.test", "volumeHandle": "pvc-u-new"}}}
     try:
         store.load()
         lock = store.acquire_run_lock("run-1")
@@ -110,6 +117,18 @@ def test_every_request_the_store_sends_is_in_the_permissions(api, tmp_path):
                      {"type": "resize_intent", "pvc": "ns/c", "stage": "controller", "capacity": "2Gi"},
                      {"type": "controller_expanded", "pv_name": "pv-a", "capacity": "2Gi", "pvc": "ns/c"}])
         store.apply([dict(base, type="detached")])
+        # a claim's life (records/provision.py): the CSINode created then changed, a PV provisioned and bound,
+        # released and deleted (its protection finalizer removed first), a deleted claim let go
+        registration = {"type": "node_registration", "node": "node1", "driver": "csi.test", "node_id": "n1"}
+        store.apply([dict(registration, topology={"zone": "a"}, max_volumes=4)])
+        store.apply([dict(registration, node_id="n2")])
+        store.apply([{"type": "provisioning_started", "pvc": "ns/new", "driver": "csi.test"},
+                     {"type": "provisioned", "pvc": "ns/new", "claim_uid": "u-new", "pv": new_pv}])
+        store.apply([{"type": "released", "pv_name": "pvc-u-new"}])
+        store.apply([{"type": "pv_deleted", "pv_name": "pvc-u-new"}])
+        api.request_delete("PersistentVolumeClaim", "new", "ns")
+        store.apply([{"type": "claim_released", "pvc": "ns/new", "uid": "u-new"}])
+        assert api.get("PersistentVolume", "pvc-u-new") is None and api.get("PersistentVolumeClaim", "new", "ns") is None
         store.get("Secret", "csi-creds", "ns")  # an external CSI driver's secret reference (run/csi_secrets.py)
         assert store.release_run_lock(lock["holder"])
     finally:

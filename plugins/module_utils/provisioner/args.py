@@ -1,0 +1,41 @@
+# -*- coding: utf-8 -*-
+# Copyright: kubevol contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The arguments of the provisioner's two internal modules: volume_provision (an action plugin on the Ansible
+controller, plugins/action/volume_provision.py) and volume_provision_calls (on the host it delegates to)."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.kubevol.volumes.plugins.module_utils.common import words
+
+TASKS = ("provision", "delete")
+
+
+def provision_argspec():
+    """volume_provision: one host's share of a plan's create_volume (task provision) or delete_volume (task delete)
+    operations."""
+    return dict(
+        plan=dict(type="dict", required=True),
+        task=dict(type="str", required=True, choices=list(TASKS)),
+        host=dict(type="str", required=True),
+        failures=dict(type="dict", default={}),
+        driver_options=dict(type="dict", default={}),
+        kubelet_dir=dict(type="str", default="/var/lib/kubelet"),
+        run_lock=dict(type="dict"),
+        cluster_store=dict(type="dict", no_log=True),
+        words=dict(type="str", default=words.MODULE, choices=list(words.WORDS)),
+    )
+
+
+def calls_argspec():
+    """volume_provision_calls, on the host: the operations, and the I-th operation's secrets (no_log)."""
+    return dict(
+        host=dict(type="str", required=True),
+        operations=dict(type="list", elements="dict", required=True),
+        secrets=dict(type="list", elements="dict", default=[], no_log=True),
+        driver_options=dict(type="dict", default={}),
+        kubelet_dir=dict(type="str", default="/var/lib/kubelet"),
+        words=dict(type="str", default=words.MODULE, choices=list(words.WORDS)),
+    )

@@ -1,0 +1,81 @@
+# -*- coding: utf-8 -*-
+# Copyright: kubevol contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The provisioner's calls on one host (module volume_provision_calls): each operation the plan gave this host, in
+order, by its driver: CreateVolume or DeleteVolume over an external CSI driver's Controller service
+(provisioner/external.py: its controller host's ``controller_socket``, or the node plugin's own with ``controller:
+node``), or the loop driver's on this node's pool (provisioner/loop.py).
+
+Each operation stands alone: one that fails is reported with its error and the host's other operations run. A
+failure says whether the driver may have done it (``uncertain``: a non-final gRPC status): the run then records the
+claim as still being provisioned, and the next run calls again with the same name. Snapshots (CreateSnapshot,
+DeleteSnapshot) and a CreateVolume with a content source are more of the same: another ``op`` and its handler.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import KubevolError
+from ansible_collections.kubevol.volumes.plugins.module_utils.drivers import DRIVERS, get_driver
+from ansible_collections.kubevol.volumes.plugins.module_utils.drivers.external.settings import driver_settings
+from ansible_collections.kubevol.volumes.plugins.module_utils.common import driver_options as node_options
+
+OPS = ("create_volume", "delete_volume")
+
+
+def _loop_driver(runner, kubelet_dir, host, name, driver_options):
+    settings = node_options.options_for(driver_options, name)
+    settings["loop_pools"] = node_options.loop_pools(driver_options)
+    return get_driver(name, driver_options=driver_options)(runner, kubelet_dir, host, settings)
+
+
+def _external(runner, kubelet_dir, host, name, driver_options):
+    from ansible_collections.kubevol.volumes.plugins.module_utils.provisioner.external import provisioner_class
+
+    driver = provisioner_class(name)(runner, kubelet_dir, host, driver_options)
+    remote = driver_settings(name, driver_options or {})["remote"]
+    if remote:
+        driver.serve_controller_at(remote["socket"])  # its controller plugin, on this controller host
+    return driver
+
+
+def run_operation(runner, kubelet_dir, host, op, driver_options, secrets, check_mode):
+    """One operation's result entry: {op, claim or pv_name, called, volume, topology_supported}."""
+    name = op["driver"]
+    if name in DRIVERS:
+        from ansible_collections.kubevol.volumes.plugins.module_utils.provisioner import loop
+
+        driver = _loop_driver(runner, kubelet_dir, host, name, driver_options)
+        if op["op"] == "create_volume":
+            return loop.create_volume(driver, op, check_mode)
+        return loop.delete_volume(driver, op, (op.get("volume_attributes") or {}).get("pool"), check_mode)
+    driver = _external(runner, kubelet_dir, host, name, driver_options)
+    if op["op"] == "create_volume":
+        return driver.create_volume(op, secrets, check_mode)
+    return driver.delete_volume(op, secrets, check_mode)
+
+
+def run_operations(runner, kubelet_dir, host, operations, driver_options, secrets=None, check_mode=False):
+    """(results, failures) of ``operations`` on host ``host``; ``secrets``: the I-th operation's secrets."""
+    results, failures = [], []
+    for position, op in enumerate(operations):
+        entry = dict((key, op.get(key)) for key in ("op", "claim", "pv_name", "name", "volume_id", "driver")
+                     if op.get(key) is not None)
+        try:
+            if op.get("op") not in OPS:
+                raise KubevolError("unknown operation %r (known: %s)" % (op.get("op"), ", ".join(OPS)))
+            secret = (secrets or [])[position] if position < len(secrets or []) else None
+            entry.update(run_operation(runner.for_volume(op.get("name") or op.get("pv_name")), kubelet_dir, host, op,
+                                       driver_options, secret, check_mode))
+            results.append(entry)
+        except KubevolError as err:
+            if op.get("op") == "create_volume":
+                what = "CreateVolume %s for claim %s" % (op.get("name"), op.get("claim"))
+            else:
+                what = "DeleteVolume of PV %s" % op.get("pv_name")
+            msg = err.msg if err.msg.startswith(what.split(" ")[0]) else "%s on host %s (driver %s): %s" % (
+                what, host, op.get("driver"), err.msg)
+            entry.update(msg=msg, uncertain=bool(getattr(err, "uncertain", False)))
+            failures.append(entry)
+    return results, failures

@@ -1,0 +1,31 @@
+# -*- coding: utf-8 -*-
+# Copyright: kubevol contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""volume_provision_calls' work, once its arguments are parsed (node/entry.py runs it, in the reader's words): the
+operations on this host (provisioner/calls.py), their results and failures."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.kubevol.volumes.plugins.module_utils.common import driver_options as options
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import KubevolError
+from ansible_collections.kubevol.volumes.plugins.module_utils.node.runner import Runner, process_runner
+from ansible_collections.kubevol.volumes.plugins.module_utils.provisioner.calls import run_operations
+
+
+def run_calls(module):
+    params = module.params
+    host = params["host"]
+    try:
+        driver_options = options.validate(params["driver_options"])
+    except KubevolError as err:
+        module.fail_json(msg=err.msg, **err.to_result())
+    results, failures = run_operations(Runner(process_runner(), node=host), params["kubelet_dir"], host,
+                                       params["operations"], driver_options, params["secrets"], module.check_mode)
+    changed = not module.check_mode and any(r.get("called") for r in results)
+    if failures:
+        module.fail_json(msg="%d of %d operation(s) failed on host %s: %s" % (
+            len(failures), len(params["operations"]), host, "; ".join(f["msg"] for f in failures)),
+            operations=results, failures=failures, changed=changed)
+    module.exit_json(changed=changed, operations=results, failures=[])

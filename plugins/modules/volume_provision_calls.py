@@ -1,0 +1,105 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: kubevol contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r'''
+module: volume_provision_calls
+short_description: Internal - CreateVolume and DeleteVolume on the host a CSI driver's Controller service runs on
+version_added: 0.2.0
+author: kubevol contributors (@kubevol)
+description:
+  - Internal to the reconcile role, not meant to be called directly. M(kubevol.volumes.volume_provision) runs it,
+    with the operations it cut from the run's plan and the Secrets it read, on each host that provisions or deletes
+    volumes.
+  - For an external CSI driver, CreateVolume or DeleteVolume over its Controller service's socket (the controller
+    host's C(controller_socket), or the node plugin's own with C(controller=node)), as the external-provisioner makes
+    them; for kubevol's loop driver, the image made in or removed from this node's pool.
+  - Each operation stands alone; a failure names the claim or the PV, the driver and the host, and says whether the
+    driver may have done it (C(uncertain)).
+  - Secrets travel in O(secrets) only (no_log), never in a result or an error.
+  - Check mode makes only the read-only calls (GetPluginInfo, Probe, the capability calls).
+attributes:
+  check_mode:
+    support: full
+  diff_mode:
+    support: none
+  platform:
+    platforms: posix
+extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
+  - kubevol.volumes.words
+options:
+  driver_options:
+    description:
+      - The operator's C(driver_options) (the reconcile role's C(kubevol_driver_options)) - an external driver's
+        C(controller), C(controller_socket), C(socket) and C(timeout), the loop driver's C(pools).
+    type: dict
+    default: {}
+  host:
+    description: This host's inventory name, for the messages.
+    type: str
+    required: true
+  operations:
+    description:
+      - The operations, in order, as the reconcile's plan holds them (RV(kubevol.volumes.volume_reconcile_plan#module:provisioning),
+        RV(kubevol.volumes.volume_reconcile_plan#module:deletions)); C(op) is V(create_volume) or V(delete_volume).
+    type: list
+    elements: dict
+    required: true
+  secrets:
+    description: The I-th operation's secrets (a mapping of key to value), read from the Secret its StorageClass or PV names.
+    type: list
+    elements: dict
+    default: []
+  kubelet_dir:
+    description: The kubelet's root directory on this host (the node plugins' sockets are under it).
+    type: str
+    default: /var/lib/kubelet
+'''
+
+EXAMPLES = r'''
+- name: Make a claim's volume on node1 (what kubevol.volumes.volume_provision runs there)
+  kubevol.volumes.volume_provision_calls:
+    host: node1
+    operations:
+      - op: create_volume
+        driver: loop.kubevol.io
+        claim: shop/db
+        name: pvc-3f1c
+        request: {capacity_bytes: 1073741824, access_modes: [ReadWriteOnce], volume_mode: Filesystem, fs_type: xfs,
+                  mount_flags: [], parameters: {}, accessibility_requirements: null, content_source: null}
+'''
+
+RETURN = r'''
+operations:
+  description: "One entry per operation done: C({op, claim, name, pv_name, volume_id, driver, called, volume,
+    topology_supported}); C(volume) is CreateVolume's answer (volume_id, capacity_bytes, volume_context,
+    accessible_topology)."
+  returned: always
+  type: list
+  elements: dict
+failures:
+  description: "One entry per operation that failed: C({op, claim, name, pv_name, driver, msg, uncertain}); C(uncertain)
+    true when the driver may have done it (a non-final gRPC status)."
+  returned: always
+  type: list
+  elements: dict
+'''
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.kubevol.volumes.plugins.module_utils.node import entry
+
+
+def main():
+    module = AnsibleModule(argument_spec=entry.argspec("volume_provision_calls"), supports_check_mode=True)
+    entry.run("volume_provision_calls", module)
+
+
+if __name__ == "__main__":
+    main()
