@@ -182,4 +182,3 @@ def detach_request_records(plan_result):
     records.extend(plan_result.get("registrations") or ())
     records.extend(plan_result.get("storage_records") or ())
     return records
-
