@@ -17,6 +17,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import errno
 import hashlib
 import json
 import os
@@ -37,8 +38,11 @@ def save(local_tmp, run_id, task_phases, node, phase_results):
     """Keep one node's {phase: module result} (written whole or not at all: a temporary file renamed into place)."""
     path = path_of(local_tmp, run_id, task_phases, node)
     directory = os.path.dirname(path)
-    if not os.path.isdir(directory):
+    try:
         os.makedirs(directory, 0o700)
+    except OSError as err:  # the task's other hosts' workers make it at the same time
+        if err.errno != errno.EEXIST or not os.path.isdir(directory):
+            raise
     fd, temp = tempfile.mkstemp(prefix=".node.", dir=directory)
     try:
         with os.fdopen(fd, "w") as handle:

@@ -140,3 +140,24 @@ def test_the_nodes_outside_the_run_are_one_failure_of_the_report():
     assert gone["failed_elsewhere"] == []
     # a single one keeps its own message
     assert run_report.split_failures(outside[:1], set(HOSTS))[1] == outside[:1]
+
+
+def test_every_host_of_a_task_keeps_its_results_at_once(tmp_path):
+    """The task's hosts' workers save at the same time: the directory one of them makes is the others' too."""
+    import threading
+
+    errors = []
+
+    def save(node):
+        try:
+            node_results.save(str(tmp_path), "run-1", ["teardown"], node, {"teardown": {"changed": False}})
+        except Exception as err:  # pylint: disable=broad-except
+            errors.append(err)
+
+    threads = [threading.Thread(target=save, args=("node%d" % i,)) for i in range(16)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    assert all(node_results.load(str(tmp_path), "run-1", ["teardown"], "node%d" % i) for i in range(16))
