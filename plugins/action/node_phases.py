@@ -19,13 +19,14 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible import constants as C
 from ansible.errors import AnsibleActionFail, AnsibleConnectionFailure
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.kubevol.volumes.plugins.module_utils.common import driver_options, phases, words
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import KubevolError
-from ansible_collections.kubevol.volumes.plugins.module_utils.run import executor, plan_record
+from ansible_collections.kubevol.volumes.plugins.module_utils.run import executor, node_results, plan_record
 from ansible_collections.kubevol.volumes.plugins.module_utils.run.csi_secrets import secrets_by_volume, with_refused
 from ansible_collections.kubevol.volumes.plugins.module_utils.run.controller_outcome import with_published
 from ansible_collections.kubevol.volumes.plugins.module_utils.node.node_args import node_phases_argspec
@@ -64,6 +65,50 @@ def _driver_options(params):
         return []
     return [{"msg": "node_phases: loop_pools is deprecated: use driver_options' loop.kubevol.io pools",
              "version": "2.0.0", "collection_name": "kubevol.volumes"}]
+
+
+def _named(outcome, items):
+    """A failed module result that names no volume (the module died: killed, a lost connection) with the volumes it
+    had, so that the node's message says what was not done."""
+    if not (outcome.get("failed") or outcome.get("unreachable")) or outcome.get("failures") or not items:
+        return outcome
+    names = []
+    for item in items:
+        if item.get("pv_name") not in names:
+            names.append(item.get("pv_name"))
+    return dict(outcome, msg="%s (volumes not done: %s)" % (outcome.get("msg") or "failed", ", ".join(map(str, names))))
+
+
+def _failed_here(outcome):
+    """A phase result that failed on the node. A grow the node left pending (the claim keeps FileSystemResizePending
+    and is retried: rules_expand.py) is not a failure of the node: a result whose every failure is ``pending``."""
+    if not (outcome.get("failed") or outcome.get("unreachable")):
+        return False
+    entries = outcome.get("failures") or ()
+    return outcome.get("unreachable") or not entries or not all(
+        isinstance(entry, dict) and entry.get("pending") for entry in entries)
+
+
+def phase_status(phase_results):
+    """{phase: ok, failed or unreachable}: what each phase with work came to on the node."""
+    return dict((phase, "unreachable" if outcome.get("unreachable") else "failed" if _failed_here(outcome) else "ok")
+                for phase, outcome in phase_results.items())
+
+
+def node_verdict(phase_results):
+    """What this host's task says of the node: {} when every phase with work succeeded; else ``failed`` (or
+    ``unreachable``, when the node could not be reached) with the node's own message, each phase's once."""
+    failed = [(phase, outcome) for phase, outcome in phase_results.items() if _failed_here(outcome)]
+    if not failed:
+        return {}
+    msgs = []
+    for _phase, outcome in failed:
+        msg = outcome.get("msg") or "failed"
+        if msg not in msgs:
+            msgs.append(msg)
+    if any(outcome.get("unreachable") for _phase, outcome in failed):
+        return {"unreachable": True, "msg": "; ".join(msgs)}
+    return {"failed": True, "msg": "; ".join(msgs)}
 
 
 class ActionModule(ActionBase):
@@ -107,20 +152,27 @@ class ActionModule(ActionBase):
         renewal_warnings = []
         with kept_renewed(params["cluster_store"], params["run_lock"], renewal_warnings):
             phase_results, executed = self._run_phases(plan, params["phases"], node, failures, params, task_vars)
-        result.update(
-            changed=any(r.get("changed") for r in phase_results.values()),
-            phase_results=phase_results,
-            module_runs=executed,
-            node_name=node,
-            errors=[{"phase": phase, "msg": r.get("msg")} for phase, r in phase_results.items()
-                    if r.get("failed") or r.get("unreachable")],
-        )
+        result.update(changed=any(r.get("changed") for r in phase_results.values()), module_runs=executed,
+                      node_name=node, phase_status=phase_status(phase_results))
+        run_id = ((params["plan"].get("record") or {}).get("run_id")
+                  if isinstance(params["plan"].get("record"), dict) else None)
+        if run_id is not None and phase_results:
+            # each volume's results are the record step's (run/node_results.py); this host's result is what Ansible
+            # prints for it: the node's own message, once
+            node_results.save(C.DEFAULT_LOCAL_TMP, run_id, params["phases"], node, phase_results)
+            result["phase_results_kept"] = True
+        else:
+            result["phase_results"] = phase_results
         if renewal_warnings:
             result["warnings"] = ["node %s: %s" % (node, warning) for warning in renewal_warnings]
         if deprecations:
             result["deprecations"] = deprecations
-        # A node's failure is reported by the role once every node has run (executor.task_outcome);
-        # this host stays in the play so the others' results are recorded.
+        # What failed on the node fails this host's task, with the node's own message; the role keeps the host in
+        # the play (ignore_errors, ignore_unreachable) so that its other volumes' results are recorded, and its last
+        # step fails it again for the play's recap (roles/reconcile/tasks/main.yml).
+        verdict = node_verdict(phase_results)
+        if verdict:
+            result.update(verdict)
         return result
 
     def _facts(self, result, params, task_vars):
@@ -178,7 +230,7 @@ class ActionModule(ActionBase):
             except AnsibleConnectionFailure as err:
                 # keep what the earlier phases did: it is recorded; this phase and the rest are not
                 outcome = {"unreachable": True, "failed": True, "msg": "%s: %s" % (module, err)}
-            outcome = with_refused(outcome, module, node, refused)
+            outcome = with_refused(_named(outcome, items), module, node, refused)
             carried["failures"] = executor.advance(plan, phase, node, outcome, carried["failures"])
             return outcome
 
@@ -219,6 +271,7 @@ class ActionModule(ActionBase):
             outcome = {"unreachable": True, "failed": True, "msg": "%s: %s" % (module, err)}
         if outcome.get("failed") or "phase_results" not in outcome:
             # the execution as a whole failed (unreachable, a crash): every phase it had failed with it
+            outcome = _named(outcome, [item for phase in setup if phase in args for item in args[phase]["volumes"]])
             return dict((phase, with_refused(dict(outcome, volumes=[]), module, node, refused[phase]))
                         for phase in setup), [module]
         results = outcome["phase_results"]

@@ -7,6 +7,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible import constants as C
+
 from ansible_collections.kubevol.volumes.plugins.module_utils.common import words
 from ansible_collections.kubevol.volumes.plugins.module_utils.run.reconcile_run_task import REQUIRED_IF, argspec, run
 from ansible_collections.kubevol.volumes.plugins.plugin_utils.in_process import InProcessAction
@@ -24,4 +26,5 @@ class ActionModule(InProcessAction):
         return dict(argument_spec=argspec(), required_if=REQUIRED_IF)
 
     def run_task(self, params, check_mode, diff):
-        return run(params, check_mode=check_mode, diff=diff, keep_alive=_KEEP_ALIVE)
+        # node_phases kept each node's phase results in Ansible's local temporary directory (run/node_results.py)
+        return run(params, check_mode=check_mode, diff=diff, keep_alive=_KEEP_ALIVE, local_tmp=C.DEFAULT_LOCAL_TMP)

@@ -66,8 +66,12 @@ class ActionModule(ActionBase):
         hostvars = task_vars.get("hostvars") or {}
         failed = {}
         for host in hosts:
-            errors = host_errors(validator, spec, hostvars[host], self._templar.copy_with_new_env(
-                available_variables=hostvars[host])) if host in hostvars else ["not in the inventory"]
+            # the implicit localhost (a play on localhost without an inventory, as playbooks/plan.yml) has no hostvars
+            # entry: its own variables are this task's
+            own = hostvars[host] if host in hostvars else (
+                task_vars if host == task_vars.get("inventory_hostname") else None)
+            errors = host_errors(validator, spec, own, self._templar.copy_with_new_env(
+                available_variables=own)) if own is not None else ["not in the inventory"]
             if errors:
                 failed[host] = errors
         result.update(changed=False, hosts=len(hosts), argument_errors=failed)

@@ -21,8 +21,15 @@ description:
     than one of attach, mount and expansion, those run in one execution of M(kubevol.volumes.node_volume_setup).
   - A volume that failed in an earlier phase on this node is not carried into the next one; an unreachable node
     stops at once. A host with no work runs nothing.
-  - A node module's failure does not fail the task; it is in RV(phase_results) and RV(errors), and the reconcile
-    role reports it once every node has run, with the records of what did succeed.
+  - A node module's failure fails the task on this host, with the node's own message (each failed phase's, once); a
+    node that could not be reached makes the task C(unreachable). The reconcile role keeps such a host in the play
+    (C(ignore_errors), C(ignore_unreachable)) so that the other nodes go on and what did succeed is recorded, and
+    fails it again at the end for the play's recap. A node-side grow left pending (each failure entry C(pending)) is
+    not a failure.
+  - With a plan record (O(plan) the result of O(kubevol.volumes.volume_reconcile_plan#module:output=record), what the
+    role passes), each phase's module result is kept on the controller, in Ansible's local temporary directory, for
+    M(kubevol.volumes.reconcile_run) to record (RV(phase_results_kept)); the task's result is what Ansible prints for
+    the host, its message and RV(phase_status). Otherwise it is RV(phase_results).
   - With O(phases=[facts]) it gathers the node's actual state instead, as M(kubevol.volumes.node_volume_info) does
     (without filesystem sizes), and returns that module's result; no plan is needed.
   - Each node module runs as Ansible runs a module (the AnsiballZ payload of the module and the node code it imports),
@@ -160,7 +167,15 @@ EXAMPLES = r"""
 RETURN = r"""
 phase_results:
   description: The result of each phase's node module call, keyed by phase; phases without work are absent.
-  returned: always
+  returned: without a plan record (with one, they are kept for the record step, RV(phase_results_kept))
+  type: dict
+phase_results_kept:
+  description: Each phase's result was kept on the controller for M(kubevol.volumes.reconcile_run) (run/node_results.py).
+  returned: with a plan record, when a phase had work
+  type: bool
+phase_status:
+  description: "C({phase: ok, failed or unreachable}) of each phase with work."
+  returned: always, but with O(phases=[facts])
   type: dict
 module_runs:
   description:
@@ -169,11 +184,6 @@ module_runs:
   returned: always
   type: list
   elements: str
-errors:
-  description: The phases whose node module failed, each with C(phase) and C(msg).
-  returned: always
-  type: list
-  elements: dict
 node_name:
   description: The node name used.
   returned: always

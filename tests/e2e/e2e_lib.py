@@ -234,7 +234,9 @@ class Run:
                     if item["status"] == "skipped":
                         continue
                     if action == "node_phases":
-                        for phase in sorted((item["result"].get("phase_results") or {}), key=PHASE_ORDER.index):
+                        # the phases that ran (phase_status; the results themselves are kept for the record step)
+                        ran = item["result"].get("phase_status") or item["result"].get("phase_results") or {}
+                        for phase in sorted(ran, key=PHASE_ORDER.index):
                             runs.setdefault(host, []).append(PHASE_MODULES[phase])
                     elif any(action == m.rsplit(".", 1)[-1] for m in NODE_MODULES):
                         runs.setdefault(host, []).append(action)
@@ -248,9 +250,10 @@ class Run:
         return None
 
     def plan_lines(self):
+        """The plan's table as the run printed it (text lines, reconcile_report's ``lines``)."""
         result = self.result("Show the plan") or {}
-        msg = result.get("msg") or []
-        return msg if isinstance(msg, list) else str(msg).splitlines()
+        lines = result.get("lines") or result.get("msg") or []
+        return lines if isinstance(lines, list) else str(lines).splitlines()
 
     def plan(self):
         return (self.result("Plan the operations") or {}).get("plan") or []
@@ -274,7 +277,17 @@ class Run:
         return {"blocked": summary.get("blocked") or [], "errors": summary.get("errors") or []}
 
     def summary_lines(self):
-        return (self.result("Report the run") or {}).get("msg") or []
+        """The end-of-run report's lines as printed (reconcile_report's ``lines``)."""
+        return (self.result("Report the run") or {}).get("lines") or []
+
+    def kubevol_report(self):
+        """The role's kubevol_report (the Report the run task's result), or {}."""
+        return self.result("Report the run") or {}
+
+    def verdicts(self):
+        """{host: (status, msg)} of the role's last step on each host it ran on (failed, unreachable or ok)."""
+        return dict((host, (status, result.get("msg"))) for _task, host, status, result
+                    in self.executions(name="Fail each host whose node failed"))
 
 
 # -- the nodes and the cluster file -----------------------------------------------------------------

@@ -254,7 +254,10 @@ def test_a_killed_node_module_is_reported_with_its_volumes_and_the_next_run_conv
     assert killed, "the node module never ran on %s; log: %s" % (target, log)
     assert finish(proc) != 0
     text = open(log).read()
-    assert "node operation(s) failed: %s" % target in text and "pv-db-data" in text.split("Fail when a node failed")[-1]
+    # the node's setup task failed there, naming the volume; the last step fails that host
+    setup = text.split("TASK [kubevol.volumes.reconcile : Set up")[-1].split("TASK [")[0]
+    assert "fatal: [%s]" % target in setup and "pv-db-data" in setup, text
+    assert "fatal: [%s -> localhost]" % target in text.split("Fail each host whose node failed")[-1], text
     run = kv.reconcile()
     assert [node for pv, node, attached in vas(kv.cluster()).values() if pv == DB_PV] == [target]
     assert len(db_loops(kv)) == 1

@@ -52,17 +52,21 @@ def kv(make_cluster):
 
 def test_check_reports_the_run_nodes_and_one_line_for_the_others(kv):
     before = kv.state_bytes()
-    run = kv.reconcile(RELEASE_NOW, check=True)
-    assert kv.state_bytes() == before and run.node_module_runs() == {}, run.describe()
+    # the check runs the node tasks (in check mode) and, as the real run, fails for the seven nodes outside the
+    # inventory, on localhost: no host of the run failed
+    run = kv.reconcile(RELEASE_NOW, check=True, expect_rc=2)
+    assert kv.state_bytes() == before, run.describe()
+    assert run.stats["localhost"]["failures"] == 1 and not run.stats["node1"]["failures"], run.stats
     summary = run.summary()
     # the run's hosts and the deleted node's record-only release; none of the seven other nodes
     assert sorted(summary["nodes"]) == ["node-gone", "node1", "node2"], summary["nodes"]
     assert summary["outside"] == {"nodes": 7, "steps": 21, "blocked": 0, "names": OTHERS[:5]}, summary["outside"]
     lines = run.summary_lines()
     assert lines[0].startswith("Check mode, nothing was changed"), lines
-    assert "node1: 3 would run, 0 blocked" in lines and "node2: 3 would run, 0 blocked" in lines, lines
+    assert "node1: 3 would run, 0 would fail, 0 blocked" in lines and "node2: 3 would run, 0 would fail, 0 blocked" \
+        in lines, lines
     assert "  pv-node1: attach/device, mount/device, mount/pod apps/pod-node1" in lines, lines
-    assert "node-gone: 1 would run, 0 blocked" in lines and "  %s: detach/device" % OLD_PV in lines, lines
+    assert "node-gone: 1 would run, 0 would fail, 0 blocked" in lines and "  %s: detach/device" % OLD_PV in lines, lines
     assert OUTSIDE_LINE in lines, lines
     assert not [line for line in lines if line.startswith(tuple(OTHERS))], lines
     # one warning for the seven nodes, not one per node; the deleted node's release is not in it
@@ -102,4 +106,8 @@ def test_a_real_run_does_what_check_said_for_its_hosts(kv):
     assert [line for line in run.summary_lines() if "did not run" in line] == ["  " + one_line + (
         " (kubevol_node_name maps a host to its Kubernetes node name), or run again without --limit")], run.describe()
     text = " ".join(run.stdout.split())
-    assert "7 node operation(s) failed: " + one_line in text and "node-x3: node node-x3" not in text, run.describe()
+    # no host of the run failed: the play on localhost fails the run for them, once
+    assert "The run failed outside its hosts, as the report above says" in text and "node-x3: node node-x3" \
+        not in text, run.describe()
+    assert run.stats["localhost"]["failures"] == 1 and not any(
+        run.stats[host]["failures"] for host in run.stats if host != "localhost"), run.stats

@@ -190,4 +190,4 @@ def _run(params, now, keep_alive, check_mode, local_tmp):
         local = os.path.join(local_tmp, "kubevol-plans") if where.startswith("k8s:") else None
         handle = plan_record.write(result, where, nodes=hosts, connection=params, local_copy=local)
         return record_result(result, handle, rows, params.get("table_hint"), params)
-    return shape(result, output, rows)
+    return shape(result, output, rows, params.get("table_hint"))

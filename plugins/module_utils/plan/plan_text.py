@@ -138,12 +138,14 @@ def table_lines(result, max_rows=None, hint=MORE_HINT):
         lines.extend(_table(rows))
         if len(shown) < len(steps):
             lines.append(_more(len(steps) - len(shown), "steps", hint))
-    elif not result.get("provisioning") and not result.get("deletions"):
+    elif not result.get("provisioning") and not result.get("deletions") and not blocked:
         # a grow that waits is not the desired state: no step runs, which is all that can be said
         lines.append("No step to run." if result.get("pending") else "No changes. Volumes match the desired state.")
     lines.extend(storage_lines(result, max_rows))  # CreateVolume, DeleteVolume: under their own headings
     if blocked:
-        lines.extend(["", "Blocked:"])
+        # "No changes" would stand above items that hold the desired state back: nothing runs, and they wait
+        lines.extend(["", "Blocked:"] if steps or result.get("provisioning") or result.get("deletions")
+                     else ["Nothing to do; %d blocked:" % len(blocked)])
         lines.extend(blocked_lines(blocked, max_rows, hint))
     if result.get("pending"):
         lines.extend(["", "Pending (not tried in this run):"])
@@ -178,7 +180,11 @@ def summary_lines(result, max_rows=None):
     names = sorted(nodes, key=lambda n: (n is None, n or ""))
     shown = names if max_rows is None else names[:max_rows]
     rows = [columns] + [(_cell(n),) + tuple(str(nodes[n][a]) for a in ACTIONS + ("blocked",)) + ("",) for n in shown]
+    blocked = sum(nodes[n]["blocked"] for n in names)
+    steps = sum(sum(nodes[n][a] for a in ACTIONS + ("cleanup",)) for n in names)
     lines = _table(rows) if names else ["No changes. Volumes match the desired state."]
+    if names and not steps:
+        lines.insert(0, "Nothing to do; %d blocked:" % blocked)
     if len(shown) < len(names):
         lines.append(_more(len(names) - len(shown), "nodes"))
     guard = guard_line(result)
@@ -187,13 +193,13 @@ def summary_lines(result, max_rows=None):
     return lines + [""] + ([guard] if guard else []) + ([storage] if storage else []) + [plan_line(result, totals)]
 
 
-def shape(result, output="full", max_rows=None):
+def shape(result, output="full", max_rows=None, hint=None):
     """The volume_reconcile_plan result for ``output``: ``full`` as planned (what the reconcile role needs);
     ``table`` and ``summary`` only what a person reads (``table`` lines and the ``summary`` counts), so that an
     ad-hoc run of a big plan prints pages, not megabytes."""
     if output == "full":
         return result
-    lines = table_lines(result, max_rows) if output == "table" else summary_lines(result, max_rows)
+    lines = table_lines(result, max_rows, hint or MORE_HINT) if output == "table" else summary_lines(result, max_rows)
     shaped = {"changed": False, "table": lines, "summary": result.get("summary")}
     if result.get("warnings"):
         shaped["warnings"] = result["warnings"]

@@ -95,11 +95,15 @@ def run_step(plan_result, state=None, task=None, results=None, check_mode=False,
     this order (the API store writes the releases, answered, before it creates the intents: k8s_writes.py), so
     an RWO volume is never recorded attached to two nodes.
 
-    Returns (state, records, the node tasks still to run). In check mode nothing runs on the nodes and nothing
-    is written: no records, no tasks to run."""
+    Returns (state, records, the node tasks still to run). In check mode the node tasks run in the node modules'
+    check mode (they verify and act on nothing) and nothing is written: no records."""
     if state is None:
         state = initial_run_state(plan_result, carried)
         del state["records"]
+        if check_mode:
+            # the node tasks (and the controller's), checked in the node modules' check mode; nothing is provisioned
+            # or deleted in check mode: the plan's table shows those calls
+            state["tasks"] = run_tasks(plan_result.get("plan"))["sequence"]
         records = detach_request_records(plan_result)
         upcoming = state["tasks"]
     else:
@@ -116,7 +120,7 @@ def run_step(plan_result, state=None, task=None, results=None, check_mode=False,
         records = state.pop("records")
         upcoming = state["tasks"][position + 1:]
     if check_mode:
-        return state, [], []
+        return state, [], upcoming
     # the intents before the first task that attaches or grows (the controller task, else the setup), once
     first = next((each["name"] for each in state["tasks"] if each["name"] in (phases.CONTROLLER_TASK, "setup")), None)
     if upcoming and upcoming[0]["name"] == first:

@@ -79,6 +79,22 @@ def _record_only(view, phase, failures):
             for record in _records_for(phase, step["node"], dict(view.item(step), detach=True), {}, [step])]
 
 
+def _not_run(view, phase, node, failures):
+    """The errors of a node outside the run's hosts that has work in ``phase`` (nothing ran there): its volumes stop
+    elsewhere too (in place, in ``failures``), without building the node's volume items (at 5,000 nodes that was
+    most of a step's time)."""
+    volumes = []
+    for step in view.steps(phase, node, failures):
+        key = step["unique_volume_name"]
+        if key is not None:
+            failures["volumes"].setdefault(key, "%s on node %s failed" % (phase, node))
+            if step.get("volume") not in volumes:
+                volumes.append(step.get("volume"))
+    msg = ("node %s has work in phase %s but did not run it: is it in this play's inventory (or limited out)? Add "
+           "it, or run again without --limit" % (node, phase))
+    return [], [{"node": node, "phase": phase, "msg": msg, "volumes": volumes}]
+
+
 def _node_phase(view, phase, node, result, failures, pending=None):
     """One node's result of one phase -> (records, errors); adds what failed to ``failures`` and the volumes whose
     grow is pending to ``pending`` (a list), in place."""
@@ -88,8 +104,9 @@ def _node_phase(view, phase, node, result, failures, pending=None):
         msg = ("node %s has work in phase %s but did not run it: is it in this play's inventory "
                "(or limited out)? Add it, or run again without --limit" % (node, phase))
         result = {"failed": True, "msg": msg}
+    # the reasons later steps are not attempted for say where it failed; its message is the node task's (printed once)
     if result.get("unreachable"):
-        failures["nodes"][node] = "node unreachable: %s" % (result.get("msg") or "")
+        failures["nodes"][node] = "node unreachable: %s, in phase %s" % (node, phase)
     outcomes, failed_msg = _volume_outcomes(result)
     for step in steps:
         key = step["unique_volume_name"]
@@ -98,8 +115,7 @@ def _node_phase(view, phase, node, result, failures, pending=None):
         done = outcomes.get(key, None if failed_msg else True)
         if done is True or done == PENDING:
             continue
-        reason = done or failed_msg or "failed"
-        failures["volumes"].setdefault(key, "%s on node %s failed: %s" % (phase, node, reason))
+        failures["volumes"].setdefault(key, "%s on node %s failed" % (phase, node))
     records = []
     failed_volumes = []
     for item in items:
@@ -122,7 +138,10 @@ def _node_phase(view, phase, node, result, failures, pending=None):
     missing = [v for v in failed_volumes if v not in msg]
     if missing:
         msg = "%s (volumes not done: %s)" % (msg, ", ".join(missing))
-    return records, [{"node": node, "phase": phase, "msg": msg, "volumes": failed_volumes}]
+    error = {"node": node, "phase": phase, "msg": msg, "volumes": failed_volumes}
+    if result.get("unreachable"):
+        error["unreachable"] = True  # the node could not be reached (or was given up): its host is unreachable
+    return records, [error]
 
 
 def _not_attempted(steps, selected, failures, before=None):
@@ -188,25 +207,36 @@ def task_outcome(plan_result, task_phases, results, failures=None):
     for phase in task_phases:
         records.extend(_record_only(view, phase, start))
     blocked = []
+    # A node outside the run's hosts (no node facts: not in the play, a --limit) runs none of its steps: each is one
+    # error of its node, and the volumes stop elsewhere too; its own later steps are not listed one by one as not
+    # attempted (the report counts the outside nodes' steps as not run, in one line: at 5,000 nodes they would be
+    # most of the run's state).
+    run_nodes = plan_result.get("run_nodes") if isinstance(plan_result, dict) else None
+    inside = (lambda node: True) if run_nodes is None else frozenset(run_nodes).__contains__
     nodes = sorted(set(node for phase in task_phases for node in phase_nodes(view, phase, start)))
     for node in nodes:
         host = (results or {}).get(node)
         node_failures = _copy_failures(start)
         for phase in task_phases:
             # this node's steps of this phase that its failures in an earlier phase of the task stopped
-            blocked.extend(_not_attempted(view.by_phase_node.get((phase, node), ()), lambda s: True,
-                                          node_failures, start))
+            if inside(node):
+                blocked.extend(_not_attempted(view.by_phase_node.get((phase, node), ()), lambda s: True,
+                                              node_failures, start))
             if node in node_failures["nodes"] or not view.steps(phase, node, node_failures):
                 continue
-            node_records, node_errors = _node_phase(view, phase, node, _phase_result(host, phase, node),
-                                                    node_failures, pending)
+            if host is None and not inside(node):
+                node_records, node_errors = _not_run(view, phase, node, node_failures)
+            else:
+                node_records, node_errors = _node_phase(view, phase, node, _phase_result(host, phase, node),
+                                                        node_failures, pending)
             records.extend(node_records)
             errors.extend(node_errors)
         merged["nodes"].update(node_failures["nodes"])
         for key, reason in node_failures["volumes"].items():
             merged["volumes"].setdefault(key, reason)
     last = max(phases.BY_NAME[phase].order for phase in task_phases)
-    blocked.extend(_not_attempted(view.plan, lambda s: phases.order_of(phases.step_kind(s)) > last, merged, start))
+    blocked.extend(_not_attempted(view.plan, lambda s: phases.order_of(phases.step_kind(s)) > last and (
+        inside(s.get("node")) or s.get("record_only") or s.get("controller_host")), merged, start))
     return {"records": records, "failures": merged, "blocked": blocked, "errors": errors, "pending": pending}
 
 
@@ -230,9 +260,10 @@ def _phase_result(host, phase, node):
     late = timed_out(host, node)
     if late is not None:
         return {"unreachable": True, "failed": True, "msg": late}
-    if host.get("unreachable") or "phase_results" not in host:
+    if "phase_results" not in host:
         return {"unreachable": bool(host.get("unreachable")), "failed": True,
                 "msg": host.get("msg") or "the node_phases task failed on node %s" % node}
+    # (a node found unreachable in a later phase still has the results of the phases it ran before: recorded)
     result = (host.get("phase_results") or {}).get(phase)
     if result is None:  # the node found no work where the controller sees some: never count it as done
         return {"failed": True, "msg": "node %s did not run phase %s although the plan has work for it there; "

@@ -85,16 +85,22 @@ def _outside_line(names, steps, blocked):
 
 def run_summary(result, errors=(), blocked_after_plan=(), check_mode=False, plan_shown=True, run_nodes=None,
                 pending=()):
-    """What a reconcile run did, per node of the run: {lines, nodes, blocked, errors, outside}.
+    """What a reconcile run did, per node of the run: {lines, nodes, blocked, errors, outside, pending, failed_nodes,
+    failed_elsewhere, check_mode}.
 
     Each reported step is applied, failed (a node error of its phase names its volume, or no volume at all) or
-    not attempted (in ``blocked_after_plan``: an earlier failure stopped it); in check mode nothing ran, so
-    steps are counted as planned. ``blocked`` is every blocked item of the run once, with its action; the
-    lines repeat only those the plan table did not show (``plan_shown``). ``nodes`` has a row for each reported
-    node (reported_nodes); ``outside`` counts the others: {nodes, steps (not run), blocked, names (the first
-    OUTSIDE_NAMES)}, and the lines say it in one line. ``pending`` (the run's: the grows the nodes reported pending)
-    and the plan's own ``pending`` are neither applied nor failed: each node's row counts them, and they are listed
-    once, under "Pending"."""
+    not attempted (in ``blocked_after_plan``: an earlier failure stopped it); in check mode the node modules checked
+    it without acting, so a step is counted as would run or would fail. ``blocked`` is every blocked item of the run
+    once, with its action; the lines repeat only those the plan table did not show (``plan_shown``). ``nodes`` has a
+    row for each reported node (reported_nodes); ``outside`` counts the others: {nodes, steps (not run), blocked,
+    names (the first OUTSIDE_NAMES)}, and the lines say it in one line. ``pending`` (the run's: the grows the nodes
+    reported pending) and the plan's own ``pending`` are neither applied nor failed: each node's row counts them, and
+    they are listed once, under "Pending".
+
+    Each failure is printed once, where it happened: a node's in its node task (node_phases fails that host with
+    the node's own message). The report names those nodes (``failed_nodes``: {node: [its failed tasks' phases]})
+    and prints only the failures no node task of the run showed (``failed_elsewhere``: the errors of nodes outside
+    the run's hosts, whose steps it did not run, and of a controller host outside them)."""
     errors = list(errors or ())
     after = blocked_once({}, blocked_after_plan)
     not_attempted = set((b.get("node"), b.get("volume"), b.get("pod"), b.get("action")) for b in after)
@@ -112,19 +118,20 @@ def run_summary(result, errors=(), blocked_after_plan=(), check_mode=False, plan
     for step in steps:
         node = row(step.get("node"))
         key = (step.get("node"), step.get("volume"), step.get("pod"), step.get("action"))
-        if check_mode:
-            outcome = "planned"
-        elif key in not_attempted:
+        if key in not_attempted:
             continue  # counted with the blocked items
+        if _failed(step, failures):
+            outcome = "failed"
         elif step.get("target") == "node" and step.get("action") == "expand" and (
                 step.get("node"), step.get("volume")) in went_pending:
             continue  # counted with the pending grows
         else:
-            outcome = "failed" if _failed(step, failures) else "applied"
+            outcome = "planned" if check_mode else "applied"
         node[outcome] += 1
         label = "%s/%s" % (step.get("action"), step.get("target")) + (" %s" % step["pod"] if step.get("pod") else "")
         node["volumes"].setdefault(_cell(step.get("volume")), []).append(
-            label if outcome in ("applied", "planned") else "%s %s" % (label, outcome.upper()))
+            label if outcome in ("applied", "planned") else "%s %s" % (
+                label, "WOULD FAIL" if check_mode else outcome.upper()))
     for entry in pending:
         if shown is None or entry.get("node") in shown:
             node = row(entry.get("node"))
@@ -145,12 +152,12 @@ def run_summary(result, errors=(), blocked_after_plan=(), check_mode=False, plan
         stopped = sum(1 for b in after if b.get("node") in outside_steps)
         outside.update(nodes=len(outside_names), steps=sum(len(p) for p in outside_steps.values()) - stopped,
                        names=sorted(outside_names, key=lambda n: n or "")[:OUTSIDE_NAMES])
-    lines = ["Check mode, nothing was changed. Per node: steps that would run, blocked:" if check_mode
+    lines = ["Check mode, nothing was changed. Per node: steps that would run, would fail, blocked:" if check_mode
              else "Per node: steps applied, failed, blocked:"]
     for name in sorted(nodes, key=lambda n: n or ""):
         counts = nodes[name]
         lines.append("%s: %s" % (_cell(name), ", ".join(
-            ["%d would run" % counts["planned"]] if check_mode else
+            ["%d would run" % counts["planned"], "%d would fail" % counts["failed"]] if check_mode else
             ["%d applied" % counts["applied"], "%d failed" % counts["failed"]]) + ", %d blocked" % counts["blocked"]
             + (", %d pending" % counts["pending"] if counts["pending"] else "")))
         for volume in sorted(counts["volumes"]):
@@ -167,29 +174,67 @@ def run_summary(result, errors=(), blocked_after_plan=(), check_mode=False, plan
     if pending:
         lines.extend(["", "Pending (a node-side grow that waits; not a failure):"])
         lines.extend(pending_lines(pending))
-    listed, others = _split_errors(errors, shown)
-    if errors:
-        lines.extend(["", "Failed:"])
-        lines.extend("  %s (%s): %s" % (e.get("node"), e.get("phase"), e.get("msg")) for e in listed)
-        lines.extend("  " + line for line in others)
+    failed_nodes, elsewhere = split_failures(errors, shown)
+    body = list(lines)
+    lines.extend(failure_lines(failed_nodes, elsewhere, shown, check_mode))
     return {"lines": lines, "nodes": nodes, "blocked": blocked, "errors": errors, "outside": outside,
             "pending": pending,
-            # the failure's message (the role's last task): the same errors, without their phases
-            "failed_text": "; ".join(["%s: %s" % (e.get("node"), e.get("msg")) for e in listed] + others)}
+            "failed_nodes": failed_nodes, "failed_elsewhere": elsewhere, "check_mode": bool(check_mode),
+            "unreachable_nodes": sorted(set(e.get("node") for e in errors if e.get("unreachable") and e.get("node")),
+                                        key=lambda n: n or ""),
+            # the lines before the failures, and the run's nodes: the report (reconcile_report) says the failures
+            # again once it knows whose they are
+            "body_lines": body, "shown": None if shown is None else sorted(shown, key=lambda n: n or "")}
 
 
-def _split_errors(errors, shown):
-    """(the errors listed one by one, [one line for the nodes outside the run]). The errors of nodes outside the run
-    (their steps not run: a --limit of a cluster with work on its other nodes) are said in one line, as the report
-    counts those nodes: at 5,000 nodes a line each would be the whole report and the failure's message. A single
-    such node keeps its own error; ``errors`` keeps every one, by node."""
-    others = sorted(set(e.get("node") for e in errors if shown is not None and e.get("node") not in shown),
-                    key=lambda n: n or "")
-    if len(others) < 2:
-        return list(errors), []
-    first = others[:OUTSIDE_NAMES]
-    return [e for e in errors if e.get("node") in shown], [
-        "%d node(s) not in this run's hosts have steps it did not run (%s%s): add them to the inventory "
-        "(kubevol_node_name maps a host to its Kubernetes node name), or run again without --limit"
-        % (len(others), ", ".join(_cell(n) for n in first),
-           ", and %d more" % (len(others) - len(first)) if len(others) > len(first) else "")]
+def split_failures(errors, shown):
+    """({node of the run: [the phases it failed in, in order]}, [the errors of no node of the run]). A node of the
+    run showed its failure in its own task (node_phases); the others' failures only the report can show. The errors
+    of the nodes outside the run whose steps it did not run are one entry when there are several (outside_entry)."""
+    failed_nodes, elsewhere = {}, []
+    for error in errors:
+        node = error.get("node")
+        if node is not None and (shown is None or node in shown):
+            phases = failed_nodes.setdefault(node, [])
+            if error.get("phase") not in phases:
+                phases.append(error.get("phase"))
+        else:
+            elsewhere.append(error)
+    outside = [e for e in elsewhere if _not_run_outside(e, shown)]
+    names = sorted(set(e["node"] for e in outside), key=lambda n: n or "")
+    if len(names) < 2:
+        return failed_nodes, elsewhere
+    return failed_nodes, [e for e in elsewhere if not _not_run_outside(e, shown)] + [outside_entry(names)]
+
+
+def _not_run_outside(error, shown):
+    return (error.get("node") is not None and shown is not None and error.get("node") not in shown
+            and error.get("phase") not in ("controller", "facts", "record"))
+
+
+def outside_entry(names):
+    """The one failure of the nodes outside the run that have steps it did not run: {node: null, phase: outside,
+    nodes (every name), msg}. At 5,000 nodes an entry each would be most of the report; ``errors`` keeps them."""
+    first = names[:OUTSIDE_NAMES]
+    return {"node": None, "phase": "outside", "volumes": [], "nodes": list(names),
+            "msg": "%d node(s) not in this run's hosts have steps it did not run (%s%s): add them to the inventory "
+                   "(kubevol_node_name maps a host to its Kubernetes node name), or run again without --limit"
+                   % (len(names), ", ".join(_cell(n) for n in first),
+                      ", and %d more" % (len(names) - len(first)) if len(names) > len(first) else "")}
+
+
+def failure_lines(failed_nodes, elsewhere, shown, check_mode=False):
+    """The report's failures: the run's nodes that failed, named once (each one's message is in its own task's
+    output), then what failed where no task of the run showed it, each once (the nodes outside the run's hosts with
+    steps it did not run in one line: split_failures)."""
+    lines = []
+    if failed_nodes:
+        lines.extend(["", "%s on %d node(s), each one's message is in its own task's output above: %s" % (
+            "Would fail" if check_mode else "Failed", len(failed_nodes), ", ".join(
+                "%s (%s)" % (_cell(node), ", ".join(_cell(p) for p in failed_nodes[node]))
+                for node in sorted(failed_nodes, key=lambda n: n or "")))])
+    if elsewhere:
+        lines.extend(["", "Failed outside the run's hosts:"])
+        lines.extend("  %s: %s" % (_cell(e.get("node")), e.get("msg")) if e.get("node") else "  %s" % e.get("msg")
+                     if e.get("phase") == "outside" else "  the run: %s" % e.get("msg") for e in elsewhere)
+    return lines

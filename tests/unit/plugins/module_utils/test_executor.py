@@ -266,7 +266,8 @@ def test_a_host_that_did_not_run_the_task_or_is_unreachable():
     out = executor.task_outcome(PLAN, ["teardown"], {})
     assert out["errors"] and "did not run it" in out["errors"][0]["msg"] and out["records"] == []
     out = executor.task_outcome(PLAN, SETUP, {"n2": {"unreachable": True, "msg": "ssh: connect timed out"}})
-    assert out["failures"]["nodes"] == {"n2": "node unreachable: ssh: connect timed out"} and out["records"] == []
+    # the reason later steps wait says where; the message itself is the node task's, printed once
+    assert out["failures"]["nodes"] == {"n2": "node unreachable: n2, in phase attach"} and out["records"] == []
     # a phase the node did not run although the plan has work there is never counted as done
     out = executor.task_outcome(PLAN, SETUP, {"n2": ran("attach")})
     assert [r["type"] for r in out["records"]] == ["attached", "attached"]
@@ -307,8 +308,11 @@ def test_a_failed_detach_writes_no_intent_for_that_volume():
 
 
 def test_check_mode_steps_write_nothing_and_a_task_not_in_the_run_is_refused():
+    """Check mode runs the node tasks too (in the node modules' check mode): the same tasks, no records."""
     state, records, upcoming = executor.run_step(PLAN, check_mode=True)
-    assert records == [] and upcoming == [] and [t["name"] for t in state["tasks"]] == ["teardown", "setup"]
+    assert records == [] and [t["name"] for t in upcoming] == [t["name"] for t in state["tasks"]] == ["teardown", "setup"]
+    state, records, upcoming = executor.run_step(PLAN, state, "teardown", {"n1": ran("teardown")}, check_mode=True)
+    assert records == [] and [t["name"] for t in upcoming] == ["setup"]
     with pytest.raises(ValueError, match="'expand_node' is not one of this run's node tasks"):
         executor.run_step(PLAN, state, "expand_node", {})
 
@@ -346,7 +350,7 @@ def test_a_volume_the_node_cannot_serve_is_failed_not_applied_nor_recorded():
                             "msg": msg}]}
     out = phase_outcome(foreign_plan(), "attach", {"n2": result})
     assert [(r["type"], r["pv_name"]) for r in out["records"]] == [("attached", "pv-c")]
-    assert HOSTPATH in out["failures"]["volumes"][key_h] and "n2" in out["failures"]["volumes"][key_h]
+    assert out["failures"]["volumes"][key_h] == "attach on node n2 failed"  # the message is the error's, once
     assert key_c not in out["failures"]["volumes"]
     assert [(e["node"], e["phase"], e["volumes"]) for e in out["errors"]] == [("n2", "attach", ["pv-h"])]
     assert HOSTPATH in out["errors"][0]["msg"]
@@ -383,3 +387,16 @@ def test_one_failed_detach_does_not_take_the_other_volumes_of_the_batch():
     out = phase_outcome(PLAN, "teardown", {"n1": result})
     assert key_a in out["failures"]["volumes"] and key_b not in out["failures"]["volumes"]
     assert [e["volumes"] for e in out["errors"]] == [["pv-a"]] and "not done" not in out["errors"][0]["msg"]
+
+
+def test_a_node_lost_after_its_attach_is_unreachable_and_its_attach_is_recorded():
+    """node_phases says the host is unreachable (it was lost in the mount phase) and keeps each phase's result: what
+    the node did before is recorded, the rest is not attempted."""
+    attach = {"changed": True, "volumes": [{"unique_volume_name": KEY_A, "device_path": "/dev/loop4"},
+                                           {"unique_volume_name": KEY_C, "device_path": "/dev/loop5"}]}
+    lost = {"unreachable": True, "failed": True, "msg": "node_volume_mount: ssh: closed"}
+    host = dict(ran("attach", attach=attach, mount=lost), unreachable=True, msg=lost["msg"])
+    out = executor.task_outcome(PLAN, SETUP, {"n2": host})
+    assert sorted(r["pv_name"] for r in out["records"] if r["type"] == "attached") == ["pv-a", "pv-c"]
+    assert "n2" in out["failures"]["nodes"] and [(e["node"], e["phase"], e.get("unreachable")) for e in out["errors"]] \
+        == [("n2", "mount", True)]

@@ -315,7 +315,8 @@ def test_a_pending_grow_is_no_failure_and_the_other_volumes_are_recorded():
     assert (row["applied"], row["failed"], row["pending"]) == (2, 0, 1), row
     assert row["volumes"]["pv-a"] == ["expand PENDING"]
     assert "node1: 2 applied, 0 failed, 0 blocked, 1 pending" in summary["lines"]
-    assert "Failed:" not in summary["lines"] and summary["failed_text"] == ""
+    assert not [line for line in summary["lines"] if "ailed on" in line or line.startswith("Failed")]
+    assert summary["failed_nodes"] == {} and summary["failed_elsewhere"] == []
     assert summary["pending"] == outcome["pending"]
 
 

@@ -52,7 +52,7 @@ def test_the_report_lists_the_run_nodes_and_counts_the_others_in_one_line():
                        "(n02, n03, n04, n06, n07, and 6 more); add them to the inventory (kubevol_node_name maps a "
                        "host to its Kubernetes node name) or drop --limit"]
     assert not [line for line in text if line.startswith(("n02", "n13"))]
-    assert "n00: 2 would run, 0 blocked" in text and "gone: 1 would run, 0 blocked" in text
+    assert "n00: 2 would run, 0 would fail, 0 blocked" in text and "gone: 1 would run, 0 would fail, 0 blocked" in text
     # every blocked item is still in ``blocked`` (the plan's table prints them), each once
     assert len(out["blocked"]) == 2
     # the filter reads run_nodes from the plan too
@@ -102,29 +102,47 @@ def test_a_real_run_counts_the_outside_steps_as_not_run_and_keeps_every_error():
     assert out["lines"][0] == "Per node: steps applied, failed, blocked:"
     assert "3 other node(s) of the cluster, not in this run's hosts: 5 step(s) not run, 2 blocked (n02, n03, n04); " \
            "add them" in "\n".join(out["lines"])
-    assert out["errors"] == errors and "  n02 (attach): node n02 has work in phase attach but did not run it" \
-        in out["lines"]
+    # each failure once: n00's message is in its own node task's output, so the report names it; n02's steps were
+    # run by no task of the run, so its message is the report's to print
+    assert out["errors"] == errors and out["failed_nodes"] == {"n00": ["mount"]} and out["failed_elsewhere"] == errors[:1]
+    failed = out["lines"][out["lines"].index("Failed outside the run's hosts:") - 3:]
+    assert failed == ["", "Failed on 1 node(s), each one's message is in its own task's output above: n00 (mount)", "",
+                      "Failed outside the run's hosts:",
+                      "  n02: node n02 has work in phase attach but did not run it"], failed
+    assert "mount: boom" not in "\n".join(out["lines"])
 
 
-def test_the_errors_of_nodes_outside_the_run_are_one_line_of_the_report_and_of_the_failure():
+def test_the_errors_of_nodes_outside_the_run_are_one_line_of_the_report():
     """A --limit real run of a cluster with work on 40 other nodes: each of them has an error (its steps not run),
-    kept by node in ``errors``; the report's Failed section and the failure's message say them in one line."""
+    kept by node in ``errors``; the report says them in one line."""
     result = cluster_plan(outside=40)
     outside = ["n%02d" % i for i in range(2, 42) if i != 5]
     errors = [{"node": node, "phase": "attach", "msg": "node %s has work in phase attach but did not run it" % node,
                "volumes": []} for node in outside]
     errors.append({"node": "n00", "phase": "mount", "msg": "mount: boom", "volumes": ["pv-0"]})
+    errors.append({"node": None, "phase": "record", "msg": "the records could not be written", "volumes": []})
     out = run_report.run_summary(result, errors)
-    assert out["errors"] == errors
-    failed = out["lines"][out["lines"].index("Failed:") + 1:]
+    assert out["errors"] == errors and out["failed_nodes"] == {"n00": ["mount"]}
+    assert [e["phase"] for e in out["failed_elsewhere"]] == ["record", "outside"]
+    assert out["failed_elsewhere"][1]["nodes"] == outside
+    failed = out["lines"][out["lines"].index("Failed outside the run's hosts:") + 1:]
     line = ("39 node(s) not in this run's hosts have steps it did not run (n02, n03, n04, n06, n07, and 34 more): add "
             "them to the inventory (kubevol_node_name maps a host to its Kubernetes node name), or run again without "
             "--limit")
-    assert failed == ["  n00 (mount): mount: boom", "  " + line], failed
-    assert out["failed_text"] == "n00: mount: boom; " + line
+    assert failed == ["  the run: the records could not be written", "  " + line], failed
     # one node outside keeps its own error, as before
-    one = run_report.run_summary(cluster_plan(outside=1), errors[:1] + errors[-1:])
-    assert one["failed_text"] == "n02: node n02 has work in phase attach but did not run it; n00: mount: boom"
+    one = run_report.run_summary(cluster_plan(outside=1), errors[:1] + errors[-2:-1])
+    assert one["lines"][-1] == "  n02: node n02 has work in phase attach but did not run it"
+
+
+def test_check_mode_counts_what_would_fail():
+    """In check mode the node modules checked each step without acting: a step a node refused would fail."""
+    result = cluster_plan(outside=0)
+    errors = [{"node": "n00", "phase": "mount", "msg": "no mkfs.xfs on node n00", "volumes": ["pv-0"]}]
+    out = run_report.run_summary(result, errors, check_mode=True)
+    assert "n00: 1 would run, 1 would fail, 0 blocked" in out["lines"]
+    assert out["nodes"]["n00"]["volumes"] == {"pv-0": ["attach/device", "mount/device WOULD FAIL"]}
+    assert out["lines"][-1] == "Would fail on 1 node(s), each one's message is in its own task's output above: n00 (mount)"
 
 
 def test_no_outside_node_no_outside_line():

@@ -102,8 +102,16 @@ def test_check_mode_writes_nothing_and_summarizes_the_plan(tmp_path):
     before = path.read_bytes()
     plan = plan_of(path)
     out = reconcile_run_task.run(params(path, plan), check_mode=True)
+    # the node tasks run in check mode too: the run goes on to them, writing nothing
     assert not out["changed"] and out["count"] == 0 and path.read_bytes() == before
-    assert out["summary"]["lines"][0].startswith("Check mode, nothing was changed")
+    assert [task["name"] for task in out["tasks"]] and "summary" not in out
+    state = out
+    for task in out["tasks"]:
+        state = reconcile_run_task.run(dict(params(path, plan), after=task["name"], state=state, results={}),
+                                       check_mode=True)
+        assert not state["changed"] and path.read_bytes() == before
+    assert state["summary"]["lines"][0].startswith("Check mode, nothing was changed")
+    assert state["summary"]["check_mode"] and state["summary"]["failed_nodes"]  # no node answered: each would fail
 
 
 def test_bad_input_fails_with_a_message_not_a_traceback(tmp_path):
@@ -125,3 +133,50 @@ def test_bad_input_fails_with_a_message_not_a_traceback(tmp_path):
         out = json.loads(proc.stdout)
         assert out.get("failed") and text in out["msg"], (text, out)
         assert "Traceback" not in proc.stdout + proc.stderr
+
+
+def test_records_that_cannot_be_written_stop_the_run_without_blaming_a_host(tmp_path, monkeypatch):
+    """The store refuses the step's write: the run stops before its next node task (no node task may build on records
+    that are not there), its own failure is in the report, no node's, and the later steps pass the state on."""
+    from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import KubevolError
+    from ansible_collections.kubevol.volumes.plugins.module_utils.records import record_task
+
+    path = tmp_path / "cluster.yaml"
+    shutil.copy(EXAMPLE, str(path))
+    plan = plan_of(path)
+    first = reconcile_run_task.run(params(path, plan))
+    assert first["tasks"] and "stopped" not in first
+    setup = [task for task in first["tasks"] if task["name"] == "setup"][0]
+
+    def refused(*_args, **_kwargs):
+        raise KubevolError("the run lock was taken over by another run")
+
+    monkeypatch.setattr(record_task, "run", refused)
+    after = reconcile_run_task.run(params(path, plan, after="setup", state=first,
+                                          results=succeeded(plan, setup["phases"])))
+    assert after["stopped"] is True and after["summary"]["failed_nodes"] == {}
+    assert [(e["node"], e["phase"]) for e in after["summary"]["failed_elsewhere"]] == [(None, "record")]
+    assert "could not be written" in after["summary"]["failed_elsewhere"][0]["msg"]
+    assert reconcile_run_task.run(params(path, plan, after="setup", state=after, results={}))["stopped"] is True
+
+
+def test_check_mode_reads_the_plan_once_at_its_last_step(tmp_path, monkeypatch):
+    """In check mode a step after a node task that is not the last keeps its results and reads no plan; the last one
+    replays every task's outcome in order, as a real run would have them."""
+    from ansible_collections.kubevol.volumes.plugins.module_utils.run import plan_record
+
+    path = tmp_path / "cluster.yaml"
+    shutil.copy(EXAMPLE, str(path))
+    plan = plan_of(path)
+    start = reconcile_run_task.run(params(path, plan), check_mode=True)
+    names = [task["name"] for task in start["tasks"]]
+    reads = []
+    real = plan_record.plan_of
+    monkeypatch.setattr(plan_record, "plan_of", lambda *a, **k: reads.append(1) or real(*a, **k))
+    state = start
+    for task in start["tasks"]:
+        state = reconcile_run_task.run(params(path, plan, after=task["name"], state=state,
+                                              results=succeeded(plan, task["phases"])), check_mode=True)
+    assert len(reads) == 1 and "checked" not in state, (names, reads)
+    assert state["summary"]["check_mode"] and state["summary"]["errors"] == []
+    assert all(row["failed"] == 0 and row["planned"] for row in state["summary"]["nodes"].values())
