@@ -77,6 +77,7 @@ extends_documentation_fragment:
   - ansible.builtin.action_common_attributes.flow
   - kubevol.volumes.cluster_store
   - kubevol.volumes.k8s_auth
+  - kubevol.volumes.words
 attributes:
   action:
     support: full

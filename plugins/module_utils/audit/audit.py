@@ -28,6 +28,7 @@ __metaclass__ = type
 import os
 
 from ansible_collections.kubevol.volumes.plugins.module_utils.common import names
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.words import setting
 from ansible_collections.kubevol.volumes.plugins.module_utils.node.node_args import DEFAULT_LOOP_POOLS
 
 LOOP_DRIVER = "loop.kubevol.io"
@@ -45,7 +46,8 @@ KINDS = {
     "status_device_not_attached": "a device the node has attached that node.status.volumesAttached lacks",
     "stale_run_lock": "a run lock of a run that is over",
 }
-CLEAN_HINT = "clean: true (playbook: -e kubevol_audit_clean=true) removes it"
+# said as clean=true to a module caller, kubevol_audit_clean=true to a playbook user (common/words.py)
+CLEAN_HINT = "%s removes it" % setting("clean", True)
 
 
 def finding(kind, node, where, why, cleanable=False, action=None, **extra):
@@ -288,7 +290,7 @@ def report_lines(findings):
     """One line per finding, for a person."""
     lines = []
     for f in findings:
-        state = ("cleaned" if f["cleaned"] else "would be cleaned with clean: true" if f["cleanable"]
+        state = ("cleaned" if f["cleaned"] else "would be cleaned with %s" % setting("clean", True) if f["cleanable"]
                  else "operator: %s" % f["action"])
         lines.append("%s %s %s: %s [%s]" % (f["node"] or "cluster", f["kind"], f["where"], f["why"], state))
     return lines

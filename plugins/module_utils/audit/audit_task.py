@@ -47,7 +47,8 @@ def argspec():
                 loop_pools=dict(LOOP_POOLS_ALIAS),  # deprecated: driver_options' loop.kubevol.io pools
                 known_drivers=dict(type="list", elements="str"),
                 node_reports=dict(type="list", elements="raw", default=[]),
-                lock_timeout=dict(type="int", default=30))
+                lock_timeout=dict(type="int", default=30),
+                words=dict(type="str", default="module", choices=["module", "role"]))
     spec.update((k, v) for k, v in copy.deepcopy(LOCK_OPTIONS).items() if k in ("lease_namespace", "lease_name"))
     return spec
 

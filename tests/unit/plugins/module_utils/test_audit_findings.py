@@ -6,6 +6,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.kubevol.volumes.plugins.module_utils.common import words
 from ansible_collections.kubevol.volumes.plugins.module_utils.audit import audit
 from ansible_collections.kubevol.volumes.plugins.module_utils.cluster.objects import ClusterIndex, cluster_from_data
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.names import (
@@ -158,8 +159,11 @@ def test_lock_finding_and_report_lines():
     assert audit.lock_finding("/s.run-lock", {"holder": "r"}, None) == []
     [found] = audit.lock_finding("/s.run-lock", {"holder": "r", "pid": 5, "host": "h"}, "its process is gone")
     assert found["cleanable"] and "run r (pid 5 on host h" in found["why"]
-    assert audit.report_lines([found]) == ["cluster stale_run_lock /s.run-lock: %s [would be cleaned with clean: "
-                                           "true]" % found["why"]]
+    [line] = audit.report_lines([found])
+    assert line == "cluster stale_run_lock /s.run-lock: %s [would be cleaned with @{clean=true}]" % found["why"]
+    # the edge says the remedy in its reader's words: the audit playbook's variable, or the module's option
+    assert words.say(line, words.ROLE).endswith("[would be cleaned with kubevol_audit_clean=true]")
+    assert words.say(line, words.MODULE).endswith("[would be cleaned with clean=true]")
     assert audit.summary([found]) == {"findings": 1, "by_kind": {"stale_run_lock": 1}, "cleanable": 1, "cleaned": 0}
 
 
