@@ -24,6 +24,7 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.node.ephemeral_fac
 from ansible_collections.kubevol.volumes.plugins.module_utils.node import plugin_facts
 from ansible_collections.kubevol.volumes.plugins.module_utils.node.csi_registration import csi_nodes
 from ansible_collections.kubevol.volumes.plugins.module_utils.node.filesystems import get_filesystem
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.words import setting
 
 
 def _unique_from(data):
@@ -281,9 +282,9 @@ def check_kubelet_dir(ctx):
     mistyped one would read as a node with nothing mounted, and every mount would be planned again."""
     if not os.path.isdir(ctx.kubelet_dir):
         reason = "is not a directory" if os.path.lexists(ctx.kubelet_dir) else "does not exist"
-        raise KubevolError("kubelet_dir %s %s on node %s: give the kubelet's root directory (its --root-dir, "
-                           "/var/lib/kubelet by default; kubevol_kubelet_dir in the reconcile role)"
-                           % (ctx.kubelet_dir, reason, ctx.node_name), kubelet_dir=ctx.kubelet_dir,
+        raise KubevolError("%s %s %s on node %s: give the kubelet's root directory (its --root-dir, "
+                           "/var/lib/kubelet by default)" % (setting("kubelet_dir"), ctx.kubelet_dir, reason,
+                                                            ctx.node_name), kubelet_dir=ctx.kubelet_dir,
                            node=ctx.node_name)
 
 

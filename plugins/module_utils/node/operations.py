@@ -21,6 +21,7 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors impo
     DeviceNotFound, KubevolError, StillMounted)
 from ansible_collections.kubevol.volumes.plugins.module_utils.node import plugin_ops
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.volume_attachment import attached_volume_attachment
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.words import setting
 from ansible_collections.kubevol.volumes.plugins.module_utils.drivers.base import DEVICE_PATH, STAGE_UNSTAGE
 from ansible_collections.kubevol.volumes.plugins.module_utils.drivers.device import DeviceDriver
 from ansible_collections.kubevol.volumes.plugins.module_utils.node import blockdev, ephemeral, external_ops, layout, mount
@@ -45,9 +46,10 @@ def attach_volume(ctx, item, provision=False):
     released = dict(att.released or {})
     if released:
         ctx.warn("volume %s: node %s %s the hold of node(s) %s on its image, forced by the operator "
-                 "(force_release_holders), not by their own detach" % (
+                 "(%s), not by their own detach" % (
                      item.pv_name, ctx.node_name, "would release" if ctx.check_mode else "released",
-                     ", ".join("%s (held since %s)" % (n, released[n]) for n in sorted(released))))
+                     ", ".join("%s (held since %s)" % (n, released[n]) for n in sorted(released)),
+                     setting("force_release_holders")))
     return {
         "pv_name": item.pv_name,
         "unique_volume_name": item.unique_name,

@@ -20,13 +20,14 @@ import os
 
 from ansible_collections.kubevol.volumes.plugins.module_utils.common import driver_options
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import InvalidInput, KubevolError
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.words import setting
 from ansible_collections.kubevol.volumes.plugins.module_utils.volume import get_plugin
 
 
 class PathNotAllowed(KubevolError):
     """A local or hostPath PV path the node refuses: nothing was created, formatted or mounted."""
     message = ("refusing {kind} PV {volume} on node {node}: path {path} {reason}; the allowed directories for "
-               "{plugin} are {roots} (driver_options[\"{plugin}\"].paths, role variable kubevol_driver_options). "
+               "{plugin} are {roots} (the paths of {setting}). "
                "Nothing was created, formatted or mounted. Fix the PV's path, or add its directory to those paths "
                "if the node may serve it")
 
@@ -46,7 +47,8 @@ def roots(ctx, plugin):
 def _refuse(ctx, item, roots_, reason, path=None):
     return PathNotAllowed(kind=get_plugin(item.plugin).KIND, volume=item.pv_name, node=ctx.node_name,
                           path=path or item.path, reason=reason, plugin=item.plugin,
-                          roots=", ".join(roots_) if roots_ else "none (nothing is allowed)", step="check path")
+                          roots=", ".join(roots_) if roots_ else "none (nothing is allowed)", step="check path",
+                          setting=setting("driver_options", key=item.plugin))
 
 
 def _under(path, root):

@@ -29,6 +29,7 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.common.names impor
     OUT_OF_SERVICE_TAINT, check_component, handle_hash, show_handle, show_volume_name, split_unique_volume_name,
     volume_attachment_name)
 from ansible_collections.kubevol.volumes.plugins.module_utils.volume.csi import handle_refusal
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.words import setting
 
 
 def safe_name(value):
@@ -134,10 +135,10 @@ def still_mounted_reason(p, node, node_obj, waited, healthy):
         return ("node %s no longer exists (no Node object) and may still have the volume mounted; it is released "
                 "after max_wait_for_unmount (%ds, waited %ds)%s" % (
                     node, p.options.max_wait_for_unmount, max(waited, 0),
-                    "" if p.options.force_detach else ", but force_detach is off: release it by hand"))
+                    "" if p.options.force_detach else ", but %s is off: release it by hand" % setting("force_detach")))
     evidence = "node facts show it mounted" if p.facts(node) is not None else "node.status.volumesInUse lists it"
     hint = ("the node is Ready, so it is never force-detached: stop the pods using it on %s" % node if healthy
-            else "force_detach is off" if not p.options.force_detach
+            else "%s is off" % setting("force_detach") if not p.options.force_detach
             else "it will be force-detached after %ds" % p.options.max_wait_for_unmount)
     return ("still mounted: cannot detach volume on node %s because %s (waited %ds); %s, or taint the node "
             "%s if it is shut down" % (node, evidence, max(waited, 0), hint, OUT_OF_SERVICE_TAINT))
@@ -150,7 +151,8 @@ def unreachable_reason(p, node, error, waited, healthy):
         hint = ("the node is Ready, so its volumes are never released without it: make it reachable, or taint it "
                 "node.kubernetes.io/out-of-service if it is shut down")
     elif not opts.force_detach:
-        hint = "force_detach is off: make the node reachable, or taint it node.kubernetes.io/out-of-service"
+        hint = ("%s is off: make the node reachable, or taint it node.kubernetes.io/out-of-service"
+                % setting("force_detach"))
     else:
         hint = ("node %s is not Ready: after max_wait_for_unmount (%ds) the volume is released in the cluster only "
                 "(the VolumeAttachment deleted, nothing run on the node), or at once with the taint "

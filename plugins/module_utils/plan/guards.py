@@ -11,6 +11,7 @@ __metaclass__ = type
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import KubevolError
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.names import split_unique_volume_name
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.phases import TEARDOWN_KINDS
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.words import setting
 
 TEARDOWN_ACTIONS = frozenset(kind[0] for kind in TEARDOWN_KINDS)  # unmount, detach
 
@@ -24,11 +25,10 @@ class TeardownRefused(KubevolError):
         msg = ("refusing a mass teardown: this plan would unmount or detach %d of the %d volumes mounted now (the "
                "teardown guard allows at most %d volumes and, from two on, at most %g%% of them): %s. Nothing was "
                "changed on any node. If the cluster snapshot is wrong (a truncated or empty kubectl output, pods "
-               "missing), fix it. If this teardown is wanted, allow it for one run with allow_mass_teardown=true "
-               "(reconcile role: -e kubevol_allow_mass_teardown=true), or raise max_teardown_fraction / "
-               "max_teardown_count (kubevol_max_teardown_fraction / kubevol_max_teardown_count)"
+               "missing), fix it. If this teardown is wanted, allow it for one run with %s, or raise %s / %s"
                % (guard["teardown"], guard["mounted"], guard["max_teardown_count"],
-                  guard["max_teardown_fraction"] * 100, listing))
+                  guard["max_teardown_fraction"] * 100, listing, setting("allow_mass_teardown", True),
+                  setting("max_teardown_fraction"), setting("max_teardown_count")))
         fields = dict((k, result[k]) for k in ("plan", "blocked", "teardown_guard", "summary", "desired", "actual",
                                                "table") if k in result)
         super(TeardownRefused, self).__init__(msg, step="plan", **fields)

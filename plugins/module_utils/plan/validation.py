@@ -304,8 +304,8 @@ def _plugin_item_problems(item, plugin, driver_options):
         roots = driver_options_mod.options_for(driver_options, plugin).get("paths") or []
         if not driver_options_mod.allowed(path, roots):
             problems.append("path %s: must be absolute, normalized and under the directories the operator allows for "
-                            "%s (%s): driver_options[%r].paths" % (safe_repr(path), plugin, ", ".join(roots) or "none",
-                                                                   plugin))
+                            "%s (%s): the paths of %s" % (safe_repr(path), plugin, ", ".join(roots) or "none",
+                                                          setting("driver_options", key=plugin)))
     for option in item.get("mount_options") or ():
         try:
             names.check_mount_option(option)

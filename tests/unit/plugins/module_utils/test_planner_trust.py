@@ -16,6 +16,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 from simulate import bound, cluster, facts, node, pod, pv, pvc, uvn, va  # noqa: E402
 
+from ansible_collections.kubevol.volumes.plugins.module_utils.common import words
 from ansible_collections.kubevol.volumes.plugins.module_utils.run import executor  # noqa: E402
 from ansible_collections.kubevol.volumes.plugins.module_utils.cluster.objects import ClusterIndex, cluster_from_data  # noqa
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.names import (  # noqa: E402
@@ -161,7 +162,7 @@ def test_guard_refusal_through_the_module_names_the_teardown_and_the_override(tm
         plan_module.run(params, NOW)
     msg = err.value.msg
     assert "4 of the 4 volumes mounted now" in msg and "node1 pv-a (unmount/pod" in msg
-    assert "allow_mass_teardown=true" in msg and "kubevol_allow_mass_teardown=true" in msg
+    assert "allow_mass_teardown=true" in words.say(msg) and "kubevol_allow_mass_teardown=true" in words.say(msg, words.ROLE)
     assert "Nothing was changed on any node" in msg
     assert len(err.value.kwargs["plan"]) == 12  # the plan travels with the failure, for the table
     params["allow_mass_teardown"] = True

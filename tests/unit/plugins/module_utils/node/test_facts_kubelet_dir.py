@@ -4,6 +4,7 @@ import os
 
 import pytest
 
+from ansible_collections.kubevol.volumes.plugins.module_utils.common import words
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import KubevolError
 from ansible_collections.kubevol.volumes.plugins.module_utils.node import facts
 from ansible_collections.kubevol.volumes.plugins.module_utils.node.context import NodeContext
@@ -17,7 +18,9 @@ def test_missing_kubelet_dir_is_an_error(tmp_path):
     missing = str(tmp_path / "kubelet-typo")
     with pytest.raises(KubevolError) as exc:
         facts.node_facts(NodeContext(no_commands, node_name="n1", kubelet_dir=missing))
-    assert exc.value.msg.startswith("kubelet_dir %s does not exist on node n1: " % missing)
+    # the setting is named in its reader's words: the module's option, or the reconcile role's variable
+    assert words.say(exc.value.msg).startswith("kubelet_dir %s does not exist on node n1: " % missing)
+    assert words.say(exc.value.msg, words.ROLE).startswith("kubevol_kubelet_dir %s does not exist" % missing)
     assert exc.value.to_result() == {"kubelet_dir": missing, "node": "n1"}
 
 
