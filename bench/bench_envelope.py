@@ -1,10 +1,10 @@
 # -*- coding: utf-8 -*-
 # Copyright: kubevol contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The reconcile role in check mode at the Kubernetes envelope (issue 30): 5,000 nodes, 150,000 pods, 60,000
-volumes (x --scale), against three SSH test nodes named as three of its nodes.
+"""The reconcile role in check mode at the Kubernetes envelope: 5,000 nodes, 150,000 pods, 60,000 volumes
+(x --scale), against three SSH test nodes named as three of its nodes.
 
-For each scale: bench_planner.generate's cluster written as a JSON file (the 124 MB of issue 30 at scale 1), three
+For each scale: bench_planner.generate's cluster written as a JSON file (about 121 MB at scale 1), three
 test nodes (scripts/testnodes.py) in the inventory, each mapped to one of the cluster's nodes (kubevol_node_name
 node-0, node-1, node-2), and timed:
 
@@ -15,7 +15,7 @@ node-0, node-1, node-2), and timed:
 - the plan task's parts in one process (plan_task.run's load and plan, then run/plan_record.py's write and a read
   back of the whole plan and of one node's share): where the plan task's time goes.
 
-The goals: role minus ping <= 2.5x json.load (issue 39: single runs, on a quiet machine; it was 3x); the doubled
+The goals (docs/performance.md): role minus ping <= 2.5x json.load, in single runs on a quiet machine; the doubled
 cluster's role minus ping <= 2.2x the single's. Each row says whether its ratio meets the first (``goal_met``).
 
     .venv/bin/python bench/bench_envelope.py                # scale 1 and 2 (about 3 minutes, 1.5 GB of RAM)

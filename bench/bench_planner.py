@@ -6,11 +6,11 @@
 Usage (from the repository root):
     .venv/bin/python bench/bench_planner.py            # scale 1 and 2 in one run
     .venv/bin/python bench/bench_planner.py --scale 2  # one scale only
-    .venv/bin/python bench/bench_planner.py --scale 1 --ansible --summary-only   # issue 39's goal, ad hoc
+    .venv/bin/python bench/bench_planner.py --scale 1 --ansible --summary-only   # the ad-hoc goal
 
 --ansible also times `ansible localhost -m kubevol.volumes.volume_reconcile_plan` (output=full, and output=summary)
-against `ansible localhost -m ping` and json.load of the same file, each the best of two. Issue 39's goal:
-(ad hoc with output=summary - ping) / json.load <= 1.5 (``goal_met``), in single runs on a quiet machine.
+against `ansible localhost -m ping` and json.load of the same file, each the best of two. The goal
+(docs/performance.md): (ad hoc with output=summary - ping) / json.load <= 1.5 (``goal_met``), on a quiet machine.
 
 Load = JSON file -> model objects (json.load + cluster_from_data + ClusterIndex), GC paused as in
 load_cluster_file. Peak memory is the process's max RSS (both scales in one process).
@@ -150,7 +150,7 @@ GOAL = 1.5  # (ad hoc, output=summary, - ping) / json.load
 
 
 def through_ansible(path, summary_only=False):
-    """The issue's measure: the planner module through `ansible localhost -m`, minus an `ansible localhost -m
+    """The goal's measure: the planner module through `ansible localhost -m`, minus an `ansible localhost -m
     ping`, against json.load of the same file (each the best of two)."""
     json_load = []
     for _attempt in range(2):
@@ -207,7 +207,7 @@ def main():
                         help="also time `ansible localhost -m kubevol.volumes.volume_reconcile_plan` against "
                              "`ansible localhost -m ping` and json.load of the same file")
     parser.add_argument("--summary-only", action="store_true",
-                        help="with --ansible, time the ad-hoc run with output=summary only (issue 39's goal)")
+                        help="with --ansible, time the ad-hoc run with output=summary only (the goal's measure)")
     args = parser.parse_args()
     rows = []
     with tempfile.TemporaryDirectory() as workdir:

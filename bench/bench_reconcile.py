@@ -7,21 +7,20 @@ Usage (from the repository root, as root):
     .venv/bin/python bench/bench_reconcile.py              # 10 nodes, 100 volumes
     .venv/bin/python bench/bench_reconcile.py --repeat 5   # more no-op/ping pairs
     .venv/bin/python bench/bench_reconcile.py --samples 5  # more cold / shell / floor samples
-    .venv/bin/python bench/bench_reconcile.py --fs xfs --size 320Mi   # the engine issue's own setting
+    .venv/bin/python bench/bench_reconcile.py --fs xfs --size 320Mi   # xfs needs larger volumes
 
-Measures, in one run on the same nodes:
+Measures, in one run on the same nodes (the goals each ratio is read against: docs/performance.md):
   1. no-op: a converged reconcile (playbooks/reconcile.yml, nothing to do) against
-     `ansible all -m ansible.builtin.ping` (goal: no-op <= 1.3x ping). --repeat pairs, interleaved;
-     the medians are compared. Between them, the node facts module alone, ad hoc (`ansible all -m
+     `ansible all -m ansible.builtin.ping`. --repeat pairs, interleaved; the medians are compared.
+     Between them, the node facts module alone, ad hoc (`ansible all -m
      kubevol.volumes.node_volume_info`): the least any no-op costs, since it must gather the nodes' state.
   2. cold: a reconcile that provisions, attaches, formats (ext4, or --fs) and mounts 100 loop volumes
      of 32Mi (--size; one pod each, 10 per node) against a generated naive playbook doing the same node work
      with one loop item per volume per step (losetup --find --show; blkid probe; mkfs.ext4 if blank;
      mkdir; mount) on the same nodes after a reset (everything unmounted and detached, images
-     recreated) (goal: kubevol >= 3x faster);
+     recreated);
   3. the same node work as one loop item per volume, each one shell command (losetup, mkfs.ext4,
-     mkdir, mount), the strongest hand-written baseline (goal: kubevol >= 3x faster, and the cold
-     reconcile <= 3x ping).
+     mkdir, mount), the strongest hand-written baseline; and the cold reconcile against ping.
   The cold reconcile, the shell baseline and the floor (one shell command per node) run --samples times each,
   interleaved, every one after a reset (the cold reconcile also from the cluster file as generated): a single cold
   run varies by several tenths of a second, so their medians are compared, and each round's own ratio is shown.
@@ -416,7 +415,7 @@ def main():
     p.add_argument("--volumes", type=int, default=100)
     p.add_argument("--size", default="32Mi", help="volume size (Kubernetes quantity, binary suffix)")
     p.add_argument("--fs", default="ext4", choices=sorted(MKFS),
-                   help="the volumes' filesystem (the engine issue measured xfs: --fs xfs --size 320Mi)")
+                   help="the volumes' filesystem (xfs needs larger volumes: --fs xfs --size 320Mi)")
     p.add_argument("--forks", type=int, default=10)
     p.add_argument("--repeat", type=int, default=3, help="no-op reconcile / ping pairs")
     p.add_argument("--samples", type=int, default=3, help="rounds of cold reconcile, shell baseline and floor")

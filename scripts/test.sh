@@ -120,7 +120,7 @@ PY
     done
 }
 
-# kv_doc_run BIN TYPE FQCN...: all in one ansible-doc call (each call costs ~2 s); when that
+# kv_doc_run BIN TYPE FQCN...: all in one ansible-doc call (each call starts Ansible and loads its plugins); when that
 # fails, one call per plugin so that the errors name the plugin.
 kv_doc_run() {
     local bin=$1 type=$2 fqcn rc=0 log=$KV_BUILD/reports/ansible-doc

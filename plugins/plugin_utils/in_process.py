@@ -5,7 +5,7 @@
 
 volume_reconcile_plan and cluster_volume_record only read and write the cluster store, which the
 controller holds: run as modules they paid, per call, for a Python start, a module payload and a
-JSON round trip of their whole input and result (about 1.5 s each on a ten-node run). An action
+JSON round trip of their whole input and result, which grows with the cluster (docs/performance.md). An action
 plugin built on this class validates the module's own argument spec and calls the same module_utils
 function the module file calls, whatever host the task names; a relative path is read from the
 directory the command was started in. An action that also needs its host's node (pod_volumes_wait, volume_audit)
@@ -53,8 +53,8 @@ class InProcessAction(ActionBase):
         argument_spec = kwargs.pop("argument_spec")
         args = self._task.args
         # The validator deep-copies every parameter. A free-form dict (a plan, the run's state, every node's
-        # results) is only read, and copying it was 28 ms of a record step: it is validated as an empty stand-in
-        # (its type is what is checked) and handed over as it came.
+        # results) is only read, and copying it costs in the size of the cluster: it is validated as an empty
+        # stand-in (its type is what is checked) and handed over as it came.
         free_form = dict((name, args[name]) for name, spec in argument_spec.items()
                          if spec.get("type") == "dict" and "options" not in spec and isinstance(args.get(name), dict))
         validated = ArgumentSpecValidator(argument_spec, **kwargs).validate(

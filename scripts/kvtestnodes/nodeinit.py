@@ -37,8 +37,8 @@ def cmd_init(args):
     os.makedirs(POOL_IN_NODE, exist_ok=True)
     mount("--bind", os.path.join(nd, "kubelet"), KUBELET_IN_NODE)
     mount("--bind", args.pool, POOL_IN_NODE)
-    # A clean root home: the host's ~/.bashrc (pyenv init, ~0.1 s per ssh
-    # command) is not run, and ~/.ansible/tmp stays inside the node.
+    # A clean root home: the host's ~/.bashrc (pyenv init, which every ssh
+    # command and every bench's ping would pay) is not run, and ~/.ansible/tmp stays inside the node.
     mount("--bind", os.path.join(nd, "home"), HOME_IN_NODE)
     sys.stdout.flush()
     os.execv(SSHD, [SSHD, "-D", "-e", "-f", os.path.join(nd, "sshd_config")])

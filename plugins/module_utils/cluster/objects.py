@@ -50,8 +50,8 @@ Pod = namedtuple("Pod", "namespace name uid node_name phase deletion_timestamp c
 Pod.__new__.__defaults__ = (None, None, None, "")
 Pod.__doc__ = """container_states: one of running/terminated/waiting per init, regular and ephemeral
 container status, read only for a pod being deleted (IsPodTerminated), so () unless deletion_timestamp is set: one
-tuple less per pod at 150,000 pods. volume_mounts: (name, read_only) per container mount, plain pairs (a
-namedtuple per mount cost 0.1 s at 210,000 mounts); volume_devices: names.
+tuple less per pod. volume_mounts: (name, read_only) per container mount, plain pairs (a namedtuple per mount is one
+more object and call for every mount of the cluster: docs/performance.md); volume_devices: names.
 fs_group, fs_group_change_policy: spec.securityContext's, as written (validated by the planner).
 service_account: spec.serviceAccountName ("" when unset)."""
 
@@ -342,12 +342,12 @@ def iter_items(data):
 def gc_paused(freeze=False):
     """Pause the cyclic GC while building many acyclic objects.
 
-    With 150,000 pods in memory every gen-2 collection walks the whole parsed List; pausing it
-    made loading about 6x faster here. The previous state is restored.
+    With a big cluster in memory every gen-2 collection walks the whole parsed List, again and again
+    while it is built (docs/performance.md). The previous state is restored.
 
     ``freeze``: for a process that exits soon after (a module, an action plugin's worker). Every object
     allocated while paused is still in the youngest generation, so the first allocation after re-enabling
-    walks them all (1.4 s after planning 150,000 pods); gc.freeze() moves them out of the collector's
+    walks them all, for nothing in a process about to exit; gc.freeze() moves them out of the collector's
     reach instead. Refcounting still frees them; only cyclic garbage among them would stay."""
     was_enabled = gc.isenabled()
     gc.disable()

@@ -4,9 +4,9 @@
 """Immutable value objects for the node code: what ``@dataclass(frozen=True)`` gives, without ``dataclasses``.
 
 Importing ``dataclasses`` loads ``inspect`` (with ``ast``, ``dis`` and ``tokenize``), and each decorated class
-generates its methods with ``exec``: about 25 ms of CPU on a busy node, a third of a facts run, paid by every node
-run. A class lists its fields once, in order, each with its default or ``REQUIRED``; instances take them by
-position or keyword, compare and hash by value and refuse assignment.
+generates its methods with ``exec``: every node run would pay that again, since a module's payload keeps no
+bytecode (docs/performance.md). A class lists its fields once, in order, each with its default or ``REQUIRED``;
+instances take them by position or keyword, compare and hash by value and refuse assignment.
 """
 
 from __future__ import absolute_import, division, print_function

@@ -123,7 +123,7 @@ class Holders:
         Only the operator's word releases another node's hold here. The out-of-service taint or a detach the
         controller recorded without the node does not: on a shared kernel (test nodes) or a node that was only
         unreachable, that node still has the device and may still write to it, and its own detach, when it comes
-        back, would `losetup -d` a device another node had adopted (issue 25)."""
+        back, would `losetup -d` a device another node had adopted, under a running pod."""
         forced = set(self.options.get("force_release_holders") or ())
         return dict((n, holders.pop(n)) for n in sorted(holders) if n in forced and n != self.node_name)
 

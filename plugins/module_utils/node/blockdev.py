@@ -216,7 +216,7 @@ def first_data_offset(device, sample=SAMPLE_BYTES):
         for start in starts:
             chunk = os.pread(fd, sample, start)
             if chunk == (_ZEROS if len(chunk) == SAMPLE_BYTES else bytes(len(chunk))):
-                continue  # a memcmp; lstrip would copy and scan byte by byte (10 ms a MiB on a busy node)
+                continue  # a memcmp; lstrip would copy the MiB and scan it byte by byte (docs/performance.md)
             stripped = chunk.lstrip(b"\0")
             if stripped:
                 return start + len(chunk) - len(stripped)
@@ -244,7 +244,7 @@ def probe(runner, device, reads_as_zeros=False, backing=False):
     ``reads_as_zeros``: the driver has proven that every byte of the device is zero (Driver.reads_as_zeros). Then
     no probe could find a signature nor a read any data: only the device's children are checked, in sysfs (a device
     with children, or whose sysfs cannot be read, gets the probes). The three commands and the sampled reads cost
-    more than the mkfs that follows (a cold run of 100 volumes spent a third of its node command time on them).
+    more than the mkfs that follows (docs/performance.md), so a device proven blank does without them.
 
     ``backing``: a check run before the attach may give the volume's backing file (the loop image) in place of the
     device it becomes: the same bytes, read only. blkid and wipefs read a file as they read a device; lsblk reads

@@ -138,8 +138,8 @@ def process_runner(timeout=COMMAND_TIMEOUT, long_timeout=LONG_COMMAND_TIMEOUT):
     """A raw runner over :mod:`subprocess`: list argv, C locale, no shell, stdin /dev/null unless ``data``.
 
     Not ``AnsibleModule.run_command``: it always passes a preexec_fn, which makes every command a full fork of the
-    module's Python process (about 3 ms of CPU per command here, against 0.6 ms for the vfork subprocess uses
-    without one), and a node module runs seven commands per volume. A command that
+    module's Python process, where subprocess uses vfork without one (docs/performance.md has the cost), and a
+    node module runs up to seven commands per volume. A command that
     cannot be started returns its error with exit 126 or 127, and a command past its time limit (command_timeout)
     is killed with its whole process group (kill_group) and returns exit 124 with the time waited, which callers
     report like any failed command, naming the command line."""

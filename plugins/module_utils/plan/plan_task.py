@@ -120,9 +120,9 @@ def run(params, now, keep_alive=None, check_mode=False, local_tmp=None):
     ``output`` (plan_text.shape). With node facts, steps on nodes that have none (not in the play) are warned about.
 
     The cyclic GC stays paused throughout: everything built is acyclic, and with a big cluster in memory each
-    collection walks all of it (indexing 150,000 pods took 2 s with it on). ``keep_alive``: a list that keeps the
-    parsed cluster and the full plan, for a caller in a process that exits right after (the action plugin's
-    worker), where freeing them one object at a time is wasted work (over a second at 5,000 nodes); such a process
+    collection walks all of it again (docs/performance.md). ``keep_alive``: a list that keeps the parsed cluster
+    and the full plan, for a caller in a process that exits right after (the action plugin's worker), where
+    freeing them one object at a time is work nobody needs; such a process
     also leaves what it built out of the GC's reach when it re-enables it (cluster.gc_paused's freeze)."""
     with gc_paused(freeze=keep_alive is not None):
         return _run(params, now, keep_alive, check_mode, local_tmp or tempfile.gettempdir())

@@ -67,7 +67,7 @@ def default_dir(state_file):
 
 
 def _dumps(value):
-    # a plan is acyclic (JSON from the planner): the encoder's cycle check was a fifth of encoding 83 MB
+    # a plan is acyclic (JSON from the planner): the encoder's cycle check would only cost time (docs/performance.md)
     return json.dumps(value, separators=(",", ":"), check_circular=False).encode("utf-8")
 
 
@@ -104,8 +104,9 @@ def write(plan_result, directory, run_id=None, keep=KEEP, nodes=None, connection
 
     ``local_copy``: for a record in the API, a directory on the controller where the same record is written too
     (the handle's ``local``). The run's own steps read that copy: every step of a run runs on its controller, and a
-    node task reading its share from the API would import the Kubernetes client in its own worker first (about
-    0.3 s of CPU per host and task). A reader without the copy (another controller, the copy gone) reads the API."""
+    node task reading its share from the API would import the Kubernetes client in its own worker first, for every
+    host and task (docs/performance.md). A reader without the copy (another controller, the copy gone) reads the
+    API."""
     run_id = run_id or new_run_id()
     if not RUN_ID.match(run_id):
         raise KubevolError("plan record: run id %r is not of the form 20261125T232600Z-1a2b3c4d" % run_id)

@@ -1,8 +1,9 @@
 # -*- coding: utf-8 -*-
 # Copyright: kubevol contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The run's plan record as ConfigMaps in the Kubernetes API (issue 30): the record kind of the Kubernetes API
-store, behind plan_record.py's interface (write, manifest, read_plan, read_node, finish, prune).
+"""The run's plan record as ConfigMaps in the Kubernetes API, so that every controller of a sliced run reads the
+same record: the record kind of the Kubernetes API store, behind plan_record.py's interface (write, manifest,
+read_plan, read_node, finish, prune).
 
 Where: the namespace the store keeps its own objects in, the run lock Lease's (``lease_namespace``, default
 kube-system); the handle's path is ``k8s:<namespace>/<run id>``: it names the record, never how to reach the API

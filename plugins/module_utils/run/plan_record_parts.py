@@ -9,9 +9,9 @@
   shares of the nodes that are not kept apart (``others``: nodes outside the run's hosts; a step with no node) and
   the plan's length.
 
-The result's ``desired`` and ``actual`` states are kept without their ``per_node`` lists (every node's volumes, 1.4 MB
-at 5,000 nodes in every record): no later step reads them (the blocked items already carry the action they hold
-back, plan_text.blocked_once); their counts stay.
+The result's ``desired`` and ``actual`` states are kept without their ``per_node`` lists (every node's volumes, the
+largest part of a record at fleet scale): no later step reads them (the blocked items already carry the action they
+hold back, plan_text.blocked_once); their counts stay.
 The file kind (run/plan_record.py) keeps the rest and each share in a file of its own; the Kubernetes API kind
 (run/plan_record_k8s.py) the rest and the shares, grouped in buckets, gzip-compressed in ConfigMaps.
 """

@@ -7,8 +7,9 @@ The report lists the run's nodes (the play's hosts: the plan's ``run_nodes``, th
 node the controller acts for without a node task (plan_text.controller_side: a record-only release of a node out
 of service or gone, a controller host's expansion), each with its volumes. The cluster's other nodes have no node
 task in this run: they get one line with their counts, not a row each. Like ``kubectl get`` against a namespace,
-the report is of what the command touches; at 5,000 cluster nodes and three hosts it is a few dozen lines, not
-65,000 (issue 30), and it is computed from the plan's ``by_node`` index, in the size of what it reports.
+the report is of what the command touches: a run of three hosts in a cluster of thousands of nodes reads a few
+dozen lines, not a row for every node of the cluster, and it is computed from the plan's ``by_node`` index, in the
+size of what it reports.
 """
 
 from __future__ import absolute_import, division, print_function

@@ -19,7 +19,8 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.stores.file import
 
 
 def _kubernetes_store():
-    # imported when first used: it imports the kubernetes client (~0.3 s), which a run on a cluster file never needs
+    # imported when first used: it imports the kubernetes client, a heavy import (docs/performance.md) that a run on
+    # a cluster file never needs
     from ansible_collections.kubevol.volumes.plugins.module_utils.stores.kubernetes import KubernetesStore
     return KubernetesStore
 

@@ -156,8 +156,8 @@ class FileStore(ClusterStore):
         """The objects of kubectl's JSON List (``-o json``), one at a time, each parsed only when it is reached.
 
         For a reader that keeps only what it builds from each object (cluster.load_cluster_file): the parsed
-        List is never whole in memory (1.1 GB for a 121 MB file at 150,000 pods), so the worker faults in half
-        the pages, and on this VM each fault costs what the host charges (docs/performance.md). Anything but one
+        List, several times the file's size, is never whole in memory, so the worker faults in about half the
+        pages, and on a VM each fault costs what the host charges (docs/performance.md). Anything but one
         JSON object whose ``items`` is a list of objects with a kind and whose kind is a List raises
         NotStreamable, possibly after some items were yielded: the caller drops what it built and parses the
         whole text with ``parse``, which names what is wrong, so the two paths accept the same files."""
@@ -166,7 +166,7 @@ class FileStore(ClusterStore):
     def parse(self, text):
         """Parse YAML or JSON text (decided by content) into (List dict, format)."""
         stripped = text.lstrip()
-        if stripped[:64].lower().startswith(KUBECTL_ERROR_PREFIXES):  # not the whole text: 0.1 s at 120 MB
+        if stripped[:64].lower().startswith(KUBECTL_ERROR_PREFIXES):  # not a lowered copy of the whole text
             raise StoreError(store=self.describe(), reason=kubectl_error_reason(stripped))
         if stripped[:1] in ("{", "["):
             try:
@@ -240,7 +240,7 @@ class FileStore(ClusterStore):
 
     def dumps(self, cluster_list, fmt):
         if fmt == "json":
-            # compact: with indent, json falls back to its pure-Python encoder (about 9x slower, twice the size)
+            # compact: with indent, json falls back to its pure-Python encoder, and the file doubles
             return json.dumps(cluster_list, separators=(",", ":"), ensure_ascii=False) + "\n"
         if yaml is None:
             raise MissingLibrary("PyYAML", "to write the YAML cluster state file %s" % self.path, YAML_IMPORT_ERROR)

@@ -79,7 +79,7 @@ def yaml_text_cut_short_problem(text):
     """The same rule read from the lines, before any parse: why a block-style YAML text plainly lacks kubectl's
     trailer (an ``items:`` line with no ``kind:`` and ``metadata:`` line after it), or None when the parse must
     decide (yaml_cut_short_problem). kubectl's items are indented or start with ``- ``, so a line starting with
-    ``kind:`` is the List's. A cut 120 MB file is refused in milliseconds, not after a minute of parsing."""
+    ``kind:`` is the List's. A cut file is refused before its whole text is parsed, the slowest step of a big one."""
     if text.lstrip()[:1] in ("{", "["):
         return None  # flow style: only the parse can tell its keys
     items = _last_line_starting(text, "items")

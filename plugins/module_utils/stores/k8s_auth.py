@@ -23,9 +23,9 @@ own ``KubeConfigMerger``, which is also what writes refreshed tokens back with `
 Explicit options then override what the kubeconfig said (the client configuration and ApiClient are built from
 these settings in stores/k8s_client.py). Nothing touches the kubernetes client's global default configuration.
 The ``kubernetes`` client is imported on first use
-(``require_client``): importing it takes about 0.3 s, which node-side code and a run against a cluster
-file never need. It works with every client generation from 24.2 on (api_key is stored under
-``authorization``, the key both the old and the new generated Configuration read).
+(``require_client``): it is a heavy import (docs/performance.md has its cost), and node-side
+code and a run against a cluster file never need it. It works with every client generation from 24.2 on (api_key
+is stored under ``authorization``, the key both the old and the new generated Configuration read).
 """
 
 from __future__ import absolute_import, division, print_function
