@@ -2,7 +2,8 @@
 # Copyright: kubevol contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """volume_provision: one host's share of a plan's CreateVolume and CreateSnapshot (task provision) or DeleteVolume
-and DeleteSnapshot (task delete) operations (run/provision_outcome.py), run there by module volume_provision_calls. Internal to the reconcile role.
+and DeleteSnapshot (task delete) operations (run/provision_outcome.py), run there by module volume_provision_calls.
+Internal to the reconcile role.
 
 The role delegates this task to each host the plan names (delegate_to): the module runs over that host's own
 connection. Here, on the Ansible controller: the host's operations cut from the plan minus the run's failures, and the

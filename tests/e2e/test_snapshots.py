@@ -10,7 +10,9 @@ In order, on one cluster file:
    their pods' nodes with the data; a second run changes nothing;
 4. a cluster file cut short is not read: no snapshot deleted;
 5. the snapshots deleted: DeleteSnapshot for the Delete ones (the copies gone, the contents gone), the Retain one's
-   content and copy kept.
+   content and copy kept;
+6. that copy imported as a pre-provisioned snapshot (a content with spec.source.snapshotHandle): bound without
+   CreateSnapshot, then restored with the data.
 """
 import os
 import subprocess
@@ -19,8 +21,10 @@ import pytest
 
 from e2e_lib import write_list
 from provision_lib import by_name, counts, extra, target, volume_name
+from provision_lib import pod
 from snapshot_lib import (
-    first_objects, loop_snapshots, plugin_snapshots, restore_objects, snapshot_calls, snapshot_objects)
+    first_objects, loop_snapshots, plugin_snapshots, restore, restore_objects, snapshot, snapshot_calls,
+    snapshot_objects)
 from test_csi_external import DRIVER, _loops_backed_under
 
 
@@ -76,7 +80,8 @@ def test_snapshots_taken_as_the_snapshotter_takes_them(kv):
     snapshots, contents = by_name(data, "VolumeSnapshot"), by_name(data, "VolumeSnapshotContent")
     for name, source in (("snap", "src"), ("lsnap", "lsrc"), ("kept", "src")):
         status = snapshots[name]["status"]
-        assert status["readyToUse"] is True and status["boundVolumeSnapshotContentName"] == "snapcontent-snapuid-" + name
+        assert status["readyToUse"] is True
+        assert status["boundVolumeSnapshotContentName"] == "snapcontent-snapuid-" + name
         assert status["restoreSize"] == "64Mi" and status["creationTime"].endswith("Z")
         content = contents["snapcontent-snapuid-" + name]
         assert content["spec"]["source"] == {"volumeHandle": volume_name("apps", source)}
@@ -139,3 +144,26 @@ def test_deleted_snapshots_go_by_their_deletion_policy(kv):
     again = kv.reconcile(extra())
     assert all(again.changed(h) == 0 for h in kv.nodes) and snapshot_calls(kv.plugins, seen)[1:] == [], \
         again.describe()
+
+
+def test_a_retained_snapshot_imported_as_pre_provisioned_is_bound_and_restored(kv):
+    assert kv.shared.get("restored"), "needs the restores"
+    imported = {"apiVersion": "snapshot.storage.k8s.io/v1", "kind": "VolumeSnapshotContent",
+                "metadata": {"name": "imported"},
+                "spec": {"driver": DRIVER, "deletionPolicy": "Retain",
+                         "source": {"snapshotHandle": "snapshot-snapuid-kept"},
+                         "volumeSnapshotRef": {"namespace": "apps", "name": "imported"}}}
+    wanted = snapshot("imported", None, None)
+    wanted["spec"] = {"source": {"volumeSnapshotContentName": "imported"}}
+    _add(kv, [imported, wanted, restore("reimport", "csi-wffc", "imported"), pod("late", "node2", ["reimport"])])
+    seen = counts(kv.plugins)
+    run = kv.reconcile(extra(), expect_rc=None)  # the restore waits for the snapshot bound in this run
+    assert snapshot_calls(kv.plugins, seen) == [], run.describe()
+    status = by_name(kv.cluster(), "VolumeSnapshot")["imported"]["status"]
+    assert status == {"boundVolumeSnapshotContentName": "imported", "readyToUse": True}
+    assert "is not ready to use" in "\n".join(b["reason"] for b in run.report().get("blocked", []))
+    run = kv.reconcile(extra())
+    assert [(c[1], c[2]["volume_content_source"]) for c in snapshot_calls(kv.plugins, seen)] == [
+        ("CreateVolume", {"snapshot": {"snapshot_id": "snapshot-snapuid-kept"}})], run.describe()
+    path = target("late", volume_name("apps", "reimport"))
+    assert kv.read_sum("node2", path, "data.bin") == kv.shared["sums"]["src"]

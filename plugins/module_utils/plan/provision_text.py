@@ -20,7 +20,8 @@ def _table(rows):
 
 def _rows(operations, symbol, call, volume_key, max_rows):
     shown = operations if max_rows is None else operations[:max_rows]
-    rows = [COLUMNS] + [(symbol, call, op.get("host") or "-", op.get(volume_key) or "-", op.get("claim") or op.get("snapshot") or "-",
+    rows = [COLUMNS] + [(symbol, call, op.get("host") or "-", op.get(volume_key) or "-",
+                         op.get("claim") or op.get("snapshot") or "-",
                          op.get("driver") or "-", op.get("reason") or "") for op in shown]
     lines = _table(rows)
     if len(shown) < len(operations):

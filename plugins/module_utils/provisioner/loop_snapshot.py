@@ -21,6 +21,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import datetime
 import os
 import stat
 
@@ -92,7 +93,7 @@ def fill_from_source(driver, op, image, size):
 
 
 def create_snapshot(driver, op, check_mode=False):
-    """CreateSnapshot for the loop driver ``driver`` on this node; returns {called, snapshot}."""
+    """CreateSnapshot for the loop driver ``driver`` on this node; returns {called, taken}."""
     item = _item(driver, op["source_volume_id"], (op.get("volume_attributes") or {}).get("pool") or DEFAULT_POOL)
     source = driver.image_path(item)  # the pool must be the node's own
     target = snapshot_path(os.path.dirname(source), op["name"])
@@ -100,17 +101,17 @@ def create_snapshot(driver, op, check_mode=False):
     if _regular(target):
         st = os.stat(target)
         answer.update(size_bytes=st.st_size, creation_time=_rfc3339(st.st_mtime))
-        return {"called": False, "snapshot": answer}
+        return {"called": False, "taken": answer}
     if not _regular(source):
         raise _refused("CreateSnapshot " + op["name"], driver, "the image %s of claim %s's volume is not there "
                        "(NOT_FOUND); nothing was copied: check the volume's pool" % (source, op.get("claim")))
     if check_mode:
-        return {"called": False, "snapshot": None}
+        return {"called": False, "taken": None}
     os.makedirs(os.path.dirname(target), mode=0o750, exist_ok=True)
     _copy(driver, source, target, 0)
     st = os.stat(target)
     answer.update(size_bytes=st.st_size, creation_time=_rfc3339(st.st_mtime))
-    return {"called": True, "snapshot": answer}
+    return {"called": True, "taken": answer}
 
 
 def delete_snapshot(driver, op, check_mode=False):
@@ -124,7 +125,6 @@ def delete_snapshot(driver, op, check_mode=False):
 
 
 def _rfc3339(seconds):
-    import datetime
-
+    """A file's time as protobuf's JSON prints a Timestamp (RFC 3339, UTC), as an external driver's answer has it."""
     moment = datetime.datetime.fromtimestamp(seconds, tz=datetime.timezone.utc)
     return moment.strftime("%Y-%m-%dT%H:%M:%S.") + "%06dZ" % moment.microsecond

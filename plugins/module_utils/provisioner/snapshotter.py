@@ -56,18 +56,18 @@ class Snapshotter(object):
         return caps
 
     def create_snapshot(self, op, secrets=None, check_mode=False):
-        """CreateSnapshot of ``op`` (a create_snapshot operation); returns {called, snapshot}."""
+        """CreateSnapshot of ``op`` (a create_snapshot operation); returns {called, taken}."""
         item = _Named(op["content_name"])
         with self._plugin(item, "create snapshot", controller=True) as csi:
             self._snapshot_caps(csi, item, "create snapshot")
             if check_mode:
-                return {"called": False, "snapshot": None}
+                return {"called": False, "taken": None}
             body = {"source_volume_id": op["source_volume_id"], "name": op["name"],
                     "parameters": dict(op.get("parameters") or {})}
             if secrets:
                 body["secrets"] = dict(secrets)
             answer = csi.to_dict(self._call(csi, "CreateSnapshot", body)).get("snapshot") or {}
-            return {"called": True, "snapshot": {
+            return {"called": True, "taken": {
                 "snapshot_id": answer.get("snapshot_id") or "", "size_bytes": int(answer.get("size_bytes") or 0),
                 "creation_time": answer.get("creation_time"), "ready_to_use": answer.get("ready_to_use") is True}}
 

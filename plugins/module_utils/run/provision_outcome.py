@@ -98,7 +98,7 @@ def storage_state_after(plan_result, task, results, state):
         for op in ops:
             key = _key(op)
             entry = done.get(key)
-            if whole is None and entry is not None and (entry.get("volume") or entry.get("snapshot")
+            if whole is None and entry is not None and (entry.get("volume") or entry.get("taken")
                                                         or op["op"] in ("delete_volume", "delete_snapshot")):
                 records.append(_record(op, entry))
                 continue
@@ -126,7 +126,7 @@ def _record(op, entry):
     if op["op"] == "delete_volume":
         return {"type": "pv_deleted", "pv_name": op["pv_name"]}
     if op["op"] == "create_snapshot":
-        return snapshot_created(op, entry["snapshot"])
+        return snapshot_created(op, entry["taken"])
     if op["op"] == "delete_snapshot":
         return {"type": "snapshot_content_deleted", "content_name": op["content_name"]}
     pv = pv_object(op["pv"], entry["volume"], int(op["request"]["capacity_bytes"] or 0),
