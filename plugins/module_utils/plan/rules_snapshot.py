@@ -103,9 +103,9 @@ def _class(index, snapshot, driver):
         return cls
     defaults = [c for c in classes if c.is_default and c.driver == driver]
     if len(defaults) != 1:
+        found = "%d default classes" % len(defaults) if defaults else "no default class"
         raise SnapshotRefused("it names no VolumeSnapshotClass and driver %s has %s; name a class in "
-                              "spec.volumeSnapshotClassName" % (driver, "%d default classes" % len(defaults)
-                                                                 if defaults else "no default class"))
+                              "spec.volumeSnapshotClassName" % (driver, found))
     return defaults[0]
 
 
@@ -231,8 +231,8 @@ def snapshot_deletions(index, options, hosts, scope):
         handle = content.snapshot_handle or content.source_snapshot_handle
         if not handle:
             continue  # no snapshot was ever made for it
-        what = "VolumeSnapshotContent %s (VolumeSnapshot %s/%s is gone, deletionPolicy Delete)" % (content.name, ns,
-                                                                                                  name)
+        what = "VolumeSnapshotContent %s (VolumeSnapshot %s/%s is gone, deletionPolicy Delete)" % (
+            content.name, ns, name)
         if scope is not None:
             blocked.append(_held(content, "%s is kept: this run is scoped to some pods (%s) and deletes no snapshot; "
                                           "run without it" % (what, setting("scope"))))
@@ -260,4 +260,3 @@ def _deletion_secret(content):
     annotations = dict(content.annotations)
     name, namespace = annotations.get(DELETION_SECRET_NAME), annotations.get(DELETION_SECRET_NAMESPACE)
     return "%s/%s" % (namespace, name) if name and namespace else None
-

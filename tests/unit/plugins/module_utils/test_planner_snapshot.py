@@ -26,7 +26,8 @@ GROUP = "snapshot.storage.k8s.io"
 NODES = {"node1": facts("node1")}
 
 
-def run(data, node_facts=NODES, scope=None, **extra):
+def run(data, node_facts=None, scope=None, **extra):
+    node_facts = NODES if node_facts is None else node_facts
     opts = PlanOptions(True, 360, (LOOP, EXT), NOW, 0.5, 20, False, ("/var/lib/kubevol/pool",),
                        {EXT: {"controller": "node"}}, **extra)
     return plan_cluster(ClusterIndex(cluster_from_data(data)), node_facts, opts, scope)
