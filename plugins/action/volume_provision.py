@@ -1,8 +1,9 @@
 # -*- coding: utf-8 -*-
 # Copyright: kubevol contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""volume_provision: one host's share of a plan's CreateVolume (task provision) or DeleteVolume (task delete)
-operations (run/provision_outcome.py), run there by module volume_provision_calls. Internal to the reconcile role.
+"""volume_provision: one host's share of a plan's CreateVolume and CreateSnapshot (task provision) or DeleteVolume
+and DeleteSnapshot (task delete) operations (run/provision_outcome.py), run there by module volume_provision_calls.
+Internal to the reconcile role.
 
 The role delegates this task to each host the plan names (delegate_to): the module runs over that host's own
 connection. Here, on the Ansible controller: the host's operations cut from the plan minus the run's failures, and the
@@ -41,6 +42,13 @@ def _secrets(ops, cluster_store, host):
                             "msg": "CreateVolume %s for claim %s on host %s was not called: its StorageClass's "
                                    "provisioner secret %s %s; create the Secret, then run again"
                                    % (op["name"], op["claim"], host, op["secret_ref"], why)})
+            continue
+        if why is not None and op["op"] == "create_snapshot":
+            refused.append({"op": op["op"], "snapshot": op.get("snapshot"), "content_name": op.get("content_name"),
+                            "uncertain": False,
+                            "msg": "CreateSnapshot %s for VolumeSnapshot %s on host %s was not called: its "
+                                   "VolumeSnapshotClass's snapshotter secret %s %s; create the Secret, then run again"
+                                   % (op["name"], op["snapshot"], host, op["secret_ref"], why)})
             continue
         kept.append(op)
         secrets.append(data or {})

@@ -9,16 +9,17 @@ __metaclass__ = type
 
 DOCUMENTATION = r'''
 module: volume_provision_calls
-short_description: Internal - CreateVolume and DeleteVolume on the host a CSI driver's Controller service runs on
+short_description: Internal - CreateVolume, DeleteVolume, CreateSnapshot and DeleteSnapshot where a CSI controller runs
 version_added: 0.2.0
 author: kubevol contributors (@kubevol)
 description:
   - Internal to the reconcile role, not meant to be called directly. M(kubevol.volumes.volume_provision) runs it,
     with the operations it cut from the run's plan and the Secrets it read, on each host that provisions or deletes
     volumes.
-  - For an external CSI driver, CreateVolume or DeleteVolume over its Controller service's socket (the controller
-    host's C(controller_socket), or the node plugin's own with C(controller=node)), as the external-provisioner makes
-    them; for kubevol's loop driver, the image made in or removed from this node's pool.
+  - For an external CSI driver, CreateVolume, DeleteVolume, CreateSnapshot or DeleteSnapshot over its Controller
+    service's socket (the controller host's C(controller_socket), or the node plugin's own with C(controller=node)),
+    as the external-provisioner and the external-snapshotter make them; for kubevol's loop driver, the image (or
+    the snapshot's sparse copy) made in or removed from this node's pool.
   - Each operation stands alone; a failure names the claim or the PV, the driver and the host, and says whether the
     driver may have done it (C(uncertain)).
   - Secrets travel in O(secrets) only (no_log), never in a result or an error.
@@ -47,7 +48,8 @@ options:
   operations:
     description:
       - The operations, in order, as the reconcile's plan holds them (RV(kubevol.volumes.volume_reconcile_plan#module:provisioning),
-        RV(kubevol.volumes.volume_reconcile_plan#module:deletions)); C(op) is V(create_volume) or V(delete_volume).
+        RV(kubevol.volumes.volume_reconcile_plan#module:deletions)); C(op) is V(create_volume), V(delete_volume),
+        V(create_snapshot) or V(delete_snapshot).
     type: list
     elements: dict
     required: true
@@ -79,7 +81,8 @@ RETURN = r'''
 operations:
   description: "One entry per operation done: C({op, claim, name, pv_name, volume_id, driver, called, volume,
     topology_supported}); C(volume) is CreateVolume's answer (volume_id, capacity_bytes, volume_context,
-    accessible_topology)."
+    accessible_topology); a snapshot's call has C(snapshot) (the VolumeSnapshot), C(content_name) and C(taken)
+    (CreateSnapshot's answer: snapshot_id, size_bytes, creation_time, ready_to_use)."
   returned: always
   type: list
   elements: dict

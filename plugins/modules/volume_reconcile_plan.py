@@ -219,14 +219,16 @@ provisioning:
   description:
     - The claims to provision, one C(create_volume) operation each (docs/provisioning.md) - C(host) (where the
       driver's Controller service runs), C(driver), C(claim), C(name) (C(pvc-<claim uid>)), C(request) (what
-      CreateVolume gets), C(pv) (the PersistentVolume written from its answer) and C(reason).
+      CreateVolume gets), C(pv) (the PersistentVolume written from its answer) and C(reason); then one
+      C(create_snapshot) operation per VolumeSnapshot to take (C(snapshot), C(content_name), C(source_volume_id)).
   returned: always
   type: list
   elements: dict
 deletions:
   description:
     - The released volumes to delete, one C(delete_volume) operation each - C(host), C(driver), C(pv_name),
-      C(volume_id), C(claim) (the claim that is gone), C(after_teardown) (this plan detaches it first) and C(reason).
+      C(volume_id), C(claim) (the claim that is gone), C(after_teardown) (this plan detaches it first) and C(reason);
+      and one C(delete_snapshot) operation per VolumeSnapshotContent to delete (C(content_name), C(snapshot_id)).
       C(deletion_guard) says whether the deletion guard held them back.
   returned: always
   type: list

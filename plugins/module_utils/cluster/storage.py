@@ -52,9 +52,11 @@ spec.source.volumeSnapshotContentName (a pre-provisioned one); bound_content, re
 status (boundVolumeSnapshotContentName, readyToUse, restoreSize in bytes, or None)."""
 VolumeSnapshotContent = namedtuple("VolumeSnapshotContent", "name driver deletion_policy snapshot_ref "
                                                             "source_volume_handle source_snapshot_handle class_name "
-                                                            "snapshot_handle ready_to_use restore_size_bytes")
+                                                            "snapshot_handle ready_to_use restore_size_bytes "
+                                                            "annotations")
 VolumeSnapshotContent.__doc__ = """snapshot_ref: (namespace, name, uid) of spec.volumeSnapshotRef; source_volume_handle
-or source_snapshot_handle: spec.source's; snapshot_handle, ready_to_use, restore_size_bytes: its status."""
+or source_snapshot_handle: spec.source's; snapshot_handle, ready_to_use, restore_size_bytes: its status;
+annotations: (key, value) pairs (the deletion secret the snapshotter keeps there)."""
 
 
 def _is_default(meta, keys):
@@ -150,7 +152,8 @@ def build_snapshot_content(obj):
                                  optional_str(source.get("snapshotHandle"), "spec.source.snapshotHandle"),
                                  optional_str(spec.get("volumeSnapshotClassName"), "spec.volumeSnapshotClassName"),
                                  optional_str(status.get("snapshotHandle"), "status.snapshotHandle"),
-                                 status.get("readyToUse") is True, restore)
+                                 status.get("readyToUse") is True, restore,
+                                 pairs((obj["metadata"] or _EMPTY).get("annotations"), "metadata.annotations"))
 
 
 # kind -> builder, in the order the model's Cluster keeps them after objects.py's six

@@ -75,17 +75,19 @@ class Hosts:
                       "reconcile with a node whose plugin of %s runs" % (driver, " in the requisite topology"
                                                                          if topology else "", driver))
 
-    def for_delete(self, driver, pv):
-        """(host, None), or (None, why nothing can run DeleteVolume of ``pv``)."""
+    def for_delete(self, driver, pv, call="DeleteVolume"):
+        """(host, None), or (None, why nothing can run ``call`` (DeleteVolume, CreateSnapshot, DeleteSnapshot) of
+        ``pv``, the volume (None: a snapshot's deletion, which any node of the driver may run)."""
         controller = self._controller(driver)
         if isinstance(controller, dict):
             return controller["host"], None
         if controller != ON_NODE:
-            return None, self._no_controller(driver, "DeleteVolume")
+            return None, self._no_controller(driver, call)
         for node in self.run_nodes:
             if not self._registered(driver, node):
                 continue
-            if pv.node_affinity is None or node_matches(pv.node_affinity, node, self.view.labels.get(node) or {}):
+            if pv is None or pv.node_affinity is None or node_matches(pv.node_affinity, node,
+                                                                      self.view.labels.get(node) or {}):
                 return node, None
-        return None, ("no node of this run can run DeleteVolume for driver %s (none registered it where the PV's "
-                      "nodeAffinity admits): run the reconcile with such a node in the play" % driver)
+        return None, ("no node of this run can run %s for driver %s (none registered it where the PV's "
+                      "nodeAffinity admits): run the reconcile with such a node in the play" % (call, driver))

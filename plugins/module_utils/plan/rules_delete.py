@@ -29,6 +29,7 @@ __metaclass__ = type
 from ansible_collections.kubevol.volumes.plugins.module_utils.cluster.pv import pv_unique_name
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.words import setting
 from ansible_collections.kubevol.volumes.plugins.module_utils.provision import storage_class as sc
+from ansible_collections.kubevol.volumes.plugins.module_utils.plan.rules_snapshot import snapshot_deletions
 from ansible_collections.kubevol.volumes.plugins.module_utils.provision.volume import (
     DELETION_SECRET_NAME, DELETION_SECRET_NAMESPACE, PROVISIONED_BY)
 
@@ -127,6 +128,9 @@ def plan_deletions(p, hosts, scope):
             out.blocked.append({"node": None, "volume": pv.name, "pod": None, "reason": reason, "action": "delete"})
         else:
             out.operations.append(operation)
+    snapshot_ops, held = snapshot_deletions(index, opts, hosts, scope)  # DeleteSnapshot: plan/rules_snapshot.py
+    out.operations.extend(snapshot_ops)
+    out.blocked.extend(held)
     _guard(out, opts)
     return out
 
@@ -186,11 +190,13 @@ def _guard(out, opts):
     out.guard["deletions"] = count
     if count > opts.max_volume_deletions and not opts.allow_mass_deletion:
         out.guard["tripped"] = True
-        names = ", ".join(op["pv_name"] for op in out.operations)
+        names = ", ".join(op.get("pv_name") or op["content_name"] for op in out.operations)
         for op in out.operations:
-            out.blocked.append({"node": None, "volume": op["pv_name"], "pod": None, "action": "delete", "reason": (
-                "deletion guard: this run would delete %d volumes (%s), over the limit of %d (%s), so none is "
-                "deleted; if the snapshot is right and they are to go, allow it for one run with %s" % (
-                    count, names, opts.max_volume_deletions, setting("max_volume_deletions"),
-                    setting("allow_mass_deletion", True)))})
+            out.blocked.append({"node": None, "volume": op.get("pv_name") or op["content_name"], "pod": None,
+                                "action": "delete", "reason": (
+                                    "deletion guard: this run would delete %d volumes and snapshots (%s), over the "
+                                    "limit of %d (%s), so none is deleted; if the snapshot is right and they are to "
+                                    "go, allow it for one run with %s" % (
+                                        count, names, opts.max_volume_deletions, setting("max_volume_deletions"),
+                                        setting("allow_mass_deletion", True)))})
         out.operations = []

@@ -11,7 +11,9 @@ or the default class when unset; "" asks for none) names a CSI driver kubevol dr
 driver_options). WaitForFirstConsumer waits for a consumer: the scheduler's ``volume.kubernetes.io/selected-node``
 when set, else the node of the oldest running pod that uses the claim. A claim a PV already names (a run that
 created the PV and was stopped before it bound the claim) is bound, never provisioned twice. A claim whose data
-source is a snapshot or a claim is refused for now; another kind of data source is left to its populator.
+source is a VolumeSnapshot or a claim is restored or cloned: CreateVolume gets that content source
+(provision/content_source.py, refused when the source is not ready, too big or of another driver); another kind of
+data source is left to its populator.
 
 Each claim becomes one operation ``create_volume`` for the host where the driver's Controller service runs
 (plan/provision_hosts.py), with the request CreateVolume gets and the template of the PV the run writes from the
@@ -26,6 +28,8 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.cluster.storage im
     WAIT_FOR_FIRST_CONSUMER, default_class)
 from ansible_collections.kubevol.volumes.plugins.module_utils.plan.provision_hosts import Hosts
 from ansible_collections.kubevol.volumes.plugins.module_utils.provision import storage_class as sc
+from ansible_collections.kubevol.volumes.plugins.module_utils.provision.content_source import (
+    ContentSourceRefused, content_source, restores)
 from ansible_collections.kubevol.volumes.plugins.module_utils.provision.topology import TopologyRefused, requirements
 from ansible_collections.kubevol.volumes.plugins.module_utils.provision.volume import (
     PROVISIONED_BY, template, volume_name)
@@ -115,7 +119,7 @@ def plan_provisioning(index, options, view, node_facts, scope=None, hosts=None):
             out.records.append(_bind_again(made, claim))
             out.claims.add(key)
             continue
-        _claim_operation(out, hosts, claim, key, cls, pods)
+        _claim_operation(out, index, hosts, claim, key, cls, pods)
     return out
 
 
@@ -125,13 +129,8 @@ def _bind_again(pv, claim):
             "pv": {"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": pv.name}}}
 
 
-def _claim_operation(out, hosts, claim, key, cls, pods):
-    if claim.data_source is not None:
-        kind = claim.data_source[1]
-        if kind in ("VolumeSnapshot", "PersistentVolumeClaim"):
-            out.block(key, pods, "its dataSource %s %s needs a restore or a clone, which kubevol does not make yet: "
-                                 "nothing was provisioned; create the claim without dataSource, or let the "
-                                 "external-provisioner provision it" % (kind, claim.data_source[2]))
+def _claim_operation(out, index, hosts, claim, key, cls, pods):
+    if claim.data_source is not None and not restores(claim):
         return  # another kind: an external populator provisions it (prepareProvision IgnoredError)
     if claim.has_selector:
         out.block(key, pods, "claim Selector is not supported; remove spec.selector to have it provisioned")
@@ -154,6 +153,13 @@ def _claim_operation(out, hosts, claim, key, cls, pods):
         out.block(key, pods, "StorageClass %s: %s; nothing was provisioned, fix the class or the claim [%s]"
                   % (cls.name, err.msg, err.code))
         return
+    source, source_what = None, None
+    if claim.data_source is not None:
+        try:
+            source, _size, source_what = content_source(index, claim, cls)
+        except ContentSourceRefused as err:
+            out.block(key, pods, err.msg)
+            return
     host, why_not = hosts.for_create(cls.provisioner, selected, topology)
     if host is None:
         out.block(key, pods, why_not)
@@ -168,7 +174,8 @@ def _claim_operation(out, hosts, claim, key, cls, pods):
         "secret_ref": secret, "pods": [pod for _created, pod, _node in pods],
         "request": {"capacity_bytes": claim.request_bytes, "access_modes": list(claim.access_modes),
                     "volume_mode": claim.volume_mode, "fs_type": fs_type, "mount_flags": list(cls.mount_options),
-                    "parameters": create, "accessibility_requirements": topology, "content_source": None},
+                    "parameters": create, "accessibility_requirements": topology, "content_source": source},
         "pv": template(name, cls.provisioner, claim, cls, fs_type, secret, refs),
-        "reason": "claim %s (StorageClass %s, %s%s) is unbound, used by %s" % (
-            key, cls.name, cls.binding_mode, ", node %s" % selected if selected else "", users)})
+        "reason": "claim %s (StorageClass %s, %s%s%s) is unbound, used by %s" % (
+            key, cls.name, cls.binding_mode, ", node %s" % selected if selected else "",
+            ", from %s" % source_what if source_what else "", users)})

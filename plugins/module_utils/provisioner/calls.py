@@ -9,7 +9,7 @@ node``), or the loop driver's on this node's pool (provisioner/loop.py).
 Each operation stands alone: one that fails is reported with its error and the host's other operations run. A
 failure says whether the driver may have done it (``uncertain``: a non-final gRPC status): the run then records the
 claim as still being provisioned, and the next run calls again with the same name. Snapshots (CreateSnapshot,
-DeleteSnapshot) and a CreateVolume with a content source are more of the same: another ``op`` and its handler.
+DeleteSnapshot: provisioner/snapshotter.py, provisioner/loop_snapshot.py) are more of the same: another ``op``.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -21,7 +21,7 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.drivers import DRI
 from ansible_collections.kubevol.volumes.plugins.module_utils.drivers.external.settings import driver_settings
 from ansible_collections.kubevol.volumes.plugins.module_utils.common import driver_options as node_options
 
-OPS = ("create_volume", "delete_volume")
+OPS = ("create_volume", "delete_volume", "create_snapshot", "delete_snapshot")
 
 
 def _loop_driver(runner, kubelet_dir, host, name, driver_options):
@@ -49,18 +49,21 @@ def run_operation(runner, kubelet_dir, host, op, driver_options, secrets, check_
         driver = _loop_driver(runner, kubelet_dir, host, name, driver_options)
         if op["op"] == "create_volume":
             return loop.create_volume(driver, op, check_mode)
-        return loop.delete_volume(driver, op, (op.get("volume_attributes") or {}).get("pool"), check_mode)
+        if op["op"] == "delete_volume":
+            return loop.delete_volume(driver, op, (op.get("volume_attributes") or {}).get("pool"), check_mode)
+        from ansible_collections.kubevol.volumes.plugins.module_utils.provisioner import loop_snapshot
+
+        return getattr(loop_snapshot, op["op"])(driver, op, check_mode)
     driver = _external(runner, kubelet_dir, host, name, driver_options)
-    if op["op"] == "create_volume":
-        return driver.create_volume(op, secrets, check_mode)
-    return driver.delete_volume(op, secrets, check_mode)
+    return getattr(driver, op["op"])(op, secrets, check_mode)
 
 
 def run_operations(runner, kubelet_dir, host, operations, driver_options, secrets=None, check_mode=False):
     """(results, failures) of ``operations`` on host ``host``; ``secrets``: the I-th operation's secrets."""
     results, failures = [], []
     for position, op in enumerate(operations):
-        entry = dict((key, op.get(key)) for key in ("op", "claim", "pv_name", "name", "volume_id", "driver")
+        entry = dict((key, op.get(key)) for key in ("op", "claim", "pv_name", "name", "volume_id", "driver",
+                                                    "snapshot", "content_name")
                      if op.get(key) is not None)
         try:
             if op.get("op") not in OPS:
@@ -70,10 +73,11 @@ def run_operations(runner, kubelet_dir, host, operations, driver_options, secret
                                        driver_options, secret, check_mode))
             results.append(entry)
         except KubevolError as err:
-            if op.get("op") == "create_volume":
-                what = "CreateVolume %s for claim %s" % (op.get("name"), op.get("claim"))
-            else:
-                what = "DeleteVolume of PV %s" % op.get("pv_name")
+            what = {"create_volume": "CreateVolume %s for claim %s" % (op.get("name"), op.get("claim")),
+                    "create_snapshot": "CreateSnapshot %s for VolumeSnapshot %s" % (op.get("name"),
+                                                                                    op.get("snapshot")),
+                    "delete_snapshot": "DeleteSnapshot of VolumeSnapshotContent %s" % op.get("content_name")}.get(
+                op.get("op"), "DeleteVolume of PV %s" % op.get("pv_name"))
             msg = err.msg if err.msg.startswith(what.split(" ")[0]) else "%s on host %s (driver %s): %s" % (
                 what, host, op.get("driver"), err.msg)
             entry.update(msg=msg, uncertain=bool(getattr(err, "uncertain", False)))

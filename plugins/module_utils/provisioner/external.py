@@ -26,6 +26,8 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.csi.errors import 
     CsiError, CsiFinalError, CsiUncertainError)
 from ansible_collections.kubevol.volumes.plugins.module_utils.drivers.external import requests as req
 from ansible_collections.kubevol.volumes.plugins.module_utils.drivers.external.driver import external_driver_class
+from ansible_collections.kubevol.volumes.plugins.module_utils.provisioner.snapshotter import (
+    Snapshotter, source_capability)
 
 CLEANUP_TRIES = 5  # external-provisioner deleteVolumeRetryCount
 
@@ -84,11 +86,21 @@ class Provisioner(object):
                                "Nothing was called: its StorageClass must name a driver that provisions")
         return services, caps
 
+    def _source_caps(self, item, op, caps):
+        """A restore needs CREATE_DELETE_SNAPSHOT, a clone CLONE_VOLUME (checkDriverCapabilities)."""
+        needed = source_capability(op)
+        if needed is not None and needed not in caps:
+            what = "restores from a snapshot" if needed == "CREATE_DELETE_SNAPSHOT" else "clones"
+            raise self._refuse(item, "create volume", "CSI driver does not support %s: controller %s capability is "
+                                                      "not reported" % (what, needed),
+                               "Nothing was called: provision the claim without dataSource")
+
     def create_volume(self, op, secrets=None, check_mode=False):
         """CreateVolume of ``op`` (a create_volume operation); returns {called, volume, topology_supported}."""
         item = _Named(op["name"])
         with self._plugin(item, "create volume", controller=True) as csi:
             services, caps = self._provisioning_caps(csi, item, "create volume")
+            self._source_caps(item, op, caps)
             topology = "VOLUME_ACCESSIBILITY_CONSTRAINTS" in services
             request = create_request(op, caps, topology, secrets)
             if check_mode:
@@ -145,5 +157,6 @@ def provisioner_class(name):
     """ExternalCsiDriver of driver ``name`` with the provisioner's calls."""
     if name not in _CLASSES:
         base = external_driver_class(name)
-        _CLASSES[name] = type("CsiProvisioner[%s]" % name, (Provisioner, base), {"__module__": __name__})
+        _CLASSES[name] = type("CsiProvisioner[%s]" % name, (Provisioner, Snapshotter, base),
+                              {"__module__": __name__})
     return _CLASSES[name]

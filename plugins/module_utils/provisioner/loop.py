@@ -12,7 +12,8 @@ has no topology, its pool is one directory every node of the cluster is given (o
 directory), so the PV gets no nodeAffinity. The same name again answers the image made before when it is at least
 the size asked for (CreateVolume is idempotent by name); a smaller one is ALREADY_EXISTS's refusal.
 
-DeleteVolume removes the image, only when no loop device of the shared kernel is bound to it (by inode) and the
+A claim restored from a snapshot or cloned from a claim gets a copy of its source (provisioner/loop_snapshot.py,
+which also takes the loop driver's snapshots). DeleteVolume removes the image, only when no loop device of the shared kernel is bound to it (by inode) and the
 pool records no node holding it; else it is refused and nothing is removed. An image already gone is deleted.
 """
 
@@ -77,6 +78,11 @@ def create_volume(driver, op, check_mode=False):
         return {"called": False, "volume": volume, "topology_supported": False}
     if check_mode:
         return {"called": False, "volume": None, "topology_supported": False}
+    if request.get("content_source"):  # a restore or a clone: a copy of its source, grown to the size asked for
+        from ansible_collections.kubevol.volumes.plugins.module_utils.provisioner import loop_snapshot
+
+        volume["capacity_bytes"] = loop_snapshot.fill_from_source(driver, op, image, size)
+        return {"called": True, "volume": volume, "topology_supported": False}
     os.makedirs(os.path.dirname(image), mode=0o750, exist_ok=True)
     fd = os.open(image, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
     try:

@@ -39,6 +39,7 @@ __metaclass__ = type
 import copy
 import json
 
+from ansible_collections.kubevol.volumes.plugins.module_utils.records import snapshot
 
 NODE_ID_ANNOTATION = "csi.volume.kubernetes.io/nodeid"  # nodeinfomanager: {driver: node id} as JSON
 STORAGE_PROVISIONER = "volume.kubernetes.io/storage-provisioner"
@@ -95,8 +96,9 @@ def _map(parent, key):
     return parent[key]
 
 
-class ProvisionRecords:
-    """The records of provisioning, binding, release and deletion, and of the kubelet's CSI registration."""
+class ProvisionRecords(snapshot.SnapshotRecords):
+    """The records of provisioning, binding, release and deletion, and of the kubelet's CSI registration; the
+    snapshots' are records/snapshot.py's."""
 
     def _csinodes(self):
         found = getattr(self, "_csinode_index", None)
@@ -294,3 +296,5 @@ REQUIRED_KEYS = {
     "pv_deleted": ("pv_name",),
     "claim_released": ("pvc", "uid"),
 }
+HANDLERS.update(snapshot.HANDLERS)  # snapshots taken, bound and deleted: records/snapshot.py
+REQUIRED_KEYS.update(snapshot.REQUIRED_KEYS)

@@ -20,6 +20,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.kubevol.volumes.plugins.module_utils.provision.snapshot import snapshot_created
 from ansible_collections.kubevol.volumes.plugins.module_utils.provision.volume import pv_object
 from ansible_collections.kubevol.volumes.plugins.module_utils.run.outcome import _copy_failures
 
@@ -61,8 +62,12 @@ def _host_failure(host, result):
 
 
 def _key(entry):
-    """An operation's (or its result entry's) key: a CreateVolume by its claim, a DeleteVolume by its PV."""
-    return (entry.get("op"), entry.get("claim") if entry.get("op") == "create_volume" else entry.get("pv_name"))
+    """An operation's (or its result entry's) key: a CreateVolume by its claim, a DeleteVolume by its PV, a snapshot's
+    call by its content."""
+    op = entry.get("op")
+    if op in ("create_snapshot", "delete_snapshot"):
+        return (op, entry.get("content_name"))
+    return (op, entry.get("claim") if op == "create_volume" else entry.get("pv_name"))
 
 
 def _entries(result, key):
@@ -93,7 +98,8 @@ def storage_state_after(plan_result, task, results, state):
         for op in ops:
             key = _key(op)
             entry = done.get(key)
-            if whole is None and entry is not None and (entry.get("volume") or op["op"] == "delete_volume"):
+            if whole is None and entry is not None and (entry.get("volume") or entry.get("taken")
+                                                        or op["op"] in ("delete_volume", "delete_snapshot")):
                 records.append(_record(op, entry))
                 continue
             fail = failed.get(key) or {}
@@ -119,6 +125,10 @@ def storage_state_after(plan_result, task, results, state):
 def _record(op, entry):
     if op["op"] == "delete_volume":
         return {"type": "pv_deleted", "pv_name": op["pv_name"]}
+    if op["op"] == "create_snapshot":
+        return snapshot_created(op, entry["taken"])
+    if op["op"] == "delete_snapshot":
+        return {"type": "snapshot_content_deleted", "content_name": op["content_name"]}
     pv = pv_object(op["pv"], entry["volume"], int(op["request"]["capacity_bytes"] or 0),
                    entry.get("topology_supported", True))
     return {"type": "provisioned", "pvc": op["claim"], "claim_uid": op["claim_uid"], "pv": pv}

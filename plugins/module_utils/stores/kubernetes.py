@@ -241,6 +241,11 @@ class KubernetesStore(ClusterStore):
                 wanted.append(("PersistentVolume", None, record["pv"]["metadata"]["name"]))
             if rtype == "node_registration":
                 wanted.append(("CSINode", None, record["node"]))
+            if rtype in ("snapshot_created", "snapshot_bound"):
+                namespace, name = record["snapshot"].split("/", 1)
+                wanted.append(("VolumeSnapshot", namespace, name))
+            if rtype in ("snapshot_created", "snapshot_bound", "snapshot_content_deleted"):
+                wanted.append(("VolumeSnapshotContent", None, record["content_name"]))
             if rtype in ("node_expanded", "resize_intent", "node_expansion_pending", "provisioning_started",
                          "provisioning_uncertain", "provisioned", "claim_released") or (
                     rtype == "controller_expanded" and record.get("pvc")):

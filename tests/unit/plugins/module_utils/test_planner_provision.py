@@ -141,7 +141,7 @@ def test_claims_it_does_not_provision():
     reasons = dict((b["reason"].split(":")[0], b["reason"]) for b in result["blocked"])
     assert sorted(reasons) == ["claim ns/picky", "claim ns/restore"]
     assert "claim Selector is not supported" in reasons["claim ns/picky"]
-    assert "restore or a clone" in reasons["claim ns/restore"]
+    assert "does not exist" in reasons["claim ns/restore"] and "[KV-CONTENT-SOURCE]" in reasons["claim ns/restore"]
     # the node stage, and the plan made again after provisioning, provision nothing
     assert ops(run(cluster(node("node1"), storage_class(mode="Immediate"), claim()), {"node1": facts("node1")},
                    stage="node")) == []

@@ -20,6 +20,7 @@ pytest.importorskip("kubernetes")
 
 from fakeapi import FakeApiServer, make_certs, write_kubeconfig  # noqa: E402  (tests/ is on sys.path)
 
+from ansible_collections.kubevol.volumes.plugins.module_utils.provision.snapshot import snapshot_created  # noqa
 from ansible_collections.kubevol.volumes.plugins.module_utils.run import plan_record  # noqa: E402
 from ansible_collections.kubevol.volumes.plugins.module_utils.stores.k8s_errors import (  # noqa: E402
     PERMISSIONS, rbac_rules)
@@ -129,6 +130,25 @@ def test_every_request_the_store_sends_is_in_the_permissions(api, tmp_path):
         api.request_delete("PersistentVolumeClaim", "new", "ns")
         store.apply([{"type": "claim_released", "pvc": "ns/new", "uid": "u-new"}])
         assert api.get("PersistentVolume", "pvc-u-new") is None and api.get("PersistentVolumeClaim", "new", "ns") is None
+        # snapshots (records/snapshot.py): a content created with its status and its snapshot's status written, a
+        # pre-provisioned one bound (its volumeSnapshotRef patched), then deleted
+        api.load([{"apiVersion": "snapshot.storage.k8s.io/v1", "kind": "VolumeSnapshot",
+                   "metadata": {"name": s, "namespace": "ns", "uid": "s-" + s}, "spec": {}} for s in ("snap", "pre")]
+                 + [{"apiVersion": "snapshot.storage.k8s.io/v1", "kind": "VolumeSnapshotContent",
+                     "metadata": {"name": "pre-content"},
+                     "spec": {"driver": "csi.test", "source": {"snapshotHandle": "h"},
+                              "volumeSnapshotRef": {"namespace": "ns", "name": "pre"}}}])
+        store.apply([snapshot_created({"snapshot": "ns/snap", "snapshot_uid": "s-snap", "content_name": "c-snap",
+                                       "driver": "csi.test", "source_volume_id": "pv-a.img", "class_name": "snaps",
+                                       "deletion_policy": "Delete", "secret_ref": None},
+                                      {"snapshot_id": "h-1", "size_bytes": 1024, "ready_to_use": True,
+                                       "creation_time": "2026-11-28T10:00:00Z"})])
+        store.apply([{"type": "snapshot_bound", "snapshot": "ns/pre", "snapshot_uid": "s-pre",
+                      "content_name": "pre-content", "snapshot_handle": "h"}])
+        store.apply([{"type": "snapshot_content_deleted", "content_name": "c-snap"}])
+        assert api.get("VolumeSnapshot", "snap", "ns")["status"]["boundVolumeSnapshotContentName"] == "c-snap"
+        assert api.get("VolumeSnapshotContent", "c-snap") is None
+        assert api.get("VolumeSnapshotContent", "pre-content")["status"]["snapshotHandle"] == "h"
         store.get("Secret", "csi-creds", "ns")  # an external CSI driver's secret reference (run/csi_secrets.py)
         assert store.release_run_lock(lock["holder"])
     finally:

@@ -1,0 +1,84 @@
+"""Snapshots, restores and clones with the Kubernetes API store against the fake API server, on 2 SSH test nodes:
+the same steps as test_snapshots.py (file store), the VolumeSnapshotContents POSTed and the VolumeSnapshots' status
+written through their status subresource, no snapshot-controller: kubevol takes, binds and deletes them itself.
+"""
+import json
+import os
+import subprocess
+
+import pytest
+
+from e2e_lib import write_list
+from fakeapi import FakeApiServer, write_kubeconfig
+from provision_lib import counts, target, volume_name
+from snapshot_lib import (
+    first_objects, loop_snapshots, plugin_snapshots, restore_objects, snapshot_calls, snapshot_objects)
+from test_csi_external import DRIVER, _loops_backed_under
+
+TOKEN = "kubevol-e2e-token"
+
+
+@pytest.fixture(scope="module")
+def kv(make_cluster):
+    cluster = make_cluster("snapapi", 2)
+    api = FakeApiServer(tokens=[TOKEN]).start()
+    plugins = {}
+    try:
+        from provision_lib import start_plugins
+        plugins, pool = start_plugins(cluster)
+        cluster.plugins, cluster.csi_pool, cluster.api, cluster.shared = plugins, pool, api, {}
+        api.load(first_objects(cluster.nodes))
+        write_list(cluster.state, [])  # not read: the API is the store
+        config = write_kubeconfig(os.path.join(cluster.dir, "kubeconfig"), {"fake": {"server": api.url,
+                                                                                     "token": TOKEN}})
+        cluster.options = ["-e", json.dumps({"kubevol_cluster_source": "kubernetes",
+                                             "kubevol_k8s_auth": {"kubeconfig": config},
+                                             "kubevol_driver_options": {DRIVER: {"controller": "node"}}})]
+        yield cluster
+    finally:
+        for plugin in plugins.values():
+            plugin.stop()
+            plugin.unmount_all()
+        for device in _loops_backed_under(os.path.join(cluster.dir, "csi-pool")):
+            subprocess.run(["losetup", "-d", device], check=False)
+        api.stop()
+
+
+def test_a_snapshots_life_through_the_api(kv):
+    api = kv.api
+    run = kv.reconcile(kv.options)
+    sums = dict((name, kv.write_data("node1", target("writer", volume_name("apps", name)), "data.bin"))
+                for name in ("src", "lsrc"))
+    # the snapshots taken: contents POSTed, the snapshots' status through their subresource
+    api.load(snapshot_objects())
+    run = kv.reconcile(kv.options)
+    for name in ("snap", "lsnap", "kept"):
+        status = (api.get("VolumeSnapshot", name, "apps") or {}).get("status") or {}
+        assert status.get("readyToUse") is True, run.describe()
+        content = api.get("VolumeSnapshotContent", "snapcontent-snapuid-" + name)
+        assert content["status"]["snapshotHandle"] == "snapshot-snapuid-" + name
+    writes = [(r["method"], r["path"]) for r in api.writes() if "volumesnapshot" in r["path"]]
+    assert ("POST", "/apis/snapshot.storage.k8s.io/v1/volumesnapshotcontents") in writes
+    assert ("PATCH", "/apis/snapshot.storage.k8s.io/v1/namespaces/apps/volumesnapshots/snap/status") in writes
+    # restored and cloned, with the data
+    api.load(restore_objects())
+    seen = counts(kv.plugins)
+    run = kv.reconcile(kv.options)
+    assert len(snapshot_calls(kv.plugins, seen)) == 2, run.describe()  # the restore and the clone (CSI plugin)
+    for pod_name, node, name, source in (("reader", "node2", "restored", "src"),
+                                         ("reader", "node2", "lrestored", "lsrc"), ("cloner", "node1", "clone", "src")):
+        path = target(pod_name, volume_name("apps", name))
+        assert kv.read_sum(node, path, "data.bin") == sums[source], run.describe()
+    # the snapshots deleted: Delete goes with its copy, Retain stays
+    for name in ("snap", "lsnap", "kept"):
+        api.delete("VolumeSnapshot", name, "apps")
+    seen = counts(kv.plugins)
+    run = kv.reconcile(kv.options)
+    assert [(c[1], c[2]["snapshot_id"]) for c in snapshot_calls(kv.plugins, seen)] == [
+        ("DeleteSnapshot", "snapshot-snapuid-snap")], run.describe()
+    assert api.get("VolumeSnapshotContent", "snapcontent-snapuid-snap") is None
+    assert api.get("VolumeSnapshotContent", "snapcontent-snapuid-lsnap") is None
+    assert api.get("VolumeSnapshotContent", "snapcontent-snapuid-kept") is not None
+    assert plugin_snapshots(kv.csi_pool) == ["snapshot-snapuid-kept.img"] and loop_snapshots(kv.dir) == []
+    again = kv.reconcile(kv.options)
+    assert all(again.changed(h) == 0 for h in kv.nodes), again.describe()
