@@ -80,6 +80,11 @@ def run_operations(runner, kubelet_dir, host, operations, driver_options, secret
                 op.get("op"), "DeleteVolume of PV %s" % op.get("pv_name"))
             msg = err.msg if err.msg.startswith(what.split(" ")[0]) else "%s on host %s (driver %s): %s" % (
                 what, host, op.get("driver"), err.msg)
-            entry.update(msg=msg, uncertain=bool(getattr(err, "uncertain", False)))
+            uncertain = bool(getattr(err, "uncertain", False))
+            if uncertain and op.get("op") == "create_volume":
+                # said here, in the host's own failure (the one message printed for it), not later by the report
+                msg += (" The next run calls CreateVolume %s again with the same name, and the driver answers with the "
+                        "volume it may have made: no second volume" % op.get("name"))
+            entry.update(msg=msg, uncertain=uncertain)
             failures.append(entry)
     return results, failures

@@ -106,8 +106,9 @@ def storage_state_after(plan_result, task, results, state):
             msg = whole or fail.get("msg") or (result or {}).get("msg") or "host %s did not report it" % host
             lost = whole is not None and bool((result or {}).get("unreachable"))  # the call may have been made
             if op["op"] == "create_volume" and (fail.get("uncertain") or lost):
-                msg += ("; the driver may have made the volume: the next run calls CreateVolume %s again, and the "
-                        "driver answers with the volume it made (no second one)" % op["name"])
+                msg += "" if "calls CreateVolume" in msg else (
+                    "; the driver may have made the volume: the next run calls CreateVolume %s again, and the "
+                    "driver answers with the volume it made (no second one)" % op["name"])
                 records.append({"type": "provisioning_uncertain", "pvc": op["claim"], "volume_name": op["name"]})
             messages.append(msg)
             names.append(_key(op)[1])
