@@ -89,6 +89,10 @@ kv_doc_check() {
         name=$(basename "$f" .py)
         [ "$name" = __init__ ] || modules+=("$KV_FQCN.$name")
     done
+    # the reconcile role's internal node modules: not listed by ansible-doc -l, still documented
+    for f in "$KV_ROOT"/plugins/modules/__internal/*.py; do
+        [ -e "$f" ] && modules+=("$KV_FQCN.__internal.$(basename "$f" .py)")
+    done
     if [ ${#modules[@]} -eq 0 ]; then
         echo "no modules in plugins/modules"
     else

@@ -79,7 +79,7 @@ class ActionModule(ActionBase):
         try:
             # the run's lock renewed while the calls run, as during a node task (run_lock_task.kept_renewed)
             with kept_renewed(params["cluster_store"], params["run_lock"], renewal_warnings):
-                outcome = self._execute_module(module_name="kubevol.volumes.csi_controller_calls", module_args=args,
+                outcome = self._execute_module(module_name="kubevol.volumes.__internal.csi_controller_calls", module_args=args,
                                                task_vars=task_vars)
         except AnsibleConnectionFailure as err:
             outcome = {"unreachable": True, "failed": True, "msg": "controller host %s is unreachable: %s" % (host, err)}

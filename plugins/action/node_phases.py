@@ -244,7 +244,7 @@ class ActionModule(ActionBase):
                 "words": words.ROLE,
                 "driver_options": params["driver_options"], "command_timeout": params["command_timeout"],
                 "long_command_timeout": params["long_command_timeout"]}
-        module = "kubevol.volumes.node_volume_setup"
+        module = "kubevol.volumes.__internal.node_volume_setup"
         refused, ready = {}, {}
         for phase, items in setup.items():
             ready[phase], refused[phase] = secrets_by_volume(items, params["cluster_store"])  # no_log on the node

@@ -86,7 +86,7 @@ class ActionModule(ActionBase):
             try:
                 # the run's lock renewed while the calls run, as during a node task (run_lock_task.kept_renewed)
                 with kept_renewed(params["cluster_store"], params["run_lock"], renewal_warnings):
-                    outcome = self._execute_module(module_name="kubevol.volumes.volume_provision_calls",
+                    outcome = self._execute_module(module_name="kubevol.volumes.__internal.volume_provision_calls",
                                                    module_args=args, task_vars=task_vars)
             except AnsibleConnectionFailure as err:
                 outcome = {"unreachable": True, "failed": True, "msg": "host %s is unreachable: %s" % (host, err)}

@@ -53,7 +53,7 @@ options:
     default: 30
   run_lock:
     description:
-      - The result of M(kubevol.volumes.cluster_run_lock) for this run (C(holder), C(duration), C(lease_namespace),
+      - The result of C(kubevol.volumes.cluster_run_lock) for this run (C(holder), C(duration), C(lease_namespace),
         C(lease_name)). The records are written only while that run still holds the cluster's run lock, and the
         write renews it; otherwise the module fails, writing nothing.
     type: dict

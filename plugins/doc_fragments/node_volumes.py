@@ -270,7 +270,7 @@ options:
         description:
           - An external CSI driver's volume, its PV's secret references, each C(kind) to a C(namespace/name) with kind one of
             C(controller_publish), C(node_stage), C(node_publish), C(controller_expand), C(node_expand), as the
-            planner builds them. M(kubevol.volumes.node_phases) reads those Secrets and fills in O(volumes[].secrets).
+            planner builds them. C(kubevol.volumes.node_phases) reads those Secrets and fills in O(volumes[].secrets).
         type: dict
         default: {}
       secrets:
@@ -283,8 +283,8 @@ options:
         description:
           - An external CSI driver whose Controller service runs on a host of the inventory (C(driver_options)
             C(controller) and C(controller_socket)), the C(publish_context) its ControllerPublishVolume answered on
-            that host for this node. M(kubevol.volumes.node_phases) fills it in for the attach from the run's
-            controller task (M(kubevol.volumes.csi_controller)); the attach keeps it for NodeStage and NodePublish.
+            that host for this node. C(kubevol.volumes.node_phases) fills it in for the attach from the run's
+            controller task (C(kubevol.volumes.csi_controller)); the attach keeps it for NodeStage and NodePublish.
         type: dict
       controller_host:
         description:

@@ -43,8 +43,6 @@ seealso:
     description: Attaches the volume whose backing volume this grows.
   - module: kubevol.volumes.node_volume_mount
     description: Mounts the filesystem this grows.
-  - module: kubevol.volumes.node_volume_setup
-    description: Attach, mount and expansion in one execution.
 options:
   stage:
     description: Which side of the expansion to run.

@@ -108,7 +108,7 @@ options:
       - V(record) writes the whole plan as a record (on disk, or as ConfigMaps in the Kubernetes API, see
         O(record_dir)) and returns its handle in RV(record),
         the counts in RV(counts), the plan as lines in RV(table) (bounded by O(table_rows)) and RV(summary), what the
-        reconcile role passes between its steps instead of the plan itself. M(kubevol.volumes.reconcile_run), the
+        reconcile role passes between its steps instead of the plan itself. C(kubevol.volumes.reconcile_run), the
         role's node tasks and the P(kubevol.volumes.plan_table#filter) filter read the plan back by that handle.
     type: str
     choices: [full, table, summary, record]
@@ -144,7 +144,7 @@ options:
     description:
       - With O(output=record), the directory the plan records are written in, one directory per run id, written
         under a temporary name and renamed into place. All but the two newest are removed, except the records of runs
-        still going (not finished by M(kubevol.volumes.reconcile_run), younger than 12 hours), because the slices of a
+        still going (not finished by C(kubevol.volumes.reconcile_run), younger than 12 hours), because the slices of a
         sliced run write there at once.
       - By default, beside the state file (C(<cluster_state>.plans)) for the file store; for the Kubernetes API store
         (O(cluster_source=kubernetes)), ConfigMaps labelled C(app.kubernetes.io/managed-by=kubevol) and
@@ -157,7 +157,7 @@ options:
     version_added: 0.3.0
   run_lock:
     description:
-      - The result of M(kubevol.volumes.cluster_run_lock) for this run. With O(output=record) and
+      - The result of C(kubevol.volumes.cluster_run_lock) for this run. With O(output=record) and
         O(cluster_source=kubernetes), the plan record's ConfigMaps are written in its C(lease_namespace) (the
         namespace the store keeps its run lock in); without it, C(kube-system).
     type: dict
@@ -342,7 +342,7 @@ csi_controllers:
   type: dict
 run_nodes:
   description:
-    - The nodes of O(node_facts), sorted (the run's nodes). The run's report (M(kubevol.volumes.reconcile_run)'s
+    - The nodes of O(node_facts), sorted (the run's nodes). The run's report (C(kubevol.volumes.reconcile_run)'s
       RV(kubevol.volumes.reconcile_run#module:summary)) lists these, counting the cluster's other nodes in one line.
   returned: when O(output=full) and O(node_facts) is given (with O(output=record), in the record)
   type: list

@@ -15,7 +15,7 @@ import yaml
 
 from e2e_lib import pod_mount_path, pod_uid, require_compat_python, va_name, vas
 
-NODE_MODULES = {"kubevol.volumes.node_volume_info", "kubevol.volumes.node_volume_setup",
+NODE_MODULES = {"kubevol.volumes.node_volume_info", "kubevol.volumes.__internal.node_volume_setup",
                 "kubevol.volumes.volume_detach", "kubevol.volumes.k8s_volume_attach",
                 "kubevol.volumes.node_volume_mount", "kubevol.volumes.fs_expand"}
 

@@ -19,6 +19,7 @@ COLLECTIONS = os.environ["ANSIBLE_COLLECTIONS_PATH"]  # set by tests/conftest.py
 ANSIBLE_SITE = os.path.dirname(os.path.dirname(ansible.__file__))
 NODE_PYTHON = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
 DRIVER = "loop.kubevol.io"
+INTERNAL_MODULES = ("node_volume_setup", "csi_controller_calls", "volume_provision_calls")
 MiB = 1024 * 1024
 
 if os.geteuid() != 0:
@@ -79,7 +80,9 @@ class Node:
         path = os.path.join(self.tmp, "args-%d-%s.json" % (self._n, name))
         with open(path, "w") as handle:
             json.dump({"ANSIBLE_MODULE_ARGS": args}, handle)
-        return self.argv(NODE_PYTHON, "-m", "ansible_collections.kubevol.volumes.plugins.modules." + name, path)
+        # the reconcile role's internal node modules live in plugins/modules/__internal/ (out of ansible-doc -l)
+        module = ("__internal." + name) if name in INTERNAL_MODULES else name
+        return self.argv(NODE_PYTHON, "-m", "ansible_collections.kubevol.volumes.plugins.modules." + module, path)
 
     def module_env(self, extra_path=None):
         env = dict(os.environ, PYTHONPATH=os.pathsep.join([COLLECTIONS, ANSIBLE_SITE]))

@@ -7,6 +7,7 @@ run in a temporary directory that holds only the user's files. The reconcile run
 local-connection host (an inventory with no ``nodes`` group) whose kubelet directory is a temporary one:
 node_volume_info really runs there, and check mode stops after the plan, so nothing is attached or mounted.
 """
+import json
 import os
 import re
 import shutil
@@ -180,3 +181,27 @@ def test_old_names_still_work_with_a_deprecation_warning(user, old, new, args):
     assert "version 2.0.0" in text, out
     rc, out = user.run("ansible", "-i", user.inventory, "node1", "-m", "kubevol.volumes." + new, "-a", args)
     assert rc == 0 and "node1 | SUCCESS" in out and "deprecated" not in out, out
+
+
+# the modules a user calls; the reconcile role's own steps (action plugins with no module file, and the node modules
+# under plugins/modules/__internal/) are not listed: docs/internal-modules.md
+USER_MODULES = ["cluster_volume_info", "cluster_volume_record", "fs_expand", "k8s_volume_attach", "node_volume_audit",
+                "node_volume_info", "node_volume_mount", "pod_volumes_wait", "volume_audit", "volume_detach",
+                "volume_reconcile_plan"]
+INTERNAL_NODE_MODULES = ["csi_controller_calls", "node_volume_setup", "volume_provision_calls"]
+
+
+def test_ansible_doc_lists_exactly_the_users_modules(user):
+    rc, out = user.run("ansible-doc", "-l", "-j", "kubevol.volumes")
+    assert rc == 0, out
+    listed = sorted(json.loads(out[out.index("{"):]))
+    assert listed == ["kubevol.volumes." + name for name in USER_MODULES], listed
+    # the internal node modules are in the installed collection, still documented, and run by their full name
+    for name in INTERNAL_NODE_MODULES:
+        assert os.path.isfile(os.path.join(user.installed, "plugins", "modules", "__internal", name + ".py"))
+        rc, out = user.run("ansible-doc", "-j", "kubevol.volumes.__internal." + name)
+        assert rc == 0 and json.loads(out)["kubevol.volumes.__internal." + name]["doc"]["module"] == name, out
+    rc, out = user.run("ansible", "localhost", "-c", "local", "-e", "ansible_python_interpreter=" + sys.executable,
+                       "-m", "kubevol.volumes.__internal.node_volume_setup",
+                       "-a", "node_name=node1 kubelet_dir=" + os.path.join(user.work, "kubelet"))
+    assert rc == 0 and '"phase_results"' in out, out

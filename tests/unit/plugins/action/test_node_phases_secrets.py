@@ -51,7 +51,7 @@ def test_a_volume_refused_for_its_secret_fails_alone_in_every_phase(tmp_path):
     calls = []
     results, ran = action(calls)._setup({"attach": [good, item("pv-b")], "mount": [good, bad_mount]}, "node1",
                                         params(tmp_path), {})
-    assert ran == ["kubevol.volumes.node_volume_setup"] and len(calls) == 1
+    assert ran == ["kubevol.volumes.__internal.node_volume_setup"] and len(calls) == 1
     sent = calls[0][1]
     # pv-b was refused in mount: it is attached in this run neither (it would be counted done there otherwise)
     assert [v["pv_name"] for v in sent["attach"]["volumes"]] == ["pv-a"]

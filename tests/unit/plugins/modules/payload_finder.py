@@ -28,7 +28,7 @@ def main(collections, modules_dir, names):
         pass
     out = {}
     for name in names:
-        with open(os.path.join(modules_dir, name + ".py"), "rb") as handle:
+        with open(os.path.join(modules_dir, *name.split(".")) + ".py", "rb") as handle:  # __internal.X: a subdir
             data = handle.read()
         payload = zipfile.ZipFile(io.BytesIO(), "w")
         module_common.recursive_finder(name, "ansible_collections.kubevol.volumes.plugins.modules." + name, data,

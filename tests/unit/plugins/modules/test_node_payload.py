@@ -17,7 +17,7 @@ REPO = os.path.abspath(os.path.join(HERE, "..", "..", "..", ".."))
 MODULES_DIR = os.path.join(REPO, "plugins", "modules")
 COLLECTIONS = os.path.join(REPO, ".build", "collections")  # tests/conftest.py links the checkout there
 NODE_MODULES = ["node_volume_info", "k8s_volume_attach", "node_volume_mount", "fs_expand", "volume_detach",
-                "node_volume_setup", "csi_controller_calls", "volume_provision_calls"]
+                "__internal.node_volume_setup", "__internal.csi_controller_calls", "__internal.volume_provision_calls"]
 PREFIX = "ansible_collections/kubevol/volumes/plugins/module_utils/"
 
 # the collection's module_utils a node module may ship
@@ -60,7 +60,7 @@ def test_each_node_module_ships_node_code_only(python):
         # the finder did find the module's own code: the check below is about something real
         assert "node/entry.py" in shipped and "node/context.py" in shipped and "common/errors.py" in shipped, (name, shipped)
         assert not_node_code(files) == [], "%s ships controller code to the nodes: %s" % (name, not_node_code(files))
-    setup = collection_files(found["node_volume_setup"])
+    setup = collection_files(found["__internal.node_volume_setup"])
     assert "drivers/loop.py" in setup and "node/setup.py" in setup and "node/operations.py" in setup
     # the device driver's node code, imported inside its verbs (drivers/device.py), travels with every node module
     for name, files in found.items():
@@ -95,12 +95,13 @@ def test_each_node_module_file_runs_its_work_through_entry(module):
     holds what each node module does."""
     import ast
 
-    with open(os.path.join(MODULES_DIR, module + ".py")) as handle:
+    with open(os.path.join(MODULES_DIR, *module.split(".")) + ".py") as handle:
         source = handle.read()
     main = [n for n in ast.parse(source).body if isinstance(n, ast.FunctionDef) and n.name == "main"][0]
     text = ast.unparse(main)
-    assert "entry.argspec(%r)" % module in text and "entry.run(%r, module)" % module in text
-    assert sorted(entry.MODULES) == sorted(NODE_MODULES)
+    name = module.rsplit(".", 1)[-1]  # __internal.X: the role's internal node modules, in their own directory
+    assert "entry.argspec(%r)" % name in text and "entry.run(%r, module)" % name in text
+    assert sorted(entry.MODULES) == sorted(name.rsplit(".", 1)[-1] for name in NODE_MODULES)
 
 
 def test_the_direct_runner_and_its_code_cache_are_gone():

@@ -590,7 +590,8 @@ def test_store_error_family():
 
 def test_node_side_modules_do_not_import_kubernetes():
     root = os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "..", "plugins")
-    for sub in ("modules", os.path.join("module_utils", "node"), os.path.join("module_utils", "drivers")):
+    for sub in ("modules", os.path.join("modules", "__internal"), os.path.join("module_utils", "node"),
+                os.path.join("module_utils", "drivers")):
         for name in os.listdir(os.path.join(root, sub)):
             if name.endswith(".py") and not name.startswith("cluster_") and \
                     name not in ("volume_reconcile_plan.py", "reconcile_run.py", "pod_volumes_wait.py",

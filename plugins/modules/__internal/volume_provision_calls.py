@@ -13,7 +13,10 @@ short_description: Internal - CreateVolume, DeleteVolume, CreateSnapshot and Del
 version_added: 0.2.0
 author: kubevol contributors (@kubevol)
 description:
-  - Internal to the reconcile role, not meant to be called directly. M(kubevol.volumes.volume_provision) runs it,
+  - Internal to the reconcile role - its options and results follow the role and may change in any release. It
+    lives in C(plugins/modules/__internal/), which C(ansible-doc -l) does not list; its name is
+    C(kubevol.volumes.__internal.volume_provision_calls) (docs/internal-modules.md).
+  - Internal to the reconcile role, not meant to be called directly. C(kubevol.volumes.volume_provision) runs it,
     with the operations it cut from the run's plan and the Secrets it read, on each host that provisions or deletes
     volumes.
   - For an external CSI driver, CreateVolume, DeleteVolume, CreateSnapshot or DeleteSnapshot over its Controller
@@ -66,7 +69,7 @@ options:
 
 EXAMPLES = r'''
 - name: Make a claim's volume on node1 (what kubevol.volumes.volume_provision runs there)
-  kubevol.volumes.volume_provision_calls:
+  kubevol.volumes.__internal.volume_provision_calls:
     host: node1
     operations:
       - op: create_volume

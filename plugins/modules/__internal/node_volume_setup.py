@@ -10,15 +10,18 @@ __metaclass__ = type
 DOCUMENTATION = r'''
 ---
 module: node_volume_setup
-short_description: Attach, format and mount, and grow one node's volumes in one module execution
+short_description: Internal - attach, format and mount, and grow one node's volumes in one module execution
 version_added: 0.2.0
 author: kubevol contributors (@kubevol)
 description:
+  - Internal to the reconcile role - its options and results follow the role and may change in any release. It
+    lives in C(plugins/modules/__internal/), which C(ansible-doc -l) does not list; its name is
+    C(kubevol.volumes.__internal.node_volume_setup) (docs/internal-modules.md).
   - Runs, in one execution on the node, the phases that M(kubevol.volumes.k8s_volume_attach),
     M(kubevol.volumes.node_volume_mount) and M(kubevol.volumes.fs_expand) (C(stage=controller), then C(stage=node))
     run one execution each, in that order, each with the same checks, locks, check mode and result.
   - A volume that failed in a phase is left out of the later phases; the other volumes go on.
-  - The engine of the reconcile role (M(kubevol.volumes.node_phases) calls it when a node has work in more than one
+  - The engine of the reconcile role (C(kubevol.volumes.node_phases) calls it when a node has work in more than one
     of these phases); the single-phase modules stay the ones to use ad hoc.
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
@@ -61,7 +64,7 @@ options:
 
 EXAMPLES = r'''
 - name: Attach and mount two volumes, in one execution
-  kubevol.volumes.node_volume_setup:
+  kubevol.volumes.__internal.node_volume_setup:
     attach:
       volumes: "{{ new_volumes }}"
     mount:

@@ -9,14 +9,17 @@ __metaclass__ = type
 
 DOCUMENTATION = r'''
 module: csi_controller_calls
-short_description: External CSI drivers' controller calls, on the host their controller plugin runs on
+short_description: Internal - external CSI drivers' controller calls, on the host their controller plugin runs on
 version_added: 0.2.0
 author: kubevol contributors (@kubevol)
 description:
+  - Internal to the reconcile role - its options and results follow the role and may change in any release. It
+    lives in C(plugins/modules/__internal/), which C(ansible-doc -l) does not list; its name is
+    C(kubevol.volumes.__internal.csi_controller_calls) (docs/internal-modules.md).
   - Makes ControllerUnpublishVolume, ControllerPublishVolume and ControllerExpandVolume over the controller plugin's
     unix socket on this host, as the external-attacher and the external-resizer do beside the controller plugin,
     for the drivers whose C(driver_options) entry names this host as C(controller) with its C(controller_socket).
-  - M(kubevol.volumes.csi_controller) runs it (after reading the plan, the PVs' Secrets and the run's failures) on
+  - C(kubevol.volumes.csi_controller) runs it (after reading the plan, the PVs' Secrets and the run's failures) on
     each controller host, delegated there by the reconcile role between the nodes' teardown and their setup, and only
     when the plan has such calls. Every unpublish comes before any publish; a volume whose call failed gets no later call.
   - Secrets travel in O(volumes[].secrets) only (no_log), never in a result or an error.
@@ -64,7 +67,7 @@ options:
 
 EXAMPLES = r'''
 - name: Publish a volume to node1 from the controller plugin on this host
-  kubevol.volumes.csi_controller_calls:
+  kubevol.volumes.__internal.csi_controller_calls:
     controller_host: ctrl1
     driver_options:
       example.csi.vendor.io: {controller: ctrl1, controller_socket: /run/example/controller.sock}
