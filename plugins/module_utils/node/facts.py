@@ -282,10 +282,9 @@ def check_kubelet_dir(ctx):
     mistyped one would read as a node with nothing mounted, and every mount would be planned again."""
     if not os.path.isdir(ctx.kubelet_dir):
         reason = "is not a directory" if os.path.lexists(ctx.kubelet_dir) else "does not exist"
-        raise KubevolError("%s %s %s on node %s: give the kubelet's root directory (its --root-dir, "
-                           "/var/lib/kubelet by default)" % (setting("kubelet_dir"), ctx.kubelet_dir, reason,
-                                                            ctx.node_name), kubelet_dir=ctx.kubelet_dir,
-                           node=ctx.node_name)
+        msg = "%s %s %s on node %s: give the kubelet's root directory (its --root-dir, /var/lib/kubelet by default)" % (
+            setting("kubelet_dir"), ctx.kubelet_dir, reason, ctx.node_name)
+        raise KubevolError(msg, kubelet_dir=ctx.kubelet_dir, node=ctx.node_name)
 
 
 def node_facts(ctx, fs_sizes=True):
