@@ -12,7 +12,7 @@ from conftest import NODE_PYTHON
 
 SCRIPT = r'''
 import json, sys
-from ansible_collections.kubevol.volumes.plugins.module_utils.common import driver_options
+from ansible_collections.kubevol.volumes.plugins.module_utils.common import driver_options, words
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import KubevolError
 from ansible_collections.kubevol.volumes.plugins.module_utils.node import facts, operations
 from ansible_collections.kubevol.volumes.plugins.module_utils.node.context import NodeContext
@@ -41,7 +41,7 @@ try:
                "warnings": ctx.warnings}
 except KubevolError as err:
     out = dict(err.to_result(), ok=False, msg=err.msg)
-print(json.dumps(out))
+print(json.dumps(words.say_all(out, words.MODULE)))  # said as a node module's edge says it
 '''
 
 

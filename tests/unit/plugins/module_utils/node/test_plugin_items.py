@@ -3,6 +3,7 @@ import os
 
 import pytest
 
+from ansible_collections.kubevol.volumes.plugins.module_utils.common import words
 from ansible_collections.kubevol.volumes.plugins.module_utils.common import driver_options
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import InvalidInput, KubevolError
 from ansible_collections.kubevol.volumes.plugins.module_utils.node import paths
@@ -101,7 +102,9 @@ def test_resolve_inside_and_symlinks(tmp_path):
         paths.resolve(ctx, volume_item(local(path=str(root / "escape" / "x"))))
     msg = err.value.msg
     assert "pv-l" in msg and "node1" in msg and str(tmp_path / "outside") in msg and str(root) in msg
-    assert "kubevol_driver_options" in msg and 'driver_options["kubernetes.io/local-volume"].paths' in msg
+    # the setting named once, in its reader's words (the role's variable, or the module's option)
+    assert 'the paths of kubevol_driver_options["kubernetes.io/local-volume"]' in words.say(msg, words.ROLE)
+    assert 'the paths of driver_options["kubernetes.io/local-volume"]' in words.say(msg)
 
 
 def test_resolve_outside_and_no_roots(tmp_path):
