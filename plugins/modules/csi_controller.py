@@ -25,6 +25,7 @@ description:
     failures (naming the controller host, the driver and the socket) with the nodes'.
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
+  - kubevol.volumes.node_volumes.task_settings
   - ansible.builtin.action_common_attributes.flow
 attributes:
   action:

@@ -38,6 +38,7 @@ description:
   - The reconcile role's engine; the node modules stay the public modules for ad-hoc use.
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
+  - kubevol.volumes.node_volumes.task_settings
   - ansible.builtin.action_common_attributes.flow
 attributes:
   action:

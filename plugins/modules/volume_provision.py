@@ -29,6 +29,7 @@ description:
     claims bound, the PVs deleted) and reports the failures with the nodes'.
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
+  - kubevol.volumes.node_volumes.task_settings
   - ansible.builtin.action_common_attributes.flow
   - kubevol.volumes.words
 attributes:
