@@ -51,8 +51,8 @@ def test_every_node_module_takes_the_group_whole():
 
 
 def test_the_doc_fragments_document_the_group():
-    documented = set(yaml.safe_load(NodeDoc.SETTINGS)["options"]) | set(yaml.safe_load(DriverOptionsDoc.LOOP_POOLS)
-                                                                         ["options"])
+    loop_pools = yaml.safe_load(DriverOptionsDoc.LOOP_POOLS)["options"]
+    documented = set(yaml.safe_load(NodeDoc.SETTINGS)["options"]) | set(loop_pools)
     assert documented == GROUP
     task = yaml.safe_load(NodeDoc.TASK_SETTINGS)["options"]["node_settings"]
     assert set(task["suboptions"]) == GROUP
