@@ -21,7 +21,8 @@ from ansible.plugins.action import ActionBase
 from ansible_collections.kubevol.volumes.plugins.module_utils.common import words
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import KubevolError
 from ansible_collections.kubevol.volumes.plugins.module_utils.node.node_args import task_settings
-from ansible_collections.kubevol.volumes.plugins.module_utils.provisioner.args import PROVISION_LEGACY, provision_argspec
+from ansible_collections.kubevol.volumes.plugins.module_utils.provisioner.args import (
+    PROVISION_LEGACY, provision_argspec)
 from ansible_collections.kubevol.volumes.plugins.module_utils.run import plan_record
 from ansible_collections.kubevol.volumes.plugins.module_utils.run.csi_secrets import read_secrets
 from ansible_collections.kubevol.volumes.plugins.module_utils.run.provision_outcome import host_operations

@@ -145,7 +145,8 @@ options:
         description: Seconds each whole-device tool may run (default V(3600)).
         type: int
       force_release_holders:
-        description: Nodes down for good whose holds on C(loop.kubevol.io) images may be dropped at attach (default V([])).
+        description:
+          - Nodes down for good whose holds on C(loop.kubevol.io) images may be dropped at attach (default V([])).
         type: list
         elements: str
 '''
