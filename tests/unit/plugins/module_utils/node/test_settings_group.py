@@ -236,3 +236,18 @@ def test_the_controller_host_calls_bound_a_command_with_the_groups_limit(monkeyp
         entry.run(name, module)
     [(rc, err, waited)] = seen
     assert rc == 124 and "timed out after 1s" in err and waited < 20, (rc, err, waited)
+
+
+def test_pod_volumes_wait_hands_the_group_whole_to_the_nodes_facts(monkeypatch):
+    from ansible_collections.kubevol.volumes.plugins.action import pod_volumes_wait
+
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"namespace": "apps", "name": "p", "uid": "u-1"},
+           "spec": {"nodeName": "n1", "volumes": [], "containers": [{"name": "c"}]}, "status": {"phase": "Running"}}
+    monkeypatch.setattr(pod_volumes_wait, "_load", lambda params: {"apiVersion": "v1", "kind": "List", "items": [pod]})
+    sent = []
+    act = pod_volumes_wait.ActionModule.__new__(pod_volumes_wait.ActionModule)
+    act.node_module = lambda name, args: sent.append((name, args)) or {"failed": True, "msg": "not reached"}
+    settings = node_args.task_settings({"node_settings": GIVEN})
+    act._poll({"pods": ["apps/p"], "label_selector": None}, "n1", [LOOP], settings, {"n1"}, True)
+    [(name, args)] = sent
+    assert name == "kubevol.volumes.node_volume_info" and dict((k, args[k]) for k in settings) == settings
