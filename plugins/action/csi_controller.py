@@ -17,9 +17,9 @@ from ansible.errors import AnsibleActionFail, AnsibleConnectionFailure
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.kubevol.volumes.plugins.module_utils.common import driver_options as driver_opts
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import KubevolError
-from ansible_collections.kubevol.volumes.plugins.module_utils.node.node_args import csi_controller_argspec
+from ansible_collections.kubevol.volumes.plugins.module_utils.node.node_args import (
+    CSI_CONTROLLER_LEGACY, csi_controller_argspec, task_settings)
 from ansible_collections.kubevol.volumes.plugins.module_utils.run import plan_record
 from ansible_collections.kubevol.volumes.plugins.module_utils.run.controller_outcome import controller_work
 from ansible_collections.kubevol.volumes.plugins.module_utils.run.csi_secrets import secrets_by_volume
@@ -57,7 +57,8 @@ class ActionModule(ActionBase):
         params["cluster_store"] = with_group_defaults(params["cluster_store"], self._task.module_defaults,
                                                       self._templar.template)
         try:
-            options = driver_opts.validate(params["driver_options"])
+            # the node's settings group, checked once here, handed whole to the module on the controller host
+            settings = task_settings(params, CSI_CONTROLLER_LEGACY)
             ops = controller_work(plan_record.plan_of(params["plan"], params["cluster_store"]), host, params["failures"])
         except KubevolError as err:
             result.update(failed=True, msg="kubevol.volumes.csi_controller on %s: %s" % (host, err.msg))
@@ -73,8 +74,8 @@ class ActionModule(ActionBase):
             if refusals:
                 result.update(failed=True, msg="; ".join(entry["msg"] for entry in refusals))
             return result
-        args = {"controller_host": host, "driver_options": options, "volumes": volumes,
-                "operations": [{"op": op["op"], "node": op["node"], "node_id": op["node_id"]} for op in ops]}
+        args = dict(settings, controller_host=host, volumes=volumes,
+                    operations=[{"op": op["op"], "node": op["node"], "node_id": op["node_id"]} for op in ops])
         renewal_warnings = []
         try:
             # the run's lock renewed while the calls run, as during a node task (run_lock_task.kept_renewed)

@@ -24,27 +24,22 @@ from ansible.errors import AnsibleActionFail, AnsibleConnectionFailure
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.kubevol.volumes.plugins.module_utils.common import driver_options, phases, words
+from ansible_collections.kubevol.volumes.plugins.module_utils.common import phases, words
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import KubevolError
 from ansible_collections.kubevol.volumes.plugins.module_utils.run import executor, node_results, plan_record
 from ansible_collections.kubevol.volumes.plugins.module_utils.run.csi_secrets import secrets_by_volume, with_refused
 from ansible_collections.kubevol.volumes.plugins.module_utils.run.controller_outcome import with_published
-from ansible_collections.kubevol.volumes.plugins.module_utils.node.node_args import node_phases_argspec
+from ansible_collections.kubevol.volumes.plugins.module_utils.node.node_args import (
+    NODE_PHASES_LEGACY, node_phases_argspec, task_settings)
 from ansible_collections.kubevol.volumes.plugins.module_utils.run.run_lock_task import kept_renewed
 from ansible_collections.kubevol.volumes.plugins.module_utils.stores import with_group_defaults
 from ansible_collections.kubevol.volumes.plugins.module_utils.volume import unique_name_of
 
 
 def module_args(phase, node_name, items, stale, forced, params):
-    """The arguments of one phase's node module call."""
-    args = {"volumes": items, "node_name": node_name, "lock_timeout": params["lock_timeout"], "words": words.ROLE,
-            "driver_options": params["driver_options"], "command_timeout": params["command_timeout"],
-            "long_command_timeout": params["long_command_timeout"]}
-    if phase == "attach" and params.get("force_release_holders"):
-        args["force_release_holders"] = params["force_release_holders"]
+    """The arguments of one phase's node module call: the node's settings group whole, the phase's own."""
+    args = dict(params["settings"], volumes=items, node_name=node_name, words=words.ROLE)
     args.update(phases.BY_NAME[phase].module_args)
-    if phase != "attach":
-        args["kubelet_dir"] = params["kubelet_dir"]
     if phase == "attach":
         args["provision"] = params["provision"]
     if phase == "teardown":
@@ -53,15 +48,15 @@ def module_args(phase, node_name, items, stale, forced, params):
     return args
 
 
-def _driver_options(params):
-    """Check the task's driver_options once, on the controller, with the deprecated loop_pools folded in (the
-    node modules get driver_options only); returns the deprecations to report."""
+def _settings(params):
+    """The node's settings group, checked once here on the controller (node_args.task_settings: driver_options with the
+    deprecated loop_pools folded in) and handed whole to every node module this task runs; returns the deprecations
+    to report."""
     try:
-        params["driver_options"] = driver_options.validate(
-            driver_options.with_loop_pools_alias(params.get("driver_options"), params.get("loop_pools")))
+        params["settings"] = task_settings(params, NODE_PHASES_LEGACY)
     except KubevolError as err:
         raise AnsibleActionFail("kubevol.volumes.node_phases: %s" % err.msg)
-    if params.get("loop_pools") is None:
+    if params.get("loop_pools") is None and (params.get("node_settings") or {}).get("loop_pools") is None:
         return []
     return [{"msg": "node_phases: loop_pools is deprecated: use driver_options' loop.kubevol.io pools",
              "version": "2.0.0", "collection_name": "kubevol.volumes"}]
@@ -134,7 +129,7 @@ class ActionModule(ActionBase):
         # record's share, the run lock's renewal and CSI secrets are read with what the store modules were given
         params["cluster_store"] = with_group_defaults(params["cluster_store"], self._task.module_defaults,
                                                       self._templar.template)
-        deprecations = _driver_options(params)
+        deprecations = _settings(params)
         if "facts" in params["phases"]:
             return self._facts(result, params, task_vars)
         if params["plan"] is None:
@@ -182,8 +177,7 @@ class ActionModule(ActionBase):
             raise AnsibleActionFail("kubevol.volumes.node_phases: facts runs alone, not with %s"
                                     % ", ".join(p for p in params["phases"] if p != "facts"))
         outcome = self._execute(task_vars, "kubevol.volumes.node_volume_info",
-                                {"node_name": params["node_name"], "kubelet_dir": params["kubelet_dir"],
-                                 "fs_sizes": False, "words": words.ROLE, "driver_options": params.get("driver_options") or {}})
+                                dict(params["settings"], node_name=params["node_name"], fs_sizes=False, words=words.ROLE))
         result.update(outcome)
         result["module_runs"] = ["kubevol.volumes.node_volume_info"]
         return result
@@ -240,10 +234,7 @@ class ActionModule(ActionBase):
 
     def _setup(self, setup, node, params, task_vars):
         """The setup phases ({phase: items}) in one node_volume_setup execution: ({phase: result}, modules run)."""
-        args = {"node_name": node, "kubelet_dir": params["kubelet_dir"], "lock_timeout": params["lock_timeout"],
-                "words": words.ROLE,
-                "driver_options": params["driver_options"], "command_timeout": params["command_timeout"],
-                "long_command_timeout": params["long_command_timeout"]}
+        args = dict(params["settings"], node_name=node, words=words.ROLE)
         module = "kubevol.volumes.__internal.node_volume_setup"
         refused, ready = {}, {}
         for phase, items in setup.items():
@@ -263,8 +254,6 @@ class ActionModule(ActionBase):
                         for phase in setup), []
         if "attach" in args:
             args["attach"]["provision"] = params["provision"]
-            if params.get("force_release_holders"):
-                args["force_release_holders"] = params["force_release_holders"]
         try:
             outcome = self._execute(task_vars, module, args)
         except AnsibleConnectionFailure as err:

@@ -24,7 +24,8 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.plan.desired_state
 from ansible_collections.kubevol.volumes.plugins.module_utils.common import driver_options as driver_opts
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import InvalidInput, KubevolError
 from ansible_collections.kubevol.volumes.plugins.module_utils.plan.planner import PlanOptions, plan, utc_now
-from ansible_collections.kubevol.volumes.plugins.module_utils.run.pod_wait import REQUIRED_ONE_OF, argspec
+from ansible_collections.kubevol.volumes.plugins.module_utils.node.node_args import task_settings
+from ansible_collections.kubevol.volumes.plugins.module_utils.run.pod_wait import REQUIRED_ONE_OF, WAIT_LEGACY, argspec
 from ansible_collections.kubevol.volumes.plugins.module_utils.stores import get_store, store_options
 from ansible_collections.kubevol.volumes.plugins.plugin_utils.in_process import InProcessAction
 
@@ -55,15 +56,16 @@ class ActionModule(InProcessAction):
         hostvars = task_vars.get("hostvars") or {}
         play_nodes = set((hostvars.get(h) or {}).get("kubevol_node_name") or h for h in play_hosts)
         first = task_vars.get("inventory_hostname") == play_hosts[0]
-        options = driver_opts.validate(params["driver_options"])  # as the plan and the node modules check them
-        known = known_drivers_of(params["known_drivers"], options)
+        # the node's settings group, checked once (its driver_options as the plan and the node modules check them)
+        settings = task_settings(params, WAIT_LEGACY)
+        known = known_drivers_of(params["known_drivers"], settings["driver_options"])
         deadline = time.monotonic() + params["timeout"]
         start = time.monotonic()
         polls = 0
         try:
             while True:
                 polls += 1
-                states = self._poll(params, node, known, options, play_nodes, first)
+                states = self._poll(params, node, known, settings, play_nodes, first)
                 waited = int(time.monotonic() - start)
                 ready = all(entry["ready"] for entry in states)
                 if ready or check_mode or time.monotonic() + params["interval"] > deadline:
@@ -79,8 +81,10 @@ class ActionModule(InProcessAction):
                 result["unreachable"] = True
         return result
 
-    def _poll(self, params, node, known, options, play_nodes, first):
-        """One look: the cluster from the store, this node's facts, the plan; the selected pods' states."""
+    def _poll(self, params, node, known, settings, play_nodes, first):
+        """One look: the cluster from the store, this node's facts (node_volume_info given the settings group
+        whole), the plan; the selected pods' states."""
+        options = settings["driver_options"]
         data = _load(params)
         items = [obj for obj in (data.get("items") or ()) if isinstance(obj, dict)]
         keys = pod_wait.select_pods(items, params["pods"], params["label_selector"])
@@ -93,8 +97,7 @@ class ActionModule(InProcessAction):
         facts, unreachable = {}, {}
         if mine:
             out = self.node_module("kubevol.volumes.node_volume_info",
-                                   {"node_name": node, "kubelet_dir": params["kubelet_dir"], "fs_sizes": False,
-                                    "driver_options": options})
+                                   dict(settings, node_name=node, fs_sizes=False))
             if out.get("unreachable") or out.get("failed") or "node_facts" not in out:
                 unreachable[node] = out.get("msg") or "its facts could not be gathered"
             else:

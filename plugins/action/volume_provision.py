@@ -19,9 +19,11 @@ from ansible.errors import AnsibleActionFail, AnsibleConnectionFailure
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.kubevol.volumes.plugins.module_utils.common import driver_options as driver_opts, words
+from ansible_collections.kubevol.volumes.plugins.module_utils.common import words
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import KubevolError
-from ansible_collections.kubevol.volumes.plugins.module_utils.provisioner.args import provision_argspec
+from ansible_collections.kubevol.volumes.plugins.module_utils.node.node_args import task_settings
+from ansible_collections.kubevol.volumes.plugins.module_utils.provisioner.args import (
+    PROVISION_LEGACY, provision_argspec)
 from ansible_collections.kubevol.volumes.plugins.module_utils.run import plan_record
 from ansible_collections.kubevol.volumes.plugins.module_utils.run.csi_secrets import read_secrets
 from ansible_collections.kubevol.volumes.plugins.module_utils.run.provision_outcome import host_operations
@@ -70,7 +72,8 @@ class ActionModule(ActionBase):
         params["cluster_store"] = with_group_defaults(params["cluster_store"], self._task.module_defaults,
                                                       self._templar.template)
         try:
-            options = driver_opts.validate(params["driver_options"])
+            # the node's settings group, checked once here, handed whole to the module on the host
+            settings = task_settings(params, PROVISION_LEGACY)
             plan = plan_record.plan_of(params["plan"], params["cluster_store"])
             ops = host_operations(plan, params["task"], host, params["failures"])
             ops, secrets, refused = _secrets(ops, params["cluster_store"], host)
@@ -80,8 +83,7 @@ class ActionModule(ActionBase):
             return result
         result.update(changed=False, operations=[], failures=refused, host=host)
         if ops:
-            args = {"host": host, "operations": ops, "secrets": secrets, "driver_options": options,
-                    "kubelet_dir": params["kubelet_dir"], "words": reader}
+            args = dict(settings, host=host, operations=ops, secrets=secrets, words=reader)
             renewal_warnings = []
             try:
                 # the run's lock renewed while the calls run, as during a node task (run_lock_task.kept_renewed)

@@ -9,15 +9,9 @@ __metaclass__ = type
 
 class ModuleDocFragment(object):
 
-    # kubelet_dir and node_name only (node_volume_info)
+    # node_name and words: every node module (with SETTINGS)
     NODE = r'''
 options:
-  kubelet_dir:
-    description:
-      - The kubelet root directory on the node. Every path kubevol reads or writes stays inside it (or inside a
-        driver's pool).
-    type: str
-    default: /var/lib/kubelet
   node_name:
     description:
       - The Kubernetes node name of this host (used in VolumeAttachment names and C(vol_data.json)).
@@ -33,10 +27,21 @@ options:
     version_added: 0.2.0
 '''
 
-    # The node's own settings every volume module takes (node_volume_setup too): locking, the driver options, the
-    # commands' time limits and the operator's release of holds.
+    # The node's settings: one group, the same options on every node module (module_utils/node/node_args.py
+    # SETTINGS_SPEC, read through node/context.py node_context). TASK_SETTINGS documents the same group as the one
+    # dict option node_settings of the tasks that run the node modules.
     SETTINGS = r'''
 options:
+  kubelet_dir:
+    description:
+      - The kubelet root directory on the node. Every path kubevol reads or writes stays inside it (or inside a
+        driver's pool).
+      - One of the node's settings, the same on every node module (with O(run_dir), O(lock_timeout),
+        O(driver_options), O(command_timeout), O(long_command_timeout), O(force_release_holders)); the reconcile role
+        gives them as one group, C(node_settings).
+      - The reconcile role passes C(kubevol_kubelet_dir).
+    type: str
+    default: /var/lib/kubelet
   run_dir:
     description:
       - Directory for the per-volume lock files (C(<run_dir>/locks/<sha256 of the unique volume name>.lock)).
@@ -99,6 +104,51 @@ options:
     elements: str
     default: []
     version_added: 0.2.0
+'''
+
+    # node_settings of the tasks that run node modules on a host (node_phases, csi_controller, volume_provision,
+    # volume_audit, pod_volumes_wait): the node's settings group whole, handed as is to every node module they run.
+    TASK_SETTINGS = r'''
+options:
+  node_settings:
+    description:
+      - The node's settings as one group, checked once on the controller and handed whole to every node module this
+        task runs on the host. Each key is the node modules' option of the same name (see
+        M(kubevol.volumes.node_volume_mount)); a key left out keeps that option's default.
+      - A key given here wins over this task's older top-level option of the same name, which is still accepted.
+      - The reconcile role passes C(kubevol_node_settings), built from its variables (C(kubevol_kubelet_dir),
+        C(kubevol_lock_timeout), C(kubevol_driver_options), C(kubevol_command_timeout),
+        C(kubevol_long_command_timeout), C(kubevol_force_release_holders)).
+    type: dict
+    version_added: 0.2.0
+    suboptions:
+      kubelet_dir:
+        description: The kubelet root directory on the node (default V(/var/lib/kubelet)).
+        type: str
+      run_dir:
+        description: The node modules' state directory (default V(/run/kubevol)).
+        type: str
+      lock_timeout:
+        description: Seconds to wait for a volume's lock on the node (default V(60)).
+        type: int
+      driver_options:
+        description: The operator's options of each volume plugin and CSI driver (default V({})).
+        type: dict
+      loop_pools:
+        description: Deprecated, to be removed in 2.0.0; use C(driver_options) C(loop.kubevol.io) C(pools).
+        type: list
+        elements: str
+      command_timeout:
+        description: Seconds each node command may run (default V(300)).
+        type: int
+      long_command_timeout:
+        description: Seconds each whole-device tool may run (default V(3600)).
+        type: int
+      force_release_holders:
+        description:
+          - Nodes down for good whose holds on C(loop.kubevol.io) images may be dropped at attach (default V([])).
+        type: list
+        elements: str
 '''
 
     # The volume modules (together with NODE and SETTINGS): the volume item of docs/contracts.md section 1.

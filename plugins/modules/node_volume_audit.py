@@ -39,9 +39,9 @@ options:
     default: false
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
-  - kubevol.volumes.driver_options
   - kubevol.volumes.driver_options.loop_pools
   - kubevol.volumes.node_volumes.node
+  - kubevol.volumes.node_volumes.settings
 attributes:
   check_mode:
     support: full

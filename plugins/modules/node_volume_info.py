@@ -23,6 +23,11 @@ description:
     0.2.0, a name that still works (deprecated, removed in 2.0.0).
   - Fails when O(kubelet_dir) does not exist or is not a directory, because a mistyped directory would otherwise look
     like a node with nothing mounted, and every mount would be planned again.
+  - It takes the node's settings as the volume modules do. A CSI driver named in O(driver_options) with C(controller)
+    or C(socket) is driven over its plugin's socket (an external CSI driver), its volumes are the node's own, never
+    foreign, and those it published are listed in C(devices); one whose C(controller) is a host of the inventory (with
+    C(controller_socket)) is asked for its node id (RV(node_facts.csi_node_ids)). Every command it runs (C(blkid),
+    C(findmnt), ...) is bounded by O(command_timeout).
   - Reconstruction is per entry, as the kubelet's. A directory of another CSI driver (C(foreign)) or one whose
     C(vol_data.json) is missing or unreadable (C(uncertain)) is reported, never a failure.
 options:
@@ -34,23 +39,11 @@ options:
     type: bool
     default: true
     version_added: 0.2.0
-  driver_options:
-    description:
-      - The operator's options of each volume plugin and CSI driver, a mapping of each name to its options, as the volume
-        modules take them. A CSI driver named here with C(controller) or C(socket) is driven over its plugin's socket
-        (an external CSI driver), its volumes are the node's own, never foreign, and those it published are listed
-        in C(devices). One whose C(controller) is a host of the inventory (with C(controller_socket)) is asked for
-        its node id (RV(node_facts.csi_node_ids)).
-    type: dict
-    default: {}
-  run_dir:
-    description:
-      - Where the volume modules keep their state (locks, an external CSI driver's ControllerPublishVolume records).
-    type: str
-    default: /run/kubevol
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
   - kubevol.volumes.node_volumes.node
+  - kubevol.volumes.node_volumes.settings
+  - kubevol.volumes.driver_options.loop_pools
 attributes:
   check_mode:
     support: full

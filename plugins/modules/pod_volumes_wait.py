@@ -80,6 +80,7 @@ options:
     default: {}
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
+  - kubevol.volumes.node_volumes.task_settings
   - ansible.builtin.action_common_attributes.flow
   - kubevol.volumes.cluster_store
   - kubevol.volumes.k8s_auth

@@ -72,6 +72,7 @@ options:
     default: kubevol-reconcile
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
+  - kubevol.volumes.node_volumes.task_settings
   - kubevol.volumes.driver_options
   - kubevol.volumes.driver_options.loop_pools
   - ansible.builtin.action_common_attributes.flow

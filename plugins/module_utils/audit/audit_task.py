@@ -24,8 +24,7 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.run import run_loc
 from ansible_collections.kubevol.volumes.plugins.module_utils.cluster.objects import ClusterIndex, cluster_from_data
 from ansible_collections.kubevol.volumes.plugins.module_utils.plan.desired_state import (  # noqa: F401
     known_drivers_of)
-from ansible_collections.kubevol.volumes.plugins.module_utils.common import driver_options as driver_opts
-from ansible_collections.kubevol.volumes.plugins.module_utils.node.node_args import LOOP_POOLS_ALIAS
+from ansible_collections.kubevol.volumes.plugins.module_utils.node import node_args
 from ansible_collections.kubevol.volumes.plugins.module_utils.plan.planner import PlanOptions, plan_cluster, utc_now
 from ansible_collections.kubevol.volumes.plugins.module_utils.run.run_lock_task import LOCK_OPTIONS
 from ansible_collections.kubevol.volumes.plugins.module_utils.stores import (
@@ -34,6 +33,9 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.stores.base import
 
 REQUIRED_IF = CLUSTER_STORE_REQUIRED_IF
 CLEAN_LOCK_DURATION = 60  # the audit holds the run lock only for its one write
+# volume_audit's top-level options of the node's settings from before its node_settings (node_args.task_settings);
+# its own lock_timeout is the cluster store's run lock's, not the node's
+AUDIT_LEGACY = ("kubelet_dir", "driver_options", "loop_pools")
 
 
 def argspec():
@@ -42,19 +44,18 @@ def argspec():
                 scope=dict(type="str", default="node", choices=["node", "cluster"]),
                 clean=dict(type="bool", default=False),
                 node_name=dict(type="str"),
-                kubelet_dir=dict(type="str", default="/var/lib/kubelet"),
-                driver_options=dict(type="dict", default={}),
-                loop_pools=dict(LOOP_POOLS_ALIAS),  # deprecated: driver_options' loop.kubevol.io pools
+                node_settings=node_args.settings_argspec(),
                 known_drivers=dict(type="list", elements="str"),
                 node_reports=dict(type="list", elements="raw", default=[]),
                 lock_timeout=dict(type="int", default=30),
                 words=dict(type="str", default="module", choices=["module", "role"]))
     spec.update((k, v) for k, v in copy.deepcopy(LOCK_OPTIONS).items() if k in ("lease_namespace", "lease_name"))
+    spec.update(node_args.legacy_argspec(AUDIT_LEGACY))
     return spec
 
 
-def _known(params):
-    return known_drivers_of(params["known_drivers"], params.get("driver_options"))
+def _known(params, settings):
+    return known_drivers_of(params["known_drivers"], settings["driver_options"])
 
 
 def _store(params):
@@ -75,15 +76,15 @@ def node_scope(params, node, execute):
         index = _index(store)
     finally:
         store.close()
-    options = driver_opts.validate(driver_opts.with_loop_pools_alias(params["driver_options"], params["loop_pools"]))
-    out = execute({"node_name": node, "kubelet_dir": params["kubelet_dir"], "driver_options": options,
-                   "pod_uids": audit.node_pod_uids(index, node), "clean": params["clean"]})
+    # the node's settings group, checked once here, handed whole to node_volume_audit
+    settings = node_args.task_settings(params, AUDIT_LEGACY)
+    out = execute(dict(settings, node_name=node, pod_uids=audit.node_pod_uids(index, node), clean=params["clean"]))
     if out.get("unreachable") or out.get("failed") or "node_facts" not in out:
         msg = "node %s: the audit could not run there: %s" % (node, out.get("msg") or "no node facts returned")
         return {"failed": True, "unreachable": bool(out.get("unreachable")), "msg": msg, "node_name": node,
                 "changed": False}
-    findings = audit.node_findings(index, node, out, _known(params))
-    return {"changed": bool(out.get("changed")), "node_name": node, "kubelet_dir": params["kubelet_dir"],
+    findings = audit.node_findings(index, node, out, _known(params, settings))
+    return {"changed": bool(out.get("changed")), "node_name": node, "kubelet_dir": settings["kubelet_dir"],
             "findings": findings, "summary": audit.summary(findings), "report": audit.report_lines(findings),
             "node_facts": out["node_facts"], "removed": out.get("removed") or [], "kept": out.get("kept") or [],
             "pool_problems": out.get("pool_problems") or []}
@@ -124,7 +125,8 @@ def _write_records(store, records, owner):
 
 def cluster_scope(params, check_mode=False, owner=None, now=utc_now):
     """The cluster's share, from the hosts' node-scope results in ``node_reports``."""
-    known = _known(params)
+    settings = node_args.task_settings(params, AUDIT_LEGACY)
+    known = _known(params, settings)
     facts, unreachable, answered, kubelet_dirs, removed, findings = {}, {}, set(), {}, {}, []
     notes = []
     for report in params["node_reports"] or ():
@@ -134,7 +136,7 @@ def cluster_scope(params, check_mode=False, owner=None, now=utc_now):
         answered.add(node)
         if report.get("node_facts") and not report.get("failed"):
             facts[node] = report["node_facts"]
-            kubelet_dirs[node] = report.get("kubelet_dir") or params["kubelet_dir"]
+            kubelet_dirs[node] = report.get("kubelet_dir") or settings["kubelet_dir"]
             removed[node] = report.get("removed") or []
             findings.extend(report.get("findings") or [])
             notes.extend("node %s: %s" % (node, p["reason"]) for p in report.get("pool_problems") or ())

@@ -42,8 +42,6 @@ MAX_LISTED = 20  # files and mounts named per orphan pod directory
 def argspec():
     """node_volume_audit's options (documented in plugins/modules/node_volume_audit.py)."""
     return node_args.node_argspec(
-        driver_options=dict(type="dict", default={}),
-        loop_pools=dict(node_args.LOOP_POOLS_ALIAS),
         pod_uids=dict(type="list", elements="str"),
         clean=dict(type="bool", default=False),
         fs_sizes=dict(type="bool", default=False),
@@ -256,13 +254,10 @@ def audit(ctx, params):
 def run(module):
     """node_volume_audit's work; ends in module.exit_json or module.fail_json."""
     from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import KubevolError
-    from ansible_collections.kubevol.volumes.plugins.module_utils.node.context import NodeContext
-    from ansible_collections.kubevol.volumes.plugins.module_utils.node.runner import process_runner
+    from ansible_collections.kubevol.volumes.plugins.module_utils.node.context import node_context
 
     try:
-        ctx = NodeContext(process_runner(), node_name=module.params["node_name"],
-                          kubelet_dir=module.params["kubelet_dir"], check_mode=module.check_mode,
-                          driver_options=module.params["driver_options"], loop_pools=module.params["loop_pools"])
+        ctx = node_context(module.params, check_mode=module.check_mode)
         result = audit(ctx, module.params)
     except KubevolError as err:
         module.fail_json(msg=err.msg, **err.to_result())

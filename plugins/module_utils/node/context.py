@@ -1,7 +1,8 @@
 # -*- coding: utf-8 -*-
 # Copyright: kubevol contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""What every node phase needs: runner, node name, directories, lock settings, check mode."""
+"""What every node phase needs: the node's settings group, runner, node name, directories, check mode; built in
+one place (node_context)."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -13,8 +14,9 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.common import driv
 from ansible_collections.kubevol.volumes.plugins.module_utils.drivers import (
     driver_names, get_driver, is_external)
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import InvalidInput, KubevolError, NoBackend
-from ansible_collections.kubevol.volumes.plugins.module_utils.node.lock import DEFAULT_RUN_DIR, VolumeLock
-from ansible_collections.kubevol.volumes.plugins.module_utils.node.runner import Runner
+from ansible_collections.kubevol.volumes.plugins.module_utils.node import node_args
+from ansible_collections.kubevol.volumes.plugins.module_utils.node.lock import VolumeLock
+from ansible_collections.kubevol.volumes.plugins.module_utils.node.runner import Runner, process_runner
 
 
 def act(ctx, res, action, func=None, *args):
@@ -39,24 +41,36 @@ def _check_dir(field, value):
     return os.path.normpath(value)
 
 
+def node_context(params, check_mode=False, raw_runner=None):
+    """The node module's one NodeContext: the node's settings group taken whole from ``params`` (node_args.settings_of:
+    every setting given, else its default), commands bounded by the group's limits, and the node's name. Every node
+    entry (facts, the volume phases, setup, audit, the controller-host and provisioning calls) builds its context
+    here, so a setting the operator gives reaches each of them. ``raw_runner``: a test's fake commands."""
+    settings = node_args.settings_of(params)
+    if raw_runner is None:
+        raw_runner = process_runner(settings["command_timeout"], settings["long_command_timeout"])
+    return NodeContext(raw_runner, settings, node_name=params.get("node_name"), check_mode=check_mode)
+
+
 class NodeContext:
-    def __init__(self, raw_runner, node_name=None, kubelet_dir=names.DEFAULT_KUBELET_DIR,
-                 run_dir=DEFAULT_RUN_DIR, lock_timeout=60, check_mode=False, loop_pools=None,
-                 force_release_holders=None, driver_options=None):
-        """driver_options: the operator's {plugin or driver name: {option: value}} (common/driver_options.py),
-        validated here; loop_pools: its deprecated spelling of loop.kubevol.io's pools (node_args.LOOP_POOLS_ALIAS)."""
+    def __init__(self, raw_runner, settings=None, node_name=None, check_mode=False, **given):
+        """settings: the node's settings group (node_args.SETTINGS_SPEC), kept whole in ``settings`` for the code
+        that reads a setting; ``given``: single settings over it (tests), each checked as the group's. Its
+        driver_options (common/driver_options.py) are validated here, with the deprecated loop_pools folded in."""
+        self.settings = node_args.settings_of(dict(settings or {}, **given))
+        unknown = sorted(set(given) - set(self.settings))
+        if unknown:
+            raise TypeError("NodeContext: not a node setting: %s" % ", ".join(unknown))
         self.node_name = node_name or default_node_name()
         names.check_component("node name", self.node_name)
-        self.kubelet_dir = _check_dir("kubelet_dir", kubelet_dir)
-        self.run_dir = _check_dir("run_dir", run_dir)
-        self.lock_timeout = lock_timeout
+        self.kubelet_dir = _check_dir("kubelet_dir", self.settings["kubelet_dir"])
+        self.run_dir = _check_dir("run_dir", self.settings["run_dir"])
+        self.lock_timeout = self.settings["lock_timeout"]
         self.check_mode = check_mode
         self.runner = Runner(raw_runner, node=self.node_name)
         # the node's configuration, never the PV's
-        self.driver_options = options.validate(options.with_loop_pools_alias(driver_options, loop_pools))
-        # force_release_holders: the operator's word that these nodes are down for good (their holds on a backing
-        # volume may be dropped), never the planner's
-        self.force_release_holders = tuple(force_release_holders or ())
+        self.driver_options = options.validate(options.with_loop_pools_alias(self.settings["driver_options"],
+                                                                             self.settings["loop_pools"]))
         self.warnings = []
         self.step = None  # the last step a volume's phase started (operations._act): named in unexpected errors
         self.refused = []  # (item, error) of the volumes items() refused
@@ -67,14 +81,18 @@ class NodeContext:
         return options.options_for(self.driver_options, name)
 
     def driver_settings(self, name):
-        """What a driver instance of ``name`` is constructed with: its options (options_for), the operator's
-        force_release_holders, and ``loop_pools`` (the loop driver's pools, under the key drivers/loop.py reads).
-        An external CSI driver gets its own entry only (drivers/external/driver.py driver_settings refuses others)."""
+        """What a driver instance of ``name`` is constructed with: its options (options_for) and, for kubevol's own
+        drivers, the node's settings group whole (each read there by its name, as drivers/loop_holders.py reads the
+        operator's release of holds) with ``loop_pools``, the loop driver's effective pools, under the key
+        drivers/loop.py reads. An external CSI driver gets its own entry only (drivers/external/driver.py driver_settings refuses
+        others)."""
         settings = self.options_for(name)
         if self.is_external(name):
             return settings
-        settings.update(loop_pools=options.loop_pools(self.driver_options),
-                        force_release_holders=self.force_release_holders)
+        for key, value in self.settings.items():
+            if key not in ("driver_options", "loop_pools"):
+                settings.setdefault(key, value)
+        settings["loop_pools"] = options.loop_pools(self.driver_options)
         return settings
 
     def warn(self, text):

@@ -23,14 +23,11 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.node import node_a
 
 def _volume_info(module):
     from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import KubevolError
-    from ansible_collections.kubevol.volumes.plugins.module_utils.node.context import NodeContext
+    from ansible_collections.kubevol.volumes.plugins.module_utils.node.context import node_context
     from ansible_collections.kubevol.volumes.plugins.module_utils.node.facts import node_facts
-    from ansible_collections.kubevol.volumes.plugins.module_utils.node.runner import process_runner
 
     try:
-        ctx = NodeContext(process_runner(), node_name=module.params["node_name"],
-                          kubelet_dir=module.params["kubelet_dir"], run_dir=module.params["run_dir"],
-                          driver_options=module.params["driver_options"])
+        ctx = node_context(module.params, check_mode=module.check_mode)
         facts = node_facts(ctx, fs_sizes=module.params["fs_sizes"])
     except KubevolError as err:
         module.fail_json(msg=err.msg, **err.to_result())
@@ -94,8 +91,9 @@ def _volume_setup(module):
 
 def _csi_controller_calls(module):
     """csi_controller_calls, on a controller host: the I-th operation on the I-th volume item."""
+    from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import KubevolError
     from ansible_collections.kubevol.volumes.plugins.module_utils.drivers.external.controller_host import run_operations
-    from ansible_collections.kubevol.volumes.plugins.module_utils.node.runner import Runner, process_runner
+    from ansible_collections.kubevol.volumes.plugins.module_utils.node.context import node_context
 
     params = module.params
     host = params["controller_host"]
@@ -103,8 +101,12 @@ def _csi_controller_calls(module):
         module.fail_json(msg="csi_controller_calls: operations and volumes must be as many (the I-th operation is on "
                              "the I-th volume)")
     operations = [dict(op, volume=volume) for op, volume in zip(params["operations"], params["volumes"])]
-    results, failures = run_operations(Runner(process_runner(), node=host), host, operations,
-                                       params["driver_options"], check_mode=module.check_mode)
+    try:
+        # the controller host's context, as a node's: the settings group whole (its command limits, driver_options)
+        ctx = node_context(dict(params, node_name=host), check_mode=module.check_mode)
+    except KubevolError as err:
+        module.fail_json(msg=err.msg, **err.to_result())
+    results, failures = run_operations(ctx.runner, host, operations, ctx.driver_options, check_mode=module.check_mode)
     changed = not module.check_mode and any(r.get("called") for r in results)
     if failures:
         module.fail_json(msg="%d controller call(s) failed on controller host %s: %s" % (
@@ -128,10 +130,7 @@ def _provision_calls_argspec():
 
 # module name -> (its argument spec, its work)
 MODULES = {
-    "node_volume_info": (lambda: node_args.node_argspec(fs_sizes=dict(type="bool", default=True),
-                                                        driver_options=dict(type="dict", default={}),
-                                                        run_dir=dict(type="str", default="/run/kubevol")),
-                         _volume_info),
+    "node_volume_info": (lambda: node_args.node_argspec(fs_sizes=dict(type="bool", default=True)), _volume_info),
     "k8s_volume_attach": (lambda: node_args.volumes_argspec(provision=dict(type="bool", default=False)),
                           _volume_attach),
     "node_volume_mount": (lambda: node_args.volumes_argspec(force=dict(type="bool", default=False),

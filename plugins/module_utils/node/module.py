@@ -8,20 +8,12 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import KubevolError
-from ansible_collections.kubevol.volumes.plugins.module_utils.node.context import NodeContext
-from ansible_collections.kubevol.volumes.plugins.module_utils.node.runner import (
-    COMMAND_TIMEOUT, LONG_COMMAND_TIMEOUT, process_runner)
+from ansible_collections.kubevol.volumes.plugins.module_utils.node.context import node_context
 
 
 def context_from(module, params=None):
-    params = module.params if params is None else params
-    runner = process_runner(params.get("command_timeout") or COMMAND_TIMEOUT,
-                            params.get("long_command_timeout") or LONG_COMMAND_TIMEOUT)
-    return NodeContext(runner, node_name=params.get("node_name"),
-                       kubelet_dir=params.get("kubelet_dir"), run_dir=params.get("run_dir") or "/run/kubevol",
-                       lock_timeout=params.get("lock_timeout") or 0, check_mode=module.check_mode,
-                       driver_options=params.get("driver_options"), loop_pools=params.get("loop_pools"),
-                       force_release_holders=params.get("force_release_holders"))
+    """The call's NodeContext: the node's settings taken whole from the module's parameters (node_context)."""
+    return node_context(module.params if params is None else params, check_mode=module.check_mode)
 
 
 def merge_diff(results):

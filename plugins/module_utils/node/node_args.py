@@ -64,7 +64,6 @@ VOLUME_SPEC = dict(
 )
 
 NODE_SPEC = dict(
-    kubelet_dir=dict(type="str", default="/var/lib/kubelet"),
     node_name=dict(type="str"),
     # whose words a remedy uses (common/words.py): this module's options, or the reconcile role's variables
     words=dict(type="str", default=words.MODULE, choices=list(words.WORDS)),
@@ -78,14 +77,21 @@ DEFAULT_LOOP_POOLS = list(driver_options.DEFAULTS[names.LOOP_DRIVER]["pools"])
 LOOP_POOLS_ALIAS = dict(type="list", elements="str", removed_in_version="2.0.0",
                         removed_from_collection="kubevol.volumes")
 
-LOCK_SPEC = dict(
+# The node's settings: one group, given whole to every node module (top-level options of the same names, documented
+# once in doc_fragments/node_volumes.py SETTINGS) and, as the one dict option ``node_settings``, to the controller-side
+# tasks that run them (node_phases, csi_controller, volume_provision, volume_audit, pod_volumes_wait). Each setting is
+# read where it is used, from NodeContext.settings (node/context.py node_context builds the one context); nothing
+# between names it. docs/development.md "Adding a node setting".
+SETTINGS_SPEC = dict(
+    kubelet_dir=dict(type="str", default="/var/lib/kubelet"),
     run_dir=dict(type="str", default="/run/kubevol"),
     lock_timeout=dict(type="int", default=60),
     # the node's own configuration, {plugin or driver name: {option: value}} (common/driver_options.py): e.g. the
     # loop driver's pools, which a PV's volumeAttributes.pool must name one of
     driver_options=dict(type="dict", default={}),
     loop_pools=copy.deepcopy(LOOP_POOLS_ALIAS),
-    # the operator's: nodes down for good whose holds on a loop image this node may drop at attach
+    # the operator's: nodes down for good whose holds on a loop image this node may drop at attach (read by
+    # drivers/loop_holders.py)
     force_release_holders=dict(type="list", elements="str", default=[]),
     # every node command is bounded (node/runner.py): the whole-device tools get the long limit
     command_timeout=dict(type="int", default=300),
@@ -93,15 +99,47 @@ LOCK_SPEC = dict(
 )
 
 
+def settings_of(params):
+    """The node's settings group from a module's (or a task's) parameters: each setting given, else its default."""
+    group = {}
+    for key, spec in SETTINGS_SPEC.items():
+        value = params.get(key)
+        group[key] = copy.deepcopy(spec.get("default")) if value is None else value
+    return group
+
+
+def settings_argspec():
+    """The ``node_settings`` option of the controller-side tasks: the group as one dict (doc_fragments/node_volumes.py
+    TASK_SETTINGS). Its suboptions have no defaults, so that a setting left out is told apart (task_settings)."""
+    options = {}
+    for key, spec in SETTINGS_SPEC.items():
+        options[key] = dict((k, v) for k, v in copy.deepcopy(spec).items()
+                            if k not in ("default", "removed_in_version", "removed_from_collection"))
+    return dict(type="dict", options=options)
+
+
+def task_settings(params, legacy=()):
+    """The group a controller-side task hands whole to every node module it runs: ``node_settings`` over the task's
+    older top-level options of the same names (``legacy``, those it still accepts), over the defaults; its
+    driver_options checked once here, with the deprecated loop_pools folded in (the node modules get them checked)."""
+    given = dict((key, params.get(key)) for key in legacy if params.get(key) is not None)
+    given.update((key, value) for key, value in (params.get("node_settings") or {}).items() if value is not None)
+    group = settings_of(given)
+    group["driver_options"] = driver_options.validate(
+        driver_options.with_loop_pools_alias(group["driver_options"], group.pop("loop_pools")))
+    return group
+
+
 def node_argspec(**extra):
-    """kubelet_dir and node_name (node_volume_info)."""
+    """node_name, words and the node's settings (every node module) plus ``extra``."""
     spec = copy.deepcopy(NODE_SPEC)
+    spec.update(copy.deepcopy(SETTINGS_SPEC))
     spec.update(extra)
     return spec
 
 
 def volumes_argspec(volumes_required=True, **extra):
-    """volumes, kubelet_dir, node_name, run_dir, lock_timeout plus ``extra`` (the volume modules).
+    """volumes, node_name, words and the node's settings plus ``extra`` (the volume modules).
 
     volumes_required=False makes ``volumes`` optional (default []), for volume_detach."""
     volumes = dict(type="list", elements="dict", options=copy.deepcopy(VOLUME_SPEC))
@@ -110,7 +148,6 @@ def volumes_argspec(volumes_required=True, **extra):
     else:
         volumes["default"] = []
     spec = node_argspec(volumes=volumes)
-    spec.update(copy.deepcopy(LOCK_SPEC))
     spec.update(extra)
     return spec
 
@@ -126,43 +163,52 @@ def setup_phase_specs():
 
 def setup_argspec():
     """node_volume_setup: the node's settings and one dict per phase (checked against setup_phase_specs)."""
-    spec = copy.deepcopy(NODE_SPEC)
-    spec.update(copy.deepcopy(LOCK_SPEC))
+    spec = node_argspec()
     spec.update((phase, dict(type="dict")) for phase in setup_phase_specs())
     return spec
 
 
+# The top-level options of the node's settings each controller-side task took before node_settings: still accepted,
+# under node_settings (task_settings); each with the group's own default.
+NODE_PHASES_LEGACY = ("kubelet_dir", "lock_timeout", "driver_options", "loop_pools", "force_release_holders",
+                      "command_timeout", "long_command_timeout")
+CSI_CONTROLLER_LEGACY = ("driver_options",)
+
+
+def legacy_argspec(keys):
+    """The older top-level options ``keys`` of the node's settings, as SETTINGS_SPEC has them."""
+    return dict((key, copy.deepcopy(SETTINGS_SPEC[key])) for key in keys)
+
+
 def node_phases_argspec():
     """The node_phases action plugin's arguments (plugins/action/node_phases.py; its module file documents them)."""
-    return dict(
+    spec = legacy_argspec(NODE_PHASES_LEGACY)
+    spec.update(
         plan=dict(type="dict"),
         phases=dict(type="list", elements="str", required=True,
                     choices=[phases.FACTS] + list(phases.NAMES)),
         failures=dict(type="dict", default={}),
         node_name=dict(type="str", required=True),
-        kubelet_dir=copy.deepcopy(NODE_SPEC["kubelet_dir"]),
+        node_settings=settings_argspec(),
         provision=dict(type="bool", default=False),
-        lock_timeout=copy.deepcopy(LOCK_SPEC["lock_timeout"]),
-        driver_options=copy.deepcopy(LOCK_SPEC["driver_options"]),
-        loop_pools=copy.deepcopy(LOCK_SPEC["loop_pools"]),
-        force_release_holders=copy.deepcopy(LOCK_SPEC["force_release_holders"]),
-        command_timeout=copy.deepcopy(LOCK_SPEC["command_timeout"]),
-        long_command_timeout=copy.deepcopy(LOCK_SPEC["long_command_timeout"]),
         run_lock=dict(type="dict"),
         cluster_store=dict(type="dict", no_log=True),
         # {unique volume name: {node: publish_context}}: the run's controller task's ControllerPublishVolume answers
         controller_published=dict(type="dict", default={}),
     )
+    return spec
 
 
 def csi_controller_argspec():
     """The csi_controller action plugin's arguments (plugins/action/csi_controller.py; its module file documents
     them)."""
-    return dict(
+    spec = legacy_argspec(CSI_CONTROLLER_LEGACY)
+    spec.update(
         plan=dict(type="dict", required=True),
         controller_host=dict(type="str", required=True),
         failures=dict(type="dict", default={}),
-        driver_options=dict(type="dict", default={}),
+        node_settings=settings_argspec(),
         run_lock=dict(type="dict"),
         cluster_store=dict(type="dict", no_log=True),
     )
+    return spec

@@ -8,9 +8,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.kubevol.volumes.plugins.module_utils.common import driver_options as options
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import KubevolError
-from ansible_collections.kubevol.volumes.plugins.module_utils.node.runner import Runner, process_runner
+from ansible_collections.kubevol.volumes.plugins.module_utils.node.context import node_context
 from ansible_collections.kubevol.volumes.plugins.module_utils.provisioner.calls import run_operations
 
 
@@ -18,11 +17,12 @@ def run_calls(module):
     params = module.params
     host = params["host"]
     try:
-        driver_options = options.validate(params["driver_options"])
+        # the host's context, as a node's: the settings group whole (its command limits, kubelet_dir, driver_options)
+        ctx = node_context(dict(params, node_name=host), check_mode=module.check_mode)
     except KubevolError as err:
         module.fail_json(msg=err.msg, **err.to_result())
-    results, failures = run_operations(Runner(process_runner(), node=host), params["kubelet_dir"], host,
-                                       params["operations"], driver_options, params["secrets"], module.check_mode)
+    results, failures = run_operations(ctx.runner, ctx.kubelet_dir, host, params["operations"], ctx.driver_options,
+                                       params["secrets"], module.check_mode)
     changed = not module.check_mode and any(r.get("called") for r in results)
     if failures:
         module.fail_json(msg="%d of %d operation(s) failed on host %s: %s" % (

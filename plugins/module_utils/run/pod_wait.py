@@ -25,6 +25,7 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.cluster.pv import 
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import InvalidInput
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.names import (
     ephemeral_volume_handle, unique_volume_name)
+from ansible_collections.kubevol.volumes.plugins.module_utils.node import node_args
 from ansible_collections.kubevol.volumes.plugins.module_utils.stores import CLUSTER_STORE_ARGSPEC
 from ansible_collections.kubevol.volumes.plugins.module_utils.volume import (
     find_plugin_by_spec, plugin_for_spec_key)
@@ -35,6 +36,8 @@ WAITING = "waiting"
 NOT_WAITED = "not_waited"  # a volume kubevol does not set up (secret, emptyDir, another driver's, ...): listed, not waited for
 SETUP_ACTIONS = ("attach", "mount")  # the steps a pod waits for (an expansion does not hold it back)
 REQUIRED_ONE_OF = [("pods", "label_selector")]
+# pod_volumes_wait's top-level options of the node's settings from before its node_settings (node_args.task_settings)
+WAIT_LEGACY = ("kubelet_dir", "driver_options")
 
 
 def argspec():
@@ -46,10 +49,11 @@ def argspec():
         timeout=dict(type="int", default=300),
         interval=dict(type="int", default=5),
         node_name=dict(type="str"),
-        kubelet_dir=dict(type="str", default="/var/lib/kubelet"),
         known_drivers=dict(type="list", elements="str"),
-        # the role's kubevol_driver_options (common/driver_options.py), given to the node's facts and to the plan
-        driver_options=dict(type="dict", default={}),
+        # the node's settings group, given whole to the node's facts (and its driver_options to the plan): the
+        # reconcile role's, so that the volumes are waited for as the reconcile sees them
+        node_settings=node_args.settings_argspec(),
+        **node_args.legacy_argspec(WAIT_LEGACY)
     )
 
 

@@ -37,13 +37,9 @@ attributes:
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
   - kubevol.volumes.words
+  - kubevol.volumes.node_volumes.settings
+  - kubevol.volumes.driver_options.loop_pools
 options:
-  driver_options:
-    description:
-      - The operator's C(driver_options) (the reconcile role's C(kubevol_driver_options)) - an external driver's
-        C(controller), C(controller_socket), C(socket) and C(timeout), the loop driver's C(pools).
-    type: dict
-    default: {}
   host:
     description: This host's inventory name, for the messages.
     type: str
@@ -61,10 +57,6 @@ options:
     type: list
     elements: dict
     default: []
-  kubelet_dir:
-    description: The kubelet's root directory on this host (the node plugins' sockets are under it).
-    type: str
-    default: /var/lib/kubelet
 '''
 
 EXAMPLES = r'''

@@ -26,8 +26,10 @@ def params(tmp_path):
               "data": {"password": base64.b64encode(SECRET_VALUE.encode()).decode()}}
     state = tmp_path / "cluster.yaml"
     state.write_text(yaml.safe_dump({"apiVersion": "v1", "items": [secret], "kind": "List", "metadata": {}}))
-    return {"kubelet_dir": "/var/lib/kubelet", "lock_timeout": 30, "driver_options": {}, "command_timeout": 60,
-            "long_command_timeout": 600, "provision": False, "controller_published": {},
+    # the node's settings group, as node_phases checks it once (node_args.task_settings) before any module runs
+    return {"settings": {"kubelet_dir": "/var/lib/kubelet", "lock_timeout": 30, "driver_options": {},
+                         "command_timeout": 60, "long_command_timeout": 600},
+            "provision": False, "controller_published": {},
             "cluster_store": {"cluster_source": "file", "cluster_state": str(state)}}
 
 

@@ -119,7 +119,7 @@ def test_the_node_context_carries_the_mapping_and_each_drivers_settings():
     settings = ctx.driver_settings(LOOP)
     # what drivers/loop.py reads today (loop_pools, force_release_holders) and its own options (pools)
     assert settings["pools"] == settings["loop_pools"] == ["/var/lib/kubevol/pool"]
-    assert settings["force_release_holders"] == ("n2",)
+    assert list(settings["force_release_holders"]) == ["n2"]
     assert [d.NAME for d in ctx.all_drivers()] == [LOOP]
     assert ctx.all_drivers()[0].options["loop_pools"] == ["/var/lib/kubevol/pool"]
 
