@@ -6,11 +6,12 @@ class WorkflowError(Exception):
     """Base class: ``message`` is a ``str.format`` template over the keyword arguments."""
 
     message = "workflow: {detail}"
-    code = "KV-WORKFLOW"
+    code = None  # each kind names its own
 
     def __init__(self, **kwargs):
         self.kwargs = kwargs
-        super().__init__("%s [%s]" % (self.message.format(**kwargs), self.code))
+        text = self.message.format(**kwargs)
+        super().__init__("%s [%s]" % (text, self.code) if self.code else text)
 
 
 class InventoryUnreadable(WorkflowError):

@@ -28,6 +28,10 @@ class KubevolError(Exception):
                 message = self.message.format(**kwargs)
             except (KeyError, IndexError, ValueError):
                 message = "%s: %r" % (self.message, kwargs)
+        self.text = message  # without its code, for a message that quotes it and ends with the code itself
+        if self.code and "[%s]" % self.code not in message:
+            # the message says what, where and what to do; its code links the why (docs/errors.md)
+            message = "%s [%s]" % (message, self.code)
         self.msg = message
         super(KubevolError, self).__init__(message)
 
@@ -139,7 +143,7 @@ class GrowPending(KubevolError):
     """A node-side grow that failed or cannot run yet (node/expand.py): the volume's grow is pending, as the kubelet
     leaves a claim FileSystemResizePending; never the node's failure. ``reason`` is the claim condition's."""
     code = "KV-GROW-PENDING"
-    message = "volume {volume} on node {node}: the filesystem was not grown: {detail}; {remedy} [KV-GROW-PENDING]"
+    message = "volume {volume} on node {node}: the filesystem was not grown: {detail}; {remedy}"
 
 
 class LockTimeout(KubevolError):

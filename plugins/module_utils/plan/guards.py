@@ -18,6 +18,7 @@ TEARDOWN_ACTIONS = frozenset(kind[0] for kind in TEARDOWN_KINDS)  # unmount, det
 
 class TeardownRefused(KubevolError):
     """The teardown guard tripped: carries the whole plan result so that the caller can show it."""
+    code = "KV-MASS-TEARDOWN"
 
     def __init__(self, result):
         guard = result["teardown_guard"]

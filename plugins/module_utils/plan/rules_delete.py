@@ -196,7 +196,7 @@ def _guard(out, opts):
                                 "action": "delete", "reason": (
                                     "deletion guard: this run would delete %d volumes and snapshots (%s), over the "
                                     "limit of %d (%s), so none is deleted; if the snapshot is right and they are to "
-                                    "go, allow it for one run with %s" % (
+                                    "go, allow it for one run with %s [KV-MASS-DELETION]" % (
                                         count, names, opts.max_volume_deletions, setting("max_volume_deletions"),
                                         setting("allow_mass_deletion", True)))})
         out.operations = []

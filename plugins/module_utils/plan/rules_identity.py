@@ -56,7 +56,7 @@ def stale_global_mounts(p):
         error = DeviceChanged(volume=nv.spec.pv_name, node=node, path=current.get("path"),
                               mounted=_device(current.get("device_number"), current.get("device")),
                               attached=attached or "none", pods=", ".join(nv.pods))
-        reason = "%s [%s]" % (error.msg, error.code)
+        reason = error.msg  # it ends with its code
         p.device_changed[pair] = reason
         p.block(node, nv.spec.pv_name, None, reason)
 

@@ -151,7 +151,7 @@ def _claim_operation(out, index, hosts, claim, key, cls, pods):
                                 hosts.topology_keys(cls.provisioner), hosts.view.labels)
     except (sc.ClassRefused, TopologyRefused) as err:
         out.block(key, pods, "StorageClass %s: %s; nothing was provisioned, fix the class or the claim [%s]"
-                  % (cls.name, err.msg, err.code))
+                  % (cls.name, err.text, err.code))
         return
     source, source_what = None, None
     if claim.data_source is not None:

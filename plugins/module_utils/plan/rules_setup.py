@@ -169,7 +169,8 @@ def _block_multi_attach(p, nv, holders):
             down.append("%s unreachable: %s" % (h, error))
     for pod in nv.pods:
         reason = _multi_attach_error(p, nv, holders, pod)
-        p.block(nv.node, nv.spec.pv_name, pod, reason + (" (%s)" % "; ".join(down) if down else ""))
+        where = " (%s)" % "; ".join(down) if down else ""
+        p.block(nv.node, nv.spec.pv_name, pod, "%s%s [KV-MULTI-ATTACH]" % (reason, where))
     p.not_attached[(nv.spec.unique_name, nv.node)] = "Multi-Attach error"
 
 

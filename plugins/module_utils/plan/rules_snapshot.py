@@ -86,7 +86,7 @@ def _secret(cls, snapshot, content):
         namespace, name = sc.resolve_template(namespace, ns_params), sc.resolve_template(name, name_params)
     except sc.ClassRefused as err:
         raise SnapshotRefused("VolumeSnapshotClass %s: its snapshotter secret has %s; fix the class"
-                              % (cls.name, err.msg))
+                              % (cls.name, err.text))
     if not sc.is_dns1123_label(namespace) or not sc.is_dns1123_subdomain(name):
         raise SnapshotRefused("VolumeSnapshotClass %s: its snapshotter secret resolves to %s/%s, which is no valid "
                               "Secret; fix the class" % (cls.name, namespace, name))

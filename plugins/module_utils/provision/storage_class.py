@@ -141,7 +141,7 @@ def secret_reference(kind, parameters, pv_name, claim):
         namespace = resolve_template(namespace_template, namespace_params)
         name = resolve_template(name_template, name_params)
     except ClassRefused as err:
-        raise ClassRefused("error resolving the %s secret of the StorageClass: %s" % (entry[1], err.msg))
+        raise ClassRefused("error resolving the %s secret of the StorageClass: %s" % (entry[1], err.text))
     if not is_dns1123_label(namespace):
         raise ClassRefused('"%s" resolved to "%s" which is not a valid namespace name'
                            % (namespace_template, namespace))

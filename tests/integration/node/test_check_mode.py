@@ -70,7 +70,7 @@ def test_a_missing_mkfs_fails_the_check_before_the_attach_and_the_real_run_alike
     for pv, entry in found.items():
         assert entry["node"] == "node1" and entry["step"] == "check tools"
         assert entry["msg"] == ("volume %s on node node1: formatting it as xfs needs mkfs.xfs, which is not installed "
-                                "there; install the xfsprogs package on node node1 and run again" % pv), entry
+                                "there; install the xfsprogs package on node node1 and run again [KV-TOOL-MISSING]" % pv), entry
     assert state(node) == before
 
     real = setup(node, [blank, new, ext4], False, provision=True)

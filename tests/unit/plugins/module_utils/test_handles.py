@@ -200,7 +200,7 @@ def test_the_node_refuses_a_loop_handle_by_the_drivers_rule_naming_volume_node_a
     assert isinstance(err, HandleRefused) and err.code == "KV-HANDLE-REFUSED"
     assert err.msg.startswith("volume pv-a on node n1: volume handle 'a/b' refused: driver loop.kubevol.io names a "
                               "file after each volume handle"), err.msg
-    assert err.msg.endswith("give the PV a csi.volumeHandle that is one plain file name")
+    assert err.msg.endswith("give the PV a csi.volumeHandle that is one plain file name [KV-HANDLE-REFUSED]")
     assert err.to_result()["code"] == "KV-HANDLE-REFUSED"
 
 

@@ -149,12 +149,13 @@ def test_rwo_exclusively_attached_wording():
     result = run(rwo_held_by_node1())
     assert steps(result, "attach") == []
     assert ('Multi-Attach error for volume "pv-a" Volume is already exclusively attached to one node and '
-            "can't be attached to another") in reasons(result)
+            "can't be attached to another [KV-MULTI-ATTACH]") in reasons(result)
 
 
 def test_rwo_used_by_pods_wording():
     result = run(rwo_held_by_node1(holder_pods=[pod("ns/old", "node1", ["a"]), pod("ns/older", "node1", ["a"])]))
-    assert 'Multi-Attach error for volume "pv-a" Volume is already used by pod(s) old, older' in reasons(result)
+    assert ('Multi-Attach error for volume "pv-a" Volume is already used by pod(s) old, older [KV-MULTI-ATTACH]'
+            in reasons(result))
 
 
 @pytest.mark.parametrize("users,expected", [

@@ -51,4 +51,7 @@ def test_an_error_carries_its_code_in_its_result():
         code = "KV-TEST-MISSING"
 
     err = Missing(name="x")
-    assert err.msg == "thing x is missing" and err.to_result() == {"name": "x", "code": "KV-TEST-MISSING"}
+    # the message ends with the code that links its why in docs/errors.md, once
+    assert err.msg == "thing x is missing [KV-TEST-MISSING]"
+    assert err.to_result() == {"name": "x", "code": "KV-TEST-MISSING"}
+    assert Missing("thing y is missing [KV-TEST-MISSING]").msg == "thing y is missing [KV-TEST-MISSING]"

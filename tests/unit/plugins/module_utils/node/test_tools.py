@@ -40,7 +40,7 @@ def test_a_missing_tool_fails_naming_the_volume_the_node_the_step_and_the_packag
     with pytest.raises(tools.ToolMissing) as err:
         tools.require(runner(), "formatting it as xfs", "mkfs.xfs")
     assert err.value.msg == ("volume pv-a on node node7: formatting it as xfs needs mkfs.xfs, which is not installed "
-                             "there; install the xfsprogs package on node node7 and run again")
+                             "there; install the xfsprogs package on node node7 and run again [KV-TOOL-MISSING]")
     assert err.value.to_result()["code"] == "KV-TOOL-MISSING" and err.value.kwargs["tool"] == "mkfs.xfs"
 
 
