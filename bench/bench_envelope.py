@@ -55,6 +55,26 @@ NODES = ("node1", "node2", "node3")
 GOAL = 2.5  # (role - ping) / json.load
 
 
+def only_outside_hosts(logfile):
+    """Whether the role's run in ``logfile`` failed for nothing but the steps of nodes outside its hosts: every host
+    of the run ok in the PLAY RECAP, and the report's "Failed outside the run's hosts" holding that one line."""
+    with open(logfile, errors="replace") as handle:
+        text = handle.read()
+    recap = text.rsplit("PLAY RECAP", 1)[-1].splitlines()[1:]
+    hosts = [line.split() for line in recap if ":" in line and "ok=" in line]
+    if not hosts or any(h[0] != "localhost" and ("failed=0" not in h or "unreachable=0" not in h) for h in hosts):
+        return False
+    section = text.split("Failed outside the run's hosts:", 1)
+    if len(section) != 2:
+        return False
+    lines = []
+    for line in section[1].splitlines()[1:]:
+        if not line.startswith("  "):
+            break  # the section ends at the first line that is not one of its entries
+        lines.append(line)
+    return len(lines) == 1 and "not in this run's hosts have steps it did not run" in lines[0]
+
+
 def log(msg):
     print(msg, flush=True)
 
@@ -194,7 +214,11 @@ def measure(bench, scale, repeat=1):
     row.update(role_check_s=round(seconds, 2), role_rc=next((code for code in codes if code), 0), role_log=logfile)
     row["role_minus_ping_s"] = round(seconds - row["ping_s"], 2)
     row["role_minus_ping_over_json_load"] = round((seconds - row["ping_s"]) / row["json_load_s"], 2)
-    row.update(goal=GOAL, goal_met=row["role_minus_ping_over_json_load"] <= GOAL and not row["role_rc"])
+    # the generated cluster has 5,000 nodes and the bench three hosts: the run fails on localhost for the steps of the
+    # nodes outside its hosts (per-host truth), and that failure alone is what the bench expects
+    row["role_failed_only_outside_hosts"] = bool(row["role_rc"]) and only_outside_hosts(logfile)
+    ok = not row["role_rc"] or row["role_failed_only_outside_hosts"]
+    row.update(goal=GOAL, goal_met=row["role_minus_ping_over_json_load"] <= GOAL and ok)
     if timings:
         row["tasks"] = [[name, wall, cpu] for name, wall, cpu in timings["tasks"] if wall >= 0.05]
         row["controller_cpu_s"] = timings.get("controller_cpu")
