@@ -13,8 +13,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible.errors import AnsibleActionFail, AnsibleConnectionFailure
-from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
+from ansible.errors import AnsibleConnectionFailure
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import KubevolError
@@ -26,6 +25,7 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.run.csi_secrets im
 from ansible_collections.kubevol.volumes.plugins.module_utils.run.run_lock_task import kept_renewed
 from ansible_collections.kubevol.volumes.plugins.module_utils.stores import with_group_defaults
 from ansible_collections.kubevol.volumes.plugins.module_utils.volume import unique_name_of
+from ansible_collections.kubevol.volumes.plugins.plugin_utils import task_args
 
 ARGSPEC = csi_controller_argspec()
 
@@ -48,10 +48,7 @@ class ActionModule(ActionBase):
 
     def run(self, tmp=None, task_vars=None):
         result = super(ActionModule, self).run(tmp, task_vars)
-        validated = ArgumentSpecValidator(ARGSPEC).validate(self._task.args)
-        if validated.error_messages:
-            raise AnsibleActionFail("kubevol.volumes.csi_controller: %s" % "; ".join(validated.error_messages))
-        params = validated.validated_parameters
+        params = task_args.validated(self._task.args, ARGSPEC, "kubevol.volumes.csi_controller")
         host = params["controller_host"]
         # as node_phases: the play's module_defaults for the cluster_store group, then cluster_store over them
         params["cluster_store"] = with_group_defaults(params["cluster_store"], self._task.module_defaults,

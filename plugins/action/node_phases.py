@@ -21,7 +21,6 @@ __metaclass__ = type
 
 from ansible import constants as C
 from ansible.errors import AnsibleActionFail, AnsibleConnectionFailure
-from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.kubevol.volumes.plugins.module_utils.common import phases, words
@@ -34,6 +33,7 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.node.node_args imp
 from ansible_collections.kubevol.volumes.plugins.module_utils.run.run_lock_task import kept_renewed
 from ansible_collections.kubevol.volumes.plugins.module_utils.stores import with_group_defaults
 from ansible_collections.kubevol.volumes.plugins.module_utils.volume import unique_name_of
+from ansible_collections.kubevol.volumes.plugins.plugin_utils import task_args
 
 
 def module_args(phase, node_name, items, stale, forced, params):
@@ -120,10 +120,7 @@ class ActionModule(ActionBase):
 
     def _run(self, tmp=None, task_vars=None):
         result = super(ActionModule, self).run(tmp, task_vars)
-        validated = ArgumentSpecValidator(node_phases_argspec()).validate(self._task.args)
-        if validated.error_messages:
-            raise AnsibleActionFail("kubevol.volumes.node_phases: %s" % "; ".join(validated.error_messages))
-        params = validated.validated_parameters
+        params = task_args.validated(self._task.args, node_phases_argspec(), "kubevol.volumes.node_phases")
         node = params["node_name"]
         # the play's module_defaults for the cluster_store group apply to the store options here too: the plan
         # record's share, the run lock's renewal and CSI secrets are read with what the store modules were given

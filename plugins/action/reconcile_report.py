@@ -18,12 +18,11 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible import constants as C
-from ansible.errors import AnsibleActionFail
-from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 
 from ansible_collections.kubevol.volumes.plugins.module_utils.run import run_report, run_verdict
+from ansible_collections.kubevol.volumes.plugins.plugin_utils import task_args
 
 display = Display()
 
@@ -54,10 +53,7 @@ class ActionModule(ActionBase):
     def run(self, tmp=None, task_vars=None):
         result = super(ActionModule, self).run(tmp, task_vars)
         task_vars = task_vars or {}
-        validated = ArgumentSpecValidator(ARGSPEC).validate(self._task.args)
-        if validated.error_messages:
-            raise AnsibleActionFail("kubevol.volumes.reconcile_report: %s" % "; ".join(validated.error_messages))
-        params = validated.validated_parameters
+        params = task_args.validated(self._task.args, ARGSPEC, "kubevol.volumes.reconcile_report")
         lines = list(params["lines"])
         summary, stopped = params.get("summary"), params.get("stopped")
         result["changed"] = False

@@ -15,11 +15,10 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible.errors import AnsibleActionFail
-from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.kubevol.volumes.plugins.module_utils.run import run_verdict
+from ansible_collections.kubevol.volumes.plugins.plugin_utils import task_args
 
 ARGSPEC = dict(
     report=dict(type="dict", required=True),
@@ -37,10 +36,7 @@ class ActionModule(ActionBase):
     def run(self, tmp=None, task_vars=None):
         result = super(ActionModule, self).run(tmp, task_vars)
         task_vars = task_vars or {}
-        validated = ArgumentSpecValidator(ARGSPEC).validate(self._task.args)
-        if validated.error_messages:
-            raise AnsibleActionFail("kubevol.volumes.reconcile_verdict: %s" % "; ".join(validated.error_messages))
-        params = validated.validated_parameters
+        params = task_args.validated(self._task.args, ARGSPEC, "kubevol.volumes.reconcile_verdict")
         report = params["report"]
         host = task_vars.get("inventory_hostname")
         elsewhere = list(report.get("failed_elsewhere") or ())
