@@ -3,9 +3,11 @@ the fake API server): the test CSI plugin on each SSH test node with topology, t
 a volume's life from a claim, and what a run made of them."""
 import json
 import os
+import subprocess
 
-from e2e_lib import KUBELET, node_object
-from test_csi_external import DRIVER, NodePlugin
+from e2e_lib import KUBELET, node_object, write_list
+from fakeapi import FakeApiServer, write_kubeconfig
+from test_csi_external import DRIVER, NodePlugin, _loops_backed_under
 
 KEY = "topology.csi.kubevol.test/node"
 LOOP = "loop.kubevol.io"
@@ -94,3 +96,29 @@ def images(pool):
 
 def extra(options=None):
     return ["-e", json.dumps({"kubevol_driver_options": options or OPTIONS})]
+
+
+def api_store_cluster(cluster, objects, token):
+    """A generator for a module fixture: ``cluster`` with the test CSI plugins on its nodes and a fake API server
+    holding ``objects(cluster)`` as the store (``cluster.options`` points the role at it); everything it started is
+    stopped, and the loop devices under the plugins' pool detached, when the fixture ends."""
+    api = FakeApiServer(tokens=[token]).start()
+    plugins = {}
+    try:
+        plugins, pool = start_plugins(cluster)
+        cluster.plugins, cluster.csi_pool, cluster.api, cluster.shared = plugins, pool, api, {}
+        api.load(objects(cluster))
+        write_list(cluster.state, [])  # not read: the API is the store
+        config = write_kubeconfig(os.path.join(cluster.dir, "kubeconfig"), {"fake": {"server": api.url,
+                                                                                     "token": token}})
+        cluster.options = ["-e", json.dumps({"kubevol_cluster_source": "kubernetes",
+                                             "kubevol_k8s_auth": {"kubeconfig": config},
+                                             "kubevol_driver_options": {DRIVER: {"controller": "node"}}})]
+        yield cluster
+    finally:
+        for plugin in plugins.values():
+            plugin.stop()
+            plugin.unmount_all()
+        for device in _loops_backed_under(os.path.join(cluster.dir, "csi-pool")):
+            subprocess.run(["losetup", "-d", device], check=False)
+        api.stop()

@@ -9,51 +9,29 @@ claim go, deletes the volume and its PV through their finalizers.
 2. the pod deleted and its claim deleted as kubectl deletes it: the claim's finalizer removed, the volume torn down and
    deleted (DeleteVolume), the PV gone from the API; a Retain volume's PV kept, Released.
 """
-import json
 import os
-import subprocess
 
 import pytest
 
-from e2e_lib import write_list
-from fakeapi import FakeApiServer, write_kubeconfig
 from provision_lib import (
-    LOOP, base_objects, calls, claim, counts, images, pod, start_plugins, storage_class, target, volume_name)
-from test_csi_external import DRIVER, _loops_backed_under
+    LOOP, api_store_cluster, base_objects, calls, claim, counts, images, pod, storage_class, target, volume_name)
 
 TOKEN = "kubevol-e2e-token"
 PROTECTION = "kubernetes.io/pvc-protection"
 
 
+def objects(cluster):
+    protected = [claim("data", "csi-wffc"), claim("keep", "loop-retain")]
+    for obj in protected:
+        obj["metadata"]["finalizers"] = [PROTECTION]  # as the StorageObjectInUseProtection admission adds it
+    return base_objects(cluster.nodes) + [storage_class("loop-now", provisioner=LOOP, mode="Immediate")] + \
+        protected + [claim("now", "loop-now", size="320Mi"), pod("web", "node1", ["data", "now"]),
+                     pod("keeper", "node2", ["keep"])]
+
+
 @pytest.fixture(scope="module")
 def kv(make_cluster):
-    cluster = make_cluster("provapi", 2)
-    api = FakeApiServer(tokens=[TOKEN]).start()
-    plugins = {}
-    try:
-        plugins, pool = start_plugins(cluster)
-        cluster.plugins, cluster.csi_pool, cluster.api, cluster.shared = plugins, pool, api, {}
-        protected = [claim("data", "csi-wffc"), claim("keep", "loop-retain")]
-        for obj in protected:
-            obj["metadata"]["finalizers"] = [PROTECTION]  # as the StorageObjectInUseProtection admission adds it
-        objects = base_objects(cluster.nodes) + [storage_class("loop-now", provisioner=LOOP, mode="Immediate")] + \
-            protected + [claim("now", "loop-now", size="320Mi"), pod("web", "node1", ["data", "now"]),
-                         pod("keeper", "node2", ["keep"])]
-        api.load(objects)
-        write_list(cluster.state, [])  # not read: the API is the store
-        config = write_kubeconfig(os.path.join(cluster.dir, "kubeconfig"), {"fake": {"server": api.url,
-                                                                                     "token": TOKEN}})
-        cluster.options = ["-e", json.dumps({"kubevol_cluster_source": "kubernetes",
-                                             "kubevol_k8s_auth": {"kubeconfig": config},
-                                             "kubevol_driver_options": {DRIVER: {"controller": "node"}}})]
-        yield cluster
-    finally:
-        for plugin in plugins.values():
-            plugin.stop()
-            plugin.unmount_all()
-        for device in _loops_backed_under(os.path.join(cluster.dir, "csi-pool")):
-            subprocess.run(["losetup", "-d", device], check=False)
-        api.stop()
+    yield from api_store_cluster(make_cluster("provapi", 2), objects, TOKEN)
 
 
 def _writes(api, *plurals):

@@ -2,46 +2,19 @@
 the same steps as test_snapshots.py (file store), the VolumeSnapshotContents POSTed and the VolumeSnapshots' status
 written through their status subresource, no snapshot-controller: kubevol takes, binds and deletes them itself.
 """
-import json
-import os
-import subprocess
 
 import pytest
 
-from e2e_lib import write_list
-from fakeapi import FakeApiServer, write_kubeconfig
-from provision_lib import counts, target, volume_name
+from provision_lib import api_store_cluster, counts, target, volume_name
 from snapshot_lib import (
     first_objects, loop_snapshots, plugin_snapshots, restore_objects, snapshot_calls, snapshot_objects)
-from test_csi_external import DRIVER, _loops_backed_under
 
 TOKEN = "kubevol-e2e-token"
 
 
 @pytest.fixture(scope="module")
 def kv(make_cluster):
-    cluster = make_cluster("snapapi", 2)
-    api = FakeApiServer(tokens=[TOKEN]).start()
-    plugins = {}
-    try:
-        from provision_lib import start_plugins
-        plugins, pool = start_plugins(cluster)
-        cluster.plugins, cluster.csi_pool, cluster.api, cluster.shared = plugins, pool, api, {}
-        api.load(first_objects(cluster.nodes))
-        write_list(cluster.state, [])  # not read: the API is the store
-        config = write_kubeconfig(os.path.join(cluster.dir, "kubeconfig"), {"fake": {"server": api.url,
-                                                                                     "token": TOKEN}})
-        cluster.options = ["-e", json.dumps({"kubevol_cluster_source": "kubernetes",
-                                             "kubevol_k8s_auth": {"kubeconfig": config},
-                                             "kubevol_driver_options": {DRIVER: {"controller": "node"}}})]
-        yield cluster
-    finally:
-        for plugin in plugins.values():
-            plugin.stop()
-            plugin.unmount_all()
-        for device in _loops_backed_under(os.path.join(cluster.dir, "csi-pool")):
-            subprocess.run(["losetup", "-d", device], check=False)
-        api.stop()
+    yield from api_store_cluster(make_cluster("snapapi", 2), lambda cluster: first_objects(cluster.nodes), TOKEN)
 
 
 def test_a_snapshots_life_through_the_api(kv):
