@@ -189,3 +189,25 @@ def test_no_production_file_over_about_400_lines():
         if lines > MAX_LINES:
             long_files[name] = lines
     assert long_files == {}, "split these by concern: %s" % long_files
+
+
+def test_the_registries_are_dotted_paths_and_their_one_load_names_each_module():
+    """Volume plugins and drivers are named by dotted path (common/registry.py, as os-brick's connector map); its
+    ``load`` is where they are imported, and its import lines (for Ansible's finder, which ships what import
+    statements name) name exactly the modules the tables do, so a new line in a table without its import line, or
+    the reverse, fails here."""
+    from ansible_collections.kubevol.volumes.plugins.module_utils.common import registry
+
+    tables = set(path.rpartition(".")[0] for path in registry.VOLUME_PLUGINS + registry.DRIVERS)
+    with open(os.path.join(MODULE_UTILS, "common", "registry.py")) as handle:
+        tree = ast.parse(handle.read())
+    load = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "load"][0]
+    imported = set()
+    for node in ast.walk(load):
+        if isinstance(node, ast.ImportFrom) and node.module.startswith(PREFIX):
+            imported.update(node.module[len(PREFIX):] + "." + alias.name for alias in node.names)
+    assert imported == tables
+    for path in registry.VOLUME_PLUGINS + registry.DRIVERS:
+        cls = registry.load(path)
+        assert cls.__module__ == PREFIX + path.rpartition(".")[0] and cls.__name__ == path.rpartition(".")[2]
+    assert sorted(registry.PLUGIN_REGISTRY) == sorted(registry.load(p).NAME for p in registry.VOLUME_PLUGINS)

@@ -18,6 +18,7 @@ import os
 import posixpath
 
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import UnsafeName
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.names import check_component  # noqa: F401 (one rule)
 
 DEFAULT_KUBELET_DIR = "/var/lib/kubelet"
 # the filesystem types kubevol formats and mounts (node/filesystems.py FILESYSTEMS has one class for each; a unit
@@ -30,20 +31,6 @@ FILESYSTEM, BLOCK_MODE = "Filesystem", "Block"
 def escape_qualified_name(name):
     """utilstrings.EscapeQualifiedName: kubernetes.io/csi -> kubernetes.io~csi."""
     return name.replace("/", "~")
-
-
-def check_component(field, value):
-    """Refuse anything that is not one safe path component; return value. (common/names.py re-exports it: one
-    rule for every name that becomes a path component.)"""
-    if not isinstance(value, str) or value == "":
-        raise UnsafeName(field=field, value=value, reason="must be a non-empty string")
-    if value in (".", "..") or "/" in value or "\\" in value:
-        raise UnsafeName(field=field, value=value, reason="it would escape its directory")
-    if any(ord(c) < 32 or ord(c) == 127 for c in value):
-        raise UnsafeName(field=field, value=value, reason="it contains NUL or control characters")
-    if len(value.encode("utf-8")) > 255:
-        raise UnsafeName(field=field, value=value, reason="it is longer than 255 bytes")
-    return value
 
 
 def field(item_like, name, default=None):
