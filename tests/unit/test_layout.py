@@ -113,15 +113,11 @@ def top_level_imports(path):
 
 
 def test_volume_plugins_are_shared_code():
-    """volume/ is imported by node and planning code alike: at its top it imports only common/ and itself; inside
-    functions also the drivers' registry (the CSI plugin asks kubevol's drivers what they can do) and node code (an
-    in-tree plugin's node methods: volume/local.py, volume/host_path.py), never planning, store or run code."""
+    """volume/ is imported by node and planning code alike: what each plugin is (its data and pure rules) imports
+    only common/ and itself, anywhere in the file; a plugin's node verbs are a node/ subclass its class names by
+    dotted path (NODE_OPERATIONS), and the drivers it asks about are read through common/registry.py."""
     for path in python_files(os.path.join(MODULE_UTILS, "volume")):
-        assert top_level_imports(path) <= {"common", "volume"}, relative(path)
-        assert module_utils_imports(path) <= {"common", "volume", "drivers", "node"}, relative(path)
-    # the reader sees what it must: the local plugin's node methods import node code, lazily
-    local = os.path.join(MODULE_UTILS, "volume", "local.py")
-    assert "node" in module_utils_imports(local) and "node" not in top_level_imports(local)
+        assert module_utils_imports(path) <= {"common", "volume"}, relative(path)
 
 
 def test_planning_a_driver_volume_imports_no_node_code():
@@ -207,7 +203,19 @@ def test_the_registries_are_dotted_paths_and_their_one_load_names_each_module():
         if isinstance(node, ast.ImportFrom) and node.module.startswith(PREFIX):
             imported.update(node.module[len(PREFIX):] + "." + alias.name for alias in node.names)
     assert imported == tables
-    for path in registry.VOLUME_PLUGINS + registry.DRIVERS:
+    for path in registry.VOLUME_PLUGINS + registry.DRIVERS + registry.NODE_OPERATIONS:
         cls = registry.load(path)
         assert cls.__module__ == PREFIX + path.rpartition(".")[0] and cls.__name__ == path.rpartition(".")[2]
     assert sorted(registry.PLUGIN_REGISTRY) == sorted(registry.load(p).NAME for p in registry.VOLUME_PLUGINS)
+    # every NODE_OPERATIONS a plugin names is in the table, and is that plugin's subclass
+    named = dict((cls.NODE_OPERATIONS, cls) for cls in registry.PLUGIN_REGISTRY.values() if cls.NODE_OPERATIONS)
+    assert sorted(named) == sorted(registry.NODE_OPERATIONS)
+    assert all(issubclass(registry.load(path), cls) for path, cls in named.items())
+    # ... and node/plugin_ops.py's import lines name each one's module, for the node modules' payloads
+    with open(os.path.join(MODULE_UTILS, "node", "plugin_ops.py")) as handle:
+        tree = ast.parse(handle.read())
+    ops = set()
+    for node in tree.body:
+        if isinstance(node, ast.ImportFrom) and node.module == PREFIX + "node":
+            ops.update("node." + alias.name for alias in node.names)
+    assert ops == set(path.rpartition(".")[0] for path in registry.NODE_OPERATIONS)

@@ -32,6 +32,14 @@ VOLUME_PLUGINS = (
     "volume.host_path.HostPathPlugin",
 )
 
+# the node verbs of a plugin whose class names them by its NODE_OPERATIONS (volume/base.py): loaded by the node
+# operations only (node/plugin_ops.py, whose import lines name them for Ansible's finder), so that the planner,
+# which reads the plugins above, imports no node code
+NODE_OPERATIONS = (
+    "node.plugin_local.LocalVolumeNode",
+    "node.plugin_host_path.HostPathNode",
+)
+
 # kubevol's own CSI drivers (an operator's external CSI driver is configured, not registered: drivers/external/)
 DRIVERS = (
     "drivers.loop.LoopDriver",
