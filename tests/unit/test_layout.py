@@ -251,7 +251,6 @@ INNER_IMPORTS_LEFT = {
     ("drivers/__init__.py", "external_options_spec"), ("node/csi_registration.py", "csi_nodes"),
     ("node/facts.py", "csi_node_ids"), ("node/external_ops.py", "remote_published"),
     # node code reached lazily from node code
-    ("node/audit.py", "pool_images"), ("node/audit.py", "audit"), ("node/audit.py", "run"),
     ("node/context.py", "items"), ("node/facts.py", "devices"), ("node/facts.py", "_externally_staged"),
     ("node/external_ops.py", "expand_node"),
     ("provisioner/calls.py", "_external"), ("provisioner/calls.py", "run_operation"),

@@ -52,7 +52,7 @@ def load(path):
     # for Ansible's finder only (see the module docstring): every module the tables above name
     from ansible_collections.kubevol.volumes.plugins.module_utils.volume import csi, local, host_path  # noqa: F401
     from ansible_collections.kubevol.volumes.plugins.module_utils.drivers import loop  # noqa: F401
-    module, _, name = path.rpartition(".")
+    module, name = path.rsplit(".", 1)
     return getattr(importlib.import_module(PACKAGE + "." + module), name)
 
 

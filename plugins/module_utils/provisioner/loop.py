@@ -26,8 +26,7 @@ import stat
 
 from ansible_collections.kubevol.volumes.plugins.module_utils.drivers.loop import DEFAULT_POOL
 from ansible_collections.kubevol.volumes.plugins.module_utils.provisioner import loop_snapshot
-from ansible_collections.kubevol.volumes.plugins.module_utils.provisioner.loop_refusals import (  # noqa: F401
-    LoopProvisionRefused, _item, _refused)
+from ansible_collections.kubevol.volumes.plugins.module_utils.provisioner.loop_refusals import _item, _refused
 
 PARAMETERS = ("pool",)
 

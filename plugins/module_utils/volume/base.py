@@ -18,7 +18,6 @@ import os
 import posixpath
 
 from ansible_collections.kubevol.volumes.plugins.module_utils.common import driver_options as options_mod
-from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import UnsafeName
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.names import check_component  # noqa: F401 (one rule)
 
 DEFAULT_KUBELET_DIR = "/var/lib/kubelet"
