@@ -113,15 +113,11 @@ def top_level_imports(path):
 
 
 def test_volume_plugins_are_shared_code():
-    """volume/ is imported by node and planning code alike: at its top it imports only common/ and itself; inside
-    functions also the drivers' registry (the CSI plugin asks kubevol's drivers what they can do) and node code (an
-    in-tree plugin's node methods: volume/local.py, volume/host_path.py), never planning, store or run code."""
+    """volume/ is imported by node and planning code alike: what each plugin is (its data and pure rules) imports
+    only common/ and itself, anywhere in the file; a plugin's node verbs are a node/ subclass its class names by
+    dotted path (NODE_OPERATIONS), and the drivers it asks about are read through common/registry.py."""
     for path in python_files(os.path.join(MODULE_UTILS, "volume")):
-        assert top_level_imports(path) <= {"common", "volume"}, relative(path)
-        assert module_utils_imports(path) <= {"common", "volume", "drivers", "node"}, relative(path)
-    # the reader sees what it must: the local plugin's node methods import node code, lazily
-    local = os.path.join(MODULE_UTILS, "volume", "local.py")
-    assert "node" in module_utils_imports(local) and "node" not in top_level_imports(local)
+        assert module_utils_imports(path) <= {"common", "volume"}, relative(path)
 
 
 def test_planning_a_driver_volume_imports_no_node_code():
@@ -189,3 +185,188 @@ def test_no_production_file_over_about_400_lines():
         if lines > MAX_LINES:
             long_files[name] = lines
     assert long_files == {}, "split these by concern: %s" % long_files
+
+
+def test_the_registries_are_dotted_paths_and_their_one_load_names_each_module():
+    """Volume plugins and drivers are named by dotted path (common/registry.py, as os-brick's connector map); its
+    ``load`` is where they are imported, and its import lines (for Ansible's finder, which ships what import
+    statements name) name exactly the modules the tables do, so a new line in a table without its import line, or
+    the reverse, fails here."""
+    from ansible_collections.kubevol.volumes.plugins.module_utils.common import registry
+
+    tables = set(path.rpartition(".")[0] for path in registry.VOLUME_PLUGINS + registry.DRIVERS)
+    with open(os.path.join(MODULE_UTILS, "common", "registry.py")) as handle:
+        tree = ast.parse(handle.read())
+    load = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "load"][0]
+    imported = set()
+    for node in ast.walk(load):
+        if isinstance(node, ast.ImportFrom) and node.module.startswith(PREFIX):
+            imported.update(node.module[len(PREFIX):] + "." + alias.name for alias in node.names)
+    assert imported == tables
+    for path in registry.VOLUME_PLUGINS + registry.DRIVERS + registry.NODE_OPERATIONS:
+        cls = registry.load(path)
+        assert cls.__module__ == PREFIX + path.rpartition(".")[0] and cls.__name__ == path.rpartition(".")[2]
+    assert sorted(registry.PLUGIN_REGISTRY) == sorted(registry.load(p).NAME for p in registry.VOLUME_PLUGINS)
+    # every NODE_OPERATIONS a plugin names is in the table, and is that plugin's subclass
+    named = dict((cls.NODE_OPERATIONS, cls) for cls in registry.PLUGIN_REGISTRY.values() if cls.NODE_OPERATIONS)
+    assert sorted(named) == sorted(registry.NODE_OPERATIONS)
+    assert all(issubclass(registry.load(path), cls) for path, cls in named.items())
+    # ... and node/plugin_ops.py's import lines name each one's module, for the node modules' payloads
+    with open(os.path.join(MODULE_UTILS, "node", "plugin_ops.py")) as handle:
+        tree = ast.parse(handle.read())
+    ops = set()
+    for node in tree.body:
+        if isinstance(node, ast.ImportFrom) and node.module == PREFIX + "node":
+            ops.update("node." + alias.name for alias in node.names)
+    assert ops == set(path.rpartition(".")[0] for path in registry.NODE_OPERATIONS)
+
+
+# -- the layers: no circle, no two folders importing each other, no import inside a function ----------------------
+
+# The imports inside functions allowed, (file, function), with the reason for each
+INNER_IMPORTS_ALLOWED = {
+    # the registry's one load: its import lines name the registered modules for Ansible's finder (common/registry.py)
+    ("common/registry.py", "load"),
+    # the plan record's API kind, imported when a run's record is in the API: it imports the Kubernetes client, which
+    # a run against a cluster file never loads (test_k8s_auth.py); it does not import run/plan_record.py back
+    ("run/plan_record.py", "_kind"),
+}
+
+# What the layering below still finds and has not been taken apart yet (issue 38). Each entry is checked to be still
+# there, so that this list only shrinks: take one apart, then take its line out.
+INNER_IMPORTS_LEFT = {
+    # node modules' dispatch: each node module imports only the phase it runs
+    ("node/entry.py", "_volume_info"), ("node/entry.py", "_volume_attach"), ("node/entry.py", "_volume_mount"),
+    ("node/entry.py", "_fs_expand"), ("node/entry.py", "_volume_detach"), ("node/entry.py", "_volume_setup"),
+    ("node/entry.py", "_csi_controller_calls"), ("node/entry.py", "_volume_provision_calls"),
+    ("node/entry.py", "_provision_calls_argspec"),
+    # a driver's node verbs import the node primitives they run, so that loading its class data imports none
+    ("drivers/device.py", "node_stage"), ("drivers/device.py", "node_unstage"), ("drivers/device.py", "node_publish"),
+    ("drivers/device.py", "node_unpublish"), ("drivers/device.py", "node_expand"),
+    ("drivers/device.py", "_check_expand"), ("drivers/loop.py", "_require"), ("drivers/loop.py", "rescan"),
+    ("drivers/loop_holders.py", "_holders_locked"), ("drivers/loop_holders.py", "_write_holders"),
+    ("drivers/loop_records.py", "write_record"),
+    # the external CSI driver, reached by node code
+    ("drivers/__init__.py", "configured_names"), ("drivers/__init__.py", "get_driver"),
+    ("drivers/__init__.py", "external_options_spec"), ("node/csi_registration.py", "csi_nodes"),
+    ("node/facts.py", "csi_node_ids"), ("node/external_ops.py", "remote_published"),
+    # node code reached lazily from node code
+    ("node/context.py", "items"), ("node/facts.py", "devices"), ("node/facts.py", "_externally_staged"),
+    ("node/external_ops.py", "expand_node"),
+    ("provisioner/calls.py", "_external"), ("provisioner/calls.py", "run_operation"),
+    # controller code: the optional Kubernetes client and the file store, imported when used
+    ("stores/__init__.py", "_kubernetes_store"), ("stores/k8s_auth.py", "missing_kubernetes"),
+    ("cluster/objects.py", "load_cluster_file"), ("plan/desired_state.py", "known_drivers_of"),
+}
+
+# pairs of folders that still import each other (issue 38), each still there (the list only shrinks)
+FOLDER_PAIRS_LEFT = {
+    ("drivers", "node"), ("node", "provisioner"), ("plan", "run"), ("records", "run"), ("records", "stores"),
+    ("run", "stores"),
+}
+
+
+def module_name(path):
+    name = relative(path)[:-3].replace("/", ".")
+    return name[:-len(".__init__")] if name.endswith(".__init__") else name
+
+
+def import_edges():
+    """{module: {(module it imports, function the import is in or None)}} over module_utils, the imports inside a
+    function included; ``from package import module`` names the module."""
+    files = dict((module_name(path), path) for path in python_files(MODULE_UTILS))
+    edges = {}
+    for name, path in files.items():
+        with open(path) as handle:
+            tree = ast.parse(handle.read(), path)
+        found = edges[name] = set()
+
+        def visit(node, function):
+            for child in ast.iter_child_nodes(node):
+                inner = child.name if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)) else function
+                if isinstance(child, ast.ImportFrom) and child.module and (child.module + ".").startswith(PREFIX):
+                    base = child.module[len(PREFIX):]
+                    for alias in child.names:
+                        full = (base + "." if base else "") + alias.name
+                        found.add((full if full in files else base, function))
+                visit(child, inner)
+        visit(tree, None)
+    return files, edges
+
+
+def allowed_edge(source, function, files):
+    return function is not None and (relative(files[source]), function) in INNER_IMPORTS_ALLOWED
+
+
+def test_the_layer_reader_sees_what_it_must():
+    """The checks below mean something: the reader finds a top import, a package's module, one inside a function."""
+    files, edges = import_edges()
+    assert ("common.registry", None) in edges["volume"]
+    assert ("volume.csi", "load") in edges["common.registry"] and ("drivers.loop", "load") in edges["common.registry"]
+    assert ("node.plugin_local", None) in edges["node.plugin_ops"]
+    assert ("node.operations", "_volume_mount") in edges["node.entry"]
+
+
+def test_no_import_inside_a_function_but_the_registry_load():
+    files, edges = import_edges()
+    inner = set((relative(files[source]), function) for source, targets in edges.items()
+                for _target, function in targets if function is not None)
+    new = inner - INNER_IMPORTS_ALLOWED - INNER_IMPORTS_LEFT
+    assert not new, "imports inside functions (import at the top, or through common/registry.py): %s" % sorted(new)
+    gone = INNER_IMPORTS_LEFT - inner
+    assert not gone, "taken apart: remove these from INNER_IMPORTS_LEFT: %s" % sorted(gone)
+
+
+def test_no_import_circle():
+    """Tarjan's strongly connected components over every import but the registry load's: none has two files."""
+    files, edges = import_edges()
+    graph = dict((source, set(t for t, f in targets if not allowed_edge(source, f, files) and t != source))
+                 for source, targets in edges.items())
+    index, low, stack, on_stack, circles, counter = {}, {}, [], set(), [], [0]
+
+    def connect(node):
+        index[node] = low[node] = counter[0]
+        counter[0] += 1
+        stack.append(node)
+        on_stack.add(node)
+        for target in graph.get(node, ()):
+            if target not in index:
+                connect(target)
+                low[node] = min(low[node], low[target])
+            elif target in on_stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                top = stack.pop()
+                on_stack.discard(top)
+                component.append(top)
+                if top == node:
+                    break
+            if len(component) > 1:
+                circles.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            connect(node)
+    assert circles == []
+
+
+def test_no_two_folders_import_each_other():
+    files, edges = import_edges()
+    folders = {}
+    for source, targets in edges.items():
+        for target, function in targets:
+            if allowed_edge(source, function, files):
+                continue
+            a, b = source.split(".")[0], target.split(".")[0]
+            if a != b:
+                folders.setdefault(a, set()).add(b)
+    pairs = set((a, b) for a in folders for b in folders[a] if a < b and a in folders.get(b, ()))
+    new = pairs - FOLDER_PAIRS_LEFT
+    assert not new, "folders importing each other: %s" % sorted(new)
+    gone = FOLDER_PAIRS_LEFT - pairs
+    assert not gone, "taken apart: remove these from FOLDER_PAIRS_LEFT: %s" % sorted(gone)
+    # the floor: common/ imports nothing above it, volume/ only common/
+    assert folders.get("common", set()) <= {"common"}, folders.get("common")
+    assert folders.get("volume", set()) <= {"common"}, folders.get("volume")

@@ -26,9 +26,8 @@ import posixpath
 from ansible_collections.kubevol.volumes.plugins.module_utils.common import csi_controller
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import InvalidInput
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.names import DEFAULT_LOOP_POOL, LOOP_DRIVER
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.registry import PLUGIN_REGISTRY
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.words import ROLE_VARIABLES, setting
-
-from ansible_collections.kubevol.volumes.plugins.module_utils import volume as volume_plugins
 
 # The one place each driver's default is written (a volume plugin's: its class's DEFAULT_OPTIONS, volume/)
 DEFAULTS = {
@@ -52,9 +51,8 @@ def _drivers():
     """{driver name: options spec} of the drivers this collection has (the drivers registry)."""
     specs = dict(FALLBACK_DRIVER_OPTIONS)
     try:
-        # Looked up by name, when asked: this module is shared by planning and node code, and planning code must
-        # not import (nor ship in its module payload) the drivers' node code. Where the registry is not there
-        # (the planner run as a module on its own), the specs above stand in.
+        # Looked up by name, when asked (common/ imports nothing above it at its top). Where the registry is not
+        # there (the planner run as a module on its own), the specs above stand in.
         drivers = importlib.import_module(DRIVERS_PACKAGE)
     except ImportError:
         return specs
@@ -73,14 +71,14 @@ def _drivers():
 
 def specs():
     """{plugin or driver name: options spec}: every name ``driver_options`` may use."""
-    known = dict((name, dict(cls.OPTIONS)) for name, cls in volume_plugins.registry().items())
+    known = dict((name, dict(cls.OPTIONS)) for name, cls in PLUGIN_REGISTRY.items())
     known.update(_drivers())
     return known
 
 
 def defaults():
     """{plugin or driver name: its default options}: the drivers' DEFAULTS and each volume plugin's DEFAULT_OPTIONS."""
-    found = dict((name, copy.deepcopy(cls.DEFAULT_OPTIONS)) for name, cls in volume_plugins.registry().items()
+    found = dict((name, copy.deepcopy(cls.DEFAULT_OPTIONS)) for name, cls in PLUGIN_REGISTRY.items()
                  if cls.DEFAULT_OPTIONS)
     found.update(copy.deepcopy(DEFAULTS))
     return found
@@ -98,7 +96,7 @@ def external_drivers(driver_options, builtin=()):
     """The CSI drivers ``driver_options`` configures as external (an entry with ``socket`` or ``controller``,
     other than the plugins' and ``builtin`` names): as drivers/external/driver.py configured_drivers, without
     importing driver code (the planner's known drivers)."""
-    skip = set(volume_plugins.names()) | set(builtin)
+    skip = set(PLUGIN_REGISTRY) | set(builtin)
     return sorted(name for name, own in (driver_options or {}).items()
                   if isinstance(name, str) and name not in skip and isinstance(own, dict)
                   and any(key in own for key in EXTERNAL_KEYS))
@@ -214,7 +212,7 @@ def options_for(driver_options, name):
     if name in DEFAULTS:
         own = DEFAULTS[name]
     else:
-        plugin = volume_plugins.registry().get(name)
+        plugin = PLUGIN_REGISTRY.get(name)
         own = plugin.DEFAULT_OPTIONS if plugin is not None else {}
     merged = copy.deepcopy(own)
     merged.update(copy.deepcopy((driver_options or {}).get(name) or {}))

@@ -6,7 +6,8 @@
 Sources: pkg/volume/util/util.go GetUniqueVolumeNameFromSpec,
 pkg/volume/csi/csi_attacher.go getAttachmentName and makeDeviceMountPath,
 pkg/volume/csi/csi_mounter.go getTargetPath. The per-plugin layout rules live with each plugin (volume/);
-the CSI functions here are thin wrappers over volume/csi.py CSIPlugin.
+the CSI functions here are thin wrappers over volume/csi.py CSIPlugin, read through the plugin registry
+(common/registry.py) so that common/ imports nothing above it.
 Every function that builds a path validates its components first, so a name
 can never escape the kubelet directory or the pool; a volume handle is never a component: it is hashed
 (common/handles.py).
@@ -22,12 +23,11 @@ import os
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import InvalidInput, UnsafeName
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.handles import (  # noqa: F401 pylint: disable=unused-import
     handle_hash, handle_problem, show_handle, show_volume_name)  # one rule: common/handles.py
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.registry import PLUGIN_REGISTRY
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.words import setting
-from ansible_collections.kubevol.volumes.plugins.module_utils.volume.base import check_component  # noqa: F401 (one rule)
-from ansible_collections.kubevol.volumes.plugins.module_utils.volume.csi import CSIPlugin
 
-CSI_PLUGIN_NAME = CSIPlugin.NAME
-CSI_PLUGIN_DIR = CSIPlugin.DIR  # utilstrings.EscapeQualifiedName(CSI_PLUGIN_NAME)
+CSI_PLUGIN_NAME = "kubernetes.io/csi"  # volume/csi.py CSIPlugin.NAME
+CSI_PLUGIN_DIR = "kubernetes.io~csi"  # CSIPlugin.DIR: utilstrings.EscapeQualifiedName(CSI_PLUGIN_NAME)
 VOLUME_NAME_SEP = "^"
 DEFAULT_KUBELET_DIR = "/var/lib/kubelet"
 
@@ -51,6 +51,25 @@ def is_group_id(value):
     return not isinstance(value, bool) and isinstance(value, int) and 0 <= value <= MAX_GROUP_ID
 
 
+def check_component(field, value):
+    """Refuse anything that is not one safe path component; return value. (volume/base.py re-exports it: one rule
+    for every name that becomes a path component.)"""
+    if not isinstance(value, str) or value == "":
+        raise UnsafeName(field=field, value=value, reason="must be a non-empty string")
+    if value in (".", "..") or "/" in value or "\\" in value:
+        raise UnsafeName(field=field, value=value, reason="it would escape its directory")
+    if any(ord(c) < 32 or ord(c) == 127 for c in value):
+        raise UnsafeName(field=field, value=value, reason="it contains NUL or control characters")
+    if len(value.encode("utf-8")) > 255:
+        raise UnsafeName(field=field, value=value, reason="it is longer than 255 bytes")
+    return value
+
+
+def _csi():
+    """The CSI plugin's class (volume/csi.py), from the registry."""
+    return PLUGIN_REGISTRY[CSI_PLUGIN_NAME]
+
+
 def check_driver_name(value):
     """A CSI driver name is a DNS-1123 subdomain-like string; it becomes a directory."""
     check_component("driver", value)
@@ -62,12 +81,12 @@ def check_driver_name(value):
 
 def unique_volume_name(driver, volume_handle):
     """kubernetes.io/csi/<driver>^<volumeHandle>, the key of both worlds (the CSI plugin's rule: volume/csi.py)."""
-    return CSIPlugin.unique_name({"driver": driver, "volume_handle": volume_handle})
+    return _csi().unique_name({"driver": driver, "volume_handle": volume_handle})
 
 
 def split_unique_volume_name(name):
     """Inverse of unique_volume_name; returns (driver, handle) or None for non-CSI names."""
-    return CSIPlugin.split_unique_name(name)
+    return _csi().split_unique_name(name)
 
 
 def ephemeral_volume_handle(pod_uid, volume_name):
@@ -94,22 +113,22 @@ def volume_attachment_name(volume_handle, driver, node_name):
 
 def device_mount_path(kubelet_dir, driver, volume_handle):
     """<kubelet>/plugins/kubernetes.io/csi/<driver>/<sha256(handle)>/globalmount."""
-    return CSIPlugin.global_mount_path(kubelet_dir, driver, volume_handle)
+    return _csi().global_mount_path(kubelet_dir, driver, volume_handle)
 
 
 def pod_volume_dir(kubelet_dir, pod_uid, pv_name):
     """<kubelet>/pods/<uid>/volumes/kubernetes.io~csi/<pv>; vol_data.json lives here."""
-    return CSIPlugin.pod_volume_dir(kubelet_dir, pod_uid, pv_name)
+    return _csi().pod_volume_dir(kubelet_dir, pod_uid, pv_name)
 
 
 def pod_mount_path(kubelet_dir, pod_uid, pv_name):
     """The CSI publish target: <pod volume dir>/mount."""
-    return CSIPlugin.pod_mount_path(kubelet_dir, pod_uid, pv_name)
+    return _csi().pod_mount_path(kubelet_dir, pod_uid, pv_name)
 
 
 def pod_device_path(kubelet_dir, pod_uid, pv_name):
     """Block mode: <kubelet>/pods/<uid>/volumeDevices/kubernetes.io~csi/<pv>."""
-    return CSIPlugin.pod_device_path(kubelet_dir, pod_uid, pv_name)
+    return _csi().pod_device_path(kubelet_dir, pod_uid, pv_name)
 
 
 # -- pure checks the planner runs before any node sees a value (node/volume.py volume_item and the loop driver's

@@ -2,16 +2,13 @@
 # Copyright: kubevol contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Driver registry: kubevol's own CSI drivers, by name. Adding a driver means one file in drivers/ (its class: NAME,
-CAPABILITIES, OPTIONS as class data, CSI's verbs as methods) and one import line in ``_registered``, as a volume
-plugin is one file and one line in volume/__init__.py. The registry is lazy as a whole (nothing is imported until it
-is first read, as os-brick's connector map), but its entries are import statements, not dotted strings: Ansible's
-module_utils finder follows import statements only, so a dotted string would leave the driver's file out of the
-node modules' payloads (tests/unit/plugins/modules/test_node_payload.py).
+CAPABILITIES, OPTIONS as class data, CSI's verbs as methods) and one dotted path in common/registry.py ``DRIVERS``, as
+a volume plugin is one file and one line in ``VOLUME_PLUGINS`` there. Each class is named by its dotted path and
+imported when the registry is first read, as os-brick's connector map (common/registry.py).
 
 ``DRIVERS`` iterates over the names (``sorted(DRIVERS)``, ``name in DRIVERS``) and hands out the class by name
 (``DRIVERS[name]``, ``DRIVERS.get(name)``). ``capabilities(name)`` and ``options_spec(name)`` read a driver's class
-data (CAPABILITIES, OPTIONS) for the planner and the options check; a driver's module imports no node code at its
-top (its methods import what they run), so reading them imports none.
+data (CAPABILITIES, OPTIONS) for the planner and the options check.
 
 Any other CSI driver the operator configures in ``driver_options`` (an entry with ``controller`` or ``socket``:
 drivers/external/ ``configured_drivers``) is served by ``external_driver_class(name)``: ``get_driver(name,
@@ -23,55 +20,11 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from collections.abc import Mapping
-
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import UnknownDriver
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.registry import DRIVER_REGISTRY
 
 
-def _registered():
-    """kubevol's own drivers, one import line each. Nothing else is bound in this function: what it returns is every
-    name it binds."""
-    # pylint: disable=unused-import,import-outside-toplevel
-    from ansible_collections.kubevol.volumes.plugins.module_utils.drivers.loop import LoopDriver  # noqa: F401
-    return tuple(locals().values())  # the classes just imported, in the order of the lines above
-
-
-class _Registry(Mapping):
-    """Names -> classes, imported when first read and kept (a test may add a driver with ``register``)."""
-
-    def __init__(self, load):
-        self._load = load
-        self._classes = None
-
-    def _all(self):
-        if self._classes is None:
-            self._classes = dict((cls.NAME, cls) for cls in self._load())
-        return self._classes
-
-    def register(self, cls):
-        """Add driver class ``cls`` under its NAME (a test's driver, as its one registry line would)."""
-        self._all()[cls.NAME] = cls
-
-    def unregister(self, name):
-        self._all().pop(name, None)
-
-    def __getitem__(self, name):
-        return self._all()[name]  # KeyError for an unknown name, as a dict's
-
-    def __iter__(self):
-        return iter(self._all())
-
-    def __len__(self):
-        return len(self._all())
-
-    def __contains__(self, name):
-        try:
-            return name in self._all()
-        except TypeError:  # an unhashable name is no driver's
-            return False
-
-
-DRIVERS = _Registry(_registered)
+DRIVERS = DRIVER_REGISTRY
 
 
 def configured_names(driver_options):

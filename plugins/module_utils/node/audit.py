@@ -30,6 +30,10 @@ import stat
 
 from ansible_collections.kubevol.volumes.plugins.module_utils.common import driver_options, names
 
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import KubevolError
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.registry import DRIVER_REGISTRY
+from ansible_collections.kubevol.volumes.plugins.module_utils.node import context
+from ansible_collections.kubevol.volumes.plugins.module_utils.node import facts as node_facts
 from ansible_collections.kubevol.volumes.plugins.module_utils.node import node_args
 from ansible_collections.kubevol.volumes.plugins.module_utils.node import mount
 from ansible_collections.kubevol.volumes.plugins.module_utils.node.blockdev import BLKID_NOTHING_FOUND, parse_blkid_export
@@ -79,9 +83,7 @@ def _bound(loops, st):
 
 def pool_images(ctx, pools):
     """One entry per regular file in each pool (dot files, such as the holders directory, are the driver's)."""
-    from ansible_collections.kubevol.volumes.plugins.module_utils.drivers.loop import LoopDriver
-
-    driver = LoopDriver(ctx.runner, ctx.kubelet_dir, ctx.node_name, {"loop_pools": pools})
+    driver = DRIVER_REGISTRY[names.LOOP_DRIVER](ctx.runner, ctx.kubelet_dir, ctx.node_name, {"loop_pools": pools})
     records = {}
     for record in driver._records():  # pylint: disable=protected-access
         if record.get("image"):
@@ -225,9 +227,7 @@ def remove_empty_dirs(ctx, entry, mounts):
 def audit(ctx, params):
     """The node's share of the audit: {node_facts, pool_images, pool_problems, orphan_pod_dirs, removed, kept,
     changed}."""
-    from ansible_collections.kubevol.volumes.plugins.module_utils.node.facts import node_facts
-
-    facts = node_facts(ctx, fs_sizes=params["fs_sizes"])
+    facts = node_facts.node_facts(ctx, fs_sizes=params["fs_sizes"])
     images, problems = pool_images(ctx, driver_options.loop_pools(ctx.driver_options))
     result = {"node_facts": facts, "pool_images": images, "pool_problems": problems, "orphan_pod_dirs": [],
               "removed": [], "kept": [], "changed": False}
@@ -253,11 +253,8 @@ def audit(ctx, params):
 
 def run(module):
     """node_volume_audit's work; ends in module.exit_json or module.fail_json."""
-    from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import KubevolError
-    from ansible_collections.kubevol.volumes.plugins.module_utils.node.context import node_context
-
     try:
-        ctx = node_context(module.params, check_mode=module.check_mode)
+        ctx = context.node_context(module.params, check_mode=module.check_mode)
         result = audit(ctx, module.params)
     except KubevolError as err:
         module.fail_json(msg=err.msg, **err.to_result())

@@ -95,6 +95,11 @@ class NodeContext:
         settings["loop_pools"] = options.loop_pools(self.driver_options)
         return settings
 
+    def act(self, res, action, func=None, *args):
+        """``act`` with this context: what a volume plugin's class runs on the node through the context it is given
+        (volume/host_path.py checkType), importing no node code."""
+        return act(self, res, action, func, *args)
+
     def warn(self, text):
         self.warnings.append(text)
 

@@ -2,7 +2,8 @@
 # Copyright: kubevol contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The node phases of the in-tree volume plugins other than CSI (local, hostPath, ...): each plugin's own node
-operations (module_utils/volume/<plugin>.py node_setup, node_teardown, node_expand), found through the registry.
+operations (node_setup, node_teardown, node_expand), found through the registry: the plugin class's own, or those of
+the subclass its NODE_OPERATIONS names by dotted path (node/plugin_local.py, node/plugin_host_path.py).
 
 node/operations.py hands every non-CSI item here at the top of each phase. No such plugin is attachable
 (pkg/volume/local, pkg/volume/hostpath implement no AttachableVolumePlugin): attach and detach have nothing to do
@@ -13,9 +14,18 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.registry import load
+# for Ansible's finder (it ships what import statements name; common/registry.py NODE_OPERATIONS names them by path)
+from ansible_collections.kubevol.volumes.plugins.module_utils.node import plugin_host_path, plugin_local  # noqa: F401 pylint: disable=unused-import
 from ansible_collections.kubevol.volumes.plugins.module_utils.volume import get_plugin
 
 NOT_ATTACHABLE = "%s volumes are not attachable: nothing to attach or detach"
+
+
+def node_plugin(name):
+    """The class with plugin ``name``'s node verbs."""
+    plugin = get_plugin(name)
+    return load(plugin.NODE_OPERATIONS) if plugin.NODE_OPERATIONS else plugin
 
 
 def attach(ctx, item):
@@ -27,11 +37,11 @@ def attach(ctx, item):
 
 
 def mount(ctx, item):
-    return get_plugin(item.plugin).node_setup(ctx, item)
+    return node_plugin(item.plugin).node_setup(ctx, item)
 
 
 def unmount(ctx, item, force=False):
-    return get_plugin(item.plugin).node_teardown(ctx, item, force)
+    return node_plugin(item.plugin).node_teardown(ctx, item, force)
 
 
 def expand_controller(ctx, item):
@@ -43,7 +53,7 @@ def expand_controller(ctx, item):
 
 
 def expand_node(ctx, item):
-    plugin = get_plugin(item.plugin)
+    plugin = node_plugin(item.plugin)
     if plugin.NODE_EXPANDABLE:
         return plugin.node_expand(ctx, item)
     return {"pv_name": item.pv_name, "unique_volume_name": item.unique_name, "plugin": item.plugin, "stage": "node",

@@ -24,30 +24,11 @@ __metaclass__ = type
 import os
 import stat
 
-from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import KubevolError
 from ansible_collections.kubevol.volumes.plugins.module_utils.drivers.loop import DEFAULT_POOL
-from ansible_collections.kubevol.volumes.plugins.module_utils.node.volume import volume_item
+from ansible_collections.kubevol.volumes.plugins.module_utils.provisioner import loop_snapshot
+from ansible_collections.kubevol.volumes.plugins.module_utils.provisioner.loop_refusals import _item, _refused
 
 PARAMETERS = ("pool",)
-
-
-class LoopProvisionRefused(KubevolError):
-    """The loop driver refuses a CreateVolume or a DeleteVolume: nothing was made or removed."""
-
-    code = "KV-LOOP-PROVISION"
-
-    def __init__(self, text):
-        super(LoopProvisionRefused, self).__init__("%s [%s]" % (text, self.code))
-
-
-def _item(driver, name, pool, capacity=None):
-    attributes = {"pool": pool} if pool else {}
-    return volume_item({"pv_name": name, "driver": driver.NAME, "volume_handle": name, "volume_attributes": attributes,
-                        "capacity_bytes": capacity})
-
-
-def _refused(call, driver, why):
-    return LoopProvisionRefused("%s refused by driver %s on node %s: %s" % (call, driver.NAME, driver.node_name, why))
 
 
 def create_volume(driver, op, check_mode=False):
@@ -79,8 +60,6 @@ def create_volume(driver, op, check_mode=False):
     if check_mode:
         return {"called": False, "volume": None, "topology_supported": False}
     if request.get("content_source"):  # a restore or a clone: a copy of its source, grown to the size asked for
-        from ansible_collections.kubevol.volumes.plugins.module_utils.provisioner import loop_snapshot
-
         volume["capacity_bytes"] = loop_snapshot.fill_from_source(driver, op, image, size)
         return {"called": True, "volume": volume, "topology_supported": False}
     os.makedirs(os.path.dirname(image), mode=0o750, exist_ok=True)

@@ -27,7 +27,7 @@ import stat
 
 from ansible_collections.kubevol.volumes.plugins.module_utils.common import names
 from ansible_collections.kubevol.volumes.plugins.module_utils.drivers.loop import DEFAULT_POOL
-from ansible_collections.kubevol.volumes.plugins.module_utils.provisioner.loop import _item, _refused
+from ansible_collections.kubevol.volumes.plugins.module_utils.provisioner.loop_refusals import _item, _refused
 
 SNAPSHOTS = "snapshots"
 

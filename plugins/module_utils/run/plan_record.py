@@ -26,11 +26,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import calendar
-import hashlib
 import json
 import os
-import re
 import shutil
 import tempfile
 import time
@@ -38,6 +35,8 @@ import uuid
 
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import KubevolError
 from ansible_collections.kubevol.volumes.plugins.module_utils.run import plan_record_parts as parts
+from ansible_collections.kubevol.volumes.plugins.module_utils.run.plan_record_parts import (  # noqa: F401 (this module's names too)
+    RUN_ID, STALE_TEMP_SECONDS, UNFINISHED_SECONDS, VERSION, _digest, _dumps, _started)
 from ansible_collections.kubevol.volumes.plugins.module_utils.run.plan_view import node_slice
 
 try:
@@ -45,12 +44,8 @@ try:
 except ImportError:  # pragma: no cover - Python 2 is not supported, the import keeps sanity's compile test quiet
     from urllib import quote  # pylint: disable=no-name-in-module
 
-VERSION = 2  # 2: every part of the plan in one place (plan_record_parts.py); 1 is refused
 KEEP = 2  # this run's record and the one before it (for a look after the run)
-STALE_TEMP_SECONDS = 3600  # a temporary directory of a writer killed before its rename
-UNFINISHED_SECONDS = 12 * 3600  # a run still going (or killed: its record goes after this), kept from pruning
 FINISHED = "finished"  # an empty file in the record: the run's last step was done
-RUN_ID = re.compile(r"^\d{8}T\d{6}Z-[0-9a-f]{8}$")
 HANDLE_KEYS = ("path", "run_id", "digest")
 MANIFEST = "manifest.json"
 PLAN = "plan.json"
@@ -66,15 +61,6 @@ def default_dir(state_file):
     return os.path.abspath(state_file) + ".plans"
 
 
-def _dumps(value):
-    # a plan is acyclic (JSON from the planner): the encoder's cycle check would only cost time (docs/performance.md)
-    return json.dumps(value, separators=(",", ":"), check_circular=False).encode("utf-8")
-
-
-def _digest(data):
-    return hashlib.sha256(data).hexdigest()
-
-
 def _write(path, data):
     with open(path, "wb") as handle:
         handle.write(data)
@@ -88,8 +74,11 @@ def _node_file(node):
 
 def _kind(path):
     """The record kind of a location or handle path: a ``k8s:<namespace>`` one's (plan_record_k8s), else a
-    directory's (this module's _FileRecords)."""
+    directory's (this module's _FileRecords). The API's kind is imported here, when a run uses it: it imports the
+    Kubernetes client, which a run against a cluster file never loads; it imports this module's basics from
+    plan_record_parts.py, not this module, so the two import in one direction."""
     if isinstance(path, str) and path.startswith("k8s:"):
+        # pylint: disable=import-outside-toplevel
         from ansible_collections.kubevol.volumes.plugins.module_utils.run import plan_record_k8s
         return plan_record_k8s
     return _FileRecords
@@ -201,11 +190,6 @@ def _write_files(rest, shares, directory, run_id):
                            "or set kubevol_plan_record_dir to another directory on the controller"
                            % (os.path.join(directory, run_id), err))
     return final, _digest(data)
-
-
-def _started(run_id):
-    """When run ``run_id`` planned (its id's timestamp), in seconds since the epoch."""
-    return calendar.timegm(time.strptime(run_id.split("-", 1)[0], "%Y%m%dT%H%M%SZ"))
 
 
 def finish(handle, connection=None):

@@ -45,7 +45,7 @@ from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import KubevolError
 from ansible_collections.kubevol.volumes.plugins.module_utils.run import plan_record_parts as parts
-from ansible_collections.kubevol.volumes.plugins.module_utils.run.plan_record import (
+from ansible_collections.kubevol.volumes.plugins.module_utils.run.plan_record_parts import (
     RUN_ID, STALE_TEMP_SECONDS, UNFINISHED_SECONDS, VERSION, _digest, _dumps, _started)
 from ansible_collections.kubevol.volumes.plugins.module_utils.stores import CLUSTER_STORE_ARGSPEC, get_store
 from ansible_collections.kubevol.volumes.plugins.module_utils.stores import k8s_configmaps as cms

@@ -20,9 +20,36 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import calendar
+import hashlib
+import json
+import re
+import time
+
+# the record's own constants and encodings, read by both kinds (run/plan_record.py a directory's,
+# run/plan_record_k8s.py the API's)
+VERSION = 2  # 2: every part of the plan in one place (plan_record_parts.py); 1 is refused
+STALE_TEMP_SECONDS = 3600  # a temporary directory of a writer killed before its rename
+UNFINISHED_SECONDS = 12 * 3600  # a run still going (or killed: its record goes after this), kept from pruning
+RUN_ID = re.compile(r"^\d{8}T\d{6}Z-[0-9a-f]{8}$")
+
 PER_NODE = ("plan", "volume_items", "by_node")
 STATES = ("desired", "actual")  # kept without their per_node lists
 EMPTY = {"plan": [], "volume_items": {}}
+
+
+def _dumps(value):
+    # a plan is acyclic (JSON from the planner): the encoder's cycle check would only cost time (docs/performance.md)
+    return json.dumps(value, separators=(",", ":"), check_circular=False).encode("utf-8")
+
+
+def _digest(data):
+    return hashlib.sha256(data).hexdigest()
+
+
+def _started(run_id):
+    """When run ``run_id`` planned (its id's timestamp), in seconds since the epoch."""
+    return calendar.timegm(time.strptime(run_id.split("-", 1)[0], "%Y%m%dT%H%M%SZ"))
 
 
 def _positions(plan, by_node=None):

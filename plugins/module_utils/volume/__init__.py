@@ -3,40 +3,23 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Volume plugin registry (pkg/volume/plugins.go VolumePluginMgr). A new volume plugin is one file in this package
 (its class: name, PV spec key, capabilities, unique-name rule, kubelet paths and options as class data; its PV
-source, plan-time refusals and node operations as methods: volume/base.py) plus one line in ``_registered``.
-
-The registry is a function of import statements, run on first use: imports, not dotted strings, because Ansible's
-module_utils finder follows import statements only, so every plugin's file (and the node code its node methods
-import) travels with every node module; a plugin's module imports no node code at its top, so planning, which
-loads the registry, imports none (tests/unit/test_layout.py checks it in a fresh interpreter)."""
+source, plan-time refusals and node operations as methods: volume/base.py) plus its dotted path in
+common/registry.py ``VOLUME_PLUGINS``, whose order is FindPluginBySpec's (a PV with two sources: the first wins).
+The classes are imported when the registry is first read."""
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.registry import PLUGIN_REGISTRY
 from ansible_collections.kubevol.volumes.plugins.module_utils.volume.base import field
 
 CSI = "kubernetes.io/csi"  # the items' default plugin, whose drivers (drivers/) serve what the in-tree plugins do not
 
 
-def _registered():
-    """The plugins, one import line each, in FindPluginBySpec's order (a PV with two sources: the first wins).
-    Nothing else is bound in this function: what it returns is every name it binds."""
-    # pylint: disable=unused-import,import-outside-toplevel
-    from ansible_collections.kubevol.volumes.plugins.module_utils.volume.csi import CSIPlugin  # noqa: F401
-    from ansible_collections.kubevol.volumes.plugins.module_utils.volume.local import LocalVolumePlugin  # noqa: F401
-    from ansible_collections.kubevol.volumes.plugins.module_utils.volume.host_path import HostPathPlugin  # noqa: F401
-    return tuple(locals().values())  # the classes just imported, in the order of the lines above
-
-
-_loaded = {}
-
-
 def registry():
     """{plugin name: plugin class}, in registration order, loaded once (a test may add a plugin to it)."""
-    if not _loaded:
-        _loaded.update((cls.NAME, cls) for cls in _registered())
-    return _loaded
+    return PLUGIN_REGISTRY.classes()
 
 
 def plugins():

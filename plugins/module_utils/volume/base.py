@@ -17,7 +17,8 @@ __metaclass__ = type
 import os
 import posixpath
 
-from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import UnsafeName
+from ansible_collections.kubevol.volumes.plugins.module_utils.common import driver_options as options_mod
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.names import check_component  # noqa: F401 (one rule)
 
 DEFAULT_KUBELET_DIR = "/var/lib/kubelet"
 # the filesystem types kubevol formats and mounts (node/filesystems.py FILESYSTEMS has one class for each; a unit
@@ -30,20 +31,6 @@ FILESYSTEM, BLOCK_MODE = "Filesystem", "Block"
 def escape_qualified_name(name):
     """utilstrings.EscapeQualifiedName: kubernetes.io/csi -> kubernetes.io~csi."""
     return name.replace("/", "~")
-
-
-def check_component(field, value):
-    """Refuse anything that is not one safe path component; return value. (common/names.py re-exports it: one
-    rule for every name that becomes a path component.)"""
-    if not isinstance(value, str) or value == "":
-        raise UnsafeName(field=field, value=value, reason="must be a non-empty string")
-    if value in (".", "..") or "/" in value or "\\" in value:
-        raise UnsafeName(field=field, value=value, reason="it would escape its directory")
-    if any(ord(c) < 32 or ord(c) == 127 for c in value):
-        raise UnsafeName(field=field, value=value, reason="it contains NUL or control characters")
-    if len(value.encode("utf-8")) > 255:
-        raise UnsafeName(field=field, value=value, reason="it is longer than 255 bytes")
-    return value
 
 
 def field(item_like, name, default=None):
@@ -159,6 +146,10 @@ class VolumePlugin:
         """(path, host_path_type, fs_type) of the volume item a PV of this plugin becomes (contracts section 1)."""
         raise NotImplementedError(cls.NAME)
 
+    # The dotted path (under module_utils) of the subclass that adds the plugin's node verbs below, loaded by the node
+    # operations when they run one (node/plugin_ops.py); None: this class has them itself
+    NODE_OPERATIONS = None
+
     @classmethod
     def node_setup(cls, ctx, item):
         """MountDevice (when it applies) and SetUp of every pod in ``item.pods`` on the node: the phase result."""
@@ -208,7 +199,6 @@ def path_refusal(pv_name, field_name, path, plugin, driver_options):
     """Why ``path`` (spec.local.path / spec.hostPath.path) is refused, or None: absolute, normalized, under one of the
     operator's directories for ``plugin`` (driver_options[plugin].paths; the node checks again with realpath:
     node/paths.py). Kubernetes: validation.go validatePathNoBacksteps."""
-    from ansible_collections.kubevol.volumes.plugins.module_utils.common import driver_options as options_mod
     roots = options_mod.options_for(driver_options, plugin).get("paths") or []
     where = "PV %s: %s %r" % (pv_name, field_name, path)
     if not isinstance(path, str) or not path.startswith("/") or "\x00" in path:

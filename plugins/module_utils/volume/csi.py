@@ -8,9 +8,8 @@ csi_mounter.go getTargetPath (pods/<uid>/volumes/kubernetes.io~csi/<pv>/mount), 
 (pods/<uid>/volumeDevices/kubernetes.io~csi/<pv>). Unique name: csi_plugin.go GetVolumeName (<driver>^<handle>).
 
 What kubevol's own CSI drivers can do, the plugin asks the drivers themselves (``driver_capabilities``), as the
-kubelet's CSI plugin asks its driver: the driver registry (drivers/__init__.py, one line per driver) imports only
-the class, whose CAPABILITIES are class data; a driver's module imports node code inside the methods that run it,
-so planning still imports no node code (tests/unit/test_layout.py checks that, in a fresh interpreter).
+kubelet's CSI plugin asks its driver: the driver registry (common/registry.py, one dotted path per driver) imports
+the class when first read, whose CAPABILITIES are class data.
 
 A volume handle is opaque (common/handles.py): any non-empty string is one, hashed wherever it names a file or a
 directory. Only a driver that keeps its volumes in files named after their handles refuses more, and says so on its
@@ -23,7 +22,9 @@ __metaclass__ = type
 
 import os
 
+from ansible_collections.kubevol.volumes.plugins.module_utils.common import names
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.handles import handle_hash, handle_problem
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.registry import DRIVER_REGISTRY
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.words import setting
 from ansible_collections.kubevol.volumes.plugins.module_utils.volume.base import VolumePlugin, field
 
@@ -40,15 +41,13 @@ VOLUME_NAME_SEP = "^"
 
 def own_drivers():
     """The names of kubevol's own CSI drivers (the registry's), sorted."""
-    from ansible_collections.kubevol.volumes.plugins.module_utils.drivers import DRIVERS
-    return tuple(sorted(DRIVERS))
+    return tuple(sorted(DRIVER_REGISTRY))
 
 
 def driver_capabilities(driver):
     """The CAPABILITIES kubevol's own driver ``driver`` declares (a frozenset), or None for any other driver (an
     external one: its capabilities are its plugin's, asked on the node)."""
-    from ansible_collections.kubevol.volumes.plugins.module_utils.drivers import capabilities
-    return capabilities(driver)
+    return DRIVER_REGISTRY[driver].CAPABILITIES if driver in DRIVER_REGISTRY else None
 
 
 def driver_can(driver, capability):
@@ -63,15 +62,13 @@ def handle_refusal(driver, volume_handle):
     problem = handle_problem(volume_handle)
     if problem is not None:
         return problem
-    from ansible_collections.kubevol.volumes.plugins.module_utils.drivers import DRIVERS
-    cls = DRIVERS.get(driver)
+    cls = DRIVER_REGISTRY.get(driver)
     return cls.handle_refusal(volume_handle) if cls is not None else None
 
 
 def check_driver_name(value):
     """A CSI driver name becomes a directory: one component of [A-Za-z0-9-._]."""
-    from ansible_collections.kubevol.volumes.plugins.module_utils.common.names import check_driver_name as check
-    return check(value)
+    return names.check_driver_name(value)
 
 
 class CSIPlugin(VolumePlugin):

@@ -11,7 +11,8 @@ kubelet's messages are kept. kubevol checks only under the operator's allowed di
 then records that a pod's check passed with an EMPTY marker directory pods/<uid>/volumes/kubernetes.io~host-path/<pv>
 (the kubelet keeps that in memory; docs/contracts.md); teardown removes only the marker. Not attachable, not
 device-mountable, not expandable (host_path.go has no expander), no Block mode (hostPath is a filesystem source
-only). Node code is imported inside the node methods only: planning imports none.
+only). This class is what the plugin is, with checkType (it runs through the node context it is given); its node
+verbs (SetUp, TearDown) are node/plugin_host_path.py's, named by NODE_OPERATIONS.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -125,11 +126,12 @@ class HostPathPlugin(VolumePlugin):
     def spec_fields(cls, source):
         return source.path, source.type, DEFAULT_FS_TYPE
 
+    NODE_OPERATIONS = "node.plugin_host_path.HostPathNode"
+
     # -- the node ----------------------------------------------------------------------------------------------
     @classmethod
     def check_type(cls, ctx, item, real, res):
         """host_path.go checkType on the resolved path ``real``; records what it created (or would create)."""
-        from ansible_collections.kubevol.volumes.plugins.module_utils.node.context import act
         if not item.host_path_type:
             return
         expected, description, create = CHECKS[item.host_path_type]
@@ -144,12 +146,12 @@ class HostPathPlugin(VolumePlugin):
                 if blocker is not None:
                     # what MkdirAll would fail on: checked first, so that a check run fails where the real run does
                     raise fail("mkdir %s: %s is not a directory" % (item.path, blocker))
-                act(ctx, res, "create directory %s (0755)" % real, os.makedirs, real, 0o755, True)
+                ctx.act(res, "create directory %s (0755)" % real, os.makedirs, real, 0o755, True)
             else:
                 if not os.path.isdir(os.path.dirname(real)):
                     raise fail("open %s: no such file or directory (FileOrCreate does not create the parent "
                                "directory)" % item.path)
-                act(ctx, res, "create file %s (0644)" % real, _make_file, real)
+                ctx.act(res, "create file %s (0644)" % real, _make_file, real)
             res["created"] = real
             res["diff"]["before"][real] = None
             res["diff"]["after"][real] = expected
@@ -163,47 +165,6 @@ class HostPathPlugin(VolumePlugin):
                        % (item.path, description, err.strerror))
         if found != expected:
             raise fail("hostPath type check failed: %s is not a %s, it's a %s" % (item.path, description, found))
-
-    @classmethod
-    def node_setup(cls, ctx, item):
-        """SetUp: the allowed-directory check, checkType, then one marker per pod; idempotent."""
-        from ansible_collections.kubevol.volumes.plugins.module_utils.node import layout, paths, pod_binds
-        from ansible_collections.kubevol.volumes.plugins.module_utils.node.context import act
-        real = paths.resolve(ctx, item)
-        res = pod_binds.result(item, path=real, host_path_type=item.host_path_type, created=None, published=[])
-        cls.check_type(ctx, item, real, res)
-        for pod in item.pods:
-            marker = cls.pod_volume_dir(ctx.kubelet_dir, pod.uid, item.pv_name)
-            if layout.check_dir(ctx.kubelet_dir, marker, ctx.node_name):
-                continue
-            act(ctx, res, "write marker %s" % marker, layout.ensure_dir, ctx.kubelet_dir, marker, ctx.node_name)
-            res["published"].append(pod.uid)
-            res["diff"]["before"][marker] = None
-            res["diff"]["after"][marker] = "hostPath check passed"
-        return res
-
-    @classmethod
-    def node_teardown(cls, ctx, item, force=False):
-        """TearDown: nothing is mounted; remove the named pods' empty markers (never anything at the PV's path)."""
-        from ansible_collections.kubevol.volumes.plugins.module_utils.node import layout, mount, pod_binds
-        from ansible_collections.kubevol.volumes.plugins.module_utils.node.context import act
-        runner = ctx.runner_for(item)
-        res = pod_binds.result(item, device=None, unmounted=[], removed=[], detached=None)
-        mounts = mount.list_mounts(runner)
-        for pod in item.pods:
-            marker = cls.pod_volume_dir(ctx.kubelet_dir, pod.uid, item.pv_name)
-            if not layout.check_dir(ctx.kubelet_dir, marker, ctx.node_name):
-                continue
-            act(ctx, res, "remove marker %s" % marker)
-            res["diff"]["before"][marker] = "hostPath check passed"
-            res["diff"]["after"][marker] = None
-            if ctx.check_mode:
-                continue
-            removed = [layout.rmdir_safe(marker, mounts)]
-            removed += [layout.rmdir_safe(os.path.dirname(marker), mounts),
-                        layout.rmdir_safe(os.path.dirname(os.path.dirname(marker)), mounts)]
-            res["removed"] += [p for p in removed if p]
-        return res
 
     @classmethod
     def node_pod_fact(cls, ctx, entry):
