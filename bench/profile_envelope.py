@@ -87,7 +87,8 @@ def measure(args, work):
         profiler.disable()
     text = json.dumps(started)
     times["start_result_kb"] = len(text) / 1e3
-    times["summary_lines"] = len(started["summary"]["lines"])
+    # the start step's summary (its table's lines), where the step gives one
+    times["summary_lines"] = len((started.get("summary") or {}).get("lines") or ())
     print(json.dumps(dict((k, round(v, 3)) for k, v in times.items())))
     if profiler:
         pstats.Stats(profiler).sort_stats("cumulative").print_stats(args.top)
