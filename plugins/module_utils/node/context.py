@@ -118,7 +118,9 @@ class NodeContext:
         return driver_names(self.driver_options)
 
     def driver(self, item):
-        """A driver instance for ``item`` whose runner names the item's volume in errors."""
+        """A driver instance for ``item`` whose runner names the item's volume in errors: with the verbs that act on
+        the node (its NODE_OPERATIONS class, built by the driver's constructor: drivers/base.py; node/operations.py
+        names each for Ansible's finder)."""
         key = (item.driver, item.pv_name)
         if key not in self._drivers or not self.is_external(item.driver):
             cls = get_driver(item.driver, volume=item.pv_name, driver_options=self.driver_options)
@@ -127,7 +129,9 @@ class NodeContext:
         return self._drivers[key]
 
     def all_drivers(self):
-        return [get_driver(name, driver_options=self.driver_options)(
+        """Every driver this node serves, to read its attachments (the facts): the drivers' own classes, without
+        the verbs that act (drivers/base.py reader), so that the facts module ships none of them."""
+        return [get_driver(name, driver_options=self.driver_options).reader(
             self.runner, self.kubelet_dir, self.node_name, self.driver_settings(name)) for name in self.driver_names()]
 
     def lock(self, item):

@@ -27,7 +27,8 @@ OPS = ("create_volume", "delete_volume", "create_snapshot", "delete_snapshot")
 def _loop_driver(runner, kubelet_dir, host, name, driver_options):
     settings = node_options.options_for(driver_options, name)
     settings["loop_pools"] = node_options.loop_pools(driver_options)
-    return get_driver(name, driver_options=driver_options)(runner, kubelet_dir, host, settings)
+    # the pools, images, loop devices and holders it reads (provisioner/loop.py): the class itself, no node verbs
+    return get_driver(name, driver_options=driver_options).reader(runner, kubelet_dir, host, settings)
 
 
 def _external(runner, kubelet_dir, host, name, driver_options):
