@@ -233,8 +233,8 @@ def test_a_drivers_node_verbs_are_a_node_class_it_names_by_dotted_path():
     for path, cls in named.items():
         node = registry.load(path)
         assert issubclass(node, cls) and node.__module__.startswith(PREFIX + "node."), path
-        assert type(cls(None, "/var/lib/kubelet", "node1")) is node  # the constructor builds the node class
-        assert type(cls.reader(None, "/var/lib/kubelet", "node1")) is cls  # the reader, the class itself
+        assert cls(None, "/var/lib/kubelet", "node1").__class__ is node  # the constructor builds the node class
+        assert cls.reader(None, "/var/lib/kubelet", "node1").__class__ is cls  # the reader, the class itself
     with open(os.path.join(MODULE_UTILS, "node", "operations.py")) as handle:
         tree = ast.parse(handle.read())
     ops = set()

@@ -82,8 +82,8 @@ class NodeContext:
 
     def driver_settings(self, name):
         """What a driver instance of ``name`` is constructed with: its options (options_for) and, for kubevol's own
-        drivers, the node's settings group whole (each read there by its name, as drivers/loop_holders.py reads the
-        operator's release of holds) with ``loop_pools``, the loop driver's effective pools, under the key
+        drivers, the node's settings group whole (each read there by its name, as node/driver_loop_holders.py reads
+        the operator's release of holds) with ``loop_pools``, the loop driver's effective pools, under the key
         drivers/loop.py reads. An external CSI driver gets its own entry only (drivers/external/driver.py driver_settings refuses
         others)."""
         settings = self.options_for(name)

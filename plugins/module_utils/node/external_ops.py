@@ -36,7 +36,7 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.node import layout
 from ansible_collections.kubevol.volumes.plugins.module_utils.node import mount as mount_table
 from ansible_collections.kubevol.volumes.plugins.module_utils.node.expand import NOT_MOUNTED
 # the node's records of what it published and staged (published_volumes: the node facts read them there)
-from ansible_collections.kubevol.volumes.plugins.module_utils.node.external_records import (  # noqa: F401
+from ansible_collections.kubevol.volumes.plugins.module_utils.node.external_records import (  # noqa: F401 pylint: disable=unused-import
     drop_published, drop_staged, is_staged, load_published, mark_staged, published_volumes, save_published)
 
 
