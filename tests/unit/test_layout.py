@@ -268,7 +268,7 @@ INNER_IMPORTS_LEFT = {
     ("node/facts.py", "csi_node_ids"), ("node/external_ops.py", "remote_published"),
     # node code reached lazily from node code
     ("node/context.py", "items"),
-    ("provisioner/calls.py", "_external"), ("provisioner/calls.py", "run_operation"),
+    ("provisioner/calls.py", "_external"),
     # controller code: the optional Kubernetes client and the file store, imported when used
     ("stores/__init__.py", "_kubernetes_store"), ("stores/k8s_auth.py", "missing_kubernetes"),
     ("cluster/objects.py", "load_cluster_file"), ("plan/desired_state.py", "known_drivers_of"),
