@@ -126,12 +126,12 @@ completed:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.kubevol.volumes.plugins.module_utils.node import entry
+from ansible_collections.kubevol.volumes.plugins.module_utils.node import entry_expand as entry
 
 
 def main():
-    module = AnsibleModule(argument_spec=entry.argspec("fs_expand"), supports_check_mode=True)
-    entry.run("fs_expand", module)
+    module = AnsibleModule(argument_spec=entry.argspec(), supports_check_mode=True)
+    entry.run(module)
 
 
 if __name__ == "__main__":

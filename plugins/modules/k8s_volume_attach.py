@@ -115,12 +115,12 @@ completed:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.kubevol.volumes.plugins.module_utils.node import entry
+from ansible_collections.kubevol.volumes.plugins.module_utils.node import entry_attach as entry
 
 
 def main():
-    module = AnsibleModule(argument_spec=entry.argspec("k8s_volume_attach"), supports_check_mode=True)
-    entry.run("k8s_volume_attach", module)
+    module = AnsibleModule(argument_spec=entry.argspec(), supports_check_mode=True)
+    entry.run(module)
 
 
 if __name__ == "__main__":

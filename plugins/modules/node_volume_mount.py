@@ -129,12 +129,12 @@ completed:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.kubevol.volumes.plugins.module_utils.node import entry
+from ansible_collections.kubevol.volumes.plugins.module_utils.node import entry_mount as entry
 
 
 def main():
-    module = AnsibleModule(argument_spec=entry.argspec("node_volume_mount"), supports_check_mode=True)
-    entry.run("node_volume_mount", module)
+    module = AnsibleModule(argument_spec=entry.argspec(), supports_check_mode=True)
+    entry.run(module)
 
 
 if __name__ == "__main__":

@@ -14,7 +14,13 @@ kubevol's additions to CSI's requests: ``check_mode`` (a check run makes no muta
 verbs ``ctx`` (the node's context: warnings, the step in progress, the kubelet directory) and ``res`` (the
 volume's result dict the verb reports its actions, diff and findings into, as the node modules return them) and
 ``mounts`` (the node's mount table read once per volume). A driver that provides a block device (loop) derives
-from drivers/device.py ``DeviceDriver``, which implements the node verbs with kubevol's shared code.
+from drivers/device.py ``DeviceDriver``.
+
+A driver's class here is what it is: its data (NAME, CAPABILITIES, OPTIONS, HANDLE_IS_FILE_NAME), its refusals, and
+what it reads of the node's state (its attachments, for reconstruction). The verbs that act on a node and run node
+code are a node/ subclass the class names by dotted path (``NODE_OPERATIONS``), as a volume plugin's are
+(volume/base.py): constructing a driver builds that subclass, loaded through common/registry.py on first use, so
+that reading the class (the planner, the options check) imports no node code. drivers/ imports common/ and csi/ only.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -24,8 +30,9 @@ __metaclass__ = type
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import (
     HandleRefused, InvalidInput, UnsafeName)
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.handles import show_handle
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.names import check_component
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.registry import load
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.value import REQUIRED, Value
-from ansible_collections.kubevol.volumes.plugins.module_utils.volume.base import check_component
 
 # CAPABILITIES (CSI: ControllerServiceCapability, NodeServiceCapability, CSIDriver spec)
 ATTACHABLE = "attachable"  # PUBLISH_UNPUBLISH_VOLUME: ControllerPublishVolume makes the volume reachable
@@ -110,6 +117,25 @@ class Driver:
     # must then be one safe path component (handle_refusal). Any other driver takes every handle the API accepts, as
     # the kubelet does: an opaque string, hashed wherever it names a file (common/handles.py).
     HANDLE_IS_FILE_NAME = False
+    # the dotted path (relative to module_utils, as common/registry.py's) of the node/ subclass with this driver's
+    # verbs that act on a node (loop: node/driver_loop.py), or None when the class has them itself (an external CSI
+    # driver's are gRPC calls: drivers/external/); node/operations.py's import lines name each one for Ansible's finder
+    NODE_OPERATIONS = None
+
+    def __new__(cls, *args, **kwargs):
+        """A driver instance acts on a node: it is built from the subclass ``NODE_OPERATIONS`` names (loaded through
+        the registry on first use, as os-brick's factory builds a connector from its dotted path). ``reader`` builds
+        the class itself, for code that only reads the node's state."""
+        node = load(cls.NODE_OPERATIONS) if cls.NODE_OPERATIONS else cls
+        return super(Driver, cls).__new__(node if issubclass(node, cls) else cls)
+
+    @classmethod
+    def reader(cls, runner, kubelet_dir, node_name, options=None):
+        """An instance of this class itself, without the node verbs: what the facts, the audit and the provisioning
+        calls use to read a driver's attachments, records and pools, so that their modules ship no node verbs."""
+        driver = super(Driver, cls).__new__(cls)
+        driver.__init__(runner, kubelet_dir, node_name, options)
+        return driver
 
     def __init__(self, runner, kubelet_dir, node_name, options=None):
         self.runner = runner

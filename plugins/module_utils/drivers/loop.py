@@ -3,21 +3,21 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The ``loop.kubevol.io`` driver: a volume is an image file in a pool, attached as a loop device.
 
-A DeviceDriver (drivers/device.py): this file is its device part only (attach, find_device, detach, expand,
-rescan, its records); CSI's node verbs are the shared code. A loop device is identified only by the
-(st_dev, st_ino) of its backing file as the kernel reports it (drivers/loop_kernel.py), never by path text
-(``losetup -j`` falls back to string matching). Every node of a test cluster shares one kernel and sees every
-loop device, so the driver also keeps a per-node attachment record (drivers/loop_records.py),
-``<kubelet_dir>/plugins/kubevol.io/loop/attachments/<sha256(handle)>.json``: a device is attached
-to *this* node only when the record and the kernel agree (the device is still backed by the
-recorded inode).
+A DeviceDriver (drivers/device.py): this file is what the driver is (its data, its pools and refusals) and what it
+reads of the node (its records, the kernel's loop devices, the pool's holders, find_device); its verbs that act
+(attach, detach, expand, rescan, record writes, holds) are node/driver_loop.py ``LoopNode``, which the class names by
+dotted path (``NODE_OPERATIONS``), and CSI's node verbs are the shared code (node/driver_device.py). A loop device
+is identified only by the (st_dev, st_ino) of its backing file as the kernel reports it (drivers/loop_kernel.py),
+never by path text (``losetup -j`` falls back to string matching). Every node of a test cluster shares one kernel
+and sees every loop device, so the driver also keeps a per-node attachment record (drivers/loop_records.py),
+``<kubelet_dir>/plugins/kubevol.io/loop/attachments/<sha256(handle)>.json``: a device is attached to *this* node
+only when the record and the kernel agree (the device is still backed by the recorded inode).
 """
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import contextlib
 import errno
 import os
 import stat
@@ -25,10 +25,10 @@ import stat
 from ansible_collections.kubevol.volumes.plugins.module_utils.common import names
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.words import setting
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import (
-    DeviceNotFound, InvalidInput, ParseError, UnsafeName)
+    DeviceNotFound, InvalidInput, UnsafeName)
 from ansible_collections.kubevol.volumes.plugins.module_utils.drivers.base import (
-    ATTACHABLE, BLOCK, CONTROLLER_EXPAND, EPHEMERAL, EPHEMERAL_IMAGE_KEY, NODE_EXPAND, STAGE_LOCKED, STAGE_UNSTAGE,
-    AttachedDevice, Attachment, EphemeralVolume, Expansion)
+    ATTACHABLE, BLOCK, CONTROLLER_EXPAND, EPHEMERAL, NODE_EXPAND, STAGE_LOCKED, STAGE_UNSTAGE, AttachedDevice,
+    EphemeralVolume)
 from ansible_collections.kubevol.volumes.plugins.module_utils.drivers.device import DeviceDriver
 from ansible_collections.kubevol.volumes.plugins.module_utils.drivers.loop_holders import Holders
 from ansible_collections.kubevol.volumes.plugins.module_utils.drivers.loop_kernel import (
@@ -36,27 +36,6 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.drivers.loop_kerne
 from ansible_collections.kubevol.volumes.plugins.module_utils.drivers.loop_records import Records
 
 DEFAULT_POOL = "/var/lib/kubevol/pool"
-
-
-def _other_owner(record, item, node):
-    """Why an attach is refused whose handle's record belongs to the other kind of volume (an inline ephemeral volume
-    against a PV): one handle names one image and one record, and unpublishing an inline volume deletes its image."""
-    if record.get("ephemeral"):
-        owner = "the inline ephemeral volume %s of pod %s" % (record.get("volume_name"), record.get("pod_uid"))
-        fix = "give the PV its own csi.volumeHandle"
-    else:
-        owner = "a PV attached at %s" % record.get("device")
-        fix = "rename the pod's inline volume"
-    wanted = ("inline volume %s" % item.pv_name) if item.ephemeral else ("PV %s" % item.pv_name)
-    return ("on node %s its image and record belong to %s; refusing to attach it for %s. Nothing was changed; %s"
-            % (node, owner, wanted, fix))
-
-
-def _require(runner, why, *names_):
-    """node/tools.py require (node code: imported where it runs, see device.py)."""
-    from ansible_collections.kubevol.volumes.plugins.module_utils.node import tools
-
-    tools.require(runner, why, *names_)
 
 
 class ImageMissing(DeviceNotFound):
@@ -73,6 +52,7 @@ class LoopDriver(Records, Holders, DeviceDriver):
     # driver_options["loop.kubevol.io"]: the directories this node keeps images in (the operator's, never a PV's)
     OPTIONS = {"pools": {"type": "list", "elements": "path", "default": [DEFAULT_POOL]}}
     HANDLE_IS_FILE_NAME = True  # the image is <pool>/<handle>: the planner and the node refuse any other handle
+    NODE_OPERATIONS = "node.driver_loop.LoopNode"  # its verbs that act on the node (drivers/base.py)
 
     # -- paths -------------------------------------------------------------------------------------
     def allowed_pools(self):
@@ -166,70 +146,6 @@ class LoopDriver(Records, Holders, DeviceDriver):
         # only the recorded device can be the answer (_recorded_device): no scan of every loop device
         return self._recorded_device(record, self.loop_devices(only=[record["device"]]))
 
-    def attach(self, item, provision=False, check_mode=False):
-        image = self.image_path(item)
-        provisioned = False
-        if not os.path.exists(image):
-            if not provision:
-                raise ImageMissing(step="attach", node=self.node_name, volume=item.pv_name, image=image)
-            if not item.capacity_bytes:
-                raise InvalidInput(field="capacity_bytes", value=item.capacity_bytes,
-                                   reason="provisioning %s needs the PV capacity" % image)
-            if check_mode:
-                _require(self.runner, "attaching it", "losetup")
-                return Attachment(device=None, attached=True, provisioned=True)
-            os.makedirs(os.path.dirname(image), mode=0o750, exist_ok=True)
-            fd = os.open(image, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-            try:
-                os.ftruncate(fd, item.capacity_bytes)  # sparse
-            finally:
-                os.close(fd)
-            provisioned = True
-        st = os.stat(image)
-        with contextlib.nullcontext() if check_mode else self._holders_locked(item):
-            holders = self.read_holders(item)
-            released = self._release_forced(holders)
-            # a check run: nothing was detached, so the holds this plan's teardown releases first still stand
-            first = self._released_by_plan(item, holders) if check_mode else {}
-            # the storage side answers first, as a cloud disk API does: held by another node, not for us
-            self._refuse_if_held_elsewhere(item, holders)
-            devices = self.loop_devices()
-            record = self.read_record(item.volume_handle)
-            if record and bool(record.get("ephemeral")) != bool(item.ephemeral):
-                raise InvalidInput(field="volume handle", value=item.volume_handle, reason=_other_owner(
-                    record, item, self.node_name))
-            if record and (record.get("backing_dev"), record.get("backing_ino")) == (st.st_dev, st.st_ino):
-                device = self._recorded_device(record, devices)
-                if device:
-                    if not check_mode:
-                        self._hold(item, holders, released)
-                    return Attachment(device=device, provisioned=provisioned, released=released)
-            backing = sorted(d.name for d in devices if d.backs(st.st_dev, st.st_ino))
-            if backing and not first:
-                # Adopted only when the pool gives the image to this node: its own device whose local record was lost
-                # (a run killed between the holder record and its own), or a multi-attach image another node of this
-                # same kernel holds (test nodes: one device, one superblock, never a second one on the image).
-                if self.node_name not in holders and not (item.multi_attach and holders):
-                    self._refuse_foreign_device(item, image, backing, released)
-                if not check_mode:
-                    self._hold(item, holders, released)
-                    self.write_record(item, image, backing[0], st)
-                return Attachment(device=backing[0], provisioned=provisioned, adopted=True, released=released)
-            # (a device that backs an image this plan detaches first is that node's, gone by the real run's setup)
-            _require(self.runner, "attaching it", "losetup")
-            if check_mode:
-                return Attachment(device=None, attached=True, released=released)
-            # the intent first: a run killed after losetup still leaves the pool saying who holds it
-            self._hold(item, holders, released)
-            argv = ["losetup", "--find", "--show"] + (["--read-only"] if item.read_only else []) + [image]
-            hint = "check that a free loop device exists (losetup -f) and the image is readable"
-            rc, out, err = self.runner.check(argv, step="attach", hint=hint)
-            device = out.strip()
-            if not device.startswith("/dev/loop"):
-                raise ParseError(cmd=" ".join(argv), reason="expected a /dev/loopN path", output=out)
-            self.write_record(item, image, device, st)
-            return Attachment(device=device, attached=True, provisioned=provisioned, released=released)
-
     def check_backing(self, item):
         """A check run before the attach: what the attach would give, read only. The loop device already backed by the
         image when the pool gives it to this node (the attach adopts it), else the image itself (the device reads
@@ -278,69 +194,6 @@ class LoopDriver(Records, Holders, DeviceDriver):
         finally:
             os.close(fd)
 
-    def detach(self, item, check_mode=False):
-        item = self._as_recorded(item, self.read_record(item.volume_handle))  # the pool of its holders, too
-        device = self.find_device(item)
-        if device:
-            _require(self.runner, "detaching it", "losetup")
-        if check_mode:
-            return device
-        if device:
-            self.runner.check(["losetup", "-d", device], step="detach",
-                              hint="the device may still be open (mounted or used); unmount it first")
-        self.remove_record(item.volume_handle)
-        if "pool" not in item.attributes and os.path.realpath(DEFAULT_POOL) not in self.allowed_pools():
-            return device  # no pool known of a volume gone with its PV (nothing recorded): no holder to release
-        # the storage side lets go of this node only once its device is gone
-        with self._holders_locked(item) as remove_lock:
-            holders = self.read_holders(item)
-            if holders.pop(self.node_name, None) is not None:
-                self._write_holders(item, holders)
-            if not holders:
-                remove_lock()  # nobody holds the image: the holder directory keeps nothing of it
-        return device
-
-    def node_stage(self, item, staging_path, publish_context, check_mode=False, ctx=None, res=None, mounts=None,
-                   force=False):
-        """A multi-attach image is staged under its holder lock, in turn with every node that stages it: nodes that
-        probe one blank image at once could each format it, and one node's fsck opens the device exclusively while
-        another mounts it ("already mounted or mount point busy", seen by the sliced storm on the test nodes, which
-        share a kernel). The lock file is the holder record's: only a node holding the image stages it."""
-        stage = super(LoopDriver, self).node_stage
-        if check_mode or item.block or not item.multi_attach:
-            return stage(item, staging_path, publish_context, check_mode, ctx, res, mounts, force)
-        with self._holders_locked(item):  # the pool attach locked it in (the PV names it, as for attach)
-            return stage(item, staging_path, publish_context, check_mode, ctx, res, mounts, force)
-
-    def expand(self, item, check_mode=False):
-        image = self.image_path(item)
-        if not item.capacity_bytes:
-            raise InvalidInput(field="capacity_bytes", value=item.capacity_bytes,
-                               reason="controller expansion needs the target capacity")
-        try:
-            old = os.stat(image).st_size
-        except OSError as exc:
-            if check_mode and not os.path.lexists(image) and self.find_device(item) is None:
-                # a check run: no image and nothing attached: this run's attach creates it (else it fails first)
-                return Expansion(old_bytes=0, new_bytes=item.capacity_bytes)
-            raise DeviceNotFound(step="expand (controller)", node=self.node_name, volume=item.pv_name,
-                                 reason="image %s: %s" % (image, exc))
-        new = max(old, item.capacity_bytes)  # never shrink
-        if new > old and not check_mode:
-            os.truncate(image, new)
-        return Expansion(old_bytes=old, new_bytes=new)
-
-    def rescan(self, item, device, check_mode=False):
-        from ansible_collections.kubevol.volumes.plugins.module_utils.node import blockdev  # node code: see device.py
-
-        if check_mode:
-            try:
-                return os.stat(self.image_path(item)).st_size
-            except OSError:
-                return blockdev.device_size(self.runner, device)
-        self.runner.check(["losetup", "-c", device], step="rescan (losetup -c)")
-        return blockdev.device_size(self.runner, device)
-
     def attached_volumes(self):
         devices = None
         found = []
@@ -379,22 +232,3 @@ class LoopDriver(Records, Holders, DeviceDriver):
                 and record.get("volume_name") == item.pv_name):
             return record
         return None
-
-    def delete_ephemeral(self, item, evidence, check_mode=False):
-        """Unlink the image of the inline ``item`` (after detach). ``evidence``: the driver's record or the pod's
-        vol_data.json read before detach; it must say the image is ephemeral and name exactly this image. Never
-        anything else: a PV-backed image has no such record (write_record) and no such vol_data.json."""
-        image = self.image_path(item)
-        named = (evidence or {}).get("image") or (evidence or {}).get(EPHEMERAL_IMAGE_KEY)
-        if named != image:
-            return None
-        try:
-            st = os.lstat(image)
-        except OSError:
-            return None
-        if not stat.S_ISREG(st.st_mode):
-            raise UnsafeName(field="volume handle", value=item.volume_handle,
-                             reason="%s is not a regular file; kubevol deletes only the image it created" % image)
-        if not check_mode:
-            os.unlink(image)
-        return image

@@ -6,6 +6,7 @@
 ``<kubelet_dir>/plugins/kubevol.io/loop/attachments/<sha256(handle)>.json``: which loop device this node attached
 for a volume handle, and the (st_dev, st_ino) of the image it was bound to. Every node of a test cluster shares one
 kernel and sees every loop device: a device is attached to *this* node only when its record and the kernel agree.
+Here: where they are and how they are read; the node writes them (node/driver_loop.py).
 """
 
 from __future__ import absolute_import, division, print_function
@@ -34,24 +35,6 @@ class Records:
             return record if isinstance(record, dict) and record.get("device") else None
         except (IOError, OSError, ValueError):
             return None
-
-    def write_record(self, item, image, device, st):
-        from ansible_collections.kubevol.volumes.plugins.module_utils.node import layout  # node code: see device.py
-
-        record = {"device": device, "image": image, "backing_dev": st.st_dev, "backing_ino": st.st_ino,
-                  "volume_handle": item.volume_handle, "unique_volume_name": item.unique_name,
-                  "driver": self.NAME, "node_name": self.node_name}
-        if item.ephemeral:
-            # the image was created for this pod's inline volume: unpublish deletes it (delete_ephemeral)
-            record.update(ephemeral=True, pod_uid=item.pods[0].uid, volume_name=item.pv_name)
-        path = self.record_path(item.volume_handle)
-        layout.write_json(self.kubelet_dir, self.records_dir, os.path.basename(path), record, self.node_name)
-
-    def remove_record(self, volume_handle):
-        try:
-            os.unlink(self.record_path(volume_handle))
-        except OSError:
-            pass
 
     def _recorded_device(self, record, devices):
         """The recorded device if the kernel still backs it by the recorded inode, else None."""

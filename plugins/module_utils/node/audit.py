@@ -83,7 +83,8 @@ def _bound(loops, st):
 
 def pool_images(ctx, pools):
     """One entry per regular file in each pool (dot files, such as the holders directory, are the driver's)."""
-    driver = DRIVER_REGISTRY[names.LOOP_DRIVER](ctx.runner, ctx.kubelet_dir, ctx.node_name, {"loop_pools": pools})
+    driver = DRIVER_REGISTRY[names.LOOP_DRIVER].reader(ctx.runner, ctx.kubelet_dir, ctx.node_name,
+                                                       {"loop_pools": pools})
     records = {}
     for record in driver._records():  # pylint: disable=protected-access
         if record.get("image"):

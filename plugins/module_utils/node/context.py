@@ -82,8 +82,8 @@ class NodeContext:
 
     def driver_settings(self, name):
         """What a driver instance of ``name`` is constructed with: its options (options_for) and, for kubevol's own
-        drivers, the node's settings group whole (each read there by its name, as drivers/loop_holders.py reads the
-        operator's release of holds) with ``loop_pools``, the loop driver's effective pools, under the key
+        drivers, the node's settings group whole (each read there by its name, as node/driver_loop_holders.py reads
+        the operator's release of holds) with ``loop_pools``, the loop driver's effective pools, under the key
         drivers/loop.py reads. An external CSI driver gets its own entry only (drivers/external/driver.py driver_settings refuses
         others)."""
         settings = self.options_for(name)
@@ -118,7 +118,9 @@ class NodeContext:
         return driver_names(self.driver_options)
 
     def driver(self, item):
-        """A driver instance for ``item`` whose runner names the item's volume in errors."""
+        """A driver instance for ``item`` whose runner names the item's volume in errors: with the verbs that act on
+        the node (its NODE_OPERATIONS class, built by the driver's constructor: drivers/base.py; node/operations.py
+        names each for Ansible's finder)."""
         key = (item.driver, item.pv_name)
         if key not in self._drivers or not self.is_external(item.driver):
             cls = get_driver(item.driver, volume=item.pv_name, driver_options=self.driver_options)
@@ -127,7 +129,9 @@ class NodeContext:
         return self._drivers[key]
 
     def all_drivers(self):
-        return [get_driver(name, driver_options=self.driver_options)(
+        """Every driver this node serves, to read its attachments (the facts): the drivers' own classes, without
+        the verbs that act (drivers/base.py reader), so that the facts module ships none of them."""
+        return [get_driver(name, driver_options=self.driver_options).reader(
             self.runner, self.kubelet_dir, self.node_name, self.driver_settings(name)) for name in self.driver_names()]
 
     def lock(self, item):

@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: kubevol contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""NodeExpandVolume for a driver that provides a block device (drivers/device.py).
+"""NodeExpandVolume for a driver that provides a block device (node/driver_device.py).
 
 As the kubelet's NodeExpand (pkg/volume/util/resizefs, mount-utils ResizeFs): rescan the device so the node sees
 the backing volume's new size, then grow the filesystem, online at its mount point or (ext, unmounted) offline

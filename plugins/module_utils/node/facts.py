@@ -19,7 +19,7 @@ import stat
 from ansible_collections.kubevol.volumes.plugins.module_utils.drivers import DRIVERS, get_driver
 from ansible_collections.kubevol.volumes.plugins.module_utils.common import names
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import KubevolError, UnsafePath
-from ansible_collections.kubevol.volumes.plugins.module_utils.node import blockdev, layout, mount
+from ansible_collections.kubevol.volumes.plugins.module_utils.node import blockdev, external_records, layout, mount
 from ansible_collections.kubevol.volumes.plugins.module_utils.node.ephemeral_facts import ephemeral_facts
 from ansible_collections.kubevol.volumes.plugins.module_utils.node import plugin_facts
 from ansible_collections.kubevol.volumes.plugins.module_utils.node.csi_registration import csi_nodes
@@ -48,12 +48,9 @@ def devices(ctx):
     found = []
     for driver in ctx.all_drivers():
         if ctx.is_external(driver.NAME):
-            # published by ControllerPublishVolume: the node's own record (node/external_ops.py); the device is
-            # the plugin's business. (Imported here, as below: a node with no external CSI driver never compiles the
-            # external drivers' code in the facts module that runs on every node in every run.)
-            from ansible_collections.kubevol.volumes.plugins.module_utils.node import external_ops
-
-            for att in external_ops.published_volumes(ctx, driver.NAME):
+            # published by ControllerPublishVolume: the node's own record (node/external_records.py); the device
+            # is the plugin's business
+            for att in external_records.published_volumes(ctx, driver.NAME):
                 found.append({"unique_volume_name": att.unique_volume_name, "driver": att.driver,
                               "volume_handle": att.volume_handle, "device": att.device or None,
                               "size_bytes": None, "read_only": False})
@@ -100,9 +97,7 @@ def _global_identity(path, data, problem, devs):
 
 
 def _externally_staged(ctx, unique, path):
-    from ansible_collections.kubevol.volumes.plugins.module_utils.node import external_ops
-
-    return external_ops.is_staged(ctx, unique, path)
+    return external_records.is_staged(ctx, unique, path)
 
 
 def _unsafe(ctx, path):

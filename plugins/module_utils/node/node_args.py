@@ -91,7 +91,7 @@ SETTINGS_SPEC = dict(
     driver_options=dict(type="dict", default={}),
     loop_pools=copy.deepcopy(LOOP_POOLS_ALIAS),
     # the operator's: nodes down for good whose holds on a loop image this node may drop at attach (read by
-    # drivers/loop_holders.py)
+    # node/driver_loop_holders.py)
     force_release_holders=dict(type="list", elements="str", default=[]),
     # every node command is bounded (node/runner.py): the whole-device tools get the long limit
     command_timeout=dict(type="int", default=300),

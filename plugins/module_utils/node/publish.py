@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: kubevol contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""NodePublishVolume / NodeUnpublishVolume of one pod for a driver that provides a block device (drivers/device.py).
+"""NodePublishVolume / NodeUnpublishVolume of one pod for a driver that provides a block device (node/driver_device.py).
 
 Filesystem: the global (staging) mount bind-mounted at the pod's ``volumes/kubernetes.io~csi/<pv>/mount``,
 read-only per pod, with the pod's fsGroup applied as csi_mounter.go SetUpAt does. Block: the device node

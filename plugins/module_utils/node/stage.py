@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: kubevol contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""NodeStageVolume / NodeUnstageVolume for a driver that provides a block device (drivers/device.py).
+"""NodeStageVolume / NodeUnstageVolume for a driver that provides a block device (node/driver_device.py).
 
 As mount-utils formatAndMountSensitive (mount_linux.go) and the kubelet's csi_attacher.go MountDevice do it:
 probe the device, format it only when every probe says blank, fsck it, grow an ext filesystem offline when its

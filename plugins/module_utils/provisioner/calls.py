@@ -20,6 +20,7 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors impo
 from ansible_collections.kubevol.volumes.plugins.module_utils.drivers import DRIVERS, get_driver
 from ansible_collections.kubevol.volumes.plugins.module_utils.drivers.external.settings import driver_settings
 from ansible_collections.kubevol.volumes.plugins.module_utils.common import driver_options as node_options
+from ansible_collections.kubevol.volumes.plugins.module_utils.provisioner import loop, loop_snapshot
 
 OPS = ("create_volume", "delete_volume", "create_snapshot", "delete_snapshot")
 
@@ -27,7 +28,8 @@ OPS = ("create_volume", "delete_volume", "create_snapshot", "delete_snapshot")
 def _loop_driver(runner, kubelet_dir, host, name, driver_options):
     settings = node_options.options_for(driver_options, name)
     settings["loop_pools"] = node_options.loop_pools(driver_options)
-    return get_driver(name, driver_options=driver_options)(runner, kubelet_dir, host, settings)
+    # the pools, images, loop devices and holders it reads (provisioner/loop.py): the class itself, no node verbs
+    return get_driver(name, driver_options=driver_options).reader(runner, kubelet_dir, host, settings)
 
 
 def _external(runner, kubelet_dir, host, name, driver_options):
@@ -44,15 +46,11 @@ def run_operation(runner, kubelet_dir, host, op, driver_options, secrets, check_
     """One operation's result entry: {op, claim or pv_name, called, volume, topology_supported}."""
     name = op["driver"]
     if name in DRIVERS:
-        from ansible_collections.kubevol.volumes.plugins.module_utils.provisioner import loop
-
         driver = _loop_driver(runner, kubelet_dir, host, name, driver_options)
         if op["op"] == "create_volume":
             return loop.create_volume(driver, op, check_mode)
         if op["op"] == "delete_volume":
             return loop.delete_volume(driver, op, (op.get("volume_attributes") or {}).get("pool"), check_mode)
-        from ansible_collections.kubevol.volumes.plugins.module_utils.provisioner import loop_snapshot
-
         return getattr(loop_snapshot, op["op"])(driver, op, check_mode)
     driver = _external(runner, kubelet_dir, host, name, driver_options)
     return getattr(driver, op["op"])(op, secrets, check_mode)

@@ -1,8 +1,8 @@
 # -*- coding: utf-8 -*-
 # Copyright: kubevol contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""volume_provision_calls' work, once its arguments are parsed (node/entry.py runs it, in the reader's words): the
-operations on this host (provisioner/calls.py), their results and failures."""
+"""volume_provision_calls' entry (node/entry.py names it): its argument spec and its work, in the reader's words
+(node/entry.py said_in): the operations on this host (provisioner/calls.py), their results and failures."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -10,7 +10,17 @@ __metaclass__ = type
 
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import KubevolError
 from ansible_collections.kubevol.volumes.plugins.module_utils.node.context import node_context
+from ansible_collections.kubevol.volumes.plugins.module_utils.node.entry import said_in
+from ansible_collections.kubevol.volumes.plugins.module_utils.provisioner.args import calls_argspec
 from ansible_collections.kubevol.volumes.plugins.module_utils.provisioner.calls import run_operations
+
+
+def argspec():
+    return calls_argspec()
+
+
+def run(module):
+    run_calls(said_in(module))
 
 
 def run_calls(module):

@@ -82,18 +82,18 @@ phase_results:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.kubevol.volumes.plugins.module_utils.node import entry
+from ansible_collections.kubevol.volumes.plugins.module_utils.node import entry_setup as entry
 from ansible_collections.kubevol.volumes.plugins.module_utils.node.setup_args import check_setup_phases, secret_values
 
 
 def main():
-    module = AnsibleModule(argument_spec=entry.argspec("node_volume_setup"), supports_check_mode=True)
+    module = AnsibleModule(argument_spec=entry.argspec(), supports_check_mode=True)
     # each phase is a plain dict option: its volumes' secrets (no_log in their own spec) are masked here
     module.no_log_values.update(secret_values(module.params))
     error = check_setup_phases(module.params)
     if error:
         module.fail_json(msg=error)
-    entry.run("node_volume_setup", module)
+    entry.run(module)
 
 
 if __name__ == "__main__":

@@ -91,12 +91,12 @@ failures:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.kubevol.volumes.plugins.module_utils.node import entry
+from ansible_collections.kubevol.volumes.plugins.module_utils.provisioner import module as entry
 
 
 def main():
-    module = AnsibleModule(argument_spec=entry.argspec("volume_provision_calls"), supports_check_mode=True)
-    entry.run("volume_provision_calls", module)
+    module = AnsibleModule(argument_spec=entry.argspec(), supports_check_mode=True)
+    entry.run(module)
 
 
 if __name__ == "__main__":
