@@ -10,7 +10,9 @@ createSnapshotWrapper, deleteCSISnapshotOperation; pkg/utils util.go GetSnapshot
   of its namespace whose PV is a CSI volume of a driver kubevol drives, and that is not yet ready: CreateSnapshot
   ``snapshot-<snapshot uid>`` of that volume handle with the class's parameters (without the
   ``csi.storage.k8s.io/`` keys) and its snapshotter secret; then the content ``snapcontent-<snapshot uid>`` is
-  written with ``spec.source.volumeHandle`` and the answer in its status, and the snapshot's status bound to it.
+  written with ``spec.source.volumeHandle``, ``spec.sourceVolumeMode`` (the source PV's volumeMode, as
+  createSnapshotContent writes it with --prevent-volume-mode-conversion, its default) and the answer in its status,
+  and the snapshot's status bound to it.
   The class is the snapshot's ``volumeSnapshotClassName``, else the one default class of that driver.
 - **bind**: a pre-provisioned snapshot (``spec.source.volumeSnapshotContentName``) whose content names it back and
   has ``spec.source.snapshotHandle`` is bound without CreateSnapshot.
@@ -174,7 +176,7 @@ def plan_snapshots(index, options, hosts, scope=None):
             "claim": snapshot.namespace + "/" + snapshot.source_claim, "pv_name": pv.name,
             "source_volume_id": pv.csi.volume_handle, "volume_attributes": dict(pv.csi.volume_attributes),
             "parameters": params, "secret_ref": secret, "class_name": cls.name,
-            "deletion_policy": cls.deletion_policy,
+            "deletion_policy": cls.deletion_policy, "source_volume_mode": pv.volume_mode or claim.volume_mode,
             "reason": "VolumeSnapshot %s of claim %s/%s (VolumeSnapshotClass %s) is not ready"
                       % (key, snapshot.namespace, snapshot.source_claim, cls.name)})
     return out

@@ -191,6 +191,64 @@ def test_restores_and_clones_it_refuses():
     assert all(r.endswith("[KV-CONTENT-SOURCE]") for r in reasons.values())
 
 
+def _with_mode(objects, mode):
+    for obj in objects:
+        if obj["kind"] in ("PersistentVolume", "PersistentVolumeClaim"):
+            obj["spec"]["volumeMode"] = mode
+    return objects
+
+
+def test_restores_and_clones_into_another_volume_mode_are_refused():
+    # the content says its source was Block: a Filesystem claim needs the content's permission
+    snap, taken = ready()
+    taken["spec"]["sourceVolumeMode"] = "Block"
+    data = cluster(node("node1"), storage_class(), *(_with_mode(bound(), "Block") + [snap, taken]),
+                   snapshot_class(), restore_claim(), restore_claim("clone", kind="PersistentVolumeClaim",
+                                                                    source="data"))
+    result = run(data)
+    assert creates(result, "create_volume") == []
+    reasons = dict((b["reason"].split(":")[0], b["reason"]) for b in result["blocked"])
+    restore = reasons["claim ns/restored"]
+    assert "(volumeMode Filesystem) cannot be restored from VolumeSnapshot ns/snap, a snapshot of a Block volume" \
+        in restore
+    assert 'lacks the annotation snapshot.storage.kubernetes.io/allow-volume-mode-change: "true"' in restore
+    assert "set the claim's volumeMode to Block" in restore and restore.endswith("[KV-CONTENT-SOURCE]")
+    clone = reasons["claim ns/clone"]
+    assert "(volumeMode Filesystem) cannot be cloned from claim ns/data, a Block volume" in clone
+    assert "set the claim's volumeMode to Block" in clone and clone.endswith("[KV-CONTENT-SOURCE]")
+    # "false" or no boolean: refused, naming the value; "true" (or a Go ParseBool true): restored
+    for value, words in (("false", '"false"'), ("yes", '"yes", which is no boolean')):
+        taken["metadata"]["annotations"] = {"snapshot.storage.kubernetes.io/allow-volume-mode-change": value}
+        blocked = run(cluster(node("node1"), storage_class(), snap, taken, snapshot_class(), restore_claim()))
+        assert words in blocked["blocked"][0]["reason"], blocked["blocked"]
+    for value in ("true", "1", "True"):
+        taken["metadata"]["annotations"] = {"snapshot.storage.kubernetes.io/allow-volume-mode-change": value}
+        allowed = run(cluster(node("node1"), storage_class(), snap, taken, snapshot_class(), restore_claim()))
+        assert [op["claim"] for op in creates(allowed, "create_volume")] == ["ns/restored"], allowed["blocked"]
+    # the same mode, or a content that does not say (taken before the field): restored; a Block clone of Block
+    taken["metadata"].pop("annotations")
+    same = run(cluster(node("node1"), storage_class(), snap, taken, snapshot_class(),
+                       *_with_mode([restore_claim()], "Block")))
+    assert [op["claim"] for op in creates(same, "create_volume")] == ["ns/restored"], same["blocked"]
+    taken["spec"].pop("sourceVolumeMode")
+    unsaid = run(cluster(node("node1"), storage_class(), snap, taken, snapshot_class(), restore_claim()))
+    assert [op["claim"] for op in creates(unsaid, "create_volume")] == ["ns/restored"], unsaid["blocked"]
+    block_clone = run(cluster(node("node1"), storage_class(), *_with_mode(bound() + [restore_claim(
+        "clone", kind="PersistentVolumeClaim", source="data")], "Block")))
+    assert [op["claim"] for op in creates(block_clone, "create_volume")] == ["ns/clone"], block_clone["blocked"]
+
+
+def test_the_content_written_carries_the_source_volume_mode():
+    from ansible_collections.kubevol.volumes.plugins.module_utils.provision.snapshot import snapshot_created
+
+    for mode in ("Filesystem", "Block"):
+        op, = creates(run(cluster(node("node1"), *_with_mode(bound(), mode), snapshot_class(), snapshot())))
+        assert op["source_volume_mode"] == mode
+        record = snapshot_created(op, {"snapshot_id": "snapshot-s-snap", "size_bytes": 1 << 30,
+                                       "ready_to_use": True})
+        assert record["content"]["spec"]["sourceVolumeMode"] == mode
+
+
 def test_a_content_whose_snapshot_is_gone_is_deleted_by_its_policy():
     data = cluster(node("node1"), content("c-del", "gone-1"), content("c-keep", "gone-2", policy="Retain"),
                    content("c-other", "gone-3", driver="other.csi"), *ready())
