@@ -72,15 +72,18 @@ class DeviceDriver(Driver):
 
     def node_stage(self, item, staging_path, publish_context, check_mode=False, ctx=None, res=None, mounts=None,
                    force=False):
-        """Block volumes are not staged (kubevol maps the device straight into each pod: node_publish)."""
-        from ansible_collections.kubevol.volumes.plugins.module_utils.node import mount, stage as node_stage
+        """Block volumes are not staged (kubevol maps the device straight into each pod: node_publish); a filesystem
+        smaller than its device is grown, as the block drivers' NodeStageVolume ends (node/expand_stage.py)."""
+        from ansible_collections.kubevol.volumes.plugins.module_utils.node import expand_stage, mount
+        from ansible_collections.kubevol.volumes.plugins.module_utils.node import stage as node_stage
 
         if item.block:
             return None
         device = (publish_context or {}).get(DEVICE_PATH) or self.find_device(item)
         runner = self.runner
         mounts = mount.list_mounts(runner) if mounts is None else mounts
-        return node_stage.stage(ctx, runner, self, item, device, staging_path, mounts, force, res)
+        path = node_stage.stage(ctx, runner, self, item, device, staging_path, mounts, force, res)
+        return expand_stage.resize_staged(ctx, runner, item, device, path, mounts, res)  # a restore into a larger claim
 
     def node_unstage(self, item, staging_path, check_mode=False, ctx=None, res=None, mounts=None):
         from ansible_collections.kubevol.volumes.plugins.module_utils.node import mount, stage as node_stage
