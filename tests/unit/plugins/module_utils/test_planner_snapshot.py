@@ -274,3 +274,37 @@ def test_an_untrusted_absence_deletes_no_snapshot_and_the_guard_counts_them():
     assert guarded["deletions"] == [] and guarded["deletion_guard"]["tripped"]
     assert "deletion guard: this run would delete 4 volumes and snapshots" in guarded["blocked"][0]["reason"]
     assert len(run(cluster(node("node1"), *gone), allow_mass_deletion=True)["deletions"]) == 4
+
+
+def _deleting(obj, *finalizers):
+    obj["metadata"].update(deletionTimestamp="2026-11-28T19:00:00Z", finalizers=list(finalizers))
+    return obj
+
+
+def test_snapshots_being_deleted_are_released_once_their_content_goes_or_stays():
+    held = ("snapshot.storage.kubernetes.io/volumesnapshot-as-source-protection",
+            "snapshot.storage.kubernetes.io/volumesnapshot-bound-protection")
+    content_held = "snapshot.storage.kubernetes.io/volumesnapshotcontent-bound-protection"
+
+    def taken(name, policy):
+        snap, its_content = ready(name)
+        its_content["spec"]["deletionPolicy"] = policy
+        return [_deleting(snap, *held), its_content]
+    data = cluster(node("node1"), *(taken("del", "Delete") + taken("keep", "Retain")))
+    result = run(data)
+    # Delete: DeleteSnapshot, whose record releases the snapshot after the call; Retain: released now
+    op, = result["deletions"]
+    assert (op["content_name"], op["snapshot"], op["snapshot_uid"]) == ("snapcontent-s-del", "ns/del", "s-del")
+    released = [r for r in result["storage_records"] if r["type"].endswith("_released")]
+    assert released == [{"type": "snapshot_released", "snapshot": "ns/keep", "snapshot_uid": "s-keep"}]
+    # a claim still restores from it: held (volumesnapshot-as-source-protection); a scoped run releases nothing
+    restoring = run(cluster(node("node1"), storage_class(), *taken("keep", "Retain"),
+                            restore_claim(source="keep")))
+    assert not [r for r in restoring["storage_records"] if r["type"].endswith("_released")]
+    scoped = run(cluster(node("node1"), *taken("keep", "Retain")), scope=set())
+    assert not [r for r in scoped["storage_records"] if r["type"].endswith("_released")]
+    # a content being deleted whose snapshot is gone and that stays on the storage (Retain): its finalizer removed
+    kept = _deleting(content("c-keep", "gone", policy="Retain"), content_held)
+    result = run(cluster(node("node1"), kept))
+    assert [r for r in result["storage_records"] if r["type"].endswith("_released")] == [
+        {"type": "snapshot_content_released", "content_name": "c-keep"}] and result["deletions"] == []
