@@ -46,7 +46,7 @@ def resize_staged(ctx, runner, item, device, gpath, mounts_before, res):
         return gpath
     tools.require_grow(runner, fs, gpath)
     act(ctx, res, "grow filesystem", runner.check, fs.grow_argv(device, gpath), ONLINE_STEP,
-        "the volume stays mounted at its smaller size; grow it by hand (%s) and run again"
+        "it stays mounted at its smaller size and no later run grows it: run `%s` on the node"
         % " ".join(fs.grow_argv(device, gpath)))
     res["grown_online"] = {"old": fs_size, "new": dev_size if ctx.check_mode else fs.fs_size(runner, device, gpath)}
     return gpath
