@@ -5,7 +5,8 @@ kubevol's loop driver (a sparse copy under its pool's snapshots/), through the s
 In order, on one cluster file:
 1. WaitForFirstConsumer claims provisioned on their pod's node, data written;
 2. check mode shows each CreateSnapshot under its heading and changes nothing; the run takes them: the contents
-   written with spec.source.volumeHandle and their status, the snapshots bound and ready;
+   written with spec.source.volumeHandle, sourceVolumeMode and their status, the snapshots bound and ready, both
+   with the snapshot-controller's finalizers;
 3. a claim restored from each snapshot and a clone of a claim: CreateVolume with the content source, mounted on
    their pods' nodes with the data; a second run changes nothing;
 4. a cluster file cut short is not read: no snapshot deleted;
@@ -88,6 +89,13 @@ def test_snapshots_taken_as_the_snapshotter_takes_them(kv):
         assert content["spec"]["volumeSnapshotRef"]["uid"] == "snapuid-" + name
         assert content["status"]["snapshotHandle"] == "snapshot-snapuid-" + name
         assert content["status"]["restoreSize"] == 64 << 20 and content["status"]["readyToUse"] is True
+        # the snapshot-controller's finalizers, as it writes them; spec.sourceVolumeMode, as it writes it
+        assert content["metadata"]["finalizers"] == [
+            "snapshot.storage.kubernetes.io/volumesnapshotcontent-bound-protection"]
+        assert snapshots[name]["metadata"]["finalizers"] == [
+            "snapshot.storage.kubernetes.io/volumesnapshot-as-source-protection",
+            "snapshot.storage.kubernetes.io/volumesnapshot-bound-protection"]
+        assert content["spec"]["sourceVolumeMode"] == "Filesystem"
     assert contents["snapcontent-snapuid-kept"]["spec"]["deletionPolicy"] == "Retain"
     kv.shared["snapped"] = True
 

@@ -46,17 +46,21 @@ CSINode.__doc__ = """One per node (its name is the Node's): drivers is a tuple o
 
 VolumeSnapshotClass = namedtuple("VolumeSnapshotClass", "name driver deletion_policy parameters is_default")
 VolumeSnapshot = namedtuple("VolumeSnapshot", "namespace name uid source_claim source_content class_name "
-                                              "bound_content ready_to_use restore_size_bytes deletion_timestamp")
+                                              "bound_content ready_to_use restore_size_bytes deletion_timestamp "
+                                              "finalizers")
 VolumeSnapshot.__doc__ = """source_claim: spec.source.persistentVolumeClaimName (a dynamic snapshot), source_content:
 spec.source.volumeSnapshotContentName (a pre-provisioned one); bound_content, ready_to_use, restore_size_bytes: its
-status (boundVolumeSnapshotContentName, readyToUse, restoreSize in bytes, or None)."""
+status (boundVolumeSnapshotContentName, readyToUse, restoreSize in bytes, or None); finalizers: a tuple."""
 VolumeSnapshotContent = namedtuple("VolumeSnapshotContent", "name driver deletion_policy snapshot_ref "
                                                             "source_volume_handle source_snapshot_handle class_name "
                                                             "snapshot_handle ready_to_use restore_size_bytes "
-                                                            "annotations")
+                                                            "annotations source_volume_mode deletion_timestamp "
+                                                            "finalizers")
 VolumeSnapshotContent.__doc__ = """snapshot_ref: (namespace, name, uid) of spec.volumeSnapshotRef; source_volume_handle
 or source_snapshot_handle: spec.source's; snapshot_handle, ready_to_use, restore_size_bytes: its status;
-annotations: (key, value) pairs (the deletion secret the snapshotter keeps there)."""
+annotations: (key, value) pairs (the deletion secret the snapshotter keeps there); source_volume_mode:
+spec.sourceVolumeMode (the volume mode of the claim it was taken from), None on a content that does not say;
+deletion_timestamp and finalizers (a tuple): its metadata's."""
 
 
 def _is_default(meta, keys):
@@ -134,7 +138,7 @@ def build_snapshot(obj):
                                        "status.boundVolumeSnapshotContentName"),
                           status.get("readyToUse") is True,
                           _quantity(status.get("restoreSize"), "status.restoreSize"),
-                          meta.get("deletionTimestamp"))
+                          meta.get("deletionTimestamp"), strings(meta.get("finalizers"), "metadata.finalizers"))
 
 
 def build_snapshot_content(obj):
@@ -153,7 +157,10 @@ def build_snapshot_content(obj):
                                  optional_str(spec.get("volumeSnapshotClassName"), "spec.volumeSnapshotClassName"),
                                  optional_str(status.get("snapshotHandle"), "status.snapshotHandle"),
                                  status.get("readyToUse") is True, restore,
-                                 pairs((obj["metadata"] or _EMPTY).get("annotations"), "metadata.annotations"))
+                                 pairs((obj["metadata"] or _EMPTY).get("annotations"), "metadata.annotations"),
+                                 optional_str(spec.get("sourceVolumeMode"), "spec.sourceVolumeMode"),
+                                 (obj["metadata"] or _EMPTY).get("deletionTimestamp"),
+                                 strings((obj["metadata"] or _EMPTY).get("finalizers"), "metadata.finalizers"))
 
 
 # kind -> builder, in the order the model's Cluster keeps them after objects.py's six

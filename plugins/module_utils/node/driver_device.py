@@ -16,7 +16,8 @@ __metaclass__ = type
 
 from ansible_collections.kubevol.volumes.plugins.module_utils.drivers.base import DEVICE_PATH
 from ansible_collections.kubevol.volumes.plugins.module_utils.drivers.device import DeviceDriver
-from ansible_collections.kubevol.volumes.plugins.module_utils.node import blockdev, expand, mount, publish, stage, tools
+from ansible_collections.kubevol.volumes.plugins.module_utils.node import blockdev, expand, expand_stage, mount, publish
+from ansible_collections.kubevol.volumes.plugins.module_utils.node import stage, tools
 from ansible_collections.kubevol.volumes.plugins.module_utils.node.filesystems import get_filesystem
 
 
@@ -25,13 +26,15 @@ class DeviceNode(DeviceDriver):
 
     def node_stage(self, item, staging_path, publish_context, check_mode=False, ctx=None, res=None, mounts=None,
                    force=False):
-        """Block volumes are not staged (kubevol maps the device straight into each pod: node_publish)."""
+        """Block volumes are not staged (kubevol maps the device straight into each pod: node_publish); a filesystem
+        smaller than its device is grown, as the block drivers' NodeStageVolume ends (node/expand_stage.py)."""
         if item.block:
             return None
         device = (publish_context or {}).get(DEVICE_PATH) or self.find_device(item)
         runner = self.runner
         mounts = mount.list_mounts(runner) if mounts is None else mounts
-        return stage.stage(ctx, runner, self, item, device, staging_path, mounts, force, res)
+        path = stage.stage(ctx, runner, self, item, device, staging_path, mounts, force, res)
+        return expand_stage.resize_staged(ctx, runner, item, device, path, mounts, res)  # a restore into a larger claim
 
     def node_unstage(self, item, staging_path, check_mode=False, ctx=None, res=None, mounts=None):
         mounts = mount.list_mounts(self.runner) if mounts is None else mounts

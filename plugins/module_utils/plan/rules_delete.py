@@ -128,9 +128,10 @@ def plan_deletions(p, hosts, scope):
             out.blocked.append({"node": None, "volume": pv.name, "pod": None, "reason": reason, "action": "delete"})
         else:
             out.operations.append(operation)
-    snapshot_ops, held = snapshot_deletions(index, opts, hosts, scope)  # DeleteSnapshot: plan/rules_snapshot.py
+    snapshot_ops, held, releases = snapshot_deletions(index, opts, hosts, scope)  # plan/rules_snapshot.py
     out.operations.extend(snapshot_ops)
     out.blocked.extend(held)
+    out.records.extend(releases)
     _guard(out, opts)
     return out
 

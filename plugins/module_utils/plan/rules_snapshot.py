@@ -10,7 +10,9 @@ createSnapshotWrapper, deleteCSISnapshotOperation; pkg/utils util.go GetSnapshot
   of its namespace whose PV is a CSI volume of a driver kubevol drives, and that is not yet ready: CreateSnapshot
   ``snapshot-<snapshot uid>`` of that volume handle with the class's parameters (without the
   ``csi.storage.k8s.io/`` keys) and its snapshotter secret; then the content ``snapcontent-<snapshot uid>`` is
-  written with ``spec.source.volumeHandle`` and the answer in its status, and the snapshot's status bound to it.
+  written with ``spec.source.volumeHandle``, ``spec.sourceVolumeMode`` (the source PV's volumeMode, as
+  createSnapshotContent writes it with --prevent-volume-mode-conversion, its default) and the answer in its status,
+  and the snapshot's status bound to it.
   The class is the snapshot's ``volumeSnapshotClassName``, else the one default class of that driver.
 - **bind**: a pre-provisioned snapshot (``spec.source.volumeSnapshotContentName``) whose content names it back and
   has ``spec.source.snapshotHandle`` is bound without CreateSnapshot.
@@ -18,6 +20,10 @@ createSnapshotWrapper, deleteCSISnapshotOperation; pkg/utils util.go GetSnapshot
   and whose deletionPolicy is Delete gets DeleteSnapshot, then the content goes; Retain keeps it. The absence is
   trusted as a claim's is (plan/rules_delete.py): the run is not scoped and no claim still restores from that
   snapshot; the deletion guard counts these beside the volumes.
+- **release**: a VolumeSnapshot being deleted (``kubectl delete`` on a real API server only marks it, held by the
+  finalizers kubevol wrote) loses them once its content is gone or kept (Retain) and no claim restores from it;
+  a content being deleted that is kept on the storage loses its own (common-controller
+  checkandRemoveSnapshotFinalizersAndCheckandDeleteContent; records/snapshot.py).
 
 Pure: no I/O. Each refusal is a blocked entry (action ``snapshot``) that names the snapshot and what to do.
 """
@@ -32,6 +38,10 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.provision import s
 
 SNAPSHOT_NAME_PREFIX = "snapshot"        # the sidecar's --snapshot-name-prefix default
 CONTENT_NAME_PREFIX = "snapcontent"      # utils.GetDynamicSnapshotContentNameForSnapshot
+# the external-snapshotter's finalizers (pkg/utils util.go), which records/snapshot.py writes and removes
+CONTENT_FINALIZER = "snapshot.storage.kubernetes.io/volumesnapshotcontent-bound-protection"
+SNAPSHOT_FINALIZERS = ("snapshot.storage.kubernetes.io/volumesnapshot-as-source-protection",
+                       "snapshot.storage.kubernetes.io/volumesnapshot-bound-protection")
 DELETION_SECRET_NAME = "snapshot.storage.kubernetes.io/deletion-secret-name"
 DELETION_SECRET_NAMESPACE = "snapshot.storage.kubernetes.io/deletion-secret-namespace"
 SECRET_NAME_KEY = sc.PREFIX + "snapshotter-secret-name"
@@ -174,7 +184,7 @@ def plan_snapshots(index, options, hosts, scope=None):
             "claim": snapshot.namespace + "/" + snapshot.source_claim, "pv_name": pv.name,
             "source_volume_id": pv.csi.volume_handle, "volume_attributes": dict(pv.csi.volume_attributes),
             "parameters": params, "secret_ref": secret, "class_name": cls.name,
-            "deletion_policy": cls.deletion_policy,
+            "deletion_policy": cls.deletion_policy, "source_volume_mode": pv.volume_mode or claim.volume_mode,
             "reason": "VolumeSnapshot %s of claim %s/%s (VolumeSnapshotClass %s) is not ready"
                       % (key, snapshot.namespace, snapshot.source_claim, cls.name)})
     return out
@@ -212,10 +222,11 @@ def _bind(out, snapshot, key, content, known):
 
 
 def snapshot_deletions(index, options, hosts, scope):
-    """(the delete_snapshot operations, blocked entries) of the contents whose snapshot is gone."""
-    operations, blocked = [], []
-    if options.stage == "node" or not index.cluster.snapshot_contents:
-        return operations, blocked
+    """(the delete_snapshot operations, blocked entries, records) of the contents whose snapshot is gone; the records
+    release the VolumeSnapshots and contents being deleted that no DeleteSnapshot waits for (their finalizers)."""
+    operations, blocked, records = [], [], []
+    if options.stage == "node" or not (index.cluster.snapshot_contents or index.cluster.snapshots):
+        return operations, blocked, records
     known = frozenset(options.known_drivers or ())
     snapshots = dict(((s.namespace, s.name), s) for s in index.cluster.snapshots)
     restoring = set()
@@ -246,10 +257,42 @@ def snapshot_deletions(index, options, hosts, scope):
             blocked.append(_held(content, "%s: %s" % (what, why_not)))
             continue
         operations.append({"op": "delete_snapshot", "host": host, "driver": content.driver,
-                           "content_name": content.name, "snapshot": "%s/%s" % (ns, name), "snapshot_id": handle,
-                           "volume_attributes": {}, "secret_ref": _deletion_secret(content),
+                           "content_name": content.name, "snapshot": "%s/%s" % (ns, name), "snapshot_uid": uid,
+                           "snapshot_id": handle, "volume_attributes": {}, "secret_ref": _deletion_secret(content),
                            "reason": what})
-    return operations, blocked
+    if scope is None:
+        records.extend(_releases(index, known, restoring, operations))
+    return operations, blocked, records
+
+
+def _releases(index, known, restoring, operations):
+    """The snapshot_released records of the VolumeSnapshots being deleted that hold kubevol's finalizers and whose
+    content no DeleteSnapshot of this run removes (Retain, or no content): the common-controller removes them then,
+    unless a claim still restores from the snapshot (volumesnapshot-as-source-protection); and the
+    snapshot_content_released ones of the contents being deleted whose snapshot is gone and that are kept on the
+    storage (Retain). A DeleteSnapshot's own record releases its snapshot after the call."""
+    deleting = frozenset(op["content_name"] for op in operations)
+    contents = dict((c.name, c) for c in index.cluster.snapshot_contents)
+    snapshots = dict(((s.namespace, s.name), s) for s in index.cluster.snapshots)
+    out = []
+    for snapshot in sorted(index.cluster.snapshots, key=lambda s: (s.namespace, s.name)):
+        if not snapshot.deletion_timestamp or not set(snapshot.finalizers) & set(SNAPSHOT_FINALIZERS):
+            continue
+        content = contents.get(snapshot.bound_content)
+        if (snapshot.namespace, snapshot.name) in restoring or (content is not None and (
+                content.name in deleting or (content.deletion_policy == "Delete" and content.driver in known
+                                             and (content.snapshot_handle or content.source_snapshot_handle)))):
+            continue  # held for its restore, or released after its DeleteSnapshot (or that waits: it stays)
+        out.append({"type": "snapshot_released", "snapshot": snapshot.namespace + "/" + snapshot.name,
+                    "snapshot_uid": snapshot.uid})
+    for content in sorted(index.cluster.snapshot_contents, key=lambda c: c.name):
+        ns, name, uid = content.snapshot_ref
+        snapshot = snapshots.get((ns, name))
+        gone = snapshot is None or (uid and snapshot.uid != uid)
+        if content.deletion_timestamp and CONTENT_FINALIZER in content.finalizers and gone and \
+                content.name not in deleting and (content.deletion_policy != "Delete" or content.driver not in known):
+            out.append({"type": "snapshot_content_released", "content_name": content.name})
+    return out
 
 
 def _held(content, reason):

@@ -7,10 +7,13 @@ getVolumeContentSource, getSnapshotSource, getPVCSource):
 
 - a VolumeSnapshot (apiGroup snapshot.storage.k8s.io) in the claim's namespace, bound to its content, readyToUse,
   whose content's driver is the class's provisioner: ``{snapshot: {snapshot_id: <content's snapshotHandle>}}``;
-  the claim asks for at least its restoreSize;
+  the claim asks for at least its restoreSize; when the content's ``spec.sourceVolumeMode`` differs from the
+  claim's volumeMode, the content must carry ``snapshot.storage.kubernetes.io/allow-volume-mode-change: "true"``
+  (the external-provisioner's ``--prevent-volume-mode-conversion``, true by default since its v4.0.0: a user who
+  may create a claim must not turn a Filesystem snapshot into a raw Block device, or the other way round);
 - a PersistentVolumeClaim in the claim's namespace, bound, not being deleted, of the same StorageClass, whose PV is a
-  CSI volume of the class's provisioner: ``{volume: {volume_id: <its volumeHandle>}}``; the claim asks for at least
-  the source PV's capacity.
+  CSI volume of the class's provisioner and of the claim's volumeMode: ``{volume: {volume_id: <its volumeHandle>}}``;
+  the claim asks for at least the source PV's capacity.
 
 Anything else is refused (ContentSourceRefused, one sentence with the remedy) and nothing is provisioned: the
 external-provisioner retries the same claim, so does the next run. Pure: reads the cluster model only.
@@ -23,6 +26,9 @@ __metaclass__ = type
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import KubevolError
 
 SNAPSHOT_GROUP = "snapshot.storage.k8s.io"
+ALLOW_MODE_CHANGE = "snapshot.storage.kubernetes.io/allow-volume-mode-change"
+# Go's strconv.ParseBool, which the external-provisioner reads that annotation with
+_TRUE, _FALSE = ("1", "t", "T", "TRUE", "true", "True"), ("0", "f", "F", "FALSE", "false", "False")
 KINDS = ("VolumeSnapshot", "PersistentVolumeClaim")
 
 
@@ -60,8 +66,31 @@ def _snapshot_source(index, claim, cls, name):
                                    "provisions with %s; restore it with a StorageClass of driver %s"
                                    % (key, content.driver, claim.namespace, claim.name, cls.name, cls.provisioner,
                                       content.driver))
+    _check_mode_change(claim, content, key)
     size = snapshot.restore_size_bytes if snapshot.restore_size_bytes is not None else content.restore_size_bytes
     return {"snapshot": {"snapshot_id": content.snapshot_handle}}, size, "VolumeSnapshot " + key
+
+
+def _check_mode_change(claim, content, key):
+    """A restore into another volume mode than the snapshot's source needs the content's permission (controller.go
+    getSnapshotSource with --prevent-volume-mode-conversion); a content without sourceVolumeMode is not checked."""
+    mode = content.source_volume_mode
+    if not mode or mode == claim.volume_mode:
+        return
+    allowed = dict(content.annotations).get(ALLOW_MODE_CHANGE)
+    if allowed in _TRUE:
+        return
+    if allowed is None:
+        found = 'lacks the annotation %s: "true"' % ALLOW_MODE_CHANGE
+    elif allowed in _FALSE:
+        found = 'has %s: "%s"' % (ALLOW_MODE_CHANGE, allowed)
+    else:
+        found = 'has %s: "%s", which is no boolean' % (ALLOW_MODE_CHANGE, allowed)
+    raise ContentSourceRefused(
+        "claim %s/%s (volumeMode %s) cannot be restored from VolumeSnapshot %s, a snapshot of a %s volume, because "
+        "its VolumeSnapshotContent %s %s; set the claim's volumeMode to %s, or have a cluster admin set that "
+        'annotation to "true" on the content' % (claim.namespace, claim.name, claim.volume_mode, key, mode,
+                                                 content.name, found, mode))
 
 
 def _claim_source(index, claim, cls, name):
@@ -84,6 +113,11 @@ def _claim_source(index, claim, cls, name):
         raise ContentSourceRefused("claim %s is in StorageClass %s and claim %s/%s in %s: a clone must be in its "
                                    "source's StorageClass; use %s" % (key, source.storage_class, claim.namespace,
                                                                       claim.name, cls.name, source.storage_class))
+    if (pv.volume_mode or "Filesystem") != claim.volume_mode:
+        raise ContentSourceRefused("claim %s/%s (volumeMode %s) cannot be cloned from claim %s, a %s volume: a clone "
+                                   "has its source's volume mode; set the claim's volumeMode to %s"
+                                   % (claim.namespace, claim.name, claim.volume_mode, key, pv.volume_mode or
+                                      "Filesystem", pv.volume_mode or "Filesystem"))
     return {"volume": {"volume_id": pv.csi.volume_handle}}, pv.capacity_bytes, "claim " + key
 
 

@@ -5,10 +5,10 @@
 external-snapshotter writes them (kubernetes-csi/external-snapshotter pkg/common-controller snapshot_controller.go
 createSnapshotContent, updateSnapshotStatus; pkg/sidecar-controller snapshot_controller.go
 updateSnapshotContentStatus): the content names the snapshot (``volumeSnapshotRef`` with its uid), its driver, its
-class, ``source.volumeHandle`` and the deletion policy, and keeps the snapshotter secret in its deletion-secret
-annotations; its status has snapshotHandle, readyToUse, restoreSize (bytes) and creationTime (nanoseconds since the
-epoch); the snapshot's status has boundVolumeSnapshotContentName, readyToUse, restoreSize (a quantity) and
-creationTime (a timestamp).
+class, ``source.volumeHandle``, ``sourceVolumeMode`` and the deletion policy, and keeps the snapshotter secret in its
+deletion-secret annotations; its status has snapshotHandle, readyToUse, restoreSize (bytes) and creationTime
+(nanoseconds since the epoch); the snapshot's status has boundVolumeSnapshotContentName, readyToUse, restoreSize (a
+quantity) and creationTime (a timestamp).
 
 Pure: the run's record step calls ``snapshot_created`` with CreateSnapshot's answer.
 """
@@ -66,9 +66,12 @@ def snapshot_created(op, answer):
                         "volumeSnapshotRef": {"apiVersion": API_VERSION, "kind": "VolumeSnapshot",
                                               "namespace": namespace, "name": name, "uid": op["snapshot_uid"]}},
                "status": status}
+    if op.get("source_volume_mode"):
+        content["spec"]["sourceVolumeMode"] = op["source_volume_mode"]
     snapshot_status = {"boundVolumeSnapshotContentName": op["content_name"], "readyToUse": status["readyToUse"],
                        "restoreSize": binary_si(size)}
     if timestamp(answer.get("creation_time")):
         snapshot_status["creationTime"] = timestamp(answer.get("creation_time"))
     return {"type": "snapshot_created", "snapshot": op["snapshot"], "snapshot_uid": op["snapshot_uid"],
-            "content_name": op["content_name"], "content": content, "status": snapshot_status}
+            "content_name": op["content_name"], "content": content, "status": snapshot_status,
+            "claim": op.get("claim")}

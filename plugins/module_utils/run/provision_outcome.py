@@ -129,7 +129,8 @@ def _record(op, entry):
     if op["op"] == "create_snapshot":
         return snapshot_created(op, entry["taken"])
     if op["op"] == "delete_snapshot":
-        return {"type": "snapshot_content_deleted", "content_name": op["content_name"]}
+        return {"type": "snapshot_content_deleted", "content_name": op["content_name"], "snapshot": op.get("snapshot"),
+                "snapshot_uid": op.get("snapshot_uid")}  # its VolumeSnapshot released, when being deleted
     pv = pv_object(op["pv"], entry["volume"], int(op["request"]["capacity_bytes"] or 0),
                    entry.get("topology_supported", True))
     return {"type": "provisioned", "pvc": op["claim"], "claim_uid": op["claim_uid"], "pv": pv}

@@ -33,7 +33,7 @@ PERMISSIONS = (
     ("storage.k8s.io", "csinodes", ("get", "list", "create", "patch")),  # the kubelet's registration
     # the external-snapshotter's CRDs (a cluster without them answers 404, read as none)
     ("snapshot.storage.k8s.io", "volumesnapshotclasses", ("list",)),
-    ("snapshot.storage.k8s.io", "volumesnapshots", ("get", "list")),  # a snapshot bound: its status
+    ("snapshot.storage.k8s.io", "volumesnapshots", ("get", "list", "patch")),  # its finalizers; bound: its status
     ("snapshot.storage.k8s.io", "volumesnapshots/status", ("patch",)),
     ("snapshot.storage.k8s.io", "volumesnapshotcontents", ("get", "list", "create", "patch", "delete")),
     ("snapshot.storage.k8s.io", "volumesnapshotcontents/status", ("patch",)),

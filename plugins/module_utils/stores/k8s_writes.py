@@ -31,8 +31,13 @@ ACQUIRES = ("attach_intent", "attached")
 # pv-protection and pvc-protection controllers' (pkg/controller/volume/{pv,pvc}protection), which the admission plugin
 # StorageObjectInUseProtection adds to every PV and claim, and the external-provisioner's on the PVs it provisions.
 # Without kube-controller-manager nothing else removes them, and a deleted object would wait for ever.
+# The external-snapshotter's on the snapshots and contents kubevol takes and binds (records/snapshot.py), as its
+# common-controller removes them once a snapshot's content is gone or kept.
 RELEASED_FINALIZERS = frozenset(("kubernetes.io/pv-protection", "kubernetes.io/pvc-protection",
-                                 "external-provisioner.volume.kubernetes.io/finalizer"))
+                                 "external-provisioner.volume.kubernetes.io/finalizer",
+                                 "snapshot.storage.kubernetes.io/volumesnapshot-bound-protection",
+                                 "snapshot.storage.kubernetes.io/volumesnapshot-as-source-protection",
+                                 "snapshot.storage.kubernetes.io/volumesnapshotcontent-bound-protection"))
 
 
 def _direction(record):

@@ -241,11 +241,15 @@ class KubernetesStore(ClusterStore):
                 wanted.append(("PersistentVolume", None, record["pv"]["metadata"]["name"]))
             if rtype == "node_registration":
                 wanted.append(("CSINode", None, record["node"]))
-            if rtype in ("snapshot_created", "snapshot_bound"):
+            if rtype in ("snapshot_created", "snapshot_bound", "snapshot_released") or (
+                    rtype == "snapshot_content_deleted" and record.get("snapshot")):
                 namespace, name = record["snapshot"].split("/", 1)
                 wanted.append(("VolumeSnapshot", namespace, name))
-            if rtype in ("snapshot_created", "snapshot_bound", "snapshot_content_deleted"):
+            if rtype in ("snapshot_created", "snapshot_bound", "snapshot_content_deleted", "snapshot_content_released"):
                 wanted.append(("VolumeSnapshotContent", None, record["content_name"]))
+            if rtype == "snapshot_created" and record.get("claim"):  # its pvc-as-source-protection finalizer
+                namespace, name = record["claim"].split("/", 1)
+                wanted.append(("PersistentVolumeClaim", namespace, name))
             if rtype in ("node_expanded", "resize_intent", "node_expansion_pending", "provisioning_started",
                          "provisioning_uncertain", "provisioned", "claim_released") or (
                     rtype == "controller_expanded" and record.get("pvc")):

@@ -191,6 +191,64 @@ def test_restores_and_clones_it_refuses():
     assert all(r.endswith("[KV-CONTENT-SOURCE]") for r in reasons.values())
 
 
+def _with_mode(objects, mode):
+    for obj in objects:
+        if obj["kind"] in ("PersistentVolume", "PersistentVolumeClaim"):
+            obj["spec"]["volumeMode"] = mode
+    return objects
+
+
+def test_restores_and_clones_into_another_volume_mode_are_refused():
+    # the content says its source was Block: a Filesystem claim needs the content's permission
+    snap, taken = ready()
+    taken["spec"]["sourceVolumeMode"] = "Block"
+    data = cluster(node("node1"), storage_class(), *(_with_mode(bound(), "Block") + [snap, taken]),
+                   snapshot_class(), restore_claim(), restore_claim("clone", kind="PersistentVolumeClaim",
+                                                                    source="data"))
+    result = run(data)
+    assert creates(result, "create_volume") == []
+    reasons = dict((b["reason"].split(":")[0], b["reason"]) for b in result["blocked"])
+    restore = reasons["claim ns/restored"]
+    assert "(volumeMode Filesystem) cannot be restored from VolumeSnapshot ns/snap, a snapshot of a Block volume" \
+        in restore
+    assert 'lacks the annotation snapshot.storage.kubernetes.io/allow-volume-mode-change: "true"' in restore
+    assert "set the claim's volumeMode to Block" in restore and restore.endswith("[KV-CONTENT-SOURCE]")
+    clone = reasons["claim ns/clone"]
+    assert "(volumeMode Filesystem) cannot be cloned from claim ns/data, a Block volume" in clone
+    assert "set the claim's volumeMode to Block" in clone and clone.endswith("[KV-CONTENT-SOURCE]")
+    # "false" or no boolean: refused, naming the value; "true" (or a Go ParseBool true): restored
+    for value, words in (("false", '"false"'), ("yes", '"yes", which is no boolean')):
+        taken["metadata"]["annotations"] = {"snapshot.storage.kubernetes.io/allow-volume-mode-change": value}
+        blocked = run(cluster(node("node1"), storage_class(), snap, taken, snapshot_class(), restore_claim()))
+        assert words in blocked["blocked"][0]["reason"], blocked["blocked"]
+    for value in ("true", "1", "True"):
+        taken["metadata"]["annotations"] = {"snapshot.storage.kubernetes.io/allow-volume-mode-change": value}
+        allowed = run(cluster(node("node1"), storage_class(), snap, taken, snapshot_class(), restore_claim()))
+        assert [op["claim"] for op in creates(allowed, "create_volume")] == ["ns/restored"], allowed["blocked"]
+    # the same mode, or a content that does not say (taken before the field): restored; a Block clone of Block
+    taken["metadata"].pop("annotations")
+    same = run(cluster(node("node1"), storage_class(), snap, taken, snapshot_class(),
+                       *_with_mode([restore_claim()], "Block")))
+    assert [op["claim"] for op in creates(same, "create_volume")] == ["ns/restored"], same["blocked"]
+    taken["spec"].pop("sourceVolumeMode")
+    unsaid = run(cluster(node("node1"), storage_class(), snap, taken, snapshot_class(), restore_claim()))
+    assert [op["claim"] for op in creates(unsaid, "create_volume")] == ["ns/restored"], unsaid["blocked"]
+    block_clone = run(cluster(node("node1"), storage_class(), *_with_mode(bound() + [restore_claim(
+        "clone", kind="PersistentVolumeClaim", source="data")], "Block")))
+    assert [op["claim"] for op in creates(block_clone, "create_volume")] == ["ns/clone"], block_clone["blocked"]
+
+
+def test_the_content_written_carries_the_source_volume_mode():
+    from ansible_collections.kubevol.volumes.plugins.module_utils.provision.snapshot import snapshot_created
+
+    for mode in ("Filesystem", "Block"):
+        op, = creates(run(cluster(node("node1"), *_with_mode(bound(), mode), snapshot_class(), snapshot())))
+        assert op["source_volume_mode"] == mode
+        record = snapshot_created(op, {"snapshot_id": "snapshot-s-snap", "size_bytes": 1 << 30,
+                                       "ready_to_use": True})
+        assert record["content"]["spec"]["sourceVolumeMode"] == mode
+
+
 def test_a_content_whose_snapshot_is_gone_is_deleted_by_its_policy():
     data = cluster(node("node1"), content("c-del", "gone-1"), content("c-keep", "gone-2", policy="Retain"),
                    content("c-other", "gone-3", driver="other.csi"), *ready())
@@ -216,3 +274,37 @@ def test_an_untrusted_absence_deletes_no_snapshot_and_the_guard_counts_them():
     assert guarded["deletions"] == [] and guarded["deletion_guard"]["tripped"]
     assert "deletion guard: this run would delete 4 volumes and snapshots" in guarded["blocked"][0]["reason"]
     assert len(run(cluster(node("node1"), *gone), allow_mass_deletion=True)["deletions"]) == 4
+
+
+def _deleting(obj, *finalizers):
+    obj["metadata"].update(deletionTimestamp="2026-11-28T19:00:00Z", finalizers=list(finalizers))
+    return obj
+
+
+def test_snapshots_being_deleted_are_released_once_their_content_goes_or_stays():
+    held = ("snapshot.storage.kubernetes.io/volumesnapshot-as-source-protection",
+            "snapshot.storage.kubernetes.io/volumesnapshot-bound-protection")
+    content_held = "snapshot.storage.kubernetes.io/volumesnapshotcontent-bound-protection"
+
+    def taken(name, policy):
+        snap, its_content = ready(name)
+        its_content["spec"]["deletionPolicy"] = policy
+        return [_deleting(snap, *held), its_content]
+    data = cluster(node("node1"), *(taken("del", "Delete") + taken("keep", "Retain")))
+    result = run(data)
+    # Delete: DeleteSnapshot, whose record releases the snapshot after the call; Retain: released now
+    op, = result["deletions"]
+    assert (op["content_name"], op["snapshot"], op["snapshot_uid"]) == ("snapcontent-s-del", "ns/del", "s-del")
+    released = [r for r in result["storage_records"] if r["type"].endswith("_released")]
+    assert released == [{"type": "snapshot_released", "snapshot": "ns/keep", "snapshot_uid": "s-keep"}]
+    # a claim still restores from it: held (volumesnapshot-as-source-protection); a scoped run releases nothing
+    restoring = run(cluster(node("node1"), storage_class(), *taken("keep", "Retain"),
+                            restore_claim(source="keep")))
+    assert not [r for r in restoring["storage_records"] if r["type"].endswith("_released")]
+    scoped = run(cluster(node("node1"), *taken("keep", "Retain")), scope=set())
+    assert not [r for r in scoped["storage_records"] if r["type"].endswith("_released")]
+    # a content being deleted whose snapshot is gone and that stays on the storage (Retain): its finalizer removed
+    kept = _deleting(content("c-keep", "gone", policy="Retain"), content_held)
+    result = run(cluster(node("node1"), kept))
+    assert [r for r in result["storage_records"] if r["type"].endswith("_released")] == [
+        {"type": "snapshot_content_released", "content_name": "c-keep"}] and result["deletions"] == []

@@ -61,7 +61,7 @@ NODE = ("blockdev", "context", "entry", "filesystems", "holders", "layout", "loc
         "tools", "volume")
 PHASES = NODE + ("driver_device", "driver_loop", "driver_loop_holders", "ephemeral", "expand", "external_ephemeral",
                  "external_ops", "external_records", "module", "operations", "ownership", "paths", "plugin_host_path",
-                 "plugin_local", "plugin_ops", "pod_binds", "publish", "stage")
+                 "plugin_local", "plugin_ops", "pod_binds", "publish", "stage", "expand_stage")
 SHIPS = {
     "node_volume_info": NODE + ("entry_info", "facts", "csi_registration", "ephemeral_facts", "external_records",
                                 "plugin_facts"),
@@ -80,7 +80,7 @@ SHIPS = {
 # what changes a volume: never in the facts module's payload
 CHANGING = ("node/operations.py", "node/stage.py", "node/publish.py", "node/expand.py", "node/setup.py",
             "node/ephemeral.py", "node/external_ops.py", "node/external_ephemeral.py", "node/ownership.py",
-            "node/pod_binds.py", "node/module.py")
+            "node/pod_binds.py", "node/module.py", "node/expand_stage.py")
 
 
 def shipped_node_files(files):
