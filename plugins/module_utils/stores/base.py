@@ -30,6 +30,12 @@ class StoreError(KubevolError):
     message = "cluster store {store}: {reason}"
 
 
+class ClusterFileRefused(StoreError):
+    """The cluster file is not one whole snapshot kubevol can read (missing, empty, cut short, not parsable, kubectl's
+    error text): nothing was read from it and nothing planned. ``reason`` says what it is and how to write it."""
+    code = "KV-CLUSTER-FILE"
+
+
 class StoreLockTimeout(LockTimeout):
     message = ("cluster store {store} is locked by another kubevol run (lock file {lock}); waited {timeout}s; "
                "retry when that run ends (the lock is released when its process exits)")

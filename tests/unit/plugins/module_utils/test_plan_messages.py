@@ -24,6 +24,8 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.common.names impor
 from ansible_collections.kubevol.volumes.plugins.module_utils.plan.planner import PlanOptions, plan_cluster  # noqa
 from ansible_collections.kubevol.volumes.plugins.module_utils.run.pod_wait import pod_states  # noqa: E402
 from ansible_collections.kubevol.volumes.plugins.module_utils.plan.actual_state import build_actual_state  # noqa
+from ansible_collections.kubevol.volumes.plugins.module_utils.stores.base import ClusterFileRefused  # noqa: E402
+from ansible_collections.kubevol.volumes.plugins.module_utils.stores.file import FileStore  # noqa: E402
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", ".."))
 NOW = __import__("datetime").datetime(2026, 11, 22, 12, 0, 0, tzinfo=__import__("datetime").timezone.utc)
@@ -135,3 +137,22 @@ def test_pod_wait_reasons_end_with_their_code():
     [volume] = by_pod["ns/p"]["volumes"]
     assert volume["state"] == "waiting"
     check(volume["reason"], "KV-CLAIM-UNBOUND")
+
+
+@pytest.mark.parametrize("text", [
+    None,  # no file
+    "",
+    "error: You must be logged in to the server (Unauthorized)\n",
+    '{"kind": "List", "items": [',
+    "a: [\n",
+    "- 1\n---\n3\n",
+    "apiVersion: v1\nitems:\n- kind: Node\n  metadata: {name: node1}\n",
+])
+def test_a_cluster_file_that_is_no_whole_snapshot_is_refused_in_one_sentence(tmp_path, text):
+    path = tmp_path / "cluster.yaml"
+    if text is not None:
+        path.write_text(text)
+    with pytest.raises(ClusterFileRefused) as err:
+        FileStore(str(path)).load()
+    said = check(err.value.msg, "KV-CLUSTER-FILE")
+    assert str(path) in said and "kubectl" in said, said
