@@ -39,9 +39,10 @@ LocalSource.__doc__ = """spec.local: path as written; fs_type: spec.local.fsType
 
 
 class LocalFilesystemMismatch(FilesystemMismatch):
+    # nothing was mounted or formatted: the data is kept
     message = ("mount of local volume {volume} on node {node} refused: failed to mount the volume as \"{expected}\", "
-               "it already contains {found} ({device}). Nothing was mounted or formatted; the data is kept. If {found} "
-               "is right, set the PV's spec.local.fsType to {found}; otherwise give the PV a blank device")
+               "it already contains {found} ({device}); set the PV's spec.local.fsType to {found} if that is right, "
+               "or give the PV a blank device")
 
 
 class LocalPathUnusable(KubevolError):

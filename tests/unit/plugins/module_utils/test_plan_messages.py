@@ -25,6 +25,7 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.plan.planner impor
 from ansible_collections.kubevol.volumes.plugins.module_utils.run.pod_wait import pod_states  # noqa: E402
 from ansible_collections.kubevol.volumes.plugins.module_utils.plan.actual_state import build_actual_state  # noqa
 from ansible_collections.kubevol.volumes.plugins.module_utils.stores.base import ClusterFileRefused  # noqa: E402
+from ansible_collections.kubevol.volumes.plugins.module_utils.cluster.scope import select_pods  # noqa: E402
 from ansible_collections.kubevol.volumes.plugins.module_utils.stores.file import FileStore  # noqa: E402
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", ".."))
@@ -122,6 +123,13 @@ def test_a_bad_setting_is_refused_in_the_readers_words(option, value, shown, var
     assert said.startswith(variable) or said.startswith("the pools of " + variable), said
     assert " %s is refused: it must be" % shown in said, said
     assert "kubevol_" not in words.say(err.value.msg, words.MODULE)  # a module's caller reads its option
+
+
+@pytest.mark.parametrize("expression", ["[?", "length(@)", "[?length(kind) > `3` && abs(kind)]"])
+def test_a_bad_scope_is_refused_as_the_setting(expression):
+    with pytest.raises(SettingRefused) as err:
+        select_pods(cluster(node("node1")), expression)
+    assert check(err.value.msg, "KV-SETTING").startswith("kubevol_scope %r is refused: it must " % expression)
 
 
 def test_pod_wait_reasons_end_with_their_code():
