@@ -15,13 +15,13 @@ NODE_UNKNOWN = "KV-NODE-UNKNOWN"        # a node the snapshot has no Node object
 NODE_UNREACHABLE = "KV-NODE-UNREACHABLE"  # a node this run cannot reach (its facts failed)
 OBJECT_REFUSED = "KV-OBJECT-REFUSED"    # a PV, claim, pod or CSIDriver field a node would refuse
 NODE_AFFINITY = "KV-NODE-AFFINITY"      # the pod's node is outside the PV's nodeAffinity
-ATTACH_WAIT = "KV-ATTACH-WAIT"          # an attach waits: a node whose kubelet attaches, a multi-attach volume's first node
+ATTACH_WAIT = "KV-ATTACH-WAIT"          # an attach waits: an unmanaged node, a multi-attach volume's first node
 UNMOUNT_WAIT = "KV-UNMOUNT-WAIT"        # a detach waits for a node to unmount the volume
 VOLUME_LIMIT = "KV-VOLUME-LIMIT"        # the node's CSINode allocatable count is reached
 EXPANSION = "KV-EXPANSION"              # a claim's expansion no plugin can make, or one marked infeasible
 STAGE_WAIT = "KV-STAGE-WAIT"            # a node stage's step waits for the attach/detach stage's
-SETTING = "KV-SETTING"
-UNIDENTIFIED = "KV-UNIDENTIFIED"        # a mount or directory on a node that kubevol cannot name, left alone                  # a setting's value kubevol cannot use
+UNIDENTIFIED = "KV-UNIDENTIFIED"        # a mount or directory on a node that kubevol cannot name, left alone
+# a setting's value kubevol cannot use: common/errors.py SettingRefused (KV-SETTING)
 
 
 def coded(text, code):
