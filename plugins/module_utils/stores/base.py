@@ -37,8 +37,10 @@ class ClusterFileRefused(StoreError):
 
 
 class StoreLockTimeout(LockTimeout):
-    message = ("cluster store {store} is locked by another kubevol run (lock file {lock}); waited {timeout}s; "
-               "retry when that run ends (the lock is released when its process exits)")
+    """The store's own lock (held for one read or write; released when its process exits) stayed taken."""
+    code = "KV-RUN-LOCKED"
+    message = ("cluster store {store} is locked by another kubevol run (lock file {lock}), waited {timeout}s: run "
+               "again when that run ends")
 
 
 class MissingLibrary(KubevolError):
