@@ -155,9 +155,8 @@ def unreachable_reason(p, node, error, waited, healthy):
     opts = p.options
     # a Ready node's volumes are never released without it; a node that is not Ready's are, in the cluster only
     # (the VolumeAttachment deleted, nothing run on the node), after max_wait_for_unmount
-    later = ("" if healthy or not opts.force_detach
-             else "; it is released in the cluster only after %s (%ds)" % (setting("max_wait_for_unmount"),
-                                                                          opts.max_wait_for_unmount))
+    later = ("" if healthy or not opts.force_detach else "; it is released in the cluster only after %s (%ds)"
+             % (setting("max_wait_for_unmount"), opts.max_wait_for_unmount))
     return ("node %s is unreachable (%s), so the detach requested %ds ago waits: make it reachable, or taint it "
             "%s if it is shut down%s [%s]" % (node, error, max(waited, 0), OUT_OF_SERVICE_TAINT, later,
                                               NODE_UNREACHABLE))

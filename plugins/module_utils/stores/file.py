@@ -220,7 +220,7 @@ class FileStore(ClusterStore):
                 items = result["items"] = []
             if not isinstance(items, list):
                 raise ClusterFileRefused(store=self.describe(), reason="its List's items is %s, not a list of objects"
-                                 % describe_value(items))
+                                         % describe_value(items))
         else:
             result = empty_list()
             items = result["items"]
