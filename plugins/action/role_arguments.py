@@ -77,8 +77,11 @@ class ActionModule(ActionBase):
         result.update(changed=False, hosts=len(hosts), argument_errors=failed)
         if failed:
             result["failed"] = True
-            result["msg"] = "Validation of the role's arguments failed (%s, entry point %s): %s" % (
-                path, entry_point, "; ".join("%s: %s" % (host, ", ".join(errs)) for host, errs in sorted(failed.items())))
+            # Ansible's own words (validate_argument_spec), then what to do; docs/errors.md KV-SETTING says why
+            result["msg"] = ("Validation of the role's arguments failed for %s: set these variables as %s (entry point "
+                             "%s) describes them [KV-SETTING]" % (
+                                 "; ".join("host %s: %s" % (host, ", ".join(errs)) for host, errs in sorted(failed.items())),
+                                 path, entry_point))
         else:
             result["msg"] = "the arguments of %d host(s) match the role's argument spec" % len(hosts)
         return result

@@ -157,7 +157,7 @@ def test_orphan_and_ghost_pod_volume_directories_converge(kv):
         blocked = [b for b in first.report().get("blocked") or [] if b["node"] == "node2"]
         assert len(blocked) == 1 and blocked[0]["volume"] == "pv-a", first.report()
         assert "vol_data.json names volume %s" % unique_name("pv-b.img") in blocked[0]["reason"]
-        assert "this plan knows as PV pv-b" in blocked[0]["reason"] and "remove it by hand" in blocked[0]["reason"]
+        assert "(PV pv-b)" in blocked[0]["reason"] and "remove it by hand [KV-UNIDENTIFIED]" in blocked[0]["reason"]
         assert kv.ssh("node2", "cat %s/vol_data.json" % ghost)  # left alone: kubevol did not write it for pv-a
 
         second = assert_second_run_changes_nothing(kv)

@@ -110,7 +110,7 @@ def test_before_any_reconcile_the_wait_times_out_for_the_local_and_the_host_path
 def test_without_the_roles_driver_options_the_wait_says_what_the_plan_refuses(kv):
     _run, results = wait(kv, ["apps/lv"], expect_rc="nonzero", driver_options={})
     _entry, vols = volumes(results["node1"], "apps/lv")
-    assert "outside the directories the operator allows" in vols["d"]["reason"], vols
+    assert "outside the directories allowed" in vols["d"]["reason"], vols
     # checked as the role checks them: an unknown name fails the task at once, naming it
     run, results = wait(kv, ["apps/lv"], expect_rc="nonzero", timeout=60,
                         driver_options={"kubernetes.io/local-volum": {"paths": ["/mnt"]}})

@@ -13,7 +13,8 @@ __metaclass__ = type
 
 import traceback
 
-from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import InvalidInput
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import InvalidInput, SettingRefused
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.words import setting
 from ansible_collections.kubevol.volumes.plugins.module_utils.stores.base import MissingLibrary
 
 JMESPATH_IMPORT_ERROR = None
@@ -25,37 +26,46 @@ except ImportError:
     JMESPATH_IMPORT_ERROR = traceback.format_exc()
 
 
-def search(expression, data, field):
-    """jmespath.search with kubevol errors: InvalidInput carries jmespath's own message."""
+SCOPE = setting("scope")
+
+
+def search(expression, data, field, error=InvalidInput):
+    """jmespath.search with kubevol errors: ``error`` (InvalidInput, or SettingRefused for a setting) carries
+    jmespath's own message, on one line."""
     if jmespath is None:
         raise MissingLibrary("jmespath", "to evaluate %s" % field, JMESPATH_IMPORT_ERROR)
     if not isinstance(expression, str):
-        raise InvalidInput(field=field, value=expression, reason="must be a JMESPath expression string")
+        raise error(field=field, value=expression, reason="must be a JMESPath expression string")
     try:
         compiled = jmespath.compile(expression)
     except JMESPathError as err:
-        raise InvalidInput(field=field, value=expression, reason=str(err))
+        raise error(field=field, value=expression, reason="must be a JMESPath expression (%s)" % _one_line(err))
     try:
         return compiled.search(data)
     except JMESPathError as err:
-        raise InvalidInput(field=field, value=expression, reason="JMESPath evaluation failed: %s" % err)
+        raise error(field=field, value=expression, reason="must evaluate (JMESPath evaluation failed: %s)"
+                    % _one_line(err))
 
 
-def select_pods(cluster_list, expression, field="kubevol_scope"):
+def _one_line(err):
+    return " ".join(str(err).split())
+
+
+def select_pods(cluster_list, expression, field=SCOPE):
     """The set of (namespace, name) of the Pods the expression selects; None when there is no scope.
 
-    field: the option name errors mention (the role's kubevol_scope, the planner module's scope).
+    field: the setting errors name (common/words.py token: the role's kubevol_scope, the planner module's scope).
     """
     if expression is None or (isinstance(expression, str) and not expression.strip()):
         return None
     items = cluster_list.get("items") if isinstance(cluster_list, dict) else None
-    result = search(expression, items if isinstance(items, list) else [], field)
+    result = search(expression, items if isinstance(items, list) else [], field, SettingRefused)
     if isinstance(result, dict):
         result = [result]
     if not isinstance(result, list) or any(not isinstance(obj, dict) for obj in result):
-        raise InvalidInput(field=field, value=expression,
-                           reason="must select objects from the items, e.g. [?kind=='Pod' && metadata.namespace=='prod'], "
-                                  "but it returned %s" % _describe(result))
+        raise SettingRefused(field=field, value=expression,
+                             reason="must select objects from the items, e.g. [?kind=='Pod' && metadata.namespace=='prod'], "
+                                    "but it returned %s" % _describe(result))
     selected = set()
     for obj in result:
         if obj.get("kind") != "Pod":

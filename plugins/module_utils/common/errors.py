@@ -48,6 +48,13 @@ class InvalidInput(KubevolError):
     message = "invalid {field}: {value!r}: {reason}"
 
 
+class SettingRefused(InvalidInput):
+    """A setting's value kubevol cannot use (``field``: the setting's common/words.py token, said as the module's
+    option or the role's variable where the message is shown; ``reason``: what it must be)."""
+    message = "{field} {value!r} is refused: it {reason}"
+    code = "KV-SETTING"
+
+
 class UnsafeName(InvalidInput):
     message = ("refusing {field} {value!r}: {reason}; names must be a single path component "
                "(no '/', '..', NUL or control characters)")

@@ -35,6 +35,8 @@ from collections import namedtuple
 from ansible_collections.kubevol.volumes.plugins.module_utils.cluster.objects import node_is_managed, annotation
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.names import (
     DEFAULT_LOOP_POOLS, FS_GROUP_CHANGE_POLICIES, MAX_GROUP_ID, is_group_id, unique_volume_name)
+from ansible_collections.kubevol.volumes.plugins.module_utils.plan.codes import (
+    CLAIM_UNBOUND, NODE_UNKNOWN, OBJECT_REFUSED, PV_MISSING)
 from ansible_collections.kubevol.volumes.plugins.module_utils.plan.validation import (
     label, name_refusals, normalized_pools, pod_refusals, pv_refusals, pvc_refusals, refused_text)
 from ansible_collections.kubevol.volumes.plugins.module_utils.plan.inline import (  # noqa: F401  # pylint: disable=unused-import
@@ -163,19 +165,21 @@ class _Resolver:
     def _resolve(self, claim_key):
         pvc = self.index.pvc_by_key.get(claim_key)
         if pvc is None:
-            return "PVC %s not found; create it or fix the pod's claimName" % claim_key
+            return "claim %s does not exist: create it, or fix the pod's claimName [%s]" % (claim_key, CLAIM_UNBOUND)
         if pvc.phase != "Bound" or not pvc.volume_name:
-            return ("PVC %s has non-bound phase (%r) or empty pvc.Spec.VolumeName (%r); wait for it to bind or "
-                    "check its StorageClass and PV" % (claim_key, pvc.phase, pvc.volume_name))
+            # the kubelet's words (desired_state_of_world_populator.go getPVCExtractPV): "has non-bound phase"
+            return ("claim %s has non-bound phase %r and volumeName %r: wait for it to bind, or check its "
+                    "StorageClass and PV [%s]" % (claim_key, pvc.phase, pvc.volume_name, CLAIM_UNBOUND))
         pv = self.index.pv_by_name.get(pvc.volume_name)
         if pv is None:
-            return "PV %s bound by PVC %s not found; restore the PV or re-create the claim" % (
-                pvc.volume_name, claim_key)
+            return "PV %s of claim %s does not exist: restore the PV, or create the claim again [%s]" % (
+                pvc.volume_name, claim_key, PV_MISSING)
         if pv.claim_ref is None:
-            return "PV %s is not yet bound to the claim %s (no spec.claimRef)" % (pv.name, claim_key)
+            return "PV %s is not bound to claim %s yet (no spec.claimRef): wait for the binding [%s]" % (
+                pv.name, claim_key, CLAIM_UNBOUND)
         if pv.claim_ref.uid != pvc.uid:
-            return ("PV %s claimRef uid %s does not match PVC %s uid %s; the PV is bound to another (older) claim"
-                    % (pv.name, pv.claim_ref.uid, claim_key, pvc.uid))
+            return ("PV %s is bound to another claim named %s (claimRef uid %s, the claim's uid %s): bind the claim to "
+                    "another PV [%s]" % (pv.name, claim_key, pv.claim_ref.uid, pvc.uid, CLAIM_UNBOUND))
         if pv.source is not None:  # an in-tree plugin's (local, hostPath): its rules are its class's
             refusals = pvc_refusals(pvc) + name_refusals(pv) + plugin_refusals(pv, self.driver_options)
             if refusals:  # nothing of it reaches a node
@@ -190,16 +194,16 @@ class _Resolver:
             return FOREIGN  # a kubelet only touches its own plugins' volumes
         driver_object = self.index.csidriver_by_name.get(csi.driver)
         if driver_object is not None and driver_object.fs_group_policy not in FS_GROUP_POLICIES:
-            return ("CSIDriver %s has an unknown spec.fsGroupPolicy %r (valid: %s); fix the CSIDriver object"
-                    % (csi.driver, driver_object.fs_group_policy, ", ".join(FS_GROUP_POLICIES)))
+            return ("CSIDriver %s has an unknown spec.fsGroupPolicy %r: set one of %s [%s]"
+                    % (csi.driver, driver_object.fs_group_policy, ", ".join(FS_GROUP_POLICIES), OBJECT_REFUSED))
         if pv.volume_mode != "Block" and (csi.fs_type or DEFAULT_FS_TYPE) not in FS_TYPES:
             # the kubelet would fail the mount (unknown filesystem type); kubevol never formats it either
-            return ("PV %s: csi.fsType %r is not one kubevol formats or mounts (%s); fix the PV's csi.fsType"
-                    % (pv.name, csi.fs_type, ", ".join(sorted(FS_TYPES))))
+            return ("PV %s: csi.fsType %r is not one kubevol formats or mounts: set the PV's csi.fsType to one of "
+                    "%s [%s]" % (pv.name, csi.fs_type, ", ".join(sorted(FS_TYPES)), OBJECT_REFUSED))
         capabilities = driver_capabilities(csi.driver)
         if pv.volume_mode == "Block" and capabilities is not None and BLOCK_CAPABILITY not in capabilities:
-            return ("PV %s: volumeMode Block is not supported by kubevol's driver %s; use volumeMode Filesystem"
-                    % (pv.name, csi.driver))
+            return ("PV %s: volumeMode Block is not supported by kubevol's driver %s: use volumeMode Filesystem [%s]"
+                    % (pv.name, csi.driver, OBJECT_REFUSED))
         refusals = pvc_refusals(pvc) + pv_refusals(pv, self.loop_pools)
         if refusals:  # a name, quantity or pool a node would refuse: nothing of it reaches a node
             reason = self.refused[unique_volume_name(csi.driver, csi.volume_handle)] = refused_text(refusals)
@@ -229,12 +233,12 @@ def pod_security_problem(pod):
     may still carry them, and the kubelet would never see such a pod."""
     fs_group = pod.fs_group
     if fs_group is not None and not is_group_id(fs_group):
-        return ("securityContext.fsGroup %r is not a group ID (an integer from 0 to %d); fix the pod"
-                % (fs_group, MAX_GROUP_ID))
+        return ("securityContext.fsGroup %r is not a group ID: set the pod's fsGroup to an integer from 0 to %d [%s]"
+                % (fs_group, MAX_GROUP_ID, OBJECT_REFUSED))
     policy = pod.fs_group_change_policy
     if policy is not None and policy not in FS_GROUP_CHANGE_POLICIES:
-        return ("securityContext.fsGroupChangePolicy %r is not one of %s; fix the pod"
-                % (policy, ", ".join(FS_GROUP_CHANGE_POLICIES)))
+        return ("securityContext.fsGroupChangePolicy %r is not a policy: set the pod's to one of %s [%s]"
+                % (policy, ", ".join(FS_GROUP_CHANGE_POLICIES), OBJECT_REFUSED))
     return None
 
 
@@ -297,7 +301,8 @@ def build_desired_state(index, known_drivers=DEFAULT_KNOWN_DRIVERS, scope=None, 
             continue
         if node not in node_managed:
             if in_scope:
-                blocked.append(_blocked(node, None, key, "pod is scheduled to node %s, which does not exist" % node))
+                blocked.append(_blocked(node, None, key, "node %s of pod %s is not in the cluster snapshot: add its "
+                                        "Node object, or fix the pod's spec.nodeName [%s]" % (node, key, NODE_UNKNOWN)))
             continue
         managed = node_managed[node]
         uses = _volume_uses(pod)
@@ -308,8 +313,7 @@ def build_desired_state(index, known_drivers=DEFAULT_KNOWN_DRIVERS, scope=None, 
         if refusals:
             holding = "pod %s: %s" % (label(key), refused_text(refusals))
             if in_scope:
-                blocked.append(_blocked(node, None, label(key), refused_text(refusals) + "; what the pod has "
-                                        "mounted stays"))
+                blocked.append(_blocked(node, None, label(key), refused_text(refusals)))
         elif pod.deletion_timestamp:
             holding = "pod %s is terminating (deleted at %s); its volumes stay until its containers stop" % (
                 key, pod.deletion_timestamp)
@@ -319,7 +323,7 @@ def build_desired_state(index, known_drivers=DEFAULT_KNOWN_DRIVERS, scope=None, 
                 holding = "pod %s: %s" % (key, problem)
                 refusals = [problem]  # a node refuses it too (node/volume.py volume_item)
                 if in_scope:
-                    blocked.append(_blocked(node, None, key, problem + "; what the pod has mounted stays"))
+                    blocked.append(_blocked(node, None, key, problem))
         for volume in pod.volumes:
             claim = volume.claim_name
             if claim is None:
@@ -347,15 +351,15 @@ def build_desired_state(index, known_drivers=DEFAULT_KNOWN_DRIVERS, scope=None, 
                     kept_pairs.setdefault((unique, node), "pod %s still uses PV %s on node %s: %s" % (
                         key, pv.name, node, spec))
                 if in_scope:
-                    blocked.append(_blocked(node, pv.name if pv is not None else None, key,
-                                            spec + "; what the pod has mounted stays until it is deleted or terminated"))
+                    blocked.append(_blocked(node, pv.name if pv is not None else None, key, spec))
                 continue
             if volume.kind == "ephemeral" and pod.uid not in resolver.index.pvc_by_key[spec.claim_key].owner_uids:
                 kept_pairs.setdefault((spec.unique_name, node), "pod %s still uses PV %s on node %s: its generic "
                                       "ephemeral claim %s is not owned by it" % (key, spec.pv_name, node, spec.claim_key))
                 if in_scope:
-                    blocked.append(_blocked(node, spec.pv_name, key, "PVC %s is not owned by pod %s (generic "
-                                            "ephemeral volume); delete the stale claim" % (spec.claim_key, key)))
+                    blocked.append(_blocked(node, spec.pv_name, key, "claim %s is not owned by pod %s (a generic "
+                                            "ephemeral volume's claim): delete the stale claim [%s]"
+                                            % (spec.claim_key, key, CLAIM_UNBOUND)))
                 continue
             pair = (spec.unique_name, node)
             if not in_scope:
@@ -379,9 +383,9 @@ def build_desired_state(index, known_drivers=DEFAULT_KNOWN_DRIVERS, scope=None, 
             if use is not None and use[0] != spec.mode:
                 kept_pairs.setdefault(pair, "pod %s still uses PV %s on node %s: its volumeMode does not match"
                                       % (key, spec.pv_name, node))
-                blocked.append(_blocked(node, spec.pv_name, key, "PV %s has volumeMode %s but the pod uses it as %s "
-                                        "(volumeMounts need Filesystem, volumeDevices need Block)"
-                                        % (spec.pv_name, spec.mode, use[0])))
+                blocked.append(_blocked(node, spec.pv_name, key, "PV %s has volumeMode %s but pod %s uses it as %s: "
+                                        "mount a Filesystem PV with volumeMounts and map a Block PV with "
+                                        "volumeDevices [%s]" % (spec.pv_name, spec.mode, key, use[0], OBJECT_REFUSED)))
                 continue
             mount = () if use is None else (
                 PodToMount(pod.uid, key, volume.read_only or spec.read_only or use[1], pod.fs_group,

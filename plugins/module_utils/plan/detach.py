@@ -30,6 +30,8 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.common.names impor
     volume_attachment_name)
 from ansible_collections.kubevol.volumes.plugins.module_utils.volume.csi import handle_refusal
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.words import setting
+from ansible_collections.kubevol.volumes.plugins.module_utils.plan.codes import (
+    NODE_UNKNOWN, NODE_UNREACHABLE, UNIDENTIFIED, UNMOUNT_WAIT)
 
 
 def safe_name(value):
@@ -64,11 +66,12 @@ def gone_volume_name(p, unique, node, recorded=None):
         name = unique[len(plugin) + 1:]
         if safe_name(name):
             return name, "the PV name in its unique volume name"
-        return None, ("the PV name in %s is not one safe path component, so no node module can be given it"
-                      % show_volume_name(unique))
+        return None, ("the PV name in %s is not one safe path component, so no node module can be given it: "
+                      "unmount it on the node by hand [%s]" % (show_volume_name(unique), UNIDENTIFIED))
     parts = split_unique_volume_name(unique)
     if parts is None:
-        return None, "%s is not a CSI volume name (kubernetes.io/csi/<driver>^<handle>)" % show_volume_name(unique)
+        return None, ("%s is not a CSI volume name (kubernetes.io/csi/<driver>^<handle>): release it on the node by "
+                      "hand [%s]" % (show_volume_name(unique), UNIDENTIFIED))
     driver, handle = parts
     refused = handle_refusal(driver, handle)  # the API's rule, and the driver's when it names a file after it
     candidates = []
@@ -86,9 +89,9 @@ def gone_volume_name(p, unique, node, recorded=None):
             return name, how
     if refused is None:
         refused = "no name for it is free"
-    return None, ("its volume handle '%s' cannot be given to a node module (%s); delete the VolumeAttachment and the "
-                  "node.status.volumesAttached entry of %s by hand once the device is released on the node"
-                  % (show_handle(handle), refused, show_volume_name(unique)))
+    return None, ("its volume handle '%s' cannot be given to a node module (%s): release the device on the node, "
+                  "then delete the VolumeAttachment and the node.status.volumesAttached entry of %s by hand [%s]"
+                  % (show_handle(handle), refused, show_volume_name(unique), UNIDENTIFIED))
 
 
 def gone_note(name, how):
@@ -132,43 +135,42 @@ def detach_clock(p, av, pv_name, node_obj):
 
 def still_mounted_reason(p, node, node_obj, waited, healthy):
     if node_obj is None:
-        return ("node %s no longer exists (no Node object) and may still have the volume mounted; it is released "
-                "after max_wait_for_unmount (%ds, waited %ds)%s" % (
-                    node, p.options.max_wait_for_unmount, max(waited, 0),
-                    "" if p.options.force_detach else ", but %s is off: release it by hand" % setting("force_detach")))
+        when = ("after %s (%ds, waited %ds)" % (setting("max_wait_for_unmount"), p.options.max_wait_for_unmount,
+                                                max(waited, 0)) if p.options.force_detach
+                else "only by hand, or with %s" % setting("force_detach", True))
+        return ("node %s has no Node object in the snapshot and may still have the volume mounted, so its detach "
+                "waits: it is released %s [%s]" % (node, when, NODE_UNKNOWN))
     evidence = "node facts show it mounted" if p.facts(node) is not None else "node.status.volumesInUse lists it"
-    hint = ("the node is Ready, so it is never force-detached: stop the pods using it on %s" % node if healthy
-            else "%s is off" % setting("force_detach") if not p.options.force_detach
-            else "it will be force-detached after %ds" % p.options.max_wait_for_unmount)
-    return ("still mounted: cannot detach volume on node %s because %s (waited %ds); %s, or taint the node "
-            "%s if it is shut down" % (node, evidence, max(waited, 0), hint, OUT_OF_SERVICE_TAINT))
+    # a Ready node is never force-detached (reconciler.go: only a node that is not healthy)
+    later = ("" if healthy or not p.options.force_detach
+             else "; it is force-detached after %s (%ds)" % (setting("max_wait_for_unmount"),
+                                                             p.options.max_wait_for_unmount))
+    return ("volume still mounted on node %s (%s, waited %ds), so it is not detached: stop the pods that use it "
+            "there, or taint the node %s if it is shut down%s [%s]"
+            % (node, evidence, max(waited, 0), OUT_OF_SERVICE_TAINT, later, UNMOUNT_WAIT))
 
 
 def unreachable_reason(p, node, error, waited, healthy):
     """Why a detach on a node this run cannot reach waits, and until when."""
     opts = p.options
-    if healthy:
-        hint = ("the node is Ready, so its volumes are never released without it: make it reachable, or taint it "
-                "node.kubernetes.io/out-of-service if it is shut down")
-    elif not opts.force_detach:
-        hint = ("%s is off: make the node reachable, or taint it node.kubernetes.io/out-of-service"
-                % setting("force_detach"))
-    else:
-        hint = ("node %s is not Ready: after max_wait_for_unmount (%ds) the volume is released in the cluster only "
-                "(the VolumeAttachment deleted, nothing run on the node), or at once with the taint "
-                "node.kubernetes.io/out-of-service" % (node, opts.max_wait_for_unmount))
-    return "node unreachable: %s; detach requested %ds ago; %s" % (error, max(waited, 0), hint)
+    # a Ready node's volumes are never released without it; a node that is not Ready's are, in the cluster only
+    # (the VolumeAttachment deleted, nothing run on the node), after max_wait_for_unmount
+    later = ("" if healthy or not opts.force_detach else "; it is released in the cluster only after %s (%ds)"
+             % (setting("max_wait_for_unmount"), opts.max_wait_for_unmount))
+    return ("node %s is unreachable (%s), so the detach requested %ds ago waits: make it reachable, or taint it "
+            "%s if it is shut down%s [%s]" % (node, error, max(waited, 0), OUT_OF_SERVICE_TAINT, later,
+                                              NODE_UNREACHABLE))
 
 
 def ghost_reason(pm, node, dir_name, item_name):
     """Why a pod volume directory whose vol_data.json names a volume called otherwise on this node is left alone
     (``item_name`` None: its own name, or its pod's uid, is not one the node modules take)."""
+    first = ", unmount it," if pm.mounted else ""
     if item_name is None:
-        return ("pod volume directory %r of pod %r on node %s has a name the node modules refuse (not one safe path "
-                "component), so kubevol never acts on it%s; check what it holds, then remove it by hand"
-                % (dir_name, pm.pod_uid, node, " (it is mounted: unmount it first)" if pm.mounted else ""))
-    return ("pod volume directory %s on node %s is named for PV %s, but its vol_data.json names volume %s, which "
-            "this plan knows as PV %s: kubevol tears a pod volume directory down only as the volume both its name and "
-            "its vol_data.json name, so it leaves this one alone%s. Check what it holds, then remove it by hand"
+        return ("pod volume directory %r of pod %r on node %s has a name the node modules refuse: check what it "
+                "holds%s then remove it by hand [%s]" % (dir_name, pm.pod_uid, node, first, UNIDENTIFIED))
+    # kubevol tears a pod volume directory down only as the volume both its name and its vol_data.json name
+    return ("pod volume directory %s on node %s is named for PV %s but its vol_data.json names volume %s (PV %s): "
+            "check what it holds%s then remove it by hand [%s]"
             % (pm.path or "of pod %s" % pm.pod_uid, node, dir_name, show_volume_name(pm.unique_name), item_name,
-               " (it is mounted: unmount it first)" if pm.mounted else " (nothing is mounted there)"))
+               first, UNIDENTIFIED))

@@ -23,10 +23,10 @@ class TeardownRefused(KubevolError):
     def __init__(self, result):
         guard = result["teardown_guard"]
         listing = "; ".join("%s %s (%s)" % (v["node"], v["volume"], ", ".join(v["steps"])) for v in guard["volumes"])
-        msg = ("refusing a mass teardown: this plan would unmount or detach %d of the %d volumes mounted now (the "
-               "teardown guard allows at most %d volumes and, from two on, at most %g%% of them): %s. Nothing was "
-               "changed on any node. If the cluster snapshot is wrong (a truncated or empty kubectl output, pods "
-               "missing), fix it. If this teardown is wanted, allow it for one run with %s, or raise %s / %s"
+        msg = ("refusing a mass teardown, so no node was changed: this plan would unmount or detach %d of the %d "
+               "volumes mounted now (the teardown guard allows at most %d volumes and, from two on, at most %g%% of "
+               "them): %s; fix the cluster snapshot if it is wrong (a truncated or empty kubectl output, pods "
+               "missing), or allow this teardown for one run with %s, or raise %s / %s"
                % (guard["teardown"], guard["mounted"], guard["max_teardown_count"],
                   guard["max_teardown_fraction"] * 100, listing, setting("allow_mass_teardown", True),
                   setting("max_teardown_fraction"), setting("max_teardown_count")))

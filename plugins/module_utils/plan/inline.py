@@ -18,6 +18,7 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors impo
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.names import (
     ephemeral_volume_handle, inline_volume_name, unique_volume_name)
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.quantity import to_bytes
+from ansible_collections.kubevol.volumes.plugins.module_utils.plan.codes import OBJECT_REFUSED, coded
 from ansible_collections.kubevol.volumes.plugins.module_utils.plan.validation import inline_refusals, label, refused_text
 from ansible_collections.kubevol.volumes.plugins.module_utils.volume.base import DEFAULT_FS_TYPE, FS_TYPES
 from ansible_collections.kubevol.volumes.plugins.module_utils.volume.csi import (
@@ -85,15 +86,15 @@ def inline_volume(index, known_drivers, pod, node, volume, use):
     where = "inline volume %s of pod %s/%s" % (volume.name, pod.namespace, pod.name)
     error = lifecycle_mode_error(index.csidriver_by_name.get(driver), driver)
     if error is not None:
-        return ("%s: %s; list Ephemeral in the CSIDriver %s's spec.volumeLifecycleModes, or use a PVC (a generic "
+        return ("%s: %s: list Ephemeral in the CSIDriver %s's spec.volumeLifecycleModes, or use a PVC (a generic "
                 "ephemeral volume)" % (where, error, driver))
     capabilities = driver_capabilities(driver)
     if capabilities is None:  # an external CSI driver (driver_options): its node plugin creates the volume
         return _external_inline(index, pod, node, volume, use, where, driver)
     if EPHEMERAL_CAPABILITY not in capabilities:
-        return "%s: kubevol's driver %s cannot create inline ephemeral volumes; use a PVC" % (where, driver)
+        return "%s: kubevol's driver %s cannot create inline ephemeral volumes: use a PVC" % (where, driver)
     if use[0] != "Filesystem":
-        return "%s: an inline CSI volume is a filesystem; mount it with volumeMounts, not volumeDevices" % where
+        return "%s: an inline CSI volume is a filesystem: mount it with volumeMounts, not volumeDevices" % where
     attributes = dict(csi.volume_attributes or ())
     size = attributes.get(INLINE_SIZE_ATTRIBUTE)
     if size is None or size == "":
@@ -102,7 +103,7 @@ def inline_volume(index, known_drivers, pod, node, volume, use):
     try:
         capacity = to_bytes(str(size), "csi.volumeAttributes.%s" % INLINE_SIZE_ATTRIBUTE)
     except (KubevolError, ValueError, TypeError) as exc:
-        return "%s: csi.volumeAttributes.%s %r is not a quantity (%s); write it as 64Mi or 1Gi" % (
+        return "%s: csi.volumeAttributes.%s %r is not a quantity (%s): write it as 64Mi or 1Gi" % (
             where, INLINE_SIZE_ATTRIBUTE, size, getattr(exc, "msg", None) or exc)
     if capacity <= 0:
         return "%s: csi.volumeAttributes.%s %r must be above zero (e.g. 64Mi)" % (where, INLINE_SIZE_ATTRIBUTE, size)
@@ -112,16 +113,16 @@ def inline_volume(index, known_drivers, pod, node, volume, use):
         return refused
     fs_type = csi.fs_type or DEFAULT_FS_TYPE
     if fs_type not in FS_TYPES:
-        return "%s: csi.fsType %r is not one kubevol formats (%s)" % (where, fs_type, ", ".join(sorted(FS_TYPES)))
+        return "%s: csi.fsType %r is not one kubevol formats: set one of %s" % (where, fs_type, ", ".join(sorted(FS_TYPES)))
     handle = ephemeral_volume_handle(pod.uid, volume.name)
     unique = unique_volume_name(driver, handle)
     clash = index.pv_by_unique_name.get(unique)
     if clash is not None:
         # one handle names one image and one record on the node: the image created for the pod would be the PV's,
         # and unpublishing the pod's volume deletes it
-        return ("%s: its volume handle %s is also PV %s's csi.volumeHandle, so it would share that PV's image; nothing "
-                "is created or published for it. Rename the pod's inline volume (the handle is derived from the pod "
-                "UID and the volume name)" % (where, handle, clash.name))
+        return ("%s: its volume handle %s is also PV %s's csi.volumeHandle, so it would share that PV's image: rename "
+                "the pod's inline volume (its handle is made of the pod UID and the volume name)"
+                % (where, handle, clash.name))
     return InlineVolume(node, pod.namespace + "/" + pod.name, pod.uid, volume.name, driver, handle,
                         unique, inline_volume_name(pod.uid, volume.name),
                         tuple(sorted(attributes.items())), capacity, fs_type, bool(csi.read_only),
@@ -132,7 +133,7 @@ def _unknown_fs_group_policy(driver_object, where, driver):
     """The refusal of a CSIDriver whose spec.fsGroupPolicy kubevol does not know, or None."""
     if driver_object is None or driver_object.fs_group_policy in FS_GROUP_POLICIES:
         return None
-    return ("%s: CSIDriver %s has an unknown spec.fsGroupPolicy %r (valid: %s); fix the CSIDriver object"
+    return ("%s: CSIDriver %s has an unknown spec.fsGroupPolicy %r: set one of %s"
             % (where, driver, driver_object.fs_group_policy, ", ".join(FS_GROUP_POLICIES)))
 
 
@@ -144,7 +145,7 @@ def _external_inline(index, pod, node, volume, use, where, driver):
     creates, sizes and formats nothing for it: no size attribute is needed."""
     csi = volume.csi
     if use[0] != "Filesystem":
-        return "%s: an inline CSI volume is a filesystem; mount it with volumeMounts, not volumeDevices" % where
+        return "%s: an inline CSI volume is a filesystem: mount it with volumeMounts, not volumeDevices" % where
     driver_object = index.csidriver_by_name.get(driver)
     refused = _unknown_fs_group_policy(driver_object, where, driver)
     if refused:
@@ -153,7 +154,7 @@ def _external_inline(index, pod, node, volume, use, where, driver):
     for kind, name in getattr(csi, "secret_refs", ()) or ():
         if kind == "node_publish":
             if not name:
-                return ("%s: csi.nodePublishSecretRef has no name; name a Secret in namespace %s (or remove the "
+                return ("%s: csi.nodePublishSecretRef has no name: name a Secret in namespace %s (or remove the "
                         "reference)" % (where, pod.namespace))
             secret_ref = "%s/%s" % (pod.namespace, name)
     handle = ephemeral_volume_handle(pod.uid, volume.name)
@@ -161,9 +162,8 @@ def _external_inline(index, pod, node, volume, use, where, driver):
     clash = index.pv_by_unique_name.get(unique)
     if clash is not None:
         # one handle names one volume on the node: the pod's NodeUnpublishVolume would delete the PV's volume
-        return ("%s: its volume handle %s is also PV %s's csi.volumeHandle; nothing is published for it. Rename the "
-                "pod's inline volume (the handle is derived from the pod UID and the volume name)"
-                % (where, handle, clash.name))
+        return ("%s: its volume handle %s is also PV %s's csi.volumeHandle: rename the pod's inline volume (its "
+                "handle is made of the pod UID and the volume name)" % (where, handle, clash.name))
     attributes = tuple(sorted(dict(csi.volume_attributes or ()).items()))
     return InlineVolume(node, pod.namespace + "/" + pod.name, pod.uid, volume.name, driver, handle, unique,
                         inline_volume_name(pod.uid, volume.name), attributes, None, csi.fs_type or "",
@@ -201,7 +201,7 @@ def _add_inline_volume(index, known_drivers, pod, key, node, volume, use, inline
     if refusals:
         blocked.append(_blocked(node, label(volume.name), key, refused_text(refusals)))
     elif found.__class__ is str:
-        blocked.append(_blocked(node, volume.name, key, found))
+        blocked.append(_blocked(node, volume.name, key, coded(found, OBJECT_REFUSED)))
     elif found is not None:
         inline[(node, pod.uid, volume.name)] = found
     return True

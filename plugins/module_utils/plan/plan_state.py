@@ -12,6 +12,8 @@ import datetime
 from collections import namedtuple
 
 from ansible_collections.kubevol.volumes.plugins.module_utils.plan.actual_state import UNCERTAIN
+from ansible_collections.kubevol.volumes.plugins.module_utils.plan.codes import NODE_UNKNOWN
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.words import setting
 from ansible_collections.kubevol.volumes.plugins.module_utils.plan.desired_state import DEFAULT_KNOWN_DRIVERS, volume_spec
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.names import DEFAULT_LOOP_POOLS, OUT_OF_SERVICE_TAINT, split_unique_volume_name
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.phases import STEP_KINDS
@@ -214,10 +216,10 @@ def _nodes_without_picture(actual, index):
         held = (len(facts.devices) + len(facts.global_mounts) + len(facts.pod_mounts) + len(facts.uncertain)
                 + len(facts.ephemeral))
         if held:
-            missing[node] = ("the cluster snapshot has no Node object %s, but the node reports %d volume mount(s) "
-                             "or device(s): the snapshot is not a picture of this node, so nothing is unmounted or "
-                             "detached there. Check the snapshot (kubectl get nodes,pods,pv,pvc,volumeattachments,"
-                             "csidrivers -A -o yaml) and the inventory's node names (kubevol_node_name)" % (node, held))
+            # the snapshot is not a picture of this node: nothing is unmounted or detached there
+            missing[node] = ("node %s reports %d volume mount(s) or device(s) but the cluster snapshot has no Node "
+                             "object %s: write the snapshot again with its nodes, or fix the host's %s [%s]"
+                             % (node, held, node, setting("node_name"), NODE_UNKNOWN))
     return missing
 
 

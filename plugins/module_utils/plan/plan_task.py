@@ -146,7 +146,7 @@ def _load(params):
 def _run(params, now, keep_alive, check_mode, local_tmp):
     params = replan.with_earlier(params)  # the plan after provisioning: the first plan's options
     cluster, data = _load(params)
-    selected = select_pods(data, params["scope"], field="scope")
+    selected = select_pods(data, params["scope"])
     scope = None if selected is None else frozenset("%s/%s" % key for key in selected)
     driver_options = plan_driver_options(params)
     known_drivers = known_drivers_of(params["known_drivers"], driver_options["driver_options"])

@@ -21,7 +21,8 @@ import datetime
 from ansible_collections.kubevol.volumes.plugins.module_utils.plan.actual_state import build_actual_state, summarize_actual
 from ansible_collections.kubevol.volumes.plugins.module_utils.cluster.objects import gc_paused
 from ansible_collections.kubevol.volumes.plugins.module_utils.plan.desired_state import build_desired_state, summarize_desired
-from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import InvalidInput
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import SettingRefused
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.words import setting
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.phases import STEP_KINDS
 from ansible_collections.kubevol.volumes.plugins.module_utils.plan.validation import check_loop_pools, refuse_unsafe_steps
 from ansible_collections.kubevol.volumes.plugins.module_utils.plan.plan_state import (  # noqa: F401  # pylint: disable=unused-import
@@ -120,18 +121,18 @@ def plan(desired, actual, index, options=None, storage=None):
     options = options or PlanOptions()
     storage = storage if storage is not None else storage_plan(index, None, options, None)
     if not isinstance(options.max_wait_for_unmount, int) or options.max_wait_for_unmount < 0:
-        raise InvalidInput(field="max_wait_for_unmount", value=options.max_wait_for_unmount,
-                           reason="must be a non-negative number of seconds")
+        raise SettingRefused(field=setting("max_wait_for_unmount"), value=options.max_wait_for_unmount,
+                             reason="must be a non-negative number of seconds")
     if not isinstance(options.max_teardown_fraction, (int, float)) or not 0 <= options.max_teardown_fraction <= 1:
-        raise InvalidInput(field="max_teardown_fraction", value=options.max_teardown_fraction,
-                           reason="must be a number from 0 to 1 (0.5: at most half of the mounted volumes)")
+        raise SettingRefused(field=setting("max_teardown_fraction"), value=options.max_teardown_fraction,
+                             reason="must be a number from 0 to 1 (0.5: at most half of the mounted volumes)")
     if not isinstance(options.max_teardown_count, int) or options.max_teardown_count < 0:
-        raise InvalidInput(field="max_teardown_count", value=options.max_teardown_count,
-                           reason="must be a non-negative number of volumes")
+        raise SettingRefused(field=setting("max_teardown_count"), value=options.max_teardown_count,
+                             reason="must be a non-negative number of volumes")
     check_loop_pools(options.loop_pools)
     if options.stage not in stages.STAGES:
-        raise InvalidInput(field="stage", value=options.stage,
-                           reason="must be one of %s (docs/fleet.md)" % ", ".join(stages.STAGES))
+        raise SettingRefused(field=setting("stage"), value=options.stage,
+                             reason="must be one of %s" % ", ".join(stages.STAGES))
     p = _Plan(desired, actual, index, options)
     for node, reason in sorted(p.no_picture.items()):
         p.block(node, None, None, reason)

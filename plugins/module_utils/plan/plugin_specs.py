@@ -18,6 +18,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.kubevol.volumes.plugins.module_utils.cluster.pv import node_matches
+from ansible_collections.kubevol.volumes.plugins.module_utils.plan.codes import NODE_AFFINITY
 from ansible_collections.kubevol.volumes.plugins.module_utils.volume import find_plugin_by_spec
 from ansible_collections.kubevol.volumes.plugins.module_utils.volume.base import BLOCK_MODE, NODE
 
@@ -37,8 +38,9 @@ def plugin_refusals(pv, driver_options):
         return []
     refusals = []
     if pv.volume_mode == BLOCK_MODE and not plugin.BLOCK:
-        refusals.append("PV %s: spec.volumeMode Block is not supported by the %s plugin (%s); nothing is set up on "
-                        "%s. %s" % (pv.name, plugin.NAME, plugin.NO_BLOCK_WHY, NODE, plugin.NO_BLOCK_FIX))
+        # plugin.NO_BLOCK_WHY is why (docs/errors.md KV-OBJECT-REFUSED); its fix is the reader's
+        refusals.append("PV %s cannot be set up on %s: spec.volumeMode Block is not supported by the %s plugin: %s"
+                        % (pv.name, NODE, plugin.NAME, plugin.NO_BLOCK_FIX))
     return refusals + plugin.refusals(pv, driver_options)
 
 
@@ -49,9 +51,8 @@ def affinity_conflict(pv_name, terms, node):
         return None
     if node_matches(terms, node.name, dict(node.labels)):
         return None
-    return ("PV %s: node(s) had %s: node %s is outside the PV's spec.nodeAffinity (the scheduler's VolumeBinding "
-            "plugin never places a pod there); nothing is mounted. Schedule the pod onto a node the PV's "
-            "nodeAffinity selects, or fix the PV's nodeAffinity" % (pv_name, AFFINITY_CONFLICT, node.name))
+    return ("PV %s: node(s) had %s: node %s is outside the PV's spec.nodeAffinity; schedule the pod onto a node it "
+            "selects, or fix the PV's nodeAffinity [%s]" % (pv_name, AFFINITY_CONFLICT, node.name, NODE_AFFINITY))
 
 
 def plugin_volume_spec(spec_cls, pv, pvc, read_only, multi_attach):

@@ -25,11 +25,11 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.common.csi_control
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.names import CSI_NODE_ID_ANNOTATION
 
 CONTROLLER_KINDS = (("detach", "device"), ("attach", "device"), ("expand", "controller"))
-UNKNOWN_NODE_ID = ("PV %s: released from node %s in the cluster's records only, without ControllerUnpublishVolume: "
-                   "nothing names the node's CSI node id for driver %s (the node is gone or out of service and this "
-                   "run has no facts of it, and its VolumeAttachment has no csi.alpha.kubernetes.io/node-id "
-                   "annotation). Unpublish the volume from node %s on the storage system by hand if it is still "
-                   "exported there")
+# nothing names the node's CSI node id: the node is gone or out of service, this run has no facts of it, and its
+# VolumeAttachment has no csi.alpha.kubernetes.io/node-id annotation
+UNKNOWN_NODE_ID = ("PV %s: released from node %s in the cluster's records only, without ControllerUnpublishVolume "
+                   "(no CSI node id of driver %s is known for the node): unpublish the volume from node %s on the "
+                   "storage system by hand if it is still exported there")
 
 
 def mark(result, driver_options, inventory=None, node_facts=None, va_by_pair=None):

@@ -16,6 +16,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.kubevol.volumes.plugins.module_utils.plan.plan_state import _item, _item_from_actual, _step
+from ansible_collections.kubevol.volumes.plugins.module_utils.plan.codes import EXPANSION, unreachable_text
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import GrowPending
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.quantity import format_bytes
 from ansible_collections.kubevol.volumes.plugins.module_utils.records.claim import parse_time, pending_memo
@@ -42,10 +43,10 @@ def expansion_refused(spec):
     if spec.request_bytes < spec.allocated_bytes:
         return None  # lowered: a new attempt at the smaller size
     floor = " (not below its capacity %s)" % format_bytes(spec.claim_capacity_bytes) if spec.claim_capacity_bytes else ""
-    return ("the expansion of PVC %s to %s was marked %s; it is not retried at that size: lower "
-            "spec.resources.requests.storage below %s%s to try a size that can work" % (
+    return ("the expansion of claim %s to %s was marked %s and is not retried at that size: lower its "
+            "spec.resources.requests.storage below %s%s [%s]" % (
                 spec.claim_key, format_bytes(spec.allocated_bytes), spec.resize_status,
-                format_bytes(spec.allocated_bytes), floor))
+                format_bytes(spec.allocated_bytes), floor, EXPANSION))
 
 
 def not_expandable(p, spec):
@@ -60,11 +61,11 @@ def not_expandable(p, spec):
         can = plugin.CONTROLLER_EXPANDABLE or plugin.NODE_EXPANDABLE
     if can:
         return None
-    return ("PVC %s: didn't find a plugin capable of expanding the volume; waiting for an external controller to "
-            "process this PVC (Kubernetes' expand controller): the %s %s cannot be expanded, so nothing is grown. "
-            "Set the claim's spec.resources.requests.storage back to %s, or move the data to a larger volume"
+    # Kubernetes' expand controller's words: "didn't find a plugin capable of expanding the volume"
+    return ("claim %s: didn't find a plugin capable of expanding the volume (the %s %s cannot grow): set its "
+            "spec.resources.requests.storage back to %s, or move the data to a larger volume [%s]"
             % (spec.claim_key, "CSI driver" if plugin.NAME == CSI else "volume plugin",
-               spec.driver if plugin.NAME == CSI else plugin.NAME, format_bytes(spec.capacity_bytes)))
+               spec.driver if plugin.NAME == CSI else plugin.NAME, format_bytes(spec.capacity_bytes), EXPANSION))
 
 
 def node_expands(p, spec):
@@ -94,7 +95,7 @@ def expand_controller(p):
             continue
         node = _first_node(p, nvs)
         if node is None:
-            p.block(nvs[0].node, pv_name, None, "node unreachable: %s" % p.unreachable(nvs[0].node))
+            p.block(nvs[0].node, pv_name, None, unreachable_text(nvs[0].node, p.unreachable(nvs[0].node)))
             continue
         p.grown_to[pv_name] = spec.request_bytes
         what, extra = "grow the backing volume", {}
@@ -205,7 +206,7 @@ def expand_node(p):
             continue
         error = p.unreachable(nv.node)
         if error is not None:
-            p.block(nv.node, spec.pv_name, None, "node unreachable: %s" % error)
+            p.block(nv.node, spec.pv_name, None, unreachable_text(nv.node, error))
             continue
         what = "grow the filesystem" if spec.mode == "Filesystem" else "rescan the block device"
         memo = _memo(p, nv) if spec.claim_key in pending_claims else None

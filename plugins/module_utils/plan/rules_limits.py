@@ -17,6 +17,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.names import split_unique_volume_name
+from ansible_collections.kubevol.volumes.plugins.module_utils.plan.codes import VOLUME_LIMIT
 
 MAX_VOLUME_COUNT_EXCEEDED = "node(s) exceed max volume count"  # nodevolumelimits ErrReasonMaxVolumeCountExceeded
 
@@ -64,9 +65,9 @@ def volume_limits(p, view):
 
 def _refuse(p, step, driver, limit, have):
     node, unique = step["node"], step["unique_volume_name"]
-    reason = ("%s: node %s takes at most %d volume(s) of driver %s (its CSINode allocatable.count) and has %d "
-              "attached; volume %s waits until a pod on %s no longer uses one, or its pod moves to another node"
-              % (MAX_VOLUME_COUNT_EXCEEDED, node, limit, driver, have, step["volume"], node))
+    reason = ("%s: node %s takes at most %d volume(s) of driver %s and has %d attached, so volume %s waits: stop a "
+              "pod that uses one of them on node %s, or move this pod to another node [%s]"
+              % (MAX_VOLUME_COUNT_EXCEEDED, node, limit, driver, have, step["volume"], node, VOLUME_LIMIT))
     p.not_attached[(unique, node)] = reason
     held = p.attached_to.get(unique)
     if held is not None:

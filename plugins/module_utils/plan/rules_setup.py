@@ -14,6 +14,8 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.plan.actual_state 
 from ansible_collections.kubevol.volumes.plugins.module_utils.plan.plan_state import _step
 from ansible_collections.kubevol.volumes.plugins.module_utils.plan.rules_identity import remap_reason
 from ansible_collections.kubevol.volumes.plugins.module_utils.plan.rules_limits import MAX_VOLUME_COUNT_EXCEEDED
+from ansible_collections.kubevol.volumes.plugins.module_utils.plan.codes import (
+    ATTACH_WAIT, NODE_UNREACHABLE, unreachable_text)
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.quantity import format_bytes
 from ansible_collections.kubevol.volumes.plugins.module_utils.volume import CSI, get_plugin
 from ansible_collections.kubevol.volumes.plugins.module_utils.volume.csi import STAGE_LOCKED, driver_capabilities
@@ -62,12 +64,14 @@ def attach(p):
         device_seen = facts is not None and unique in facts.devices
         if not nv.attach:
             if av is None and not device_seen:
-                p.not_attached[pair] = ("node %s is not managed by the attach/detach controller (no annotation "
-                                        "volumes.kubernetes.io/controller-managed-attach-detach)" % node)
+                p.not_attached[pair] = ("volume %s waits for its attach on node %s, which is not managed by the "
+                                        "attach/detach controller: annotate the Node "
+                                        "volumes.kubernetes.io/controller-managed-attach-detach=true [%s]"
+                                        % (nv.spec.pv_name, node, ATTACH_WAIT))
             continue
         error = unreachable_errors.get(node)
         if error is not None:
-            p.not_attached[pair] = "node unreachable: %s" % error
+            p.not_attached[pair] = unreachable_text(node, error)
             p.block(node, nv.spec.pv_name, None, p.not_attached[pair])
             continue
         if av is not None and av.state == ATTACHED:
@@ -90,10 +94,11 @@ def attach(p):
                 first_setup[unique] = _first_setup_node(p, nv, setup_index)
             first = first_setup[unique]
             if first is not None and first != node:
+                # a multi-attach volume that no node has mounted may be blank: two nodes formatting it at once
+                # would each make a filesystem
                 p.not_attached[pair] = (
-                    "waiting for node %s to set it up first: a multi-attach volume that no node has mounted may be "
-                    "blank, and two nodes formatting one blank device at once would each make a filesystem; the "
-                    "next run attaches and mounts it here" % first)
+                    "volume %s waits for node %s to set it up first: the next run attaches and mounts it on node %s "
+                    "[%s]" % (nv.spec.pv_name, first, node, ATTACH_WAIT))
                 continue
         p.attached_to.setdefault(unique, set()).add(node)
         # No release of another node's hold in the backend goes with the attach: the out-of-service taint and a
@@ -184,12 +189,14 @@ def mount_devices(p):
         unique, node = pair
         error = unreachable_errors.get(node)
         if error is not None:
-            p.block(node, nv.spec.pv_name, None, "node unreachable: %s" % error)
+            p.block(node, nv.spec.pv_name, None, unreachable_text(node, error))
             continue
         waiting = not_attached.get(pair)
         if waiting is not None:
-            if not waiting.startswith(("node unreachable", MAX_VOLUME_COUNT_EXCEEDED)) and waiting != "Multi-Attach error":
-                p.block(node, nv.spec.pv_name, None, "volume is not attached: %s" % waiting)
+            # an unreachable node, a volume limit and a Multi-Attach error block their attach already
+            if not waiting.startswith(MAX_VOLUME_COUNT_EXCEEDED) and NODE_UNREACHABLE not in waiting \
+                    and waiting != "Multi-Attach error":
+                p.block(node, nv.spec.pv_name, None, waiting)
             continue
         if nv.spec.mode != "Filesystem" or pair in p.device_changed:
             continue  # Block volumes are mapped per pod; a stale global mount is blocked (rules_identity.py)
@@ -229,8 +236,8 @@ def read_write_once_pod(p):
                 continue  # mounted before: a running pod keeps what it has
             p.rwop_refused.add((pod.uid, pair))
             p.block(nv.node, nv.spec.pv_name, pod.name,
-                    "volume uses the ReadWriteOncePod access mode and is already in use by another pod (%s); "
-                    "delete one of the pods or give this one its own claim" % ordered[0].name)
+                    "volume uses the ReadWriteOncePod access mode and is already in use by another pod (%s): "
+                    "delete one of the pods or give this one its own claim [KV-MULTI-ATTACH]" % ordered[0].name)
 
 
 def fs_group_to_apply(p, spec, pod):
@@ -346,13 +353,13 @@ def publish_inline(p):
         label = "%s/%s" % (iv.pod, iv.volume_name)
         error = p.unreachable(iv.node)
         if error is not None:
-            p.block(iv.node, label, iv.pod, "node unreachable: %s" % error)
+            p.block(iv.node, label, iv.pod, unreachable_text(iv.node, error))
             continue
         elsewhere = sorted(n for n in published_on.get((iv.pod_uid, iv.volume_name), ()) if n != iv.node)
         if elsewhere:
             p.block(iv.node, label, iv.pod, "pod %s's inline volume %s is still on node %s, where the snapshot does "
-                    "not place the pod; a pod runs on one node: remove it there first (delete the pod and let "
-                    "the volume go with it)" % (iv.pod, iv.volume_name, ", ".join(elsewhere)))
+                    "not place the pod: delete the pod there and let the volume go with it [KV-MULTI-ATTACH]"
+                    % (iv.pod, iv.volume_name, ", ".join(elsewhere)))
             continue
         facts = p.facts(iv.node)
         current = facts.ephemeral.get((iv.pod_uid, iv.volume_name)) if facts is not None else None

@@ -13,6 +13,7 @@ __metaclass__ = type
 import re
 
 from ansible_collections.kubevol.volumes.plugins.module_utils.plan.actual_state import UNCERTAIN
+from ansible_collections.kubevol.volumes.plugins.module_utils.plan.codes import NODE_UNKNOWN, UNIDENTIFIED, coded
 from ansible_collections.kubevol.volumes.plugins.module_utils.plan.desired_state import PodToMount
 from ansible_collections.kubevol.volumes.plugins.module_utils.plan.detach import (
     detach_clock, ghost_reason, gone_note, gone_volume_name, safe_name, still_mounted_reason, unreachable_reason)
@@ -38,19 +39,19 @@ def uncertain_mounts(p):
                         p.kept.setdefault((unique, node), "an unidentified mount uses its device")
             if entry.unsafe:
                 # a symlink or a file planted inside the kubelet directory: nothing is done through it
-                p.block(node, entry.pv_name, p.desired.pod_by_uid.get(entry.pod_uid), entry.reason)
+                p.block(node, entry.pv_name, p.desired.pod_by_uid.get(entry.pod_uid), coded(entry.reason, UNIDENTIFIED))
                 continue
             if entry.mounted:
                 p.block(node, entry.pv_name, p.desired.pod_by_uid.get(entry.pod_uid),
-                        "cannot identify the volume mounted at %s (%s); kubevol leaves it and its device alone: "
-                        "restore its vol_data.json or unmount it by hand" % (entry.path, entry.reason))
+                        "cannot identify the volume mounted at %s on node %s (%s): restore its vol_data.json or "
+                        "unmount it by hand [%s]" % (entry.path, node, entry.reason, UNIDENTIFIED))
                 continue
             if entry.kind == "pod" and (entry.pod_uid, node) in p.desired.live_pods:
                 continue  # a running pod's directory: the mount rules decide
             if not STALE_PATH.search(entry.path or ""):
                 p.block(node, entry.pv_name, p.desired.pod_by_uid.get(entry.pod_uid),
-                        "stale directory %s cannot be identified (%s) and is not one kubevol removes (a CSI globalmount "
-                        "or a pod's volume mount directory); remove it by hand" % (entry.path, entry.reason))
+                        "stale directory %s on node %s cannot be identified (%s): remove it by hand [%s]"
+                        % (entry.path, node, entry.reason, UNIDENTIFIED))
                 continue
             p.add(_step("cleanup", "directory", node, entry.pv_name or _dir_label(entry.path), None,
                         "stale %s directory %s: %s; nothing is mounted there" % (
@@ -182,9 +183,8 @@ def detach(p):
             gone = gone_note(pv_name, how)
         node_obj = p.index.node_by_name.get(node)
         if node_obj is None and not p.index.node_by_name:
-            p.block(node, pv_name, None, "not detached: the cluster snapshot has no Node object at all, so it is not "
-                    "a picture of the cluster's nodes; write it again with nodes included (kubectl get nodes,pods,"
-                    "pv,pvc,volumeattachments,csidrivers -A -o yaml)")
+            p.block(node, pv_name, None, "not detached from node %s: the cluster snapshot has no Node object at "
+                    "all, write it again with the nodes included [%s]" % (node, NODE_UNKNOWN))
             continue
         out_of_service = _has_out_of_service_taint(node_obj)
         error = p.unreachable(node)
@@ -240,10 +240,11 @@ def unpublish_inline(p):
             pv_name = p.pv_name_for(em.unique_name)
             if pv_name is not None:
                 # unpublishing deletes the image created for the pod, which now backs a PV (the same handle)
-                p.block(node, volume_name, name or uid, "inline volume %s of pod %s has the volume handle %s, which PV "
-                        "%s also names: it is not unpublished, so that the PV's image is never deleted. Unmount it "
-                        "on the node by hand, or give the PV its own image" % (
-                            volume_name, name or uid, show_handle(em.volume_handle), pv_name))
+                # not unpublished, so that the PV's image is never deleted
+                p.block(node, volume_name, name or uid, "inline volume %s of pod %s on node %s has the volume handle "
+                        "%s, which PV %s also names: unmount it on the node by hand, or give the PV its own image "
+                        "[%s]" % (volume_name, name or uid, node, show_handle(em.volume_handle), pv_name,
+                                  UNIDENTIFIED))
                 continue
             why = ("pod %s no longer runs on node %s" % (name, node) if name
                    else "pod %s is gone from the cluster" % uid)

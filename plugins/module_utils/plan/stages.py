@@ -38,6 +38,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.kubevol.volumes.plugins.module_utils.plan.codes import STAGE_WAIT, UNMOUNT_WAIT
+
 ALL = "all"
 NODE = "node"
 ATTACH_DETACH = "attach_detach"
@@ -49,12 +51,12 @@ NODE_KINDS = frozenset([("cleanup", "directory"), ("unmount", "pod"), ("unmount"
 ATTACH_DETACH_KINDS = frozenset([("detach", "device"), ("attach", "device"), ("expand", "controller")])
 KINDS = {NODE: NODE_KINDS, ATTACH_DETACH: ATTACH_DETACH_KINDS}
 
-WAIT_ATTACH = ("waiting for the attach/detach stage: volume %s is not attached to node %s yet (%s); this node "
-               "mounts it in a node stage after the attach/detach stage has attached it")
-WAIT_RESIZE = ("waiting for the attach/detach stage: the backing volume of %s is grown first (controller-side "
-               "expansion to %s bytes); this node grows the filesystem in a node stage after that")
-WAIT_UNMOUNT = ("waiting for node %s to unmount it: %s; the attach/detach stage detaches it once that node's stage "
-                "has unmounted it and recorded so (run the node stage, then the attach/detach stage again)")
+WAIT_ATTACH = ("waiting for the attach/detach stage: volume %s is not attached to node %s yet (%s): run that stage, "
+               "then the node stage again [" + STAGE_WAIT + "]")
+WAIT_RESIZE = ("waiting for the attach/detach stage: the backing volume of %s is grown first (to %s bytes): run that "
+               "stage, then the node stage again [" + STAGE_WAIT + "]")
+WAIT_UNMOUNT = ("waiting for node %s to unmount it: %s; run the node stage, then the attach/detach stage again ["
+                + UNMOUNT_WAIT + "]")
 
 
 def check_stage(stage):

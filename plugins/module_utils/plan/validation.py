@@ -31,9 +31,10 @@ import re
 
 from ansible_collections.kubevol.volumes.plugins.module_utils.common import names
 from ansible_collections.kubevol.volumes.plugins.module_utils.common import driver_options as driver_options_mod
-from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import InvalidInput, KubevolError
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import KubevolError, SettingRefused
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.handles import quote_handle
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.words import setting
+from ansible_collections.kubevol.volumes.plugins.module_utils.plan.codes import OBJECT_REFUSED
 from ansible_collections.kubevol.volumes.plugins.module_utils import volume as volume_plugins
 from ansible_collections.kubevol.volumes.plugins.module_utils.volume import CSI
 from ansible_collections.kubevol.volumes.plugins.module_utils.volume.csi import handle_refusal
@@ -97,10 +98,10 @@ def check_loop_pools(pools):
     """The loop_pools option: absolute paths (the node ignores any other)."""
     where = "the pools of %s" % setting("driver_options", key=names.LOOP_DRIVER)
     if not isinstance(pools, (list, tuple)) or not pools:
-        raise InvalidInput(field=where, value=pools, reason="must be a non-empty list of absolute paths")
+        raise SettingRefused(field=where, value=pools, reason="must be a non-empty list of absolute paths")
     for pool in pools:
         if not isinstance(pool, str) or not pool.startswith("/") or "\x00" in pool:
-            raise InvalidInput(field=where, value=pool, reason="each pool must be an absolute path")
+            raise SettingRefused(field=where, value=pool, reason="must be an absolute path, as every pool")
 
 
 def normalized_pools(pools):
@@ -217,7 +218,9 @@ def inline_refusals(iv, pools):
 
 
 def refused_text(refusals):
-    return "; ".join(refusals) + "; nothing is set up for it on any node and nothing is recorded. Fix the object"
+    """The blocked reason of an object a node would refuse: each refusal (object, field, value, rule or remedy), then
+    the code; nothing of it is set up or recorded anywhere (docs/errors.md says so under the code)."""
+    return "%s; fix the object [%s]" % ("; ".join(refusals), OBJECT_REFUSED)
 
 
 # -- the planner's last pass over its own steps --------------------------------------------------------------------
@@ -396,8 +399,8 @@ def refuse_unsafe_steps(p, phases, pools, driver_options=None):
                 why = ("an earlier step of this volume on node %s was refused" % step["node"]
                        if pair in refused_pairs else "its detach from another node was refused")
                 p.block(step["node"], label(step["volume"]), label(step["pod"]) if step.get("pod") else None,
-                        "%s %s not planned: %s" % (
-                    phase[0], phase[1], why))
+                        "%s %s not planned: %s, fix what that step names [%s]" % (
+                    phase[0], phase[1], why, OBJECT_REFUSED))
                 newly.append(pair)
                 if phase == ("detach", "device"):
                     undetached.add(pair[0])
@@ -407,8 +410,8 @@ def refuse_unsafe_steps(p, phases, pools, driver_options=None):
                 kept.append(step)
                 continue
             p.block(step["node"], label(step["volume"]), label(step.get("pod")) if step.get("pod") else None,
-                    "%s %s refused at plan time: %s; nothing of it runs on node %s and what is there stays"
-                    % (phase[0], phase[1], problem, step["node"]))
+                    "%s %s on node %s refused at plan time: %s; fix the object [%s]"
+                    % (phase[0], phase[1], step["node"], problem, OBJECT_REFUSED))
             newly.append(pair)
             if phase == ("detach", "device"):
                 undetached.add(pair[0])

@@ -90,8 +90,8 @@ def _not_run(view, phase, node, failures):
             failures["volumes"].setdefault(key, "%s on node %s failed" % (phase, node))
             if step.get("volume") not in volumes:
                 volumes.append(step.get("volume"))
-    msg = ("node %s has work in phase %s but did not run it: is it in this play's inventory (or limited out)? Add "
-           "it, or run again without --limit" % (node, phase))
+    msg = ("node %s has work in phase %s but did not run it: add it to this play's inventory, or run again without "
+           "--limit" % (node, phase))
     return [], [{"node": node, "phase": phase, "msg": msg, "volumes": volumes}]
 
 
@@ -101,8 +101,8 @@ def _node_phase(view, phase, node, result, failures, pending=None):
     steps = view.steps(phase, node, failures)
     items = phase_items(view, phase, node, failures)
     if result is None or result.get("skipped"):
-        msg = ("node %s has work in phase %s but did not run it: is it in this play's inventory "
-               "(or limited out)? Add it, or run again without --limit" % (node, phase))
+        msg = ("node %s has work in phase %s but did not run it: add it to this play's inventory, or run again "
+               "without --limit" % (node, phase))
         result = {"failed": True, "msg": msg}
     # the reasons later steps are not attempted for say where it failed; its message is the node task's (printed once)
     if result.get("unreachable"):

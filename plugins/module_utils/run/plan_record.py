@@ -34,6 +34,7 @@ import time
 import uuid
 
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import KubevolError
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.words import setting
 from ansible_collections.kubevol.volumes.plugins.module_utils.run import plan_record_parts as parts
 from ansible_collections.kubevol.volumes.plugins.module_utils.run.plan_record_parts import (  # noqa: F401 (this module's names too)
     RUN_ID, STALE_TEMP_SECONDS, UNFINISHED_SECONDS, VERSION, _digest, _dumps, _started)
@@ -165,9 +166,9 @@ def _write_files(rest, shares, directory, run_id):
         final = os.path.join(directory, run_id)
         temp = tempfile.mkdtemp(prefix=".%s." % run_id, dir=directory)
     except OSError as err:
-        raise KubevolError("plan record: cannot create %s: %s. The run's plan is written there for its later steps: "
-                           "make it writable, or set kubevol_plan_record_dir to a directory on the controller"
-                           % (directory, err))
+        # the run's plan is written there for its later steps
+        raise KubevolError("plan record: cannot create %s (%s): make it writable, or set %s to a directory on the "
+                           "controller" % (directory, err, setting("plan_record_dir")))
     try:
         os.mkdir(os.path.join(temp, "nodes"))
         data = _dumps(rest)
@@ -186,9 +187,9 @@ def _write_files(rest, shares, directory, run_id):
         os.rename(temp, final)
     except OSError as err:
         shutil.rmtree(temp, ignore_errors=True)
-        raise KubevolError("plan record: cannot write %s: %s (nothing was changed in the cluster). Free space there, "
-                           "or set kubevol_plan_record_dir to another directory on the controller"
-                           % (os.path.join(directory, run_id), err))
+        raise KubevolError("plan record: cannot write %s (%s), so nothing was changed in the cluster: free space "
+                           "there, or set %s to another directory on the controller"
+                           % (os.path.join(directory, run_id), err, setting("plan_record_dir")))
     return final, _digest(data)
 
 
@@ -239,12 +240,12 @@ def _read(path, digest, what, handle):
         with open(path, "rb") as stream:
             data = stream.read()
     except OSError as err:
-        raise KubevolError("plan record of run %s: cannot read %s: %s. The record is written by this run's plan task "
-                           "and kept until two later runs have planned: run the reconcile again"
+        # the record is written by this run's plan task and kept until two later runs have planned
+        raise KubevolError("plan record of run %s: cannot read %s (%s): run the reconcile again"
                            % (handle.get("run_id"), path, err))
     if _digest(data) != digest:
-        raise KubevolError("plan record of run %s: %s is not the one this run wrote (its sha256 differs): nothing was "
-                           "done with it. Run the reconcile again" % (handle.get("run_id"), what))
+        raise KubevolError("plan record of run %s: %s is not the one this run wrote (its sha256 differs), so it is not "
+                           "used: run the reconcile again" % (handle.get("run_id"), what))
     return json.loads(data.decode("utf-8"))
 
 

@@ -149,9 +149,9 @@ def _put(api, run_id, part, data):
 
 
 def _refused(handle, what, why):
-    return KubevolError("plan record of run %s: %s %s: nothing was done with it. The record is written by this run's "
-                        "plan task and kept until two later runs have planned; run the reconcile again (it plans "
-                        "anew)" % (handle["run_id"], what, why))
+    # the record is written by this run's plan task and kept until two later runs have planned
+    return KubevolError("plan record of run %s: %s %s, so it is not used: run the reconcile again (it plans anew)"
+                        % (handle["run_id"], what, why))
 
 
 def _get(api, handle, part, entry):
@@ -189,9 +189,10 @@ def write(rest, shares, where, run_id, connection):
         try:
             return _write(api, rest, shares, namespace, run_id)
         except KubevolError as err:
-            raise KubevolError("plan record of run %s: cannot write it as ConfigMaps in namespace %s: %s. Nothing was "
-                               "changed on the nodes or in the volumes' objects; what was written is pruned after an "
-                               "hour (it has no manifest)" % (run_id, namespace, err.msg))
+            # what was written is pruned after an hour (it has no manifest)
+            raise KubevolError("plan record of run %s: cannot write it as ConfigMaps in namespace %s (%s), so nothing "
+                               "was changed on the nodes: check the run's access to ConfigMaps there and run again"
+                               % (run_id, namespace, err.msg))
 
 
 def _write(api, rest, shares, namespace, run_id):

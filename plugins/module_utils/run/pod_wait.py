@@ -25,6 +25,7 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.cluster.pv import 
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import InvalidInput
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.names import (
     ephemeral_volume_handle, unique_volume_name)
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.words import setting
 from ansible_collections.kubevol.volumes.plugins.module_utils.node import node_args
 from ansible_collections.kubevol.volumes.plugins.module_utils.stores import CLUSTER_STORE_ARGSPEC
 from ansible_collections.kubevol.volumes.plugins.module_utils.volume import (
@@ -181,7 +182,8 @@ def volume_state(index, plan_result, node, facts, pod, volume, known_drivers):
                         "the reconcile" % (volume.name, node))
     if pv is None:
         blockers = _blockers(plan_result, node, key, ())
-        return _waiting(out, blockers, [], "claim %s/%s is not bound to a PV" % (pod.namespace, volume.claim_name))
+        return _waiting(out, blockers, [], "claim %s/%s is not bound to a PV yet: wait for it to bind [KV-CLAIM-UNBOUND]"
+                        % (pod.namespace, volume.claim_name))
     plugin = find_plugin_by_spec(pv)
     if plugin is None:
         out.update(state=NOT_WAITED, reason="PV %s (%s): not one kubevol sets up" % (pv.name, pv.source_kind))
@@ -203,6 +205,10 @@ def volume_state(index, plan_result, node, facts, pod, volume, known_drivers):
         "mapped" if mode == BLOCK_MODE else "mounted", node))
 
 
+def _unreachable(node, error):
+    return "node %s is unreachable (%s): make it reachable and wait again [KV-NODE-UNREACHABLE]" % (node, error)
+
+
 def pod_states(index, plan_result, keys, node_facts, known_drivers, unreachable=None):
     """[{pod, node, ready, volumes}] for the pods ``keys`` whose node is in ``node_facts`` ({node: NodeMounts});
     ``unreachable`` ({node: error}) gives the reason for the pods of a node whose facts could not be read. A pod is
@@ -217,14 +223,14 @@ def pod_states(index, plan_result, keys, node_facts, known_drivers, unreachable=
         if node is None:
             entry["reason"] = "pod %s is not scheduled to a node yet" % key
         elif node in unreachable:
-            entry["reason"] = "node %s is unreachable: %s" % (node, unreachable[node])
+            entry["reason"] = _unreachable(node, unreachable[node])
         elif node not in node_facts:
             entry["reason"] = ("pod %s is scheduled to node %s, which no host of this play answers for: add the node "
-                               "to the play's hosts (kubevol_node_name maps a host to its node name)" % (key, node))
+                               "to the play's hosts, or map its host to it with %s" % (key, node, setting("node_name")))
         else:
             facts = node_facts[node]
             if not facts.reachable:
-                entry["reason"] = "node %s is unreachable: %s" % (node, facts.error)
+                entry["reason"] = _unreachable(node, facts.error)
             else:
                 entry["volumes"] = [volume_state(index, plan_result, node, facts, pod, v, known_drivers)
                                     for v in pod.volumes]

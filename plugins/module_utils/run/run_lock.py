@@ -39,15 +39,19 @@ def held_duration(lock):
 
 
 class RunLocked(KubevolError):
+    """Another run holds the lock (runs never interleave); read by the reconcile role's user only (cluster_run_lock
+    is the role's own), so the remedy names its variable."""
+    code = "KV-RUN-LOCKED"
     message = ("another kubevol run holds the lock on cluster store {store} since {since} (holder {held_by}, pid {pid}, "
-               "host {host}; renewed {renewed}, expires {expires} unless renewed); waited {waited}s. Runs never "
-               "interleave: wait for that run to end and run again, raise the wait (run_lock_timeout, reconcile role: "
-               "kubevol_run_lock_timeout), or, if that run is dead on another host, wait for its lock to expire")
+               "host {host}; renewed {renewed}, expires {expires} unless renewed), waited {waited}s: run again once "
+               "that run has ended, or raise kubevol_run_lock_timeout")
 
 
 class RunLockLost(KubevolError):
-    message = ("this run ({holder}) no longer holds the lock on cluster store {store}: {reason}. Nothing more was "
-               "written; another run may be working on the cluster. Run again once it has ended; the run converges")
+    """Nothing more is written once the lock is lost: another run may be working on the cluster."""
+    code = "KV-RUN-LOCKED"
+    message = ("this run ({holder}) no longer holds the lock on cluster store {store} ({reason}): run again once the "
+               "other run has ended")
 
 
 def utc_now():

@@ -30,9 +30,17 @@ class StoreError(KubevolError):
     message = "cluster store {store}: {reason}"
 
 
+class ClusterFileRefused(StoreError):
+    """The cluster file is not one whole snapshot kubevol can read (missing, empty, cut short, not parsable, kubectl's
+    error text): nothing was read from it and nothing planned. ``reason`` says what it is and how to write it."""
+    code = "KV-CLUSTER-FILE"
+
+
 class StoreLockTimeout(LockTimeout):
-    message = ("cluster store {store} is locked by another kubevol run (lock file {lock}); waited {timeout}s; "
-               "retry when that run ends (the lock is released when its process exits)")
+    """The store's own lock (held for one read or write; released when its process exits) stayed taken."""
+    code = "KV-RUN-LOCKED"
+    message = ("cluster store {store} is locked by another kubevol run (lock file {lock}), waited {timeout}s: run "
+               "again when that run ends")
 
 
 class MissingLibrary(KubevolError):

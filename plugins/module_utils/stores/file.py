@@ -30,6 +30,7 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors impo
 from ansible_collections.kubevol.volumes.plugins.module_utils.records.record import RecordApplier, validate_record
 from ansible_collections.kubevol.volumes.plugins.module_utils.stores.base import (
     DELETE,
+    ClusterFileRefused,
     ClusterStore,
     MissingLibrary,
     StoreError,
@@ -143,13 +144,14 @@ class FileStore(ClusterStore):
         except (IOError, OSError) as err:
             hint = ""
             if err.errno == errno.ENOENT:
-                hint = ("; create it with `kubectl get nodes,pods,pv,pvc,volumeattachments,csidrivers -A -o yaml > %s`"
-                        % self.path)
-            raise StoreError(store=self.describe(), reason="cannot read the cluster state file: %s%s" % (err.strerror or err, hint))
+                hint = ": create it with `kubectl get %s -A -o yaml > %s`" % (KUBECTL_KINDS, self.path)
+            raise ClusterFileRefused(store=self.describe(), reason="cannot read the cluster state file: %s%s" % (
+                err.strerror or err, hint))
         try:
             text = raw.decode("utf-8-sig")
         except UnicodeDecodeError as err:
-            raise StoreError(store=self.describe(), reason="the file is not UTF-8 text: %s" % err)
+            raise ClusterFileRefused(store=self.describe(), reason="the file is not UTF-8 text (%s): write it again with "
+                                     "kubectl" % err)
         return text
 
     def stream_items(self, text):
@@ -167,37 +169,37 @@ class FileStore(ClusterStore):
         """Parse YAML or JSON text (decided by content) into (List dict, format)."""
         stripped = text.lstrip()
         if stripped[:64].lower().startswith(KUBECTL_ERROR_PREFIXES):  # not a lowered copy of the whole text
-            raise StoreError(store=self.describe(), reason=kubectl_error_reason(stripped))
+            raise ClusterFileRefused(store=self.describe(), reason=kubectl_error_reason(stripped))
         if stripped[:1] in ("{", "["):
             try:
                 return self._to_list([json.loads(text)]), "json"
             except ValueError as err:
                 json_error = err
                 if yaml is None:
-                    raise StoreError(store=self.describe(), reason=self._unparsable_reason("JSON", err))
+                    raise ClusterFileRefused(store=self.describe(), reason=self._unparsable_reason("JSON", err))
         else:
             json_error = None
         if yaml is None:
             raise MissingLibrary("PyYAML", "to read the YAML cluster state file %s" % self.path, YAML_IMPORT_ERROR)
         problem = yaml_text_cut_short_problem(text)  # before a parse that may take a minute
         if problem:
-            raise StoreError(store=self.describe(), reason=cut_short_reason(problem, self.path))
+            raise ClusterFileRefused(store=self.describe(), reason=cut_short_reason(problem, self.path))
         try:
             documents = list(yaml.load_all(text, Loader=file_text.Loader))
         except yaml.YAMLError as err:
             if json_error is not None:
-                raise StoreError(store=self.describe(), reason=self._unparsable_reason("JSON", json_error))
-            raise StoreError(store=self.describe(), reason=self._unparsable_reason("YAML", err))
+                raise ClusterFileRefused(store=self.describe(), reason=self._unparsable_reason("JSON", json_error))
+            raise ClusterFileRefused(store=self.describe(), reason=self._unparsable_reason("YAML", err))
         # a file cut short first (it may also be cut inside an object), then what is no cluster at all
         problem = yaml_cut_short_problem(documents) if any(d is not None for d in documents) else None
         if problem:
-            raise StoreError(store=self.describe(), reason=cut_short_reason(problem, self.path))
+            raise ClusterFileRefused(store=self.describe(), reason=cut_short_reason(problem, self.path))
         return self._to_list(documents), "yaml"
 
     def _unparsable_reason(self, syntax, err):
-        return ("invalid %s: %s. Nothing was read from it; a file cut short (an interrupted kubectl, a full disk) "
-                "reads like this: write it again with `kubectl get %s -A -o yaml > %s` and check that kubectl "
-                "succeeded" % (syntax, err, KUBECTL_KINDS, self.path))
+        # a file cut short (an interrupted kubectl, a full disk) reads like this
+        return ("invalid %s (%s): write it again with `kubectl get %s -A -o yaml > %s` and check that kubectl "
+                "succeeded" % (syntax, str(err).replace("\n", " "), KUBECTL_KINDS, self.path))
 
     def _to_list(self, documents):
         """One List from the parsed documents; anything that is not a picture of a cluster is an error.
@@ -208,18 +210,17 @@ class FileStore(ClusterStore):
         """
         documents = [d for d in documents if d is not None]
         if not documents:
-            raise StoreError(store=self.describe(), reason=(
-                "the file is empty: no Kubernetes List or object in it (an empty file is what `kubectl get ... > "
-                "file` leaves when kubectl failed, e.g. with an expired token); nothing was planned. Write it "
-                "again with `kubectl get %s -A -o yaml > %s` and check that kubectl succeeded" % (KUBECTL_KINDS, self.path)))
+            raise ClusterFileRefused(store=self.describe(), reason=(
+                "the file is empty (what `kubectl get ... > file` leaves when kubectl failed): write it again with "
+                "`kubectl get %s -A -o yaml > %s` and check that kubectl succeeded" % (KUBECTL_KINDS, self.path)))
         if len(documents) == 1 and isinstance(documents[0], dict) and "items" in documents[0]:
             result = documents[0]
             items = result["items"]
             if items is None:
                 items = result["items"] = []
             if not isinstance(items, list):
-                raise StoreError(store=self.describe(), reason="its List's items is %s, not a list of objects"
-                                 % describe_value(items))
+                raise ClusterFileRefused(store=self.describe(), reason="its List's items is %s, not a list of objects"
+                                         % describe_value(items))
         else:
             result = empty_list()
             items = result["items"]
@@ -231,10 +232,10 @@ class FileStore(ClusterStore):
                 elif isinstance(doc, list):
                     items.extend(doc)
                 else:
-                    raise StoreError(store=self.describe(), reason=not_a_list_reason(number, doc))
+                    raise ClusterFileRefused(store=self.describe(), reason=not_a_list_reason(number, doc))
         for number, obj in enumerate(items):
             if not isinstance(obj, dict) or not obj.get("kind"):
-                raise StoreError(store=self.describe(), reason="items[%d] is not a Kubernetes object (%s)" % (
+                raise ClusterFileRefused(store=self.describe(), reason="items[%d] is not a Kubernetes object (%s)" % (
                     number, "no kind" if isinstance(obj, dict) else describe_value(obj)))
         return result
 

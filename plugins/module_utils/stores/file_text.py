@@ -57,8 +57,8 @@ def describe_value(value):
 
 
 def kubectl_error_reason(text):
-    return ("it holds kubectl's error output, not a cluster: %s; nothing was planned. Fix kubectl's access "
-            "(login, context, token) and write the file again" % describe_value(text))
+    return ("it holds kubectl's error output, not a cluster (%s): fix kubectl's access (login, context, token) and "
+            "write the file again" % describe_value(text))
 
 
 def not_a_list_reason(number, doc):
@@ -119,12 +119,11 @@ def yaml_cut_short_problem(documents):
 
 
 def cut_short_reason(problem, path):
-    return ("not trusted as a whole snapshot: %s. Nothing was read from it and nothing was planned: a file cut short "
-            "(an interrupted kubectl, a full disk) must never read as a smaller cluster. Write it with kubectl itself "
-            "and check that kubectl succeeded: `kubectl get %s -A -o json > %s` (JSON is preferred for big clusters: "
-            "a cut JSON file never parses) or `-o yaml`, as kubectl prints it (one List; its keys in kubectl's order, "
-            "apiVersion, items, kind, metadata, which yaml.safe_dump writes with its default sort_keys)"
-            % (problem, KUBECTL_KINDS, path))
+    # a file cut short (an interrupted kubectl, a full disk) must never read as a smaller cluster; JSON is preferred
+    # for big clusters (a cut JSON file never parses); a YAML List must keep kubectl's key order (apiVersion, items,
+    # kind, metadata, as yaml.safe_dump writes with its default sort_keys): docs/errors.md KV-CLUSTER-FILE
+    return ("not trusted as a whole snapshot: %s; write it again with `kubectl get %s -A -o json > %s` (or `-o yaml`, "
+            "as kubectl prints it) and check that kubectl succeeded" % (problem, KUBECTL_KINDS, path))
 
 
 def kubectl_order(cluster_list):

@@ -19,6 +19,7 @@ import posixpath
 
 from ansible_collections.kubevol.volumes.plugins.module_utils.common import driver_options as options_mod
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.names import check_component  # noqa: F401 (one rule)
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.words import setting
 
 DEFAULT_KUBELET_DIR = "/var/lib/kubelet"
 # the filesystem types kubevol formats and mounts (node/filesystems.py FILESYSTEMS has one class for each; a unit
@@ -191,8 +192,8 @@ NODE = "\x00node\x00"  # a refusal's placeholder for "node <name>", filled per p
 
 
 def _option_hint(plugin, roots):
-    return ("driver_options[%r].paths (reconcile role: kubevol_driver_options; now: %s)"
-            % (plugin, ", ".join(roots) if roots else "none: nothing is allowed"))
+    return ("the paths of %s (now: %s)"
+            % (setting("driver_options", key=plugin), ", ".join(roots) if roots else "none, nothing is allowed"))
 
 
 def path_refusal(pv_name, field_name, path, plugin, driver_options):
@@ -200,18 +201,16 @@ def path_refusal(pv_name, field_name, path, plugin, driver_options):
     operator's directories for ``plugin`` (driver_options[plugin].paths; the node checks again with realpath:
     node/paths.py). Kubernetes: validation.go validatePathNoBacksteps."""
     roots = options_mod.options_for(driver_options, plugin).get("paths") or []
-    where = "PV %s: %s %r" % (pv_name, field_name, path)
+    where = "PV %s cannot be set up on %s: %s %r" % (pv_name, NODE, field_name, path)
     if not isinstance(path, str) or not path.startswith("/") or "\x00" in path:
-        return ("%s is not an absolute path; nothing is mounted or created on %s. Write the PV's path as an "
-                "absolute path" % (where, NODE))
+        return "%s is not an absolute path: write the PV's path as one" % where
     if ".." in path.split("/"):
-        return ("%s must not contain '..' (Kubernetes: validatePathNoBacksteps); nothing is mounted or created on "
-                "%s. Fix the PV's path" % (where, NODE))
+        # Kubernetes: validatePathNoBacksteps
+        return "%s must not contain '..': write the PV's path without it" % where
     if path.startswith("//") or posixpath.normpath(path) != path:
-        return ("%s is not a normalized path (no '.', '//' or trailing '/'), write it as %r; nothing is mounted or "
-                "created on %s" % (where, posixpath.normpath(path), NODE))
+        return "%s is not a normalized path (no '.', '//' or trailing '/'): write it as %r" % (
+            where, posixpath.normpath(path))
     if not options_mod.allowed(path, roots):
-        return ("%s is outside the directories the operator allows for %s; nothing is mounted or created on "
-                "%s. Move the volume under an allowed directory, or add its directory to %s"
-                % (where, plugin, NODE, _option_hint(plugin, roots)))
+        return ("%s is outside the directories allowed for %s: move the volume under one, or add its directory to %s"
+                % (where, plugin, _option_hint(plugin, roots)))
     return None

@@ -114,9 +114,9 @@ class HostPathPlugin(VolumePlugin):
         directories."""
         refusals = []
         if pv.source.type not in HOST_PATH_TYPES:
-            refusals.append("PV %s: spec.hostPath.type: Unsupported value: %r: supported values: %s; nothing is "
-                            "checked or created on %s. Fix the PV's type" % (
-                                pv.name, pv.source.type, ", ".join('"%s"' % t for t in HOST_PATH_TYPES), NODE))
+            refusals.append("PV %s cannot be set up on %s: spec.hostPath.type: Unsupported value: %r: supported "
+                            "values: %s: set the PV's type to one of them" % (
+                                pv.name, NODE, pv.source.type, ", ".join('"%s"' % t for t in HOST_PATH_TYPES)))
         problem = path_refusal(pv.name, "spec.hostPath.path", pv.source.path, cls.NAME, driver_options)
         if problem is not None:
             refusals.append(problem)

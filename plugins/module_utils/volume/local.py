@@ -39,9 +39,10 @@ LocalSource.__doc__ = """spec.local: path as written; fs_type: spec.local.fsType
 
 
 class LocalFilesystemMismatch(FilesystemMismatch):
+    # nothing was mounted or formatted: the data is kept
     message = ("mount of local volume {volume} on node {node} refused: failed to mount the volume as \"{expected}\", "
-               "it already contains {found} ({device}). Nothing was mounted or formatted; the data is kept. If {found} "
-               "is right, set the PV's spec.local.fsType to {found}; otherwise give the PV a blank device")
+               "it already contains {found} ({device}); set the PV's spec.local.fsType to {found} if that is right, "
+               "or give the PV a blank device")
 
 
 class LocalPathUnusable(KubevolError):
@@ -91,15 +92,15 @@ class LocalVolumePlugin(VolumePlugin):
         an fsType kubevol cannot format or mount."""
         refusals = []
         if pv.node_affinity is None:
-            refusals.append("PV %s: spec.nodeAffinity: Required value: Local volume requires node affinity "
-                            "(Kubernetes refuses a local PV without it: the volume exists on one node only); nothing "
-                            "is mounted on %s. Add spec.nodeAffinity naming the node that has %s"
+            # Kubernetes refuses a local PV without it: the volume exists on one node only
+            refusals.append("PV %s cannot be set up on %s: spec.nodeAffinity: Required value: Local volume requires "
+                            "node affinity: add spec.nodeAffinity naming the node that has %s"
                             % (pv.name, NODE, pv.source.path))
         problem = path_refusal(pv.name, "spec.local.path", pv.source.path, cls.NAME, driver_options)
         if problem is not None:
             refusals.append(problem)
         if pv.volume_mode != BLOCK_MODE and (pv.source.fs_type or DEFAULT_FS_TYPE) not in FS_TYPES:
-            refusals.append("PV %s: spec.local.fsType %r is not one kubevol formats or mounts (%s); fix the PV"
+            refusals.append("PV %s: spec.local.fsType %r is not one kubevol formats or mounts: set it to one of %s"
                             % (pv.name, pv.source.fs_type, ", ".join(sorted(FS_TYPES))))
         return refusals
 

@@ -188,8 +188,8 @@ def test_a_loop_pv_with_a_slash_in_its_handle_is_refused_with_a_clear_message():
     assert blocked["reason"].startswith(
         "PersistentVolume pv-a: spec.csi.volumeHandle 'a/b' is refused: driver loop.kubevol.io names a file after "
         "each volume handle, so it refuses a handle that is not one safe path component (no '/', '\\', '.' or '..', "
-        "NUL or control characters, at most 255 bytes): it would escape its directory; nothing is set up for it on "
-        "any node and nothing is recorded. Fix the object"), blocked["reason"]
+        "NUL or control characters, at most 255 bytes): it would escape its directory; fix the object "
+        "[KV-OBJECT-REFUSED]"), blocked["reason"]
 
 
 def test_the_node_refuses_a_loop_handle_by_the_drivers_rule_naming_volume_node_and_code(tmp_path):

@@ -99,17 +99,18 @@ def test_unmanaged_node_mount_waits_for_attach():
 
 BLOCKED_CASES = [
     ("unbound claim", cluster(node("node1"), pv("pv-a", claim="ns/a"), pvc("ns/a", "", phase="Pending"),
-                              pod("ns/p", "node1", ["a"])), "has non-bound phase ('Pending')"),
+                              pod("ns/p", "node1", ["a"])), "has non-bound phase 'Pending'"),
     ("bound phase but no volumeName", cluster(node("node1"), pvc("ns/a", ""), pod("ns/p", "node1", ["a"])),
-     "empty pvc.Spec.VolumeName"),
-    ("PVC missing", cluster(node("node1"), pod("ns/p", "node1", ["a"])), "PVC ns/a not found"),
+     "and volumeName ''"),
+    ("PVC missing", cluster(node("node1"), pod("ns/p", "node1", ["a"])), "claim ns/a does not exist"),
     ("PV missing", cluster(node("node1"), pvc("ns/a", "pv-a"), pod("ns/p", "node1", ["a"])),
-     "PV pv-a bound by PVC ns/a not found"),
+     "PV pv-a of claim ns/a does not exist"),
     ("claimRef uid mismatch", cluster(node("node1"), pv("pv-a", claim="ns/a", uid="old"), pvc("ns/a", "pv-a"),
-                                      pod("ns/p", "node1", ["a"])), "claimRef uid old does not match"),
+                                      pod("ns/p", "node1", ["a"])), "claimRef uid old, the claim's uid uid-ns/a"),
     ("no claimRef", cluster(node("node1"), pv("pv-a"), pvc("ns/a", "pv-a"), pod("ns/p", "node1", ["a"])),
-     "not yet bound to the claim"),
-    ("pod on a missing node", cluster(bound("pv-a", "ns/a"), pod("ns/p", "ghost", ["a"])), "does not exist"),
+     "not bound to claim ns/a yet"),
+    ("pod on a missing node", cluster(bound("pv-a", "ns/a"), pod("ns/p", "ghost", ["a"])),
+     "node ghost of pod ns/p is not in the cluster snapshot"),
 ]
 
 
@@ -238,7 +239,7 @@ def test_detach_guard(name, data, options, forced):
     detaches = [s for s in result["plan"] if s["action"] == "detach"]
     if forced is None:
         assert detaches == []
-        assert reasons(result)[0].startswith("still mounted")
+        assert reasons(result)[0].startswith("volume still mounted on node node1")
     else:
         assert [s["forced"] for s in detaches] == [forced]
 
@@ -273,7 +274,8 @@ def test_unreachable_node_blocks_its_steps_and_dependants():
                    pod("ns/new", "node2", ["a"]))
     result = run(data, {"node1": facts("node1", reachable=False, error="ssh timeout"), "node2": facts("node2")})
     assert steps(result) == []
-    assert any(r.startswith("node unreachable: ssh timeout; detach requested 0s ago") for r in reasons(result))
+    assert any(r.startswith("node node1 is unreachable (ssh timeout), so the detach requested 0s ago waits")
+               for r in reasons(result))
     assert any(r.startswith("Multi-Attach error") and "node1 unreachable" in r for r in reasons(result))
 
 
@@ -465,7 +467,7 @@ def test_a_multi_attach_volume_no_node_has_mounted_is_set_up_on_one_node_first(u
     assert steps(result, "attach") == [("attach", "device", "node1", "pv-a", None)]
     assert [s[2] for s in steps(result, "mount")] == ["node1", "node1"]
     blocked = [b for b in result["blocked"] if b["node"] == "node2"]
-    assert len(blocked) == 1 and "waiting for node node1 to set it up first" in blocked[0]["reason"], result["blocked"]
+    assert len(blocked) == 1 and "volume pv-a waits for node node1 to set it up first" in blocked[0]["reason"], result["blocked"]
 
 
 def test_once_a_node_has_it_mounted_every_node_attaches_it(unlocked_stage):

@@ -139,15 +139,15 @@ def test_ghost_directory_is_blocked_once_never_an_empty_step():
     result = run(data, ghost_facts())
     assert [s for s in result["plan"] if s["action"] == "unmount"] == []  # old code: unmount/pod of pv-b, no effect
     [reason] = [r for r in reasons(result) if "vol_data.json" in r]
-    assert "named for PV pv-a" in reason and "this plan knows as PV pv-b" in reason
-    assert "nothing is mounted there" in reason
+    assert "named for PV pv-a" in reason and "(PV pv-b)" in reason
+    assert "unmount it" not in reason and reason.endswith("remove it by hand [KV-UNIDENTIFIED]")
 
 
 def test_mounted_ghost_keeps_its_volume_attached():
     data = cluster(node("node1", attached=[uvn("pv-b")]), bound("pv-b", "ns/b"), va("pv-b", "node1"))
     result = run(data, ghost_facts(mounted=True))
     assert detaches(result) == []
-    assert any("unmount it first" in r for r in reasons(result))
+    assert any("check what it holds, unmount it, then remove it by hand" in r for r in reasons(result))
 
 
 def test_orphan_directory_of_a_gone_pv_is_torn_down_under_its_own_name():
@@ -175,8 +175,8 @@ def test_unreachable_not_ready_node_first_run_records_the_request_time():
     assert detaches(result) == []
     assert result["detach_requests"] == [{"name": va("pv-a", "node1")["metadata"]["name"], "node": "node1",
                                           "volume": "pv-a", "requested_at": "2026-11-22T12:00:00Z"}]
-    assert any(r.startswith("node unreachable: ssh: timed out; detach requested 0s ago") and
-               "after max_wait_for_unmount (360s)" in r for r in reasons(result))
+    assert any(r.startswith("node node1 is unreachable (ssh: timed out), so the detach requested 0s ago waits") and
+               "after @{max_wait_for_unmount} (360s) [KV-NODE-UNREACHABLE]" in r for r in reasons(result))
     # the run's first write keeps it on the VolumeAttachment (executor.run_step -> detach_request_records)
     _state, records, _tasks = executor.run_step(result)
     assert [(r["type"], r["node"], r["requested_at"]) for r in records if r["type"] == "detach_requested"] == [
@@ -216,7 +216,8 @@ def test_unreachable_not_ready_node_waits_before_max_wait():
 def test_unreachable_node_never_released_when_ready_or_force_detach_off(ready, force_detach):
     result = run(*unreachable(ready=ready, annotations=LONG_AGO), force_detach=force_detach)
     assert detaches(result) == []
-    assert any(r.startswith("node unreachable: ssh: timed out; detach requested 3600s ago") for r in reasons(result))
+    assert any(r.startswith("node node1 is unreachable (ssh: timed out), so the detach requested 3600s ago waits")
+               and "released in the cluster only" not in r for r in reasons(result))
     assert not [s for s in result["plan"] if s["action"] == "attach"]  # Multi-Attach: node1 still holds it
 
 

@@ -158,7 +158,8 @@ def test_unreachable_node_blocks_the_publish():
     result = run(cluster(node("node1"), ephemeral_driver(), inline_pod()),
                  {"node1": facts("node1", reachable=False, error="ssh: timed out")})
     assert result["plan"] == []
-    assert reasons(result) == ["node unreachable: ssh: timed out"]
+    assert reasons(result) == ["node node1 is unreachable (ssh: timed out): make it reachable and run again "
+                               "[KV-NODE-UNREACHABLE]"]
 
 
 BLOCKED = [
@@ -476,7 +477,7 @@ def test_inline_volume_whose_handle_a_pv_names_is_never_published():
     assert steps(result) == []
     [entry] = result["blocked"]
     assert entry["node"] == "node1" and entry["volume"] == "scratch" and entry["pod"] == "ns/p"
-    assert "PV pv-adopted" in entry["reason"] and HANDLE in entry["reason"] and "Rename" in entry["reason"]
+    assert "PV pv-adopted" in entry["reason"] and HANDLE in entry["reason"] and "rename" in entry["reason"]
 
 
 def test_gone_pods_inline_volume_whose_handle_a_pv_names_is_not_unpublished():
@@ -486,7 +487,7 @@ def test_gone_pods_inline_volume_whose_handle_a_pv_names_is_not_unpublished():
     assert steps(result) == []
     [entry] = result["blocked"]
     assert entry["node"] == "node1" and entry["volume"] == "scratch"
-    assert "PV pv-adopted" in entry["reason"] and "never deleted" in entry["reason"]
+    assert "PV pv-adopted" in entry["reason"] and "unmount it on the node by hand" in entry["reason"]
 
 
 def test_an_unrelated_pv_does_not_stop_the_unpublish():

@@ -178,7 +178,7 @@ def test_block_and_read_only_pods_get_no_fs_group():
 @pytest.mark.parametrize("security,text", [
     ({"fsGroup": -5}, "securityContext.fsGroup -5 is not a group ID"),
     ({"fsGroup": "2000"}, "securityContext.fsGroup '2000' is not a group ID"),
-    ({"fsGroup": 2000, "fsGroupChangePolicy": "Sometimes"}, "fsGroupChangePolicy 'Sometimes' is not one of"),
+    ({"fsGroup": 2000, "fsGroupChangePolicy": "Sometimes"}, "fsGroupChangePolicy 'Sometimes' is not a policy"),
 ])
 def test_bad_security_context_is_blocked(security, text):
     data = cluster(node("node1"), bound("pv-a", "ns/a"), with_security(pod("ns/p", "node1", ["a"]), **security))
@@ -232,7 +232,7 @@ def test_infeasible_expansion_is_not_retried_at_the_same_size(state):
     result = run(_resizing("10G", "1Gi", pv_size, "10G", state), MOUNTED)
     assert steps(result, "expand") == []
     text = [r for r in reasons(result) if state in r]
-    assert text and "lower spec.resources.requests.storage below 10G (not below its capacity 1Gi)" in text[0]
+    assert text and "lower its spec.resources.requests.storage below 10G (not below its capacity 1Gi)" in text[0]
 
 
 def test_lowered_request_after_infeasible_expansion_is_tried():
@@ -279,5 +279,5 @@ def test_a_pv_whose_fs_type_kubevol_does_not_handle_is_blocked_alone():
                    pod("ns/app", "node1", ["fat", "ok"]), pod("ns/raw", "node1", ["raw"], devices=["raw"]))
     result = run(data)
     assert sorted(set(s[3] for s in steps(result))) == ["pv-ok", "pv-raw"]
-    assert any("PV pv-fat: csi.fsType 'vfat' is not one kubevol formats or mounts (btrfs, ext3, ext4, xfs); fix the "
-               "PV's csi.fsType" in r for r in reasons(result)), reasons(result)
+    assert any("PV pv-fat: csi.fsType 'vfat' is not one kubevol formats or mounts: set the PV's csi.fsType to one of "
+               "btrfs, ext3, ext4, xfs [KV-OBJECT-REFUSED]" in r for r in reasons(result)), reasons(result)

@@ -165,8 +165,8 @@ def test_local_pv_without_node_affinity_is_blocked():
 
 
 @pytest.mark.parametrize("path,words", [
-    ("/etc", ["'/etc' is outside the directories the operator allows for kubernetes.io/local-volume",
-              "driver_options['kubernetes.io/local-volume'].paths", "/mnt/disks", "node node1"]),
+    ("/etc", ["'/etc' is outside the directories allowed for kubernetes.io/local-volume",
+              "the paths of @{driver_options[kubernetes.io/local-volume]}", "/mnt/disks", "node node1"]),
     ("mnt/disks/d1", ["is not an absolute path"]),
     ("/mnt/disks/../../etc", ["must not contain '..'"]),
     ("/mnt/disks//d1", ["is not a normalized path", "'/mnt/disks/d1'"]),
@@ -256,8 +256,8 @@ def test_host_path_refused_until_operator_allows_paths():
     result = run(host_cluster(pod("ns/p", "node1", ["a"])))
     assert steps(result) == []
     [reason] = reasons(result)
-    assert "outside the directories the operator allows for kubernetes.io/host-path" in reason
-    assert "now: none: nothing is allowed" in reason and "node node1" in reason and "'/srv/data'" in reason
+    assert "outside the directories allowed for kubernetes.io/host-path" in reason
+    assert "now: none, nothing is allowed" in reason and "node node1" in reason and "'/srv/data'" in reason
 
 
 def test_host_path_pv_planned_as_pod_step():

@@ -117,7 +117,7 @@ def test_empty_list_with_a_node_reporting_volumes_tears_nothing_down():
     """reconstruct.go readyToUnmount: the kubelet removes nothing before its pod sources are ready."""
     result = run(cluster(), {"node1": converged_node1("pv-a", "pv-b")})
     assert teardown(result) == []
-    assert any("no Node object node1" in r and "nothing is unmounted or detached there" in r for r in reasons(result))
+    assert any("no Node object node1" in r and r.endswith("[KV-NODE-UNKNOWN]") for r in reasons(result))
 
 
 def test_a_node_missing_from_the_snapshot_is_left_alone_the_others_are_planned():
@@ -163,7 +163,7 @@ def test_guard_refusal_through_the_module_names_the_teardown_and_the_override(tm
     msg = err.value.msg
     assert "4 of the 4 volumes mounted now" in msg and "node1 pv-a (unmount/pod" in msg
     assert "allow_mass_teardown=true" in words.say(msg) and "kubevol_allow_mass_teardown=true" in words.say(msg, words.ROLE)
-    assert "Nothing was changed on any node" in msg
+    assert msg.startswith("refusing a mass teardown, so no node was changed: ") and msg.endswith("[KV-MASS-TEARDOWN]")
     assert len(err.value.kwargs["plan"]) == 12  # the plan travels with the failure, for the table
     params["allow_mass_teardown"] = True
     assert len(plan_module.run(params, NOW)["plan"]) == 12
@@ -342,7 +342,7 @@ def test_deleted_node_waits_max_wait_for_unmount_then_releases():
     data = cluster(node("node2"), bound("pv-a", "ns/a"), va("pv-a", "node1"), pod("ns/p", "node2", ["a"]))
     first = run(data, {"node2": facts("node2")})
     assert steps(first, "detach") == [] and [r["node"] for r in first["detach_requests"]] == ["node1"]
-    assert any("node node1 no longer exists" in r for r in reasons(first))
+    assert any("node node1 has no Node object in the snapshot" in r for r in reasons(first))
     old = (NOW - datetime.timedelta(seconds=400)).strftime("%Y-%m-%dT%H:%M:%SZ")
     data = cluster(node("node2"), bound("pv-a", "ns/a"), pod("ns/p", "node2", ["a"]),
                    va("pv-a", "node1", annotations={DETACH_REQUESTED_AT_ANNOTATION: old}))
@@ -455,7 +455,7 @@ def test_an_unsafe_path_in_node_facts_is_blocked_never_cleaned():
     result = run(cluster(node("node1")), {"node1": node_facts})
     assert result["plan"] == []
     assert [b["reason"] for b in result["blocked"]] == [
-        "refusing /var/lib/kubelet/pods/uid-gone: it is a symlink (to /etc)"]
+        "refusing /var/lib/kubelet/pods/uid-gone: it is a symlink (to /etc) [KV-UNIDENTIFIED]"]
 
 
 # ---- intent before action (issue: concurrent and killed runs) ------------------------------------------

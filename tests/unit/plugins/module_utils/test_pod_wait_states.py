@@ -123,7 +123,7 @@ def test_a_local_block_volume_is_ready_when_mapped_not_when_mounted_as_a_filesys
 def test_a_local_volume_the_operator_does_not_allow_waits_with_the_planners_refusal():
     states = look(local_cluster(path="/srv/elsewhere"), {"node1": facts("node1")})
     vol = volumes(states)["v-a"]
-    assert vol["state"] == WAITING and "outside the directories the operator allows" in vol["reason"], vol
+    assert vol["state"] == WAITING and "outside the directories allowed" in vol["reason"], vol
 
 
 def host_cluster():
@@ -263,7 +263,7 @@ def test_an_nfs_pv_is_not_waited_for():
 def test_an_unbound_claim_waits():
     data = cluster(node("node1"), pvc("ns/a", "", phase="Pending"), pod("ns/p", "node1", ["a"]))
     vol = volumes(look(data, {"node1": facts("node1")}))["v-a"]
-    assert vol["state"] == WAITING and "PVC ns/a has non-bound phase" in vol["reason"], vol
+    assert vol["state"] == WAITING and "claim ns/a has non-bound phase" in vol["reason"], vol
 
 
 # ---- inline ephemeral CSI volumes ---------------------------------------------------------------------------------

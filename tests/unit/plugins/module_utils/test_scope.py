@@ -7,6 +7,7 @@ __metaclass__ = type
 
 import pytest
 
+from ansible_collections.kubevol.volumes.plugins.module_utils.common import words
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import InvalidInput
 from ansible_collections.kubevol.volumes.plugins.module_utils.cluster.scope import select_pods
 
@@ -50,7 +51,9 @@ def test_no_scope(expression):
 def test_bad_expression_carries_jmespath_message():
     with pytest.raises(InvalidInput) as err:
         select_pods(CLUSTER, "[?kind=='Pod'")
-    assert "kubevol_scope" in str(err.value) and "Invalid jmespath expression: Incomplete expression" in str(err.value)
+    said = words.say(str(err.value), words.ROLE)
+    assert said.startswith("kubevol_scope ") and "Invalid jmespath expression: Incomplete expression" in said
+    assert said.endswith("[KV-SETTING]") and "\n" not in said
 
 
 @pytest.mark.parametrize("expression", ["[?kind=='Pod'].metadata.name", "foo", "length(@)"])

@@ -53,7 +53,7 @@ def _invoke(args):
     ({"cluster_state": "cluster.yaml", "host": "https://127.0.0.1:1"}, "invalid host: 'https://127.0.0.1:1': does not apply to cluster_source=file"),
     ({"cluster_source": "kubernetes", "host": "https://127.0.0.1:1", "api_key": "kubevol-test-token", "validate_certs": False},
      "cannot reach the API server at https://127.0.0.1:1"),
-    ({"cluster": {"kind": "List", "items": []}, "scope": "[?"}, "invalid scope: '[?': Invalid jmespath expression"),
+    ({"cluster": {"kind": "List", "items": []}, "scope": "[?"}, "scope '[?' is refused: it must be a JMESPath expression (Invalid jmespath expression"),
 ])
 def test_bad_input_fails_cleanly(args, text):
     out = _invoke(args)
