@@ -100,7 +100,7 @@ def mount_volume(ctx, item, force=False, device_timeout=30):
         if not isinstance(driver, DeviceDriver):
             # a driver with node verbs of its own: nothing kubevol can look at before its attach
             res.update(changed=True, pending="the volume is not attached to this node yet; it would be mounted "
-                                             "after k8s_volume_attach")
+                                             "after its attach")
             return res
         # check mode before the attach (the plan attaches it first): every check the real run makes on the
         # device runs on what the attach would give, read only (a file: the device's bytes; None: a new backing)
