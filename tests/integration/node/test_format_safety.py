@@ -210,7 +210,7 @@ def test_missing_device_never_formats(node):
     vol = node.vol("pv-nodev", pods=[{"uid": POD}])
     node.run("truncate", "-s", "64M", node.image(vol))
     res = node.module("node_volume_mount", volumes=[vol], device_timeout=1)
-    assert res["_rc"] != 0 and "not attached" in res["msg"] and "k8s_volume_attach" in res["msg"], res
+    assert res["_rc"] != 0 and "not attached" in res["msg"] and "attach it first" in res["msg"], res
     assert node.loops() == [] and node.mounts_under() == []
     assert subprocess.run(["blkid", "-p", node.image(vol)], check=False).returncode == 2
 
