@@ -32,7 +32,7 @@ def test_a_busy_unmount_names_the_process_holding_the_volume(kv):
     msg = errors[0]["msg"]
     held = re.search(r"held by pid (\d+) \(sleep\): working directory %s" % re.escape(path), msg)
     assert held, msg
-    assert "stop those processes or move them off %s" % path in msg and "nothing was unmounted" in msg, msg
+    assert "stop those processes or move them off %s" % path in msg and "[KV-MOUNT-BUSY]" in msg, msg
     assert path in kv.mounts("node1")  # still mounted: nothing was forced
     kv.ssh("node1", "kill %s" % held.group(1))
     again = kv.reconcile()

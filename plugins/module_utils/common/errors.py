@@ -70,26 +70,46 @@ class HandleRefused(UnsafeName):
 
 
 class StalePathRefused(InvalidInput):
-    """A stale path volume_detach will not remove (stale.check_paths): nothing was removed."""
-    message = ("refusing stale_paths entry {value!r} on node {node}: {reason}. Nothing was removed: kubevol removes only "
-               "the empty volume directories the planner finds on this node (volume_reconcile_plan's stale_paths, which "
-               "the reconcile role passes). Check what the path is and remove it by hand if it is not needed")
+    """A stale path volume_detach will not remove (stale.check_paths): nothing was removed. kubevol removes only the
+    empty volume directories the planner finds on the node (volume_reconcile_plan's stale_paths)."""
+    code = "KV-UNSAFE-PATH"
+    message = ("refusing to remove stale path {value!r} on node {node}: {reason}; check what it is and remove it by "
+               "hand if it is not needed")
 
 
 class UnsafePath(KubevolError):
-    """A path inside the kubelet directory that is not a chain of real directories (a symlink, a file)."""
-    message = ("refusing {path} on node {node}: {reason}; kubevol creates, writes and mounts only on real directories "
-               "inside {kubelet_dir} (the kubelet directory, or a loop pool), never through a symlink. Check what put "
-               "it there and remove it by hand")
+    """A path kubevol would create, write, mount or remove that is not what kubevol expects there: a symlink or a
+    file where a directory belongs, a directory no record names as the volume's (a planted path). kubevol creates,
+    writes and mounts only on real directories inside the kubelet directory or a loop pool, never through a
+    symlink. ``reason`` says what was found."""
+    code = "KV-UNSAFE-PATH"
+    message = "refusing {path} on node {node}: {reason}; check what put it there and remove it by hand"
+
+
+class ForeignMount(KubevolError):
+    """A path kubevol mounts at is mounted already, from something else than the volume's own device or global
+    mount: kubevol never unmounts or mounts over what it did not mount. ``what``: the kind of path (pod mount)."""
+    code = "KV-FOREIGN-MOUNT"
+    message = ("{what} at {target} on node {node} is mounted from {source}, not from {expected}; check what is "
+               "mounted there and unmount it by hand")
+
+
+class DeviceChanged(KubevolError):
+    """A volume's global mount is mounted from another device than the one attached for it now (node facts
+    ``device_mismatch``): nothing is mounted from it or over it."""
+    code = "KV-DEVICE-CHANGED"
+    message = ("global mount {path} of {kind} {volume} on node {node} is mounted from {source}, not from its device "
+               "{device}; stop the pods that use it on node {node}, then run again")
 
 
 class VolumeInUse(KubevolError):
-    """The backend refuses to attach an image another node holds (a cloud disk API's VolumeInUse)."""
-    message = ("attach of volume {volume} on node {node} refused: image {image} is held by {holders} and the volume "
-               "allows one node only (ReadWriteOnce). Nothing was attached or adopted; node {node} waits until that "
-               "hold is released on the holding node itself, by its own detach (volume_detach there: the reconcile's "
-               "cleanup when that node comes back), or by the operator, only for a node that is down for good with "
-               "its devices gone: {release}. The out-of-service taint alone does not release it")
+    """The backend refuses to attach an image another node holds (a cloud disk API's VolumeInUse): nothing was
+    attached or adopted. The hold is released by the holding node's own detach, or by the operator (``release``)
+    only for a node down for good with its devices gone; the out-of-service taint alone does not release it."""
+    code = "KV-MULTI-ATTACH"
+    message = ("attach of volume {volume} on node {node} refused: image {image} is held by {holders}; wait for that "
+               "node's own detach (stop the volume's pods there), or, only if that node is down for good, set "
+               "{release}")
 
 
 class MalformedObject(KubevolError):
@@ -107,10 +127,9 @@ class UnknownDriver(KubevolError):
 
 class NoBackend(KubevolError):
     """A volume item whose driver the node has no backend for: never skipped, never reported done."""
-    message = ("volume {volume} on node {node}: driver {driver} cannot be served there: kubevol on node {node} has no "
-               "backend for {driver} (it drives {known}); nothing was attached, mounted, grown or detached for this "
-               "volume. If {driver}'s own CSI node plugin serves it, remove {driver} from @{{known_drivers}} (the "
-               "planner then leaves its volumes alone); otherwise use a PV whose spec.csi.driver kubevol drives")
+    message = ("volume {volume} on node {node}: driver {driver} cannot be served there, kubevol has no backend for it "
+               "(it drives {known}); remove {driver} from @{{known_drivers}} if its own CSI node plugin serves it, or "
+               "use a PV of a driver kubevol drives")
 
 
 class CommandFailed(KubevolError):
@@ -123,27 +142,48 @@ class CommandFailed(KubevolError):
         super(CommandFailed, self).__init__(message, **kwargs)
 
 
+class CommandTimedOut(CommandFailed):
+    """A node command killed at its time limit (node/runner.py): ``stderr`` says after how long, what was killed and
+    which setting raises the limit."""
+    code = "KV-COMMAND-TIMEOUT"
+    message = "{step} on node {node} for volume {volume}: `{cmd}` {stderr}"
+
+
+class MountBusy(CommandFailed):
+    """umount refused with EBUSY: ``holders`` names the processes that use the mount (node/holders.py)."""
+    code = "KV-MOUNT-BUSY"
+    message = ("unmount of {target} on node {node} for volume {volume} refused, the mount is busy: {held}; stop "
+               "those processes or move them off {target}, then run again")
+
+
 class DeviceNotFound(KubevolError):
     message = "{step} on node {node}: no device for volume {volume}: {reason}"
 
 
 class UnsafeToFormat(KubevolError):
-    message = ("refusing to format {device} for volume {volume} on node {node}: {reason}; "
-               "kubevol formats only a device that every probe reports blank")
+    """kubevol formats only a device that every probe reports blank: ``reason`` says what was found, or which probe
+    could not tell, and what to do."""
+    code = "KV-UNSAFE-FORMAT"
+    message = "refusing to format {device} for volume {volume} on node {node}: {reason}"
 
 
 class FilesystemMismatch(KubevolError):
-    """The device holds a filesystem of another type than the volume's fsType (mount-utils FilesystemMismatch)."""
+    """The device holds a filesystem of another type than the volume's fsType (mount-utils FilesystemMismatch):
+    nothing was mounted or formatted, the data is kept."""
+    code = "KV-FS-MISMATCH"
     message = ("mount of volume {volume} on node {node} refused: failed to mount the volume as \"{expected}\", it already "
-               "contains {found} ({device}). Nothing was mounted or formatted; the data is kept. If {found} is right, "
-               "set the PV's spec.csi.fsType (the volume's fs_type) to {found}; if the volume must be {expected}, move "
-               "the data to a new {expected} volume (force=true erases the device: only for a volume whose data "
-               "is not wanted)")
+               "contains {found} ({device}); set the PV's spec.csi.fsType to {found} if that is right, or move the "
+               "data to a new {expected} volume")
 
 
 class StillMounted(KubevolError):
-    message = ("refusing to {step} volume {volume} on node {node}: still mounted at {paths}; "
-               "unmount those pods first or set force=true if the node is fenced")
+    """A detach or unmount of a volume that pods still use on the node: nothing was unmounted or detached."""
+    code = "KV-STILL-MOUNTED"
+    message = "refusing to {step} volume {volume} on node {node}: it is still mounted at {paths}; {remedy}"
+
+    def __init__(self, message=None, **kwargs):
+        kwargs.setdefault("remedy", "stop the pods that use it there first")
+        super(StillMounted, self).__init__(message, **kwargs)
 
 
 class GrowPending(KubevolError):
@@ -154,8 +194,8 @@ class GrowPending(KubevolError):
 
 
 class LockTimeout(KubevolError):
-    message = ("volume {volume} on node {node} is locked by another kubevol run ({lock}); "
-               "waited {timeout}s; retry when that run ends")
+    message = ("volume {volume} on node {node} is locked by another kubevol run ({lock}), still after {timeout}s; run "
+               "again when that run ends, or raise @{{lock_timeout}}")
 
 
 class ParseError(KubevolError):

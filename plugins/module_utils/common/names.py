@@ -166,7 +166,7 @@ def check_pool(pool, pools):
     allowed = [os.path.normpath(p) for p in pools if isinstance(p, str) and p.startswith("/") and "\x00" not in p]
     if pool not in allowed:
         raise InvalidInput(field="volumeAttributes.pool", value=pool,
-                           reason="the operator keeps loop images only in %s; a volume cannot choose another "
-                                  "directory. If the operator means this pool, add it to the pools of %s"
+                           reason="the operator keeps loop images only in %s; add this pool to the pools of %s if "
+                                  "the node may keep images there"
                                   % (", ".join(allowed) or "no pool", setting("driver_options", key=LOOP_DRIVER)))
     return pool

@@ -103,31 +103,31 @@ class CsiClient(object):
             st = os.stat(self.socket_path)
         except FileNotFoundError:
             raise self._socket_error(method, "no socket at %s" % self.socket_path,
-                                     "Check that the CSI driver runs on this node and listens on this path "
+                                     "check that the CSI driver runs on this node and listens on this path "
                                      "(its --endpoint / csi-address, under the kubelet's plugins directory)",
                                      volume_id) from None
         except OSError as exc:
             raise self._socket_error(method, "cannot stat %s: %s" % (self.socket_path, exc.strerror),
-                                     "Check the path and its permissions", volume_id) from None
+                                     "check the path and its permissions", volume_id) from None
         if not stat.S_ISSOCK(st.st_mode):
             raise self._socket_error(method, "%s is not a unix socket" % self.socket_path,
-                                     "Point the client at the driver's socket, not at another file", volume_id)
+                                     "point the client at the driver's socket, not at another file", volume_id)
         sock = socket_module.socket(socket_module.AF_UNIX, socket_module.SOCK_STREAM)
         sock.settimeout(self.connect_timeout)
         try:
             sock.connect(self.socket_path)
         except ConnectionRefusedError:
             raise self._socket_error(method, "nothing listens on %s (connection refused)" % self.socket_path,
-                                     "The driver that created the socket has exited: check its container or "
+                                     "the driver that created the socket has exited: check its container or "
                                      "process and its log, then restart it", volume_id) from None
         except socket_module.timeout:
             raise self._socket_error(method, "%s accepts no connection within %gs"
                                      % (self.socket_path, self.connect_timeout),
-                                     "Check that the driver process is running and not stopped or overloaded",
+                                     "check that the driver process is running and not stopped or overloaded",
                                      volume_id) from None
         except OSError as exc:
             raise self._socket_error(method, "cannot connect to %s: %s" % (self.socket_path, exc.strerror or exc),
-                                     "Check the socket's permissions and that the driver runs", volume_id) from None
+                                     "check the socket's permissions and that the driver runs", volume_id) from None
         finally:
             sock.close()
 
@@ -145,7 +145,7 @@ class CsiClient(object):
             channel.close()
             raise self._socket_error("(connect)", "%s accepts connections but no gRPC server answers within %gs"
                                      % (self.socket_path, self.connect_timeout),
-                                     "Check that the process listening there is the CSI driver and is not "
+                                     "check that the process listening there is the CSI driver and is not "
                                      "stopped or hung (its log, its state)") from None
         self._channel = channel
 
@@ -177,7 +177,7 @@ class CsiClient(object):
         # raised outside the except block: the parser's own exception (it may quote a secret) is not its context
         raise CsiFinalError(method, self.socket_path, "the request does not fit %s: %s"
                             % (cls.DESCRIPTOR.name, problem), volume_id=str(request.get("volume_id", "")),
-                            hint="This is a bug in the caller: fix the request", driver=self.driver, node=self.node)
+                            hint="this is a bug in the caller: fix the request", driver=self.driver, node=self.node)
 
     def call(self, method, request=None, timeout=None):
         """Call ``method`` (e.g. "NodeStageVolume") and return its response message.
@@ -207,17 +207,17 @@ class CsiClient(object):
         if code_name not in NON_FINAL_CODES:
             log.debug("CSI %s on %s: final %s", method, self.socket_path, code_name)
             raise CsiFinalError(method, self.socket_path, details, code=code_name,
-                                hint="The driver refused or failed the call; nothing was done. Fix the cause it "
-                                "names (the driver's log has more)", **kwargs)
+                                hint="the driver refused or failed the call, so nothing was done: fix the cause it "
+                                "names (its log has more), then run again", **kwargs)
         if code_name == "DEADLINE_EXCEEDED":
             details = "no answer within %gs (%s)" % (deadline, details)
-            hint = ("The driver may still be doing it: the outcome is uncertain. Retry the same call (CSI calls "
-                    "are idempotent), check the driver's log, or raise the timeout")
+            hint = ("the outcome is uncertain, the driver may still be doing it: check the driver's log, then run "
+                    "again (the same call is retried)")
         elif code_name == "UNAVAILABLE":
-            hint = ("The driver went away during the call: the outcome is uncertain. Check that it runs, "
-                    "then retry the same call")
+            hint = ("the driver went away during the call and the outcome is uncertain: check that it runs, then "
+                    "run again (the same call is retried)")
         else:
-            hint = "The outcome is uncertain: retry the same call (CSI calls are idempotent)"
+            hint = "the outcome is uncertain: run again (the same call is retried)"
         log.debug("CSI %s on %s: uncertain %s", method, self.socket_path, code_name)
         raise CsiUncertainError(method, self.socket_path, details, code=code_name, hint=hint, **kwargs)
 

@@ -20,6 +20,8 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.common.handles imp
 # kubelet csi_client.go isFinalError: the codes after which the operation may be in progress.
 NON_FINAL_CODES = ("CANCELLED", "DEADLINE_EXCEEDED", "UNAVAILABLE", "RESOURCE_EXHAUSTED", "ABORTED")
 REDACTED = "<redacted>"
+# the code a failed CSI call's message ends with: docs/errors.md says why the volume stops there, final or uncertain
+CODE = "KV-CSI-CALL"
 INSTALL_HINT = ("install the Python packages grpcio and protobuf for this interpreter "
                 "(Debian/Ubuntu: apt-get install python3-grpcio python3-protobuf; pip: pip install grpcio protobuf)")
 
@@ -33,7 +35,9 @@ def redact(text, secrets):
 
 
 class CsiError(Exception):
-    """A CSI call failed. ``final`` says whether the driver surely did nothing (True) or may have (False)."""
+    """A CSI call failed. ``final`` says whether the driver surely did nothing (True) or may have (False). Its text is
+    one sentence: the call, the volume, driver, node and socket, the gRPC code and the driver's message, then
+    ``hint`` (what to do, as written: drivers/external/errors.py finds it in the text), then the code ``[KV-CSI-CALL]``."""
 
     final = True
 
@@ -63,8 +67,8 @@ class CsiError(Exception):
         where += " (socket %s)" % self.socket
         text = "%s failed: %s%s" % (where, "%s: " % self.code if self.code else "", details)
         if self.hint:
-            text += ". " + self.hint
-        return text
+            text += "; " + self.hint
+        return "%s [%s]" % (text, CODE)
 
     def __repr__(self):
         return "%s(%r)" % (type(self).__name__, self.args[0])
@@ -93,4 +97,4 @@ class CsiDependencyError(CsiError):
         CsiError.__init__(self, "(any call)", "-", "%s (%s)" % (INSTALL_HINT, reason))
 
     def _text(self):
-        return "the CSI client cannot run: %s" % self.details
+        return "the CSI client cannot run: %s [%s]" % (self.details, CODE)

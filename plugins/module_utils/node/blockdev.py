@@ -172,14 +172,16 @@ class Probe(Value):
         if self.lsblk_fstype and not self.fs_type:
             parts.append("lsblk fstype %s" % self.lsblk_fstype)
         if self.data_offset is not None and not parts:
-            parts.append("data (a non-zero byte at offset %d) in no format blkid, lsblk or wipefs knows: a blank "
-                         "device reads as zeros where a filesystem keeps its metadata" % self.data_offset)
+            # a blank device reads as zeros where a filesystem keeps its metadata
+            parts.append("data (a non-zero byte at offset %d) in no format blkid, lsblk or wipefs knows"
+                         % self.data_offset)
         return "it holds " + "; ".join(parts) if parts else "it is blank"
 
 
 def _inconclusive(runner, device, argv, rc, out, err, why):
     return UnsafeToFormat(device=device, volume=runner.volume, node=runner.node,
-                          reason="probe `%s` %s (exit %s: %s), so the device's content is unknown"
+                          reason="probe `%s` %s (exit %s: %s), so what it holds is unknown; check the device and "
+                                 "the kernel log (dmesg), then run again"
                           % (" ".join(argv), why, rc, (err or out or "").strip()))
 
 
@@ -253,7 +255,7 @@ def probe(runner, device, reads_as_zeros=False, backing=False):
     backing = backing and is_regular_file(device)
     if not backing and not is_block_device(device):
         raise UnsafeToFormat(device=device, volume=runner.volume, node=runner.node,
-                             reason="it is not a block device (missing?)")
+                             reason="it is not a block device; check that the device exists on the node")
     if reads_as_zeros and (backing or sysfs_children(device) == ()):
         return Probe(device=device)
     # lsblk reads only block devices: a backing file does without it
@@ -287,8 +289,8 @@ def _probe_rest(runner, device, fs_type, pttype, entry, children):
         data_offset = first_data_offset(device)
     except (IOError, OSError) as err:
         raise UnsafeToFormat(device=device, volume=runner.volume, node=runner.node,
-                             reason="reading it to check that it is zeroed failed (%s), so its content is unknown"
-                             % err)
+                             reason="reading it to check that it is zeroed failed (%s), so what it holds is unknown; "
+                                    "check the device and the kernel log (dmesg), then run again" % err)
     return Probe(device=device, fs_type=fs_type, pttype=pttype or (entry.get("pttype") or ""),
                  lsblk_fstype=entry.get("fstype") or "", children=children, signatures=signatures,
                  data_offset=data_offset)

@@ -197,7 +197,8 @@ class NodeContext:
                 # an unexpected error on one volume (an OSError from the kernel, a bug) is reported like the
                 # expected ones, with the node, volume and step, and never hides the other volumes' results
                 failures.append((item, KubevolError(
-                    "unexpected %s on node %s, volume %s, at step %s: %s; the other volumes of this call went on"
+                    "unexpected %s on node %s, volume %s, at step %s: %s; check the node's kernel log (dmesg), then "
+                    "run again"
                     % (type(err).__name__, self.node_name, item.pv_name, self.step or "start", err),
                     node=self.node_name, volume=item.pv_name, step=self.step or "start")))
         if not failures:

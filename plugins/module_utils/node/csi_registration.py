@@ -48,8 +48,8 @@ def csi_nodes(ctx):
             info = driver.node_get_info(_NodeInfoItem())
         except KubevolError as err:
             found[name] = None
-            ctx.warn("driver %s's node plugin on node %s did not register (NodeGetInfo): %s; its CSINode entry "
-                     "stays as the cluster has it" % (name, ctx.node_name, err.msg))
+            ctx.warn("driver %s's node plugin on node %s did not register (NodeGetInfo), so its CSINode entry stays "
+                     "as the cluster has it: %s" % (name, ctx.node_name, err.msg))
             continue
         found[name] = {"node_id": info.get("node_id") or "",
                        "max_volumes_per_node": int(info.get("max_volumes_per_node") or 0),

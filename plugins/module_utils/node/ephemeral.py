@@ -25,7 +25,8 @@ import os
 
 from ansible_collections.kubevol.volumes.plugins.module_utils.common import names
 from ansible_collections.kubevol.volumes.plugins.module_utils.drivers.base import EPHEMERAL_IMAGE_KEY
-from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import FilesystemMismatch, KubevolError, UnsafeToFormat
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import (
+    FilesystemMismatch, ForeignMount, KubevolError, UnsafePath, UnsafeToFormat)
 from ansible_collections.kubevol.volumes.plugins.module_utils.node import layout, mount, ownership, stage, tools
 from ansible_collections.kubevol.volumes.plugins.module_utils.node.context import act as _act
 from ansible_collections.kubevol.volumes.plugins.module_utils.node.filesystems import FILESYSTEMS, get_filesystem
@@ -79,10 +80,9 @@ def publish(ctx, item):
     _refuse_unless_ours(ctx, driver, item, device, image, vol_dir)
     if current:
         if device is None or not mount.same_device(current, device):
-            raise KubevolError("pod mount %s of inline volume %s is mounted from %s, not from the volume kubevol "
-                               "created for it on node %s; unmount it by hand after checking what it is"
-                               % (target, item.pv_name, current.source, ctx.node_name),
-                               node=ctx.node_name, volume=item.pv_name, step="publish")
+            raise ForeignMount(what="pod mount of inline volume %s" % item.pv_name, target=target,
+                               volume=item.pv_name, node=ctx.node_name, source=current.source,
+                               expected="the volume kubevol created for it", step="publish")
         res.update(device=device, fs_type=current.fstype)
         _repair_vol_data(ctx, res, vol_dir, vol_data(ctx, item, image))
         res["diff"]["before"][target] = res["diff"]["after"][target] = current.source
@@ -130,7 +130,8 @@ def publish(ctx, item):
                                      found=found.fs_type, device=device, step="publish (FilesystemMismatch)")
     else:
         raise UnsafeToFormat(device=device, volume=item.pv_name, node=ctx.node_name,
-                             reason="%s, which kubevol cannot mount and never formats" % found.describe())
+                             reason="%s, which kubevol cannot mount; check what the image holds"
+                                    % found.describe())
     res["fs_type"] = fs.NAME
     read_only = pod.read_only or item.read_only
     tools.require(runner, "mounting it", "mount")
@@ -162,11 +163,10 @@ def _refuse_unless_ours(ctx, driver, item, device, image, vol_dir):
     if driver.ephemeral_record(item) is not None or (says_ephemeral(data, item) and data.get(EPHEMERAL_IMAGE_KEY)
                                                      == image):
         return
-    raise KubevolError("inline volume %s of pod %s: %s already exists on node %s and nothing names it as this pod's "
-                       "ephemeral volume (no driver record, no vol_data.json saying Ephemeral); kubevol never "
-                       "adopts it: check what it is and remove it by hand"
-                       % (item.pv_name, item.pods[0].name or item.pods[0].uid, device or image, ctx.node_name),
-                       node=ctx.node_name, volume=item.pv_name, step="publish")
+    # no driver record, no vol_data.json saying Ephemeral: kubevol never adopts it
+    raise UnsafePath(path=device or image, node=ctx.node_name, volume=item.pv_name, step="publish",
+                     reason="it exists and nothing names it as inline volume %s of pod %s"
+                     % (item.pv_name, item.pods[0].name or item.pods[0].uid))
 
 
 def _repair_vol_data(ctx, res, directory, data):
@@ -196,17 +196,14 @@ def plan_unpublish(ctx, item):
     device = driver.find_device(item)
     if evidence is None and (device is not None or os.path.lexists(os.path.dirname(target))):
         # a device or a directory nothing names as this pod's ephemeral volume (a PV's, or by hand): hands off
-        raise KubevolError("%s is not an inline ephemeral volume kubevol created on node %s (neither its "
-                           "vol_data.json nor the driver's record says Ephemeral with handle %s); left alone: "
-                           "remove it by hand after checking what it is"
-                           % (os.path.dirname(target), ctx.node_name, item.volume_handle),
-                           node=ctx.node_name, volume=item.pv_name, step="unpublish")
+        # neither its vol_data.json nor the driver's record says Ephemeral with the volume's handle
+        raise UnsafePath(path=os.path.dirname(target), node=ctx.node_name, volume=item.pv_name, step="unpublish",
+                         reason="it is not inline volume %s kubevol created" % item.pv_name)
     current = mounts.at(target)
     if current is not None and (device is None or not mount.same_device(current, device)):
-        raise KubevolError("pod mount %s of inline volume %s is mounted from %s, not from the volume kubevol created "
-                           "for it on node %s; unmount it by hand after checking what it is"
-                           % (target, item.pv_name, current.source, ctx.node_name),
-                           node=ctx.node_name, volume=item.pv_name, step="unpublish")
+        raise ForeignMount(what="pod mount of inline volume %s" % item.pv_name, target=target,
+                           volume=item.pv_name, node=ctx.node_name, source=current.source,
+                           expected="the volume kubevol created for it", step="unpublish")
     return {"mounts": mounts, "target": target, "mounted": current is not None, "device": device,
             "evidence": evidence}
 

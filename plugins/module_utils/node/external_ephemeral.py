@@ -30,7 +30,8 @@ __metaclass__ = type
 import os
 
 from ansible_collections.kubevol.volumes.plugins.module_utils.common import names
-from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import KubevolError
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import (
+    ForeignMount, KubevolError, UnsafePath)
 from ansible_collections.kubevol.volumes.plugins.module_utils.node import layout, mount, ownership
 from ansible_collections.kubevol.volumes.plugins.module_utils.node.ephemeral import (
     _repair_vol_data, _result, says_ephemeral, vol_data)
@@ -46,9 +47,10 @@ def _where(ctx, item):
                                                                   ctx.node_name)
 
 
-def _refuse(ctx, item, step, text):
-    return KubevolError("%s: %s" % (_where(ctx, item), text), node=ctx.node_name, volume=item.pv_name,
-                        driver=item.driver, pod=_pod_label(item), step=step)
+def _refuse(ctx, item, step, text, error=KubevolError):
+    """``error`` (its code, if any, ends the message) saying ``text`` of the inline volume, its pod and node."""
+    return error("%s: %s" % (_where(ctx, item), text), node=ctx.node_name, volume=item.pv_name,
+                 driver=item.driver, pod=_pod_label(item), step=step)
 
 
 def _named(ctx, item, err):
@@ -75,10 +77,10 @@ def _check_ours(ctx, item, vol_dir, step):
     if problem is None and says_ephemeral(data, item):
         return data
     raise _refuse(ctx, item, step, "%s holds a vol_data.json that does not name this pod's inline volume (%s); "
-                  "nothing was done. Check what the directory is and remove it by hand"
+                  "check what the directory is and remove it by hand"
                   % (vol_dir, problem or "driver %s, handle %s, mode %s" % (
                       data.get("driverName"), names.show_handle(data.get("volumeHandle")),
-                      data.get("volumeLifecycleMode"))))
+                      data.get("volumeLifecycleMode"))), error=UnsafePath)
 
 
 # -- publish ---------------------------------------------------------------------------------------
@@ -142,8 +144,9 @@ def plan_unpublish(ctx, item):
     mounts = mount.list_mounts(runner)
     mounted = mounts.at(target) is not None
     if evidence is None and mounted:
-        raise _refuse(ctx, item, "unpublish", "%s is mounted and no vol_data.json names it as this pod's inline "
-                      "volume; nothing was done. Check what is mounted there and unmount it by hand" % target)
+        raise _refuse(ctx, item, "unpublish", "%s is mounted from %s and no vol_data.json names it as this pod's "
+                      "inline volume; check what is mounted there and unmount it by hand"
+                      % (target, mounts.at(target).source), error=ForeignMount)
     return {"mounts": mounts, "target": target, "mounted": mounted, "evidence": evidence,
             "exists": os.path.lexists(vol_dir)}
 
@@ -177,9 +180,8 @@ def unpublish(ctx, item):
         return res
     mounts = mount.list_mounts(runner)
     if mounts.at(target) is not None:
-        raise _refuse(ctx, item, "unpublish", "NodeUnpublishVolume succeeded but %s is still mounted (%s); its "
-                      "directory and vol_data.json are kept. Check the driver's log, then run again"
-                      % (target, mounts.at(target).source))
+        raise _refuse(ctx, item, "unpublish", "NodeUnpublishVolume succeeded but %s is still mounted (%s); check "
+                      "the driver's log, then run again" % (target, mounts.at(target).source))
     res["removed"] = layout.remove_pod_volume_dir(target, item, mounts)
     res["changed"] = res["changed"] or bool(res["removed"])
     return res

@@ -89,8 +89,8 @@ def remote_published(ctx, item, remote):
             return CsiAttachment(device=None, publish_context={})
         raise DeviceNotFound(step="attach", node=ctx.node_name, volume=item.pv_name,
                              reason="driver %s's controller on host %s (socket %s) has not published it to this node "
-                                    "in this run (no ControllerPublishVolume answer reached the node); nothing was "
-                                    "done: run again" % (item.driver, remote["host"], remote["socket"]))
+                                    "in this run (no ControllerPublishVolume answer reached the node); run again"
+                                    % (item.driver, remote["host"], remote["socket"]))
     return CsiAttachment(device="", attached=True, publish_context=dict(item.controller_publish_context))
 
 

@@ -127,7 +127,7 @@ def filesystem_to_create(name, volume, node):
     fs = get_filesystem(name)
     if fs is None:
         raise InvalidInput(field="fs_type", value=name,
-                           reason="volume %s on node %s: kubevol creates only %s filesystems; its device was left as "
-                                  "it is (set the PV's csi.fsType to one of them)"
+                           reason="volume %s on node %s: kubevol creates only %s filesystems; set the PV's "
+                                  "csi.fsType to one of them"
                                   % (volume, node, ", ".join(sorted(FILESYSTEMS))))
     return fs

@@ -10,7 +10,7 @@ __metaclass__ = type
 import json
 import re
 
-from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import ParseError
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import MountBusy, ParseError
 from ansible_collections.kubevol.volumes.plugins.module_utils.node import blockdev, holders
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.value import REQUIRED, Value
 
@@ -197,9 +197,6 @@ def unmount(runner, target):
         raise runner.fail("unmount", argv, rc, err or out, "check the kernel log (dmesg) and the mount (findmnt %s)"
                           % target)
     found = holders.holders(target)
-    error = runner.fail("unmount", argv, rc, err or out,
-                        "the mount is busy, %s: stop those processes or move them off %s (their working directory, "
-                        "open and mapped files), then run again; nothing was unmounted" % (holders.describe(found),
-                                                                                           target))
-    error.kwargs["holders"] = found
-    raise error
+    # the processes' working directories, open and mapped files under the mount: holders.describe names them
+    raise MountBusy(step="unmount", node=runner.node, volume=runner.volume, cmd=" ".join(argv), rc=rc,
+                    stderr=(err or out or "").strip(), target=target, held=holders.describe(found), holders=found)

@@ -98,12 +98,12 @@ def mount_volume(ctx, item, force=False, device_timeout=30):
     if device is None:
         if not ctx.check_mode:
             raise DeviceNotFound(step="mount", node=ctx.node_name, volume=item.pv_name,
-                                 reason="not attached to this node after waiting %ss; run k8s_volume_attach for it "
-                                        "first" % device_timeout)
+                                 reason="it is not attached to this node after waiting %ss; attach it first"
+                                        % device_timeout)
         if not isinstance(driver, DeviceDriver):
             # a driver with node verbs of its own: nothing kubevol can look at before its attach
             res.update(changed=True, pending="the volume is not attached to this node yet; it would be mounted "
-                                             "after k8s_volume_attach")
+                                             "after its attach")
             return res
         # check mode before the attach (the plan attaches it first): every check the real run makes on the
         # device runs on what the attach would give, read only (a file: the device's bytes; None: a new backing)
@@ -249,9 +249,9 @@ def plan_detach(ctx, item, force=False):
         planned = set(plan["unmount"]) | {gpath}
         foreign = [m.target for m in mounts.of_device(blockdev.device_number(device)) if m.target not in planned]
         if foreign:
-            raise StillMounted(step="detach", volume=item.pv_name, node=ctx.node_name,
-                               paths=", ".join(foreign) + " (outside kubevol's pod mounts; force does not unmount "
-                                                          "these)")
+            # outside kubevol's pod mounts: force does not unmount these
+            raise StillMounted(step="detach", volume=item.pv_name, node=ctx.node_name, paths=", ".join(foreign),
+                               remedy="those mounts are not kubevol's: check what they are and unmount them by hand")
     plan["global"] = gpath
     plan["detach"] = item.detach and device is not None
     return plan

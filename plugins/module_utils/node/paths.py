@@ -26,10 +26,9 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.volume import get_
 
 class PathNotAllowed(KubevolError):
     """A local or hostPath PV path the node refuses: nothing was created, formatted or mounted."""
-    message = ("refusing {kind} PV {volume} on node {node}: path {path} {reason}; the allowed directories for "
-               "{plugin} are {roots} (the paths of {setting}). "
-               "Nothing was created, formatted or mounted. Fix the PV's path, or add its directory to those paths "
-               "if the node may serve it")
+    code = "KV-PATH-NOT-ALLOWED"
+    message = ("refusing {kind} PV {volume} on node {node}: path {path} {reason}; fix the PV's path, or add its "
+               "directory to the paths of {setting} (now {roots}) if the node may serve it")
 
 
 def roots(ctx, plugin):
@@ -40,7 +39,7 @@ def roots(ctx, plugin):
     # a string here would be iterated as characters, and "/" would allow everything: refused, never guessed
     if not isinstance(value, (list, tuple)) or not all(isinstance(root, str) for root in value):
         raise InvalidInput(field='driver_options["%s"].paths on node %s' % (plugin, ctx.node_name), value=value,
-                           reason="must be a list of absolute directories (role variable kubevol_driver_options)")
+                           reason="must be a list of absolute directories (%s)" % setting("driver_options", key=plugin))
     return list(value)
 
 

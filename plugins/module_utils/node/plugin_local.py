@@ -33,8 +33,8 @@ class LocalVolumeNode(LocalVolumePlugin):
         mounts = mount.list_mounts(runner)
         if item.block:
             if kind != "block":
-                raise KubevolError("local volume %s on node %s: volumeMode Block needs a block device, and %s is a "
-                                   "directory; use volumeMode Filesystem or a device path"
+                raise KubevolError("local volume %s on node %s: %s is a directory and volumeMode Block needs a block "
+                                   "device; use volumeMode Filesystem or a device path"
                                    % (item.pv_name, ctx.node_name, item.path),
                                    node=ctx.node_name, volume=item.pv_name, path=item.path, step="check local path")
             pod_binds.publish_block(ctx, cls, runner, item, real, mounts, res)
@@ -60,8 +60,8 @@ class LocalVolumeNode(LocalVolumePlugin):
         if found.blank:
             if item.read_only:
                 raise UnsafeToFormat(device=device, volume=item.pv_name, node=ctx.node_name,
-                                     reason="the volume is read-only and %s (UnformattedReadOnly: cannot format in "
-                                            "read-only mode)" % found.describe())
+                                     reason="the volume is read-only and %s, so it cannot be formatted; give it a "
+                                            "device that holds its filesystem" % found.describe())
             fs = filesystem_for_format(ctx, runner, item)
             act(ctx, res, "format %s as %s" % (device, fs.NAME), runner.check, fs.mkfs_argv(device), "format",
                 "the device may be in use or too small for %s" % item.fs_type)
@@ -69,8 +69,8 @@ class LocalVolumeNode(LocalVolumePlugin):
         else:
             if found.fs_type not in FILESYSTEMS:
                 raise UnsafeToFormat(device=device, volume=item.pv_name, node=ctx.node_name,
-                                     reason="%s, which kubevol cannot mount; it never formats such a device: give "
-                                            "the local PV a blank device or one holding its fsType" % found.describe())
+                                     reason="%s, which kubevol cannot mount; give the local PV a blank device or one "
+                                            "holding its fsType" % found.describe())
             check_mismatch(ctx, item, device, found.fs_type, res, error=LocalFilesystemMismatch)
             fs = get_filesystem(found.fs_type)
             if not item.read_only:

@@ -20,7 +20,7 @@ __metaclass__ = type
 import glob
 import os
 
-from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import KubevolError, StillMounted
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import ForeignMount, StillMounted
 from ansible_collections.kubevol.volumes.plugins.module_utils.node import layout, mount, ownership
 from ansible_collections.kubevol.volumes.plugins.module_utils.node.context import act
 from ansible_collections.kubevol.volumes.plugins.module_utils.node.publish import block_target, unmapped
@@ -58,10 +58,9 @@ def publish(ctx, plugin, runner, item, source, mounts, res):
         current = mounts.at(target)
         if current:
             if not _same_root(target, source):
-                raise KubevolError("pod mount %s of %s volume %s on node %s is mounted from %s, not from %s; "
-                                   "unmount it first" % (target, plugin.KIND, item.pv_name, ctx.node_name,
-                                                         current.source, source),
-                                   node=ctx.node_name, volume=item.pv_name, step="publish")
+                raise ForeignMount(what="pod mount of %s volume %s" % (plugin.KIND, item.pv_name), target=target,
+                                   volume=item.pv_name, node=ctx.node_name, source=current.source, expected=source,
+                                   step="publish")
             if read_only != current.mount_read_only:
                 fix = mount.remount_read_only if read_only else mount.remount_bind_read_write
                 act(ctx, res, "remount %s %s" % ("read-only" if read_only else "read-write", target), fix, runner,

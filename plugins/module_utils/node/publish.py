@@ -14,7 +14,7 @@ __metaclass__ = type
 
 import os
 
-from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import KubevolError
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import ForeignMount, UnsafePath
 from ansible_collections.kubevol.volumes.plugins.module_utils.node import blockdev, layout, mount, ownership
 from ansible_collections.kubevol.volumes.plugins.module_utils.node.context import act as _act
 from ansible_collections.kubevol.volumes.plugins.module_utils.node.stage import note_mount, repair_vol_data
@@ -26,9 +26,9 @@ def publish_filesystem(ctx, runner, item, device, source, target, pod, mounts, r
     current = mounts.at(target)
     if current:
         if not mount.same_device(current, device):
-            raise KubevolError("pod mount %s is mounted from %s, not from volume %s's device %s on node %s; "
-                               "unmount it first" % (target, current.source, item.pv_name, device, ctx.node_name),
-                               node=ctx.node_name, volume=item.pv_name, step="publish")
+            raise ForeignMount(what="pod mount of volume %s" % item.pv_name, target=target, volume=item.pv_name,
+                               node=ctx.node_name, source=current.source, expected="its device %s" % device,
+                               step="publish")
         repair_vol_data(ctx, res, os.path.dirname(target), layout.pod_vol_data(item, ctx.node_name))
         # The per-mount flag decides: a bind of a read-only superblock is read-only whatever its own flag,
         # and turns writable once the global mount is remounted read-write (see stage).
@@ -76,8 +76,8 @@ def block_target(ctx, runner, item, device, path, pod, mounts, res, kind="volume
     if not os.path.lexists(path):
         os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o640))
     elif os.path.islink(path) or not os.path.isfile(path):
-        raise KubevolError("block publish path %s exists and is not a plain file; remove it after checking"
-                           % path, node=ctx.node_name, volume=item.pv_name, step="publish")
+        raise UnsafePath(path=path, node=ctx.node_name, volume=item.pv_name, step="publish",
+                         reason="the block volume's publish path is there and is not a plain file")
     return False
 
 

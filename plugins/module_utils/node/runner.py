@@ -19,7 +19,7 @@ import signal
 import subprocess
 import time
 
-from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import CommandFailed
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import CommandFailed, CommandTimedOut
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.words import setting
 
 LANG_C = {"LANG": "C", "LC_ALL": "C", "LC_MESSAGES": "C"}
@@ -122,16 +122,18 @@ def kill_group(proc, grace=KILL_GRACE, reap_wait=REAP_WAIT):
     return out or b"", err or b"", not _group_alive(pgid)
 
 
+TIMED_OUT = "timed out"
+
+
 def _timed_out(argv, limit, stderr, gone):
     """The error text of a command killed at its limit: the time waited, the limit's setting, what was killed."""
     name = os.path.basename(argv[0])
     limit_setting = setting("long_command_timeout" if _is_long(argv) else "command_timeout")
     partial = _text(stderr or b"").strip()
-    return ("timed out after %ds (kubevol's limit for %s, set by %s) and %s; the device or filesystem may be hung: "
-            "check the kernel log (dmesg) before running again%s"
-            % (limit, name, limit_setting, "was killed with every process it started" if gone else
-               "was killed, but a process it started did not die (stuck in the kernel on a hung device: check ps)",
-               ("; its last output: " + partial[-500:]) if partial else ""))
+    return ("%s after %ds and %s%s; check the kernel log (dmesg) for a hung device, or raise %s for %s"
+            % (TIMED_OUT, limit, "was killed with every process it started" if gone else
+               "was killed, but a process it started did not die (stuck in the kernel: check ps)",
+               (" (its last output: %s)" % partial[-500:]) if partial else "", limit_setting, name))
 
 
 def process_runner(timeout=COMMAND_TIMEOUT, long_timeout=LONG_COMMAND_TIMEOUT):
@@ -190,10 +192,15 @@ class Runner:
         """Run ``argv``; return (rc, out, err) when rc is in ``ok``, else raise CommandFailed."""
         rc, out, err = self(argv, data)
         if rc not in ok:
-            raise CommandFailed(step=step, node=self.node, volume=self.volume, cmd=" ".join(argv), rc=rc,
-                                stderr=(err or out or "").strip(), hint=hint)
+            raise self.fail(step, argv, rc, err or out, hint)
         return rc, out, err
 
     def fail(self, step, argv, rc, err, hint=None):
+        """The CommandFailed of ``argv``; CommandTimedOut for a command killed at its limit (its text says what to
+        do, so the caller's hint for a failed command is not added)."""
+        stderr = (err or "").strip()
+        if rc == TIMED_OUT_RC and stderr.startswith(TIMED_OUT + " after "):
+            return CommandTimedOut(step=step, node=self.node, volume=self.volume, cmd=" ".join(argv), rc=rc,
+                                   stderr=stderr)
         return CommandFailed(step=step, node=self.node, volume=self.volume, cmd=" ".join(argv), rc=rc,
-                             stderr=(err or "").strip(), hint=hint)
+                             stderr=stderr, hint=hint)

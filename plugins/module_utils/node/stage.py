@@ -15,7 +15,7 @@ __metaclass__ = type
 import os
 
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import (
-    CommandFailed, DeviceNotFound, FilesystemMismatch, KubevolError, UnsafeToFormat)
+    CommandFailed, DeviceChanged, DeviceNotFound, FilesystemMismatch, KubevolError, UnsafeToFormat)
 from ansible_collections.kubevol.volumes.plugins.module_utils.node import blockdev, layout, mount, tools
 from ansible_collections.kubevol.volumes.plugins.module_utils.node.context import act as _act
 from ansible_collections.kubevol.volumes.plugins.module_utils.node.filesystems import (
@@ -47,8 +47,8 @@ def stage(ctx, runner, driver, item, device, gpath, mounts, force, res):
     if found.blank or (force and existing != item.fs_type):
         if item.read_only:
             raise UnsafeToFormat(device=device, volume=item.pv_name, node=ctx.node_name,
-                                 reason="the volume is read-only and %s (UnformattedReadOnly: cannot format in "
-                                        "read-only mode)" % found.describe())
+                                 reason="the volume is read-only and %s, so it cannot be formatted; give it a device "
+                                        "that holds its filesystem" % found.describe())
         fs = filesystem_for_format(ctx, runner, item)
         if not found.blank:
             tools.require(runner, "erasing it (force)", "wipefs")
@@ -61,8 +61,8 @@ def stage(ctx, runner, driver, item, device, gpath, mounts, force, res):
     else:
         if existing not in FILESYSTEMS:
             raise UnsafeToFormat(device=device, volume=item.pv_name, node=ctx.node_name,
-                                 reason="%s, which kubevol cannot mount; it never formats such a device "
-                                        "(force=true erases it)" % found.describe())
+                                 reason="%s, which kubevol cannot mount; check what the device holds"
+                                        % found.describe())
         check_mismatch(ctx, item, device, existing, res)
         fs = get_filesystem(existing)
         if not item.read_only:
@@ -112,10 +112,10 @@ def _staged(ctx, runner, item, device, gpath, current, res):
     writers = [pod.name or pod.uid for pod in item.pods if not pod.read_only]
     if current.read_only and not item.read_only and writers:
         if blockdev.device_read_only(runner, device):
-            raise KubevolError("global mount %s of volume %s on node %s is read-only and its device %s is "
-                               "read-only too, but pod(s) %s write to it: detach the volume (volume_detach) "
-                               "and attach it again (k8s_volume_attach) read-write"
-                               % (gpath, item.pv_name, ctx.node_name, device, ", ".join(writers)),
+            raise KubevolError("global mount %s of volume %s on node %s and its device %s are read-only but pod(s) "
+                               "%s write to it; stop the volume's pods on node %s so that it is detached, then start "
+                               "them again to attach it read-write"
+                               % (gpath, item.pv_name, ctx.node_name, device, ", ".join(writers), ctx.node_name),
                                node=ctx.node_name, volume=item.pv_name, step="remount read-write")
         tools.require(runner, "remounting it read-write", "mount")
         _act(ctx, res, "remount read-write %s" % gpath, mount.remount_read_write, runner, gpath)
@@ -154,10 +154,8 @@ def check_global_device(ctx, item, device, gpath, current, kind="volume"):
     """A global mount path mounted already must be mounted from the volume's own device: anything else is refused,
     never unmounted or mounted over (for a CSI volume and a local one alike)."""
     if not mount.same_device(current, device):
-        raise KubevolError("global mount path %s of %s %s on node %s is mounted from %s, not from its device %s; "
-                           "unmount it by hand after checking what it is"
-                           % (gpath, kind, item.pv_name, ctx.node_name, current.source, device),
-                           node=ctx.node_name, volume=item.pv_name, step="mount device")
+        raise DeviceChanged(path=gpath, kind=kind, volume=item.pv_name, node=ctx.node_name, source=current.source,
+                            device=device, step="mount device")
 
 
 def check_mismatch(ctx, item, device, existing, res, error=FilesystemMismatch):
@@ -185,7 +183,9 @@ def fsck(ctx, runner, item, device, res):
                             hint="the filesystem has errors fsck -a cannot fix; repair it by hand (fsck -y %s) "
                                  "and run again" % device)
     if rc > FSCK_UNCORRECTED:
-        ctx.warn("fsck -a %s exited %s (%s); continuing as Kubernetes does" % (device, rc, (err or out).strip()))
+        # mount-utils checkAndRepairFilesystem goes on after any other fsck exit: so does kubevol
+        ctx.warn("volume %s on node %s: fsck -a %s exited %s (%s) and the volume is mounted anyway; check its "
+                 "filesystem when it is free" % (item.pv_name, ctx.node_name, device, rc, (err or out).strip()))
 
 
 def grow_offline(ctx, runner, fs, device, res):

@@ -58,7 +58,7 @@ def stale_kind(kubelet_dir, path):
             return POD
     except UnsafeName as err:
         raise _refuse(path, err.msg)
-    raise _refuse(path, "is not a stale volume directory kubevol removes; only %s" % SHAPES)
+    raise _refuse(path, "it is not a stale volume directory kubevol removes (only %s)" % SHAPES)
 
 
 def check_no_symlink(kubelet_dir, path):
@@ -71,7 +71,7 @@ def check_no_symlink(kubelet_dir, path):
         except OSError:
             return  # missing: nothing below it exists either
         if stat.S_ISLNK(st.st_mode):
-            raise _refuse(path, "%s is a symlink; kubevol never follows one" % current)
+            raise _refuse(path, "%s is a symlink" % current)
 
 
 def check_paths(ctx, paths):

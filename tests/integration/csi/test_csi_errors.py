@@ -71,7 +71,7 @@ def test_missing_socket_names_the_path_and_what_to_check(tmp_path):
     with pytest.raises(CsiSocketError) as info:
         CsiClient(path, node="node3").open()
     text = str(info.value)
-    assert path in text and "no socket" in text and "Check that the CSI driver runs" in text
+    assert path in text and "no socket" in text and "check that the CSI driver runs" in text and "[KV-CSI-CALL]" in text
     assert "node node3" in text and info.value.final is True
     (tmp_path / "plain").write_text("")
     with pytest.raises(CsiSocketError, match="is not a unix socket"):

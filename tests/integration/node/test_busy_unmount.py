@@ -79,11 +79,11 @@ def test_a_busy_unmount_names_the_process_and_what_it_holds(mounted):
     result = _unmount(run, target)
     assert "unmounted" not in result
     msg = result["msg"]
-    assert "node node1" in msg and "pv-busy" in msg and "umount %s" % target in msg
+    assert "node node1" in msg and "pv-busy" in msg and "unmount of %s" % target in msg
     assert "pid %d (sleep): working directory %s" % (shell.pid, target) in msg
     assert "pid %d (python3)" % mapper.pid in msg and "open file %s/data" % target in msg
     assert "mapped file %s/data" % target in msg
-    assert "stop those processes" in msg and "nothing was unmounted" in msg
+    assert "stop those processes" in msg and msg.endswith("[KV-MOUNT-BUSY]")
     pids = set(h["pid"] for h in result["holders"])
     assert {shell.pid, mapper.pid} <= pids
     assert run("findmnt", str(target)).returncode == 0  # still mounted

@@ -104,6 +104,6 @@ def test_a_global_mount_on_another_device_than_the_volumes_is_reported(node):
     assert entry(facts["global_mounts"], gpath) == entry(facts_of(node)["global_mounts"], gpath)  # stable
     # the node refuses to publish from it, as it always did; nothing is mounted over or unmounted
     res = node.module("node_volume_mount", volumes=[vol])
-    assert res["_rc"] != 0 and "not from its device" in res["msg"], res
+    assert res["_rc"] != 0 and "not from its device" in res["msg"] and "[KV-DEVICE-CHANGED]" in res["msg"], res
     assert gpath in node.mounts_under() and entry(facts_of(node)["global_mounts"], gpath)["device"] == oatt["device"]
     node.run("umount", gpath)

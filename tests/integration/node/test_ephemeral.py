@@ -152,7 +152,8 @@ def test_never_deletes_an_image_nothing_names_as_ephemeral(node):
     with open(image, "w") as handle:
         handle.write("precious")
     res = node.module("volume_detach", volumes=[inline(node)])
-    assert res["_rc"] != 0 and "not an inline ephemeral volume kubevol created" in res["msg"], res
+    assert res["_rc"] != 0 and "is not inline volume scratch kubevol created" in res["msg"], res
+    assert "[KV-UNSAFE-PATH]" in res["msg"], res
     with open(image) as handle:
         assert handle.read() == "precious"
     assert os.path.isdir(os.path.join(vol_dir, "mount"))
@@ -190,7 +191,8 @@ def test_never_adopts_an_image_nothing_names_as_the_pods(node):
     with open(image, "w") as handle:
         handle.write("precious")
     res = node.module("node_volume_mount", volumes=[inline(node)])
-    assert res["_rc"] != 0 and "kubevol never adopts it" in res["msg"], res
+    assert res["_rc"] != 0 and "nothing names it as inline volume" in res["msg"] \
+        and "[KV-UNSAFE-PATH]" in res["msg"], res
     with open(image) as handle:
         assert handle.read() == "precious"
     assert node.loops() == [] and node.mounts_under() == []

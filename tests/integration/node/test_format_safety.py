@@ -210,7 +210,7 @@ def test_missing_device_never_formats(node):
     vol = node.vol("pv-nodev", pods=[{"uid": POD}])
     node.run("truncate", "-s", "64M", node.image(vol))
     res = node.module("node_volume_mount", volumes=[vol], device_timeout=1)
-    assert res["_rc"] != 0 and "not attached" in res["msg"] and "k8s_volume_attach" in res["msg"], res
+    assert res["_rc"] != 0 and "not attached" in res["msg"] and "attach it first" in res["msg"], res
     assert node.loops() == [] and node.mounts_under() == []
     assert subprocess.run(["blkid", "-p", node.image(vol)], check=False).returncode == 2
 
@@ -219,7 +219,8 @@ def test_fs_type_defaults_and_read_only_unformatted_refused(node):
     vol = node.vol("pv-ro", read_only=True)
     assert node.module("k8s_volume_attach", volumes=[vol], provision=True)["_rc"] == 0
     res = node.module("node_volume_mount", volumes=[vol])
-    assert res["_rc"] != 0 and "UnformattedReadOnly" in res["msg"], res
+    assert res["_rc"] != 0 and "read-only and it is blank, so it cannot be formatted" in res["msg"] \
+        and "[KV-UNSAFE-FORMAT]" in res["msg"], res
     assert node.run("blkid", "-p", node.loops()[0], check=False).returncode == 2
 
 

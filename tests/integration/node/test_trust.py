@@ -275,7 +275,8 @@ def test_uncertain_directories_reported_and_stale_ones_removed(node):
         res = node.module("volume_detach", stale_paths=[stale_g, bad])
         assert res["_rc"] != 0 and bad in res["msg"], res
         # which node, that nothing was removed, and what to do
-        assert "on node %s:" % res["node"] in res["msg"] and "Nothing was removed" in res["msg"], res
+        assert "on node %s:" % res["node"] in res["msg"] and "refusing to remove stale path" in res["msg"], res
+        assert res["msg"].endswith("[KV-UNSAFE-PATH]") and res["code"] == "KV-UNSAFE-PATH", res
         assert "remove it by hand" in res["msg"], res
         assert os.path.isdir(stale_g) and os.path.isdir(stale_p)
     os.unlink(link_uid)

@@ -27,7 +27,7 @@ def test_error_classes():
     err = CsiUncertainError("NodeStageVolume", "/run/csi.sock", "no answer", code="DEADLINE_EXCEEDED",
                             volume_id="pv-1", hint="Retry", driver="d.example.com", node="n1")
     assert str(err) == ("CSI NodeStageVolume of volume pv-1 by driver d.example.com on node n1 (socket "
-                        "/run/csi.sock) failed: DEADLINE_EXCEEDED: no answer. Retry")
+                        "/run/csi.sock) failed: DEADLINE_EXCEEDED: no answer; Retry [KV-CSI-CALL]")
     assert repr(err) == "CsiUncertainError(%r)" % str(err)
     assert isinstance(err, CsiError)
 
@@ -94,4 +94,4 @@ def test_missing_protobuf_when_messages_are_first_built(monkeypatch):
 def test_missing_socket_without_a_driver(tmp_path):
     with pytest.raises(CsiSocketError) as info:
         csi_client.CsiClient(str(tmp_path / "csi.sock"), driver="d", node="n").call("NodeGetInfo")
-    assert str(tmp_path / "csi.sock") in str(info.value) and "Check that the CSI driver runs" in str(info.value)
+    assert str(tmp_path / "csi.sock") in str(info.value) and "check that the CSI driver runs" in str(info.value)

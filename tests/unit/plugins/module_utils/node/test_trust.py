@@ -214,7 +214,7 @@ def test_context_refuses_foreign_and_checks_names():
     assert item.pv_name == "pv-e" and not ctx.has_backend(item)
     assert "driver ebs.csi.aws.com cannot be served" in err.msg and "node n1" in err.msg, err.msg
     assert "loop.kubevol.io" in err.msg and "kubevol_known_drivers" in words.say(err.msg, words.ROLE), err.msg
-    assert "from known_drivers (the planner" in words.say(err.msg), err.msg
+    assert "from known_drivers if its own CSI node plugin serves it" in words.say(err.msg), err.msg
     with pytest.raises(UnsafeName):
         ctx.items([{"pv_name": "../x", "driver": EBS, "volume_handle": "vol-1"}])
     with pytest.raises(InvalidInput):
