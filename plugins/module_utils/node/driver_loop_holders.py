@@ -125,9 +125,8 @@ class HolderLocks:
         else:
             whose = "the pool's holder record names no node for it, so it is no node's that kubevol knows"
         raise VolumeInUse(
-            "attach of volume %s on node %s refused: loop device %s already backs image %s and %s. kubevol neither "
-            "adopts another node's device nor attaches a second one on the same image. Nothing was changed. Detach "
-            "it on the node that has it (its own volume_detach, e.g. when it comes back and its cleanup runs) or, "
-            "after checking that nothing mounts or uses it, losetup -d %s; then run again"
+            "attach of volume %s on node %s refused: loop device %s already backs image %s and %s; detach it on the "
+            "node that has it (its own cleanup when it comes back) or, after checking that nothing mounts or uses it, "
+            "run losetup -d %s, then run again"
             % (item.pv_name, self.node_name, ", ".join(backing), image, whose, backing[0]),
             volume=item.pv_name, node=self.node_name, image=image, device=backing[0])

@@ -140,7 +140,7 @@ def table_lines(result, max_rows=None, hint=MORE_HINT):
             lines.append(_more(len(steps) - len(shown), "steps", hint))
     elif not result.get("provisioning") and not result.get("deletions") and not blocked:
         # a grow that waits is not the desired state: no step runs, which is all that can be said
-        lines.append("No step to run." if result.get("pending") else "No changes. Volumes match the desired state.")
+        lines.append("No step to run." if result.get("pending") else "No changes: volumes match the desired state.")
     lines.extend(storage_lines(result, max_rows))  # CreateVolume, DeleteVolume: under their own headings
     if blocked:
         # "No changes" would stand above items that hold the desired state back: nothing runs, and they wait
@@ -182,7 +182,7 @@ def summary_lines(result, max_rows=None):
     rows = [columns] + [(_cell(n),) + tuple(str(nodes[n][a]) for a in ACTIONS + ("blocked",)) + ("",) for n in shown]
     blocked = sum(nodes[n]["blocked"] for n in names)
     steps = sum(sum(nodes[n][a] for a in ACTIONS + ("cleanup",)) for n in names)
-    lines = _table(rows) if names else ["No changes. Volumes match the desired state."]
+    lines = _table(rows) if names else ["No changes: volumes match the desired state."]
     if names and not steps:
         lines.insert(0, "Nothing to do; %d blocked:" % blocked)
     if len(shown) < len(names):

@@ -143,9 +143,9 @@ def _run(params, check_mode, diff, keep_alive, local_tmp):
                                                          carried=params.get("carried"))
     except (KeyError, TypeError, ValueError) as err:
         raise KubevolError("reconcile_run: cannot advance the run after %s: %s (a malformed plan, state or node "
-                           "results). Nothing was written: pass this run's volume_reconcile_plan result, the result "
-                           "reconcile_run returned for the step before, and node_results over the node task's "
-                           "results, as the reconcile role does" % (params["after"], err))
+                           "results); pass this run's volume_reconcile_plan result, the result reconcile_run returned "
+                           "for the step before, and node_results over the node task's results, as the reconcile role "
+                           "does" % (params["after"], err))
     result = dict(state, changed=False, changes=[], count=0)  # after provision: with its ``carried``
     if records:
         try:

@@ -30,6 +30,12 @@ class StoreError(KubevolError):
     message = "cluster store {store}: {reason}"
 
 
+class StoreWriteFailed(StoreError):
+    """The cluster file store could not write the state file, its lock or its run lock (a full or read-only
+    filesystem, a directory it may not write in): the state file is left as it was, never half written."""
+    code = "KV-STATE-WRITE"
+
+
 class ClusterFileRefused(StoreError):
     """The cluster file is not one whole snapshot kubevol can read (missing, empty, cut short, not parsable, kubectl's
     error text): nothing was read from it and nothing planned. ``reason`` says what it is and how to write it."""

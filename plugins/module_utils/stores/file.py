@@ -35,6 +35,7 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.stores.base import
     MissingLibrary,
     StoreError,
     StoreLockTimeout,
+    StoreWriteFailed,
     empty_list,
 )
 from ansible_collections.kubevol.volumes.plugins.module_utils.stores.file_text import (
@@ -59,7 +60,6 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.stores.file_write 
     error_text,
     leftover_text,
     remedy,
-    sentence,
     write_replace,
 )
 
@@ -113,20 +113,20 @@ class FileStore(ClusterStore):
                 try:
                     os.unlink(self.run_lock_path)
                 except OSError as err:
-                    raise StoreError(store=self.describe(), reason=(
-                        "could not release the run lock %s: removing it failed: %s. The lock stays as it was (%s): "
-                        "the next run takes it over once this run's process is gone or the lock expired; the state "
-                        "file %s was not touched. %s" % (self.run_lock_path, error_text(err), run_lock.describe(current),
-                                                         self.path, sentence(remedy(err, directory)))))
+                    raise StoreWriteFailed(store=self.describe(), reason=(
+                        "could not release the run lock %s: removing it failed: %s; the lock stays as it was (%s) "
+                        "until this run's process is gone or the lock expires, the state file %s was not touched, "
+                        "and %s" % (self.run_lock_path, error_text(err), run_lock.describe(current), self.path,
+                                    remedy(err, directory))))
             elif wanted is not None:
                 data = json.dumps(wanted, sort_keys=True).encode("utf-8")
                 try:
                     write_replace(self.run_lock_path, self.run_lock_path + ".tmp", data)
                 except WriteFailed as failure:
-                    raise StoreError(store=self.describe(), reason=(
-                        "could not write the run lock %s: %s. The lock is unchanged (%s), the state file %s was not "
-                        "touched and %s. %s" % (self.run_lock_path, failure, run_lock.describe(current), self.path,
-                                                leftover_text(failure), sentence(remedy(failure.error, directory)))))
+                    raise StoreWriteFailed(store=self.describe(), reason=(
+                        "could not write the run lock %s: %s; the lock is unchanged (%s), the state file %s was not "
+                        "touched and %s; %s" % (self.run_lock_path, failure, run_lock.describe(current), self.path,
+                                                leftover_text(failure), remedy(failure.error, directory))))
 
     # -- reading --------------------------------------------------------------------------------
     def load(self):
@@ -293,10 +293,9 @@ class FileStore(ClusterStore):
         try:
             fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
         except OSError as err:
-            raise StoreError(store=self.describe(), reason=(
-                "cannot open the lock file %s: %s. Nothing was read or written: the state file %s is unchanged. "
-                "Every run and every write locks it, so it must be writable beside the state file: %s" % (
-                    self.lock_path, error_text(err), self.path, remedy(err, os.path.dirname(self.lock_path)))))
+            raise StoreWriteFailed(store=self.describe(), reason=(
+                "cannot open the lock file %s, which every run and every write of the state file %s takes: %s; %s" % (
+                    self.lock_path, self.path, error_text(err), remedy(err, os.path.dirname(self.lock_path)))))
         try:
             deadline = time.monotonic() + timeout
             delay = 0.01
@@ -332,21 +331,21 @@ class FileStore(ClusterStore):
     def _write_atomic(self, data):
         target = os.path.realpath(self.path)  # replace a symlink's target, not the symlink
         directory = os.path.dirname(target)
-        intact = "The state file %s is unchanged: none of this update is in it" % target
+        intact = "the state file %s is unchanged: none of this update is in it" % target
         step = "reading the mode of %s" % target
         try:
             st = os.stat(target)
             step = "creating a temp file in %s" % directory
             fd, tmp = tempfile.mkstemp(prefix=self._temp_prefix(target), suffix=TEMP_SUFFIX, dir=directory)
         except OSError as err:
-            raise StoreError(store=self.describe(), reason="could not write the new state: %s failed: %s. %s and no "
-                             "temp file was left. %s" % (step, error_text(err), intact, sentence(remedy(err, directory))))
+            raise StoreWriteFailed(store=self.describe(), reason="could not write the new state: %s failed: %s; %s and "
+                                   "no temp file was left; %s" % (step, error_text(err), intact, remedy(err, directory)))
         owner = (st.st_uid, st.st_gid) if hasattr(os, "geteuid") and os.geteuid() == 0 else None
         try:
             write_replace(target, tmp, data, mode=stat.S_IMODE(st.st_mode), owner=owner, opened=fd)
         except WriteFailed as failure:
-            raise StoreError(store=self.describe(), reason="could not write the new state: %s. %s and %s. %s" % (
-                failure, intact, leftover_text(failure), sentence(remedy(failure.error, directory))))
+            raise StoreWriteFailed(store=self.describe(), reason="could not write the new state: %s; %s and %s; %s" % (
+                failure, intact, leftover_text(failure), remedy(failure.error, directory)))
         _fsync_directory(directory)
 
 

@@ -18,6 +18,8 @@ __metaclass__ = type
 import errno
 import os
 
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.words import setting
+
 try:
     import pwd
 except ImportError:  # pragma: no cover - not on POSIX
@@ -53,21 +55,16 @@ def remedy(err, directory):
     code = getattr(err, "errno", None)
     if code in (errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC)):
         return ("the filesystem holding %s is full (or the user's quota there is used up): free space on it, or keep "
-                "the state file (cluster_state) on a filesystem with room, and run again" % directory)
+                "the state file (%s) on a filesystem with room, and run again" % (directory, setting("cluster_state")))
     if code == errno.EROFS:
-        return ("%s is on a read-only filesystem: remount it read-write, or keep the state file (cluster_state) on a "
-                "writable filesystem, and run again" % directory)
+        return ("%s is on a read-only filesystem: remount it read-write, or keep the state file (%s) on a "
+                "writable filesystem, and run again" % (directory, setting("cluster_state")))
     if code in (errno.EACCES, errno.EPERM):
         return ("%s may not write in %s: kubevol writes a new file beside the state file and renames it over the old "
                 "one (and keeps <state>.lock and <state>.run-lock there), so it needs write and search permission on "
                 "the directory, not only on the file; grant them, or run as a user who has them, and run again"
                 % (_user(), directory))
     return "fix what the system reports and run again"
-
-
-def sentence(text):
-    """``text`` with its first letter upper case, the rest (paths) as it is."""
-    return text[:1].upper() + text[1:]
 
 
 def leftover_text(failure):

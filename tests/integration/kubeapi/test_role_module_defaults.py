@@ -74,7 +74,7 @@ def lease_writes(api):
 def test_play_module_defaults_reach_the_store_modules(api, tmp_path):
     rc, out = play(tmp_path, api, TOKEN)
     assert rc == 0, out[-6000:]
-    assert "No changes. Volumes match the desired state." in out
+    assert "No changes: volumes match the desired state." in out
     reads = api.requests("GET", "/api/v1/nodes")
     assert reads and all(r["user"] == "token" and r["status"] == 200 for r in reads), api.log
     # the run lock was taken and released in the API with the play's token

@@ -94,8 +94,8 @@ def test_full_disk_state_write_says_what_and_leaves_the_state_file_and_no_temp_f
     msg = err.value.msg
     assert msg.startswith("cluster store file %s: could not write the new state: " % state), msg
     assert "failed: No space left on device (ENOSPC)" in msg, msg
-    assert "The state file %s is unchanged: none of this update is in it and no temp file was left" % state in msg
-    assert "The filesystem holding %s is full" % small_fs in msg and "run again" in msg
+    assert "the state file %s is unchanged: none of this update is in it and no temp file was left" % state in msg
+    assert "the filesystem holding %s is full" % small_fs in msg and "run again" in msg
     assert state.read_text() == STATE
     assert listing(small_fs) == ["cluster.yaml", "cluster.yaml.lock", "filler"]
     os.unlink(str(small_fs / "filler"))  # room again: the same records are written
@@ -115,7 +115,7 @@ def test_full_disk_run_lock_write_says_what_and_leaves_no_temp_file(small_fs):
     msg = err.value.msg
     assert msg.startswith("cluster store file %s: could not write the run lock %s.run-lock: " % (state, state)), msg
     assert "No space left on device (ENOSPC)" in msg
-    assert "The lock is unchanged (no run holds it), the state file %s was not touched and no temp file was left" \
+    assert "the lock is unchanged (no run holds it), the state file %s was not touched and no temp file was left" \
         % state in msg, msg
     assert "is full" in msg
     assert listing(small_fs) == ["cluster.yaml", "cluster.yaml.lock", "filler"]  # no 0-byte cluster.yaml.run-lock.tmp
@@ -131,7 +131,7 @@ def test_full_disk_run_lock_renewal_keeps_the_lock_as_it_was(small_fs):
     fill(small_fs)
     with pytest.raises(StoreError) as err:
         store.renew_run_lock("run-1", now=now)
-    assert "could not write the run lock" in err.value.msg and "The lock is unchanged (held by run-1 since" in err.value.msg
+    assert "could not write the run lock" in err.value.msg and "the lock is unchanged (held by run-1 since" in err.value.msg
     assert (small_fs / "cluster.yaml.run-lock").read_bytes() == lock
     assert listing(small_fs) == ["cluster.yaml", "cluster.yaml.lock", "cluster.yaml.run-lock", "filler"]
 
@@ -147,8 +147,9 @@ def test_read_only_filesystem_says_so_and_changes_nothing(small_fs):
         with pytest.raises(StoreError) as err:
             attempt()
         msg = err.value.msg
-        assert "cannot open the lock file %s.lock: Read-only file system (EROFS)" % state in msg, msg
-        assert "Nothing was read or written: the state file %s is unchanged" % state in msg
+        assert ("cannot open the lock file %s.lock, which every run and every write of the state file %s takes: "
+                "Read-only file system (EROFS)" % (state, state)) in msg, msg
+        assert msg.endswith("[KV-STATE-WRITE]") and msg.count(". ") == 0, msg  # one sentence, with its code
         assert "%s is on a read-only filesystem: remount it read-write" % small_fs in msg
     assert state.read_text() == STATE and listing(small_fs) == before
     assert FileStore(str(state)).load()["items"][0]["kind"] == "Node"  # reading takes no lock: still works
@@ -167,6 +168,6 @@ def test_read_only_directory_of_the_state_file_under_a_writable_lock(small_fs, t
     msg = err.value.msg
     assert "could not write the new state: creating a temp file in %s failed: Read-only file system (EROFS)" \
         % small_fs in msg, msg
-    assert "The state file %s is unchanged: none of this update is in it and no temp file was left" % target in msg
+    assert "the state file %s is unchanged: none of this update is in it and no temp file was left" % target in msg
     assert "%s is on a read-only filesystem" % small_fs in msg
     assert target.read_text() == STATE and listing(small_fs) == ["cluster.yaml"]

@@ -225,7 +225,7 @@ class ExternalCsiDriver(base.Driver):
         old = getattr(item, "pv_capacity_bytes", None)
         if new is None:
             raise self._refuse(item, step, "the volume item has no capacity_bytes to expand to",
-                               "This is a bug in the caller")
+                               "this is a bug in the caller")
         if old is not None and new <= old:
             return CsiExpansion(old_bytes=old, new_bytes=old, skipped="the PV already has %d bytes" % old)
         with self._plugin(item, step, controller=True) as csi:
@@ -302,7 +302,7 @@ class ExternalCsiDriver(base.Driver):
             stages = "STAGE_UNSTAGE_VOLUME" in caps and not getattr(item, "ephemeral", False)
             if stages and not staging_path:
                 raise self._refuse(item, step, "the plugin stages volumes (STAGE_UNSTAGE_VOLUME) and no staging path "
-                                   "was given", "This is a bug in the caller: stage the volume first")
+                                   "was given", "this is a bug in the caller: stage the volume first")
             fs_group = self._fs_group(item, pod, caps)
             readonly = bool(getattr(item, "read_only", False) or getattr(pod, "read_only", False))
             mode = req.node_access_mode(req.access_modes(item), "SINGLE_NODE_MULTI_WRITER" in caps)
@@ -329,7 +329,7 @@ class ExternalCsiDriver(base.Driver):
         new = getattr(item, "capacity_bytes", None)
         if new is None:
             raise self._refuse(item, step, "the volume item has no capacity_bytes to expand to",
-                               "This is a bug in the caller")
+                               "this is a bug in the caller")
         with self._plugin(item, step) as csi:
             caps = self._node_caps(csi)
             if "EXPAND_VOLUME" not in caps:

@@ -82,7 +82,7 @@ def registered_endpoint(driver, reg, volume):
         raise CsiDriverUnreachable(
             volume=volume, node=node, driver=name, step="GetInfo (registration)", socket=reg, code="",
             uncertain=False, hint="", detail="the registration socket %s of CSI driver %s does not answer GetInfo "
-                                             "(%s). Check node-driver-registrar's container or process and its log"
+                                             "(%s): check node-driver-registrar's container or process and its log"
                                              % (reg, name, problem))
     why = None
     if info.type != registration.CSI_PLUGIN_TYPE:
@@ -94,5 +94,5 @@ def registered_endpoint(driver, reg, volume):
                % (list(info.supported_versions) or "(none)"))
     if why:
         raise refused(volume, node, name, "the registration socket %s %s" % (reg, why), "GetInfo (registration)",
-                      "Check which registrar listens there (its --kubelet-registration-path and the driver's name)")
+                      "check which registrar listens there (its --kubelet-registration-path and the driver's name)")
     return registration.endpoint_path(info.endpoint, reg)

@@ -62,7 +62,7 @@ class CsiDriverRefused(CsiVolumeError):
 # SetUpAt "failed to check for STAGE_UNSTAGE_VOLUME capability").
 READ_ONLY_METHODS = ("GetPluginInfo", "GetPluginCapabilities", "Probe", "NodeGetInfo", "NodeGetCapabilities",
                      "ControllerGetCapabilities")
-NOTHING_SENT = ("No volume operation was sent: nothing was done. Check that the driver runs and answers (its log), "
+NOTHING_SENT = ("no volume operation was sent, so nothing was done; check that the driver runs and answers (its log), "
                 "then run again")
 
 
@@ -78,7 +78,7 @@ def from_csi(exc, volume, node, driver):
     elif method in READ_ONLY_METHODS:
         cls = CsiVolumeFailed
         if not getattr(exc, "final", True):
-            detail = detail.replace(hint, NOTHING_SENT) if hint else detail + ". " + NOTHING_SENT
+            detail = detail.replace(hint, NOTHING_SENT) if hint else _before_code(detail, "; " + NOTHING_SENT)
             hint = NOTHING_SENT
     elif isinstance(exc, CsiUncertainError) or not getattr(exc, "final", True):
         cls = CsiVolumeUncertain
@@ -89,8 +89,14 @@ def from_csi(exc, volume, node, driver):
                uncertain=cls.uncertain)
 
 
+def _before_code(text, clause):
+    """``text`` with ``clause`` added before its closing ``[KV-...]`` code, so that the code stays last."""
+    body, sep, code = text.rpartition(" [KV-")
+    return body + clause + sep + code if sep and code.endswith("]") else text + clause
+
+
 def refused(volume, node, driver, detail, step, hint=""):
     """A refusal of kubevol's own: ``detail`` says what and why, ``hint`` what to do."""
-    text = detail + (". " + hint if hint else "")
+    text = detail + ("; " + hint if hint else "")
     return CsiDriverRefused(volume=volume, node=node, driver=driver, detail=text, step=step, hint=hint,
                             uncertain=False)

@@ -36,15 +36,15 @@ SECRET_REFS = (
 
 class SecretUnavailable(KubevolError):
     message = ("PersistentVolume {pv}: spec.csi.{field} names Secret {ref}, which {reason}; the volume's CSI calls need "
-               "it. Create that Secret (or fix the reference), then run again")
+               "it: create that Secret (or fix the reference), then run again")
 
 
 class InlineSecretUnavailable(SecretUnavailable):
     """An inline ephemeral volume's csi.nodePublishSecretRef (a Secret in the pod's namespace: csi_mounter.go
     SetUpAt)."""
     message = ("inline volume {volume} of pod {pod} (driver {driver}): csi.{field} names Secret {ref}, which {reason}; "
-               "NodePublishVolume needs it, nothing was published. Create that Secret in the pod's namespace (or fix "
-               "the reference), then run again")
+               "NodePublishVolume needs it: create that Secret in the pod's namespace (or fix the reference), then run "
+               "again")
 
 
 def secret_refs(pv_name, csi_spec):

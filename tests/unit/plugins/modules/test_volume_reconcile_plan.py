@@ -66,7 +66,7 @@ def test_table_lists_blocked():
     # "No changes." never stands above a table of blocked items
     assert lines[0] == "Nothing to do; 1 blocked:" and "No changes" not in "\n".join(lines)
     assert lines[-1].endswith("; 1 blocked")
-    assert plan_table({"plan": [], "blocked": []}).splitlines()[0] == "No changes. Volumes match the desired state."
+    assert plan_table({"plan": [], "blocked": []}).splitlines()[0] == "No changes: volumes match the desired state."
 
 
 def test_known_drivers_unset_means_the_driver_registry():

@@ -170,9 +170,9 @@ def test_crash_before_replace_leaves_original(yaml_state, monkeypatch):
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(file_store.os, "replace", boom)
-    with pytest.raises(StoreError, match="renaming the temp file .* failed: No space left on device .ENOSPC.. The "
+    with pytest.raises(StoreError, match="renaming the temp file .* failed: No space left on device .ENOSPC.; the "
                                          "state file .* is unchanged: none of this update is in it and no temp file "
-                                         "was left. The filesystem holding .* is full"):
+                                         "was left; the filesystem holding .* is full"):
         FileStore(str(yaml_state)).apply([attached()])
     assert yaml_state.read_text() == KUBECTL_YAML
     assert sorted(os.listdir(str(yaml_state.parent))) == ["cluster.yaml", "cluster.yaml.lock"]
@@ -210,7 +210,7 @@ def test_a_run_lock_write_that_fails_names_the_lock_and_leaves_no_temp_file(yaml
     msg = err.value.msg
     assert "could not write the run lock %s.run-lock: renaming the temp file %s.run-lock.tmp over" % (
         yaml_state, yaml_state) in msg, msg
-    assert "Permission denied (EACCES). The lock is unchanged (no run holds it), the state file" in msg
+    assert "Permission denied (EACCES); the lock is unchanged (no run holds it), the state file" in msg
     assert "no temp file was left" in msg and "may not write in" in msg
     assert sorted(os.listdir(str(yaml_state.parent))) == ["cluster.yaml", "cluster.yaml.lock"]
 
