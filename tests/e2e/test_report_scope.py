@@ -74,7 +74,7 @@ def test_check_reports_the_run_nodes_and_one_line_for_the_others(kv):
     assert text.count("[WARNING]: the plan has") == 1, run.describe()
     assert ("[WARNING]: the plan has 21 step(s) (attach/device, mount/device, mount/pod) on 7 nodes that are not "
             "in this run's hosts (no node facts for them: node-x1, node-x2, node-x3, node-x4, node-x5, and 2 more): "
-            "they are not run. Add the nodes to the inventory") in text, run.describe()
+            "they are not run; add the nodes to the inventory") in text, run.describe()
     kv.shared["check"] = summary
 
 

@@ -99,7 +99,7 @@ def image_findings(node, images, named):
                  }.get(content, "its content is unknown: %s" % image.get("content_detail"))
         why = ("no PersistentVolume names it (csi.driver %s, csi.volumeHandle %s, volumeAttributes.pool %s) and no "
                "inline volume's record does; %s" % (LOOP_DRIVER, image["name"], image["pool"], holds))
-        action = ("kubevol never deletes an image. If its data is still needed, bind a PV to it (volumeHandle %s, "
+        action = ("kubevol never deletes an image: if its data is still needed, bind a PV to it (volumeHandle %s, "
                   "volumeAttributes.pool %s); otherwise back it up and delete it by hand" % (image["name"], image["pool"]))
         if image.get("loop_device"):
             why += "; it is still bound to %s" % image["loop_device"]

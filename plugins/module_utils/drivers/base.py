@@ -175,8 +175,8 @@ class Driver:
             if wanted and not self.can(capability):
                 raise InvalidInput(
                     field="volume %s" % item.pv_name, value=item.driver,
-                    reason="driver %s on node %s does not support %s (its capabilities: %s); nothing was done. "
-                           "Use a volume of another mode or driver" % (
+                    reason="driver %s on node %s does not support %s (its capabilities: %s); nothing was done: "
+                           "use a volume of another mode or driver" % (
                                item.driver, self.node_name, what, ", ".join(sorted(self.CAPABILITIES)) or "none"))
 
     # -- CSI's verbs -------------------------------------------------------------------------------

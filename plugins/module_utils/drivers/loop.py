@@ -73,7 +73,7 @@ class LoopDriver(Records, Holders, DeviceDriver):
                      if item.ephemeral else "PV %s" % item.pv_name)
             raise InvalidInput(field="volumeAttributes.pool of %s" % owner, value=pool,
                                reason="node %s keeps loop images only in %s; a volume cannot choose another "
-                                      "directory. If the operator means this pool, add it to the pools of %s"
+                                      "directory: if the operator means this pool, add it to the pools of %s"
                                       % (self.node_name, ", ".join(allowed) or "no pool",
                                          setting("driver_options", key=names.LOOP_DRIVER)))
         return real

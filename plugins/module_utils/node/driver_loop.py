@@ -38,7 +38,7 @@ def _other_owner(record, item, node):
         owner = "a PV attached at %s" % record.get("device")
         fix = "rename the pod's inline volume"
     wanted = ("inline volume %s" % item.pv_name) if item.ephemeral else ("PV %s" % item.pv_name)
-    return ("on node %s its image and record belong to %s; refusing to attach it for %s. Nothing was changed; %s"
+    return ("on node %s its image and record belong to %s; refusing to attach it for %s, so nothing was changed; %s"
             % (node, owner, wanted, fix))
 
 

@@ -238,11 +238,11 @@ def nodes_outside(result, nodes):
     what = ", ".join(sorted("%s/%s" % kind for kind in kinds))
     if len(outside) == 1:
         return ["the plan has %d step(s) on node %s (%s), which is not in this run's hosts (no node facts for it): "
-                "they are not run. Add the node to the inventory (kubevol_node_name maps a host to its Kubernetes "
+                "they are not run; add the node to the inventory (kubevol_node_name maps a host to its Kubernetes "
                 "node name), or drop --limit" % (count, outside[0], what)]
     first = outside[:OUTSIDE_NAMES]
     return ["the plan has %d step(s) (%s) on %d nodes that are not in this run's hosts (no node facts for them: %s%s): "
-            "they are not run. Add the nodes to the inventory (kubevol_node_name maps a host to its Kubernetes node "
+            "they are not run; add the nodes to the inventory (kubevol_node_name maps a host to its Kubernetes node "
             "name), or drop --limit" % (count, what, len(outside), ", ".join(_cell(n) for n in first),
                                         ", and %d more" % (len(outside) - len(first)) if len(outside) > len(first)
                                         else "")]

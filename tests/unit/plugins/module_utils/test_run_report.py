@@ -157,13 +157,13 @@ def test_one_warning_for_every_node_outside_the_play():
     warnings = plan_text.nodes_outside(result, ["n00", "n01"])
     assert warnings == [
         "the plan has 24 step(s) (attach/device, mount/device) on 12 nodes that are not in this run's hosts (no "
-        "node facts for them: n02, n03, n04, n05, n06, and 7 more): they are not run. Add the nodes to the inventory "
+        "node facts for them: n02, n03, n04, n05, n06, and 7 more): they are not run; add the nodes to the inventory "
         "(kubevol_node_name maps a host to its Kubernetes node name), or drop --limit"]
     # the controller's own steps (gone's record-only release, n05's controller-host expansion) are not among them
     # one node outside: the message names it, as it always did
     assert plan_text.nodes_outside(result, ["n%02d" % i for i in range(13)]) == [
         "the plan has 2 step(s) on node n13 (attach/device, mount/device), which is not in this run's hosts (no node "
-        "facts for it): they are not run. Add the node to the inventory (kubevol_node_name maps a host to its "
+        "facts for it): they are not run; add the node to the inventory (kubevol_node_name maps a host to its "
         "Kubernetes node name), or drop --limit"]
     assert plan_text.nodes_outside(result, ["n%02d" % i for i in range(14)]) == []
 

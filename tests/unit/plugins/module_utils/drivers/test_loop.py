@@ -160,7 +160,7 @@ def test_a_handle_of_the_other_kind_of_volume_is_refused_before_anything_is_writ
     with pytest.raises(InvalidInput) as refused:
         driver.attach(as_pv)
     assert "inline ephemeral volume scratch of pod u1" in refused.value.msg and "PV pv-a" in refused.value.msg
-    assert "on node n1" in refused.value.msg and "Nothing was changed" in refused.value.msg
+    assert "on node n1" in refused.value.msg and "so nothing was changed" in refused.value.msg
     assert calls == [] and driver.read_holders(as_pv) == {}
     assert driver.ephemeral_record(inline)["ephemeral"] is True  # the inline volume's record is untouched
 
