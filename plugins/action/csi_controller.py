@@ -17,6 +17,7 @@ from ansible.errors import AnsibleConnectionFailure
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import KubevolError
+from ansible_collections.kubevol.volumes.plugins.module_utils.common import words
 from ansible_collections.kubevol.volumes.plugins.module_utils.node.node_args import (
     CSI_CONTROLLER_LEGACY, csi_controller_argspec, task_settings)
 from ansible_collections.kubevol.volumes.plugins.module_utils.run import plan_record
@@ -58,7 +59,8 @@ class ActionModule(ActionBase):
             settings = task_settings(params, CSI_CONTROLLER_LEGACY)
             ops = controller_work(plan_record.plan_of(params["plan"], params["cluster_store"]), host, params["failures"])
         except KubevolError as err:
-            result.update(failed=True, msg="kubevol.volumes.csi_controller on %s: %s" % (host, err.msg))
+            result.update(failed=True, msg=words.say("kubevol.volumes.csi_controller on %s: %s" % (host, err.msg),
+                                                     words.ROLE))
             return result
         # a volume whose Secret cannot be had fails its operations alone (its reference named, never a value); the
         # host's other operations run (no_log in the module)

@@ -55,7 +55,7 @@ def _settings(params):
     try:
         params["settings"] = task_settings(params, NODE_PHASES_LEGACY)
     except KubevolError as err:
-        raise AnsibleActionFail("kubevol.volumes.node_phases: %s" % err.msg)
+        raise AnsibleActionFail(words.say("kubevol.volumes.node_phases: %s" % err.msg, words.ROLE))
     if params.get("loop_pools") is None and (params.get("node_settings") or {}).get("loop_pools") is None:
         return []
     return [{"msg": "node_phases: loop_pools is deprecated: use driver_options' loop.kubevol.io pools",

@@ -43,7 +43,8 @@ FALLBACK_EXTERNAL_OPTIONS = {"socket": {"type": "path"}, "controller": {"type": 
                              "controller_socket": {"type": "path"}, "timeout": {"type": "float"}}
 EXTERNAL_KEYS = ("socket", "controller", "controller_socket")
 
-FIELD = "driver_options"
+# the setting the refusals below name, said as the reader sets it (the module option, or kubevol_driver_options)
+FIELD = setting("driver_options")
 DRIVERS_PACKAGE = "ansible_collections.kubevol.volumes.plugins.module_utils.drivers"
 
 

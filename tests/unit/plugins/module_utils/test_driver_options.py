@@ -155,3 +155,13 @@ def test_the_node_modules_argspec():
     assert spec["loop_pools"]["removed_from_collection"] == "kubevol.volumes"
     for specs in (node_args.setup_argspec(), node_args.node_phases_argspec()):
         assert specs["driver_options"] == spec["driver_options"] and specs["loop_pools"] == spec["loop_pools"]
+
+
+def test_a_refusal_names_the_setting_as_its_reader_sets_it():
+    """The operator running the role reads kubevol_driver_options, a module's caller driver_options (common/words.py)."""
+    from ansible_collections.kubevol.volumes.plugins.module_utils.common import words as said
+
+    with pytest.raises(InvalidInput) as err:
+        do.validate({"no.such.driver": {}})
+    assert said.say(err.value.msg, said.ROLE).startswith("invalid kubevol_driver_options: 'no.such.driver': ")
+    assert said.say(err.value.msg, said.MODULE).startswith("invalid driver_options: 'no.such.driver': ")
