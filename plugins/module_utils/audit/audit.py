@@ -126,7 +126,7 @@ def pod_dir_findings(node, report):
         if entry["mounted_count"]:
             why += "; still mounted under it: %s" % ", ".join(entry["mounted"])
             action = ("volume paths are still mounted: run the reconcile (it unmounts kubevol's volumes of gone pods); "
-                      "unmount another plugin's by hand; then audit again with clean")
+                      "unmount another plugin's by hand; then audit again with %s" % setting("clean", True))
         else:
             more = " (%d in all)" % entry["file_count"] if entry["file_count"] > len(entry["files"]) else ""
             why += "; files are left in it: %s%s" % (", ".join(entry["files"] + entry["symlinks"]), more)

@@ -19,6 +19,7 @@ __metaclass__ = type
 import copy
 
 from ansible_collections.kubevol.volumes.plugins.module_utils.audit import audit
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.words import setting
 
 from ansible_collections.kubevol.volumes.plugins.module_utils.run import run_lock
 from ansible_collections.kubevol.volumes.plugins.module_utils.cluster.objects import ClusterIndex, cluster_from_data
@@ -171,8 +172,8 @@ def cluster_scope(params, check_mode=False, owner=None, now=utc_now):
                                  "it has ended")
                     for f in status + vas:
                         if f["cleanable"]:
-                            f.update(cleanable=False, action="a live run holds the run lock: audit again with clean "
-                                                             "once it has ended")
+                            f.update(cleanable=False, action="a live run holds the run lock: audit again with %s "
+                                                             "once it has ended" % setting("clean", True))
                 else:
                     changed = changed or bool(outcome["changed"])
                     for f in status + vas:
