@@ -212,13 +212,19 @@ def test_the_registries_are_dotted_paths_and_their_one_load_names_each_module():
     assert sorted(named) == sorted(registry.NODE_OPERATIONS)
     assert all(issubclass(registry.load(path), cls) for path, cls in named.items())
     # ... and node/plugin_ops.py's import lines name each one's module, for the node modules' payloads
-    with open(os.path.join(MODULE_UTILS, "node", "plugin_ops.py")) as handle:
+    assert node_modules_named(os.path.join("node", "plugin_ops.py")) == set(
+        path.rpartition(".")[0] for path in registry.NODE_OPERATIONS)
+
+
+def node_modules_named(path):
+    """The node/ modules a file's top-level ``from ...module_utils.node import a, b`` lines name ("node.a", ...)."""
+    with open(os.path.join(MODULE_UTILS, path)) as handle:
         tree = ast.parse(handle.read())
     ops = set()
     for node in tree.body:
         if isinstance(node, ast.ImportFrom) and node.module == PREFIX + "node":
             ops.update("node." + alias.name for alias in node.names)
-    assert ops == set(path.rpartition(".")[0] for path in registry.NODE_OPERATIONS)
+    return ops
 
 
 def test_a_drivers_node_verbs_are_a_node_class_it_names_by_dotted_path():
@@ -235,13 +241,7 @@ def test_a_drivers_node_verbs_are_a_node_class_it_names_by_dotted_path():
         assert issubclass(node, cls) and node.__module__.startswith(PREFIX + "node."), path
         assert cls(None, "/var/lib/kubelet", "node1").__class__ is node  # the constructor builds the node class
         assert cls.reader(None, "/var/lib/kubelet", "node1").__class__ is cls  # the reader, the class itself
-    with open(os.path.join(MODULE_UTILS, "node", "operations.py")) as handle:
-        tree = ast.parse(handle.read())
-    ops = set()
-    for node in tree.body:
-        if isinstance(node, ast.ImportFrom) and node.module == PREFIX + "node":
-            ops.update("node." + alias.name for alias in node.names)
-    assert set(path.rpartition(".")[0] for path in named) <= ops
+    assert set(path.rpartition(".")[0] for path in named) <= node_modules_named(os.path.join("node", "operations.py"))
     # drivers/ imports no node code, anywhere in a file
     for path in python_files(os.path.join(MODULE_UTILS, "drivers")):
         if relative(path) != "drivers/external/controller_host.py":  # FOLDER_PAIRS_LEFT says why
