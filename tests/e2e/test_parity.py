@@ -86,7 +86,7 @@ def test_infeasible_expansion_is_blocked_until_the_request_is_lowered(kv):
     rewrite(kv, infeasible)
     run = kv.reconcile(check=True, expect_rc=None)
     assert not [s for s in run.plan() if s["action"] == "expand"], run.describe()
-    assert "lower spec.resources.requests.storage below 100Gi" in run.stdout, run.describe()
+    assert "lower its spec.resources.requests.storage below 100Gi" in run.stdout, run.describe()
     kv.edit("resize-claim", "shop/db-data", "640Mi")
     run = kv.reconcile()
     assert run.rc == 0, run.describe()
