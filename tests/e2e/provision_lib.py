@@ -15,6 +15,16 @@ OPTIONS = {DRIVER: {"controller": "node"}}
 CREATE_CALLS = ("CreateVolume", "DeleteVolume")
 
 
+def stop_plugins(cluster, plugins):
+    """Stop the test CSI plugins start_plugins started, unmount what they mounted, and detach the loop devices the
+    node side attached for them (found by the backing files' inodes under the cluster's csi-pool)."""
+    for plugin in plugins.values():
+        plugin.stop()
+        plugin.unmount_all()
+    for device in _loops_backed_under(os.path.join(cluster.dir, "csi-pool")):
+        subprocess.run(["losetup", "-d", device], check=False)
+
+
 def start_plugins(cluster, max_volumes=2):
     """The test plugin on every node, sharing one pool (the cluster's csi-pool): topology on, its node id the node's
     name, at most ``max_volumes`` volumes per node."""
@@ -116,9 +126,5 @@ def api_store_cluster(cluster, objects, token):
                                              "kubevol_driver_options": {DRIVER: {"controller": "node"}}})]
         yield cluster
     finally:
-        for plugin in plugins.values():
-            plugin.stop()
-            plugin.unmount_all()
-        for device in _loops_backed_under(os.path.join(cluster.dir, "csi-pool")):
-            subprocess.run(["losetup", "-d", device], check=False)
+        stop_plugins(cluster, plugins)
         api.stop()

@@ -16,14 +16,14 @@ In order, on one cluster file:
    volume kept, Released, with its data.
 """
 import os
-import subprocess
 
 import pytest
 
 from e2e_lib import get, write_list
 from provision_lib import (
-    KEY, LOOP, base_objects, by_name, calls, claim, counts, extra, images, pod, start_plugins, target, volume_name)
-from test_csi_external import DRIVER, _loops_backed_under
+    KEY, LOOP, base_objects, by_name, calls, claim, counts, extra, images, pod, start_plugins, stop_plugins, target,
+    volume_name)
+from test_csi_external import DRIVER
 
 
 @pytest.fixture(scope="module")
@@ -40,12 +40,7 @@ def kv(make_cluster):
         write_list(cluster.state, objects)
         yield cluster
     finally:
-        for plugin in plugins.values():
-            plugin.stop()
-            plugin.unmount_all()
-        # the plugins' own loop devices (the node side attaches them): found by the backing files' inodes
-        for device in _loops_backed_under(os.path.join(cluster.dir, "csi-pool")):
-            subprocess.run(["losetup", "-d", device], check=False)
+        stop_plugins(cluster, plugins)
 
 
 def test_check_mode_shows_each_call_and_changes_nothing(kv):

@@ -15,18 +15,16 @@ In order, on one cluster file:
 6. that copy imported as a pre-provisioned snapshot (a content with spec.source.snapshotHandle): bound without
    CreateSnapshot, then restored with the data.
 """
-import os
-import subprocess
 
 import pytest
 
 from e2e_lib import write_list
 from provision_lib import by_name, counts, extra, target, volume_name
-from provision_lib import pod
+from provision_lib import pod, stop_plugins
 from snapshot_lib import (
     first_objects, loop_snapshots, plugin_snapshots, restore, restore_objects, snapshot, snapshot_calls,
     snapshot_objects)
-from test_csi_external import DRIVER, _loops_backed_under
+from test_csi_external import DRIVER
 
 
 @pytest.fixture(scope="module")
@@ -40,11 +38,7 @@ def kv(make_cluster):
         write_list(cluster.state, first_objects(cluster.nodes))
         yield cluster
     finally:
-        for plugin in plugins.values():
-            plugin.stop()
-            plugin.unmount_all()
-        for device in _loops_backed_under(os.path.join(cluster.dir, "csi-pool")):
-            subprocess.run(["losetup", "-d", device], check=False)
+        stop_plugins(cluster, plugins)
 
 
 def _add(kv, objects):
