@@ -6,7 +6,7 @@
 Usage (from the repository root, as root):
     .venv/bin/python bench/bench_reconcile.py              # 10 nodes, 100 volumes
     .venv/bin/python bench/bench_reconcile.py --repeat 5   # more no-op/ping pairs
-    .venv/bin/python bench/bench_reconcile.py --samples 5  # more cold / shell / floor samples
+    .venv/bin/python bench/bench_reconcile.py --samples 5  # more cold / shell / floor / look-and-act samples
     .venv/bin/python bench/bench_reconcile.py --fs xfs --size 320Mi   # xfs needs larger volumes
 
 Measures, in one run on the same nodes (the goals each ratio is read against: docs/performance.md):
@@ -21,7 +21,11 @@ Measures, in one run on the same nodes (the goals each ratio is read against: do
      recreated);
   3. the same node work as one loop item per volume, each one shell command (losetup, mkfs.ext4,
      mkdir, mount), the strongest hand-written baseline; and the cold reconcile against ping.
-  The cold reconcile, the shell baseline and the floor (one shell command per node) run --samples times each,
+  4. the floor: one shell command per node doing all its volumes (no look, no record); and the look-and-act
+     baseline, two shell commands per node, one that looks (mounted? attached? a filesystem?) and one that does
+     what the look found missing: the least a reconciler that looks before it acts can do through Ansible.
+  The playbooks are in bench/reconcile_baselines.py.
+  The cold reconcile, the shell baseline, the floor and the look-and-act baseline run --samples times each,
   interleaved, every one after a reset (the cold reconcile also from the cluster file as generated): a single cold
   run varies by several tenths of a second, so their medians are compared, and each round's own ratio is shown.
   The naive playbook runs once (about 45 s, and an order of magnitude from its goal; --skip-naive leaves it out).
@@ -56,15 +60,14 @@ import subprocess
 import sys
 import time
 
+from reconcile_baselines import (COUNT_MOUNTS, LOOK_ACT_PLAYBOOK, MKFS, NAIVE_PLAYBOOK, RESET_NODE, SCRIPT_PLAYBOOK,
+                                SHELL_PLAYBOOK, baseline_playbook, generate_cluster)
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 TESTNODES = os.path.join(ROOT, "scripts", "testnodes.py")
 COLLECTIONS = os.path.join(ROOT, ".build", "collections")
 BIN = os.path.dirname(sys.executable)
-KUBELET = "/var/lib/kubelet"
-POOL_IN_NODE = "/var/lib/kubevol/pool"
-DRIVER = "loop.kubevol.io"
-MANAGED = {"volumes.kubernetes.io/controller-managed-attach-detach": "true"}
 
 
 def log(msg):
@@ -80,152 +83,6 @@ def collection_link():
         if os.path.islink(link):
             os.unlink(link)
         os.symlink(ROOT, link)
-
-
-# ---------------------------------------------------------------- the cluster
-
-
-# each baseline's format command, by filesystem (xfs needs 300Mi or more: bench it at --size 320Mi)
-MKFS = {"ext4": ["mkfs.ext4", "-q", "-F", "-m0"], "xfs": ["mkfs.xfs", "-q", "-f"]}
-
-
-def baseline_playbook(text, fs):
-    """A baseline playbook's text with its format command for ``fs`` (the texts below say ext4)."""
-    return (text.replace("[mkfs.ext4, -q, -F, -m0,", "[%s," % ", ".join(MKFS[fs]))
-            .replace("mkfs.ext4 -q -F -m0", " ".join(MKFS[fs])).replace("(ext4)", "(%s)" % fs))
-
-
-def generate_cluster(nodes, volumes, size, fs="ext4"):
-    """A fresh cluster: Ready nodes, the loop CSI driver, bound PV/PVC pairs, one pod per claim."""
-    items = []
-    for n in range(1, nodes + 1):
-        items.append({"apiVersion": "v1", "kind": "Node",
-                      "metadata": {"name": "node%d" % n, "annotations": dict(MANAGED)},
-                      "spec": {}, "status": {"conditions": [{"type": "Ready", "status": "True"}]}})
-    items.append({"apiVersion": "storage.k8s.io/v1", "kind": "CSIDriver", "metadata": {"name": DRIVER},
-                  "spec": {"attachRequired": True, "podInfoOnMount": False}})
-    placement = []
-    for v in range(volumes):
-        pv, claim, ns = "pv-bench-%03d" % v, "data-%03d" % v, "bench"
-        claim_uid = "5b0c6c1e-0d1a-4d3b-9a51-%012d" % v
-        pod_uid = "7d1e2f3a-2222-4a5b-8c9d-%012d" % v
-        node = "node%d" % (v % nodes + 1)
-        items.append({"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": pv},
-                      "spec": {"capacity": {"storage": size}, "accessModes": ["ReadWriteOnce"],
-                               "volumeMode": "Filesystem", "persistentVolumeReclaimPolicy": "Delete",
-                               "claimRef": {"apiVersion": "v1", "kind": "PersistentVolumeClaim",
-                                            "namespace": ns, "name": claim, "uid": claim_uid},
-                               "csi": {"driver": DRIVER, "volumeHandle": pv + ".img", "fsType": fs,
-                                       "volumeAttributes": {"pool": POOL_IN_NODE}}},
-                      "status": {"phase": "Bound"}})
-        items.append({"apiVersion": "v1", "kind": "PersistentVolumeClaim",
-                      "metadata": {"namespace": ns, "name": claim, "uid": claim_uid},
-                      "spec": {"accessModes": ["ReadWriteOnce"], "volumeMode": "Filesystem",
-                               "resources": {"requests": {"storage": size}}, "volumeName": pv},
-                      "status": {"phase": "Bound", "accessModes": ["ReadWriteOnce"], "capacity": {"storage": size}}})
-        items.append({"apiVersion": "v1", "kind": "Pod",
-                      "metadata": {"namespace": ns, "name": "app-%03d" % v, "uid": pod_uid},
-                      "spec": {"nodeName": node,
-                               "containers": [{"name": "app", "image": "busybox:1.36",
-                                               "volumeMounts": [{"name": "data", "mountPath": "/data"}]}],
-                               "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": claim}}]},
-                      "status": {"phase": "Running"}})
-        placement.append({"node": node, "image": "%s/%s.img" % (POOL_IN_NODE, pv),
-                          "mount": "%s/pods/%s/volumes/kubernetes.io~csi/%s/mount" % (KUBELET, pod_uid, pv)})
-    return {"apiVersion": "v1", "items": items, "kind": "List", "metadata": {"resourceVersion": ""}}, placement
-
-
-NAIVE_PLAYBOOK = """\
----
-# Generated by bench/bench_reconcile.py: the node work of a cold reconcile (attach, format if
-# blank, mount) written the usual way, one loop item per volume per step.
-- name: Attach, format and mount the volumes, one loop item per volume
-  hosts: all
-  gather_facts: false
-  vars:
-    naive_volumes: "{{ naive_placement[inventory_hostname] | default([]) }}"
-  tasks:
-    - name: Attach the backing image to a loop device
-      ansible.builtin.command:
-        argv: [losetup, --find, --show, "{{ item.image }}"]
-      loop: "{{ naive_volumes }}"
-      register: naive_attach
-      changed_when: true
-
-    - name: Probe the device for a filesystem (blkid exits 2 when there is none)
-      ansible.builtin.command:
-        argv: [blkid, --probe, --output, value, --match-tag, TYPE, "{{ item.stdout }}"]
-      loop: "{{ naive_attach.results }}"
-      register: naive_probe
-      changed_when: false
-      failed_when: naive_probe.rc not in [0, 2]
-
-    - name: Format the blank devices (ext4)
-      ansible.builtin.command:
-        argv: [mkfs.ext4, -q, -F, -m0, "{{ item.item.stdout }}"]
-      loop: "{{ naive_probe.results }}"
-      when: item.rc == 2
-      changed_when: true
-
-    - name: Create the mount points
-      ansible.builtin.file:
-        path: "{{ item.mount }}"
-        state: directory
-        mode: "0750"
-      loop: "{{ naive_volumes }}"
-
-    - name: Mount the devices
-      ansible.builtin.command:
-        argv: [mount, "{{ item.stdout }}", "{{ item.item.mount }}"]
-      loop: "{{ naive_attach.results }}"
-      changed_when: true
-"""
-
-SHELL_PLAYBOOK = """\
----
-# Generated by bench/bench_reconcile.py: the strongest hand-written baseline, one loop item per
-# volume and each item one shell command doing the whole node work (attach, format, mount).
-- name: Attach, format and mount each volume with one shell command
-  hosts: all
-  gather_facts: false
-  tasks:
-    - name: Attach, format and mount
-      ansible.builtin.shell: >-
-        dev=$(losetup --find --show {{ item.image | quote }}) &&
-        mkfs.ext4 -q -F -m0 "$dev" &&
-        mkdir -p {{ item.mount | quote }} &&
-        mount "$dev" {{ item.mount | quote }}
-      loop: "{{ naive_placement[inventory_hostname] | default([]) }}"
-      changed_when: true
-"""
-
-SCRIPT_PLAYBOOK = """\
----
-# Generated by bench/bench_reconcile.py: a floor, not a rival. One task per node whose one shell
-# command attaches, formats and mounts all of the node's volumes: what any Ansible engine costs at
-# least for this node work (one execution per node, no probes, no records, no facts, no plan).
-- name: Attach, format and mount every volume of the node in one shell command
-  hosts: all
-  gather_facts: false
-  tasks:
-    - name: Attach, format and mount
-      ansible.builtin.shell: >-
-        set -e;
-        {% for item in naive_placement[inventory_hostname] | default([]) %}
-        dev=$(losetup --find --show {{ item.image | quote }});
-        mkfs.ext4 -q -F -m0 "$dev";
-        mkdir -p {{ item.mount | quote }};
-        mount "$dev" {{ item.mount | quote }};
-        {% endfor %}
-      changed_when: true
-"""
-
-# Untimed, on every node: unmount everything under the kubelet dir (deepest first), then
-# delete what kubevol / the naive playbook created there.
-RESET_NODE = ("findmnt -rn -o TARGET | grep '^%s/' | sort -r | while read -r t; do umount \"$t\"; done; "
-              "rm -rf %s/pods %s/plugins /run/kubevol; "
-              "test -z \"$(findmnt -rn -o TARGET | grep '^%s/')\"") % (KUBELET, KUBELET, KUBELET, KUBELET)
-COUNT_MOUNTS = "findmnt -rn -o TARGET | grep -c '/volumes/kubernetes.io~csi/' || true"
 
 
 # ---------------------------------------------------------------- running things
@@ -449,9 +306,10 @@ def main():
             with open(bench.cluster, "w") as fh:
                 json.dump(cluster, fh, indent=1)
         write_cluster()
-        naive, shell_playbook, script_playbook = (
-            os.path.join(bench.state, name) for name in ("naive.yml", "shell.yml", "script.yml"))
-        for path, text in ((naive, NAIVE_PLAYBOOK), (shell_playbook, SHELL_PLAYBOOK), (script_playbook, SCRIPT_PLAYBOOK)):
+        naive, shell_playbook, script_playbook, look_act_playbook = (
+            os.path.join(bench.state, name) for name in ("naive.yml", "shell.yml", "script.yml", "look-act.yml"))
+        for path, text in ((naive, NAIVE_PLAYBOOK), (shell_playbook, SHELL_PLAYBOOK),
+                           (script_playbook, SCRIPT_PLAYBOOK), (look_act_playbook, LOOK_ACT_PLAYBOOK)):
             with open(path, "w") as fh:
                 fh.write(baseline_playbook(text, args.fs))
         naive_vars = os.path.join(bench.state, "naive-vars.json")
@@ -517,6 +375,7 @@ def main():
                 cold_reconcile(sample)
             baseline("shell", shell_playbook, "one shell command per volume")
             baseline("script", script_playbook, "one shell command per node: the floor")
+            baseline("lookact", look_act_playbook, "two shell commands per node: look, then act")
     finally:
         if args.keep:
             log("kept: %s %s down --purge --state-dir %s" % (sys.executable, TESTNODES, bench.state))
@@ -539,13 +398,16 @@ def main():
     naive_s, naive_c = median_run("naive") if "naive" in results else (None, None)
     shell_s, shell_c = median_run("shell")
     script_s, script_c = median_run("script")
+    lookact_s, lookact_c = median_run("lookact")
     rows = [("ansible all -m ping", ping_med, results["ping"][0][1]),
             ("reconcile, converged (no-op)", noop_med, results["noop"][0][1]),
             ("reconcile, cold (%d volumes, median of %d)" % (args.volumes, args.samples), cold_s, cold_c),
             ("one shell command per volume (%d volumes, median of %d)" % (args.volumes, args.samples), shell_s,
              shell_c),
             ("floor: one shell command per node (%d volumes, median of %d)" % (args.volumes, args.samples), script_s,
-             script_c)]
+             script_c),
+            ("look and act: two shell commands per node (%d volumes, median of %d)" % (args.volumes, args.samples),
+             lookact_s, lookact_c)]
     if naive_s is not None:
         rows.insert(3, ("naive playbook, five tasks per volume (%d volumes)" % args.volumes, naive_s, naive_c))
     lines = ["| run | wall time | module executions per node | on the controller |", "|---|---|---|---|"]
@@ -566,8 +428,9 @@ def main():
           % (n, args.forks, args.volumes, args.size, args.fs, args.strategy, args.repeat))
     print("no-op runs: %s s; ping runs: %s s; facts module alone: %s s" % tuple(
         ", ".join("%.2f" % r[0] for r in results[key]) for key in ("noop", "ping", "facts")))
-    print("cold, shell and floor: median of %d rounds; cold runs: %s s; shell runs: %s s; floor runs: %s s" % (
-        args.samples, *(", ".join("%.2f" % r[0] for r in results[key]) for key in ("cold", "shell", "script"))))
+    print("cold, shell, floor and look-and-act: median of %d rounds; cold runs: %s s; shell runs: %s s; floor runs: "
+          "%s s; look-and-act runs: %s s" % (args.samples, *(", ".join("%.2f" % r[0] for r in results[key])
+                                                             for key in ("cold", "shell", "script", "lookact"))))
     print()
     print("\n".join(lines))
     print()
@@ -592,6 +455,10 @@ def main():
     floor_rounds = zip(results["cold"], results["script"])
     print("cold reconcile / the floor = %.2f; per round %s" % (
         cold_s / script_s, ", ".join("%.2f" % (cold[0] / floor[0]) for cold, floor in floor_rounds)))
+    look_rounds = [cold[0] / look[0] for cold, look in zip(results["cold"], results["lookact"])]
+    ratio_look = cold_s / lookact_s
+    print("cold reconcile / look and act (two shell commands per node) = %.2f  (goal <= 1.25: %s); per round %s" % (
+        ratio_look, "met" if ratio_look <= 1.25 else "NOT met", ", ".join("%.2f" % r for r in look_rounds)))
     print("module runs by action (node1): cold %s; naive %s" % (
         {k.split(":", 1)[1]: v for k, v in cold_c["per_host_action"].items() if k.startswith("node1:")},
         {k.split(":", 1)[1]: v for k, v in (naive_c or {}).get("per_host_action", {}).items()
@@ -599,13 +466,13 @@ def main():
     print("controller-side module runs in the cold reconcile: %s" % (
         {k.split(":", 1)[1]: v for k, v in cold_c["per_host_action"].items() if k.startswith("controller:")}))
     cpu = dict((key, statistics.median((c or {}).get("controller_cpu", 0) for _s, c in results[key]))
-               for key in ("ping", "noop", "cold", "shell", "script") if key in results)
+               for key in ("ping", "noop", "cold", "shell", "script", "lookact") if key in results)
     print("controller CPU per run (medians; the nodes' CPU is not in it): %s" % ", ".join(
         "%s %.2f s" % (key, value) for key, value in cpu.items()))
     # the process's start (Python, Ansible, the inventory, the playbook and its role) and end: its wall time
     # outside the callback's span (from loading the callbacks to the recap)
     outside = dict((key, statistics.median(secs - (c or {}).get("seconds", secs) for secs, c in results[key]))
-                   for key in ("ping", "noop", "cold", "shell", "script") if key in results)
+                   for key in ("ping", "noop", "cold", "shell", "script", "lookact") if key in results)
     print("start-up and end outside the tasks (medians): %s" % ", ".join(
         "%s %.2f s" % (key, value) for key, value in outside.items()))
     print()
