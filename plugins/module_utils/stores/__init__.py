@@ -8,8 +8,8 @@
 store does not take must be None; options left at their argspec default are not passed on.
 
 The stores are behind one interface (base.py ``ClusterStore``): they read the cluster, apply the records
-(records/) and keep the run lock's record, whose rules are theirs too (run_lock.py), as the API server keeps a
-Lease that client-go's leader election decides on. stores/ imports records/ and common/ only: the run (run/) takes
+(records/) and keep the run lock, whose record and rules are theirs too (run_lock.py), as client-go holds the
+leader election below the controllers that run it. stores/ imports records/ and common/ only: the run (run/) takes
 the lock and writes through a store, never the reverse.
 """
 
