@@ -38,7 +38,7 @@ importlib.import_module("conftest")  # creates the ansible_collections link
 
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator  # noqa: E402
 from ansible_collections.kubevol.volumes.plugins.module_utils.run import executor
-from ansible_collections.kubevol.volumes.plugins.module_utils.plan import plan_task
+from ansible_collections.kubevol.volumes.plugins.module_utils.run import plan_task
 from ansible_collections.kubevol.volumes.plugins.module_utils.run import reconcile_run_task  # noqa: E402
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.names import unique_volume_name  # noqa: E402
 from ansible_collections.kubevol.volumes.plugins.module_utils.plan.planner import utc_now  # noqa: E402

@@ -123,7 +123,7 @@ def fresh_json_load(path):
 FOOTPRINT = """
 import json, os, resource, sys, time
 sys.path.insert(0, sys.argv[2])
-from ansible_collections.kubevol.volumes.plugins.module_utils.plan import plan_task
+from ansible_collections.kubevol.volumes.plugins.module_utils.run import plan_task
 from ansible_collections.kubevol.volumes.plugins.module_utils.plan.planner import utc_now
 params = dict((key, spec.get("default")) for key, spec in plan_task.argspec().items())
 params.update(cluster_state=sys.argv[1], output="summary")

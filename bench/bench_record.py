@@ -227,7 +227,7 @@ def write_cluster(path, scale):
 
 
 def measure(args, path):
-    from ansible_collections.kubevol.volumes.plugins.module_utils.plan import plan_task
+    from ansible_collections.kubevol.volumes.plugins.module_utils.run import plan_task
     from ansible_collections.kubevol.volumes.plugins.module_utils.plan.planner import utc_now
     from ansible_collections.kubevol.volumes.plugins.module_utils.run import plan_record, run_lock_task
 

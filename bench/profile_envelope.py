@@ -28,7 +28,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tests"))
 importlib.import_module("conftest")  # creates the ansible_collections link
 
-from ansible_collections.kubevol.volumes.plugins.module_utils.plan import plan_task  # noqa: E402
+from ansible_collections.kubevol.volumes.plugins.module_utils.run import plan_task  # noqa: E402
 from ansible_collections.kubevol.volumes.plugins.module_utils.plan.planner import utc_now  # noqa: E402
 from ansible_collections.kubevol.volumes.plugins.module_utils.run import reconcile_run_task  # noqa: E402
 

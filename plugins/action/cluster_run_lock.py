@@ -14,7 +14,7 @@ __metaclass__ = type
 
 import os
 
-from ansible_collections.kubevol.volumes.plugins.module_utils.run import run_lock
+from ansible_collections.kubevol.volumes.plugins.module_utils.stores import run_lock
 from ansible_collections.kubevol.volumes.plugins.module_utils.run.run_lock_task import REQUIRED_IF, argspec, run
 from ansible_collections.kubevol.volumes.plugins.plugin_utils.in_process import InProcessAction
 

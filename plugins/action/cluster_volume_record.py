@@ -7,7 +7,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.kubevol.volumes.plugins.module_utils.records.record_task import REQUIRED_IF, argspec, run
+from ansible_collections.kubevol.volumes.plugins.module_utils.run.record_task import REQUIRED_IF, argspec, run
 from ansible_collections.kubevol.volumes.plugins.plugin_utils.in_process import InProcessAction
 
 

@@ -13,7 +13,7 @@ import os
 
 from ansible_collections.kubevol.volumes.plugins.module_utils.audit import audit_task
 
-from ansible_collections.kubevol.volumes.plugins.module_utils.run import run_lock
+from ansible_collections.kubevol.volumes.plugins.module_utils.stores import run_lock
 from ansible_collections.kubevol.volumes.plugins.plugin_utils.in_process import InProcessAction
 
 

@@ -9,7 +9,7 @@ __metaclass__ = type
 
 from ansible import constants as C
 
-from ansible_collections.kubevol.volumes.plugins.module_utils.plan.plan_task import (
+from ansible_collections.kubevol.volumes.plugins.module_utils.run.plan_task import (
     REQUIRED_IF, argspec, run)
 from ansible_collections.kubevol.volumes.plugins.module_utils.plan.planner import utc_now
 from ansible_collections.kubevol.volumes.plugins.plugin_utils.in_process import InProcessAction

@@ -150,7 +150,7 @@ source:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import KubevolError
-from ansible_collections.kubevol.volumes.plugins.module_utils.records.record_task import REQUIRED_IF, argspec, run
+from ansible_collections.kubevol.volumes.plugins.module_utils.run.record_task import REQUIRED_IF, argspec, run
 
 
 def main():

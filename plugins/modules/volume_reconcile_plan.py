@@ -386,7 +386,7 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.kubevol.volumes.plugins.module_utils.common import words
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import KubevolError
-from ansible_collections.kubevol.volumes.plugins.module_utils.plan.plan_task import (
+from ansible_collections.kubevol.volumes.plugins.module_utils.run.plan_task import (
     REQUIRED_IF, argspec, run)
 from ansible_collections.kubevol.volumes.plugins.module_utils.plan.planner import utc_now
 

@@ -21,7 +21,7 @@ import copy
 from ansible_collections.kubevol.volumes.plugins.module_utils.audit import audit
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.words import setting
 
-from ansible_collections.kubevol.volumes.plugins.module_utils.run import run_lock
+from ansible_collections.kubevol.volumes.plugins.module_utils.stores import run_lock
 from ansible_collections.kubevol.volumes.plugins.module_utils.cluster.objects import ClusterIndex, cluster_from_data
 from ansible_collections.kubevol.volumes.plugins.module_utils.plan.desired_state import (  # noqa: F401
     known_drivers_of)

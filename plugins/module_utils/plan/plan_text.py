@@ -4,7 +4,7 @@
 """What people read of a plan: the plan table, the per-node summary, the warning about steps outside the play.
 
 Pure functions over a volume_reconcile_plan result. Used by volume_reconcile_plan's ``output`` option
-(plan_task.py), by the plan_table filter and by the end-of-run report (run/run_report.py).
+(run/plan_task.py), by the plan_table filter and by the end-of-run report (run/run_report.py).
 """
 
 from __future__ import absolute_import, division, print_function

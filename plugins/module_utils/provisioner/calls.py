@@ -21,6 +21,7 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.drivers import DRI
 from ansible_collections.kubevol.volumes.plugins.module_utils.drivers.external.settings import driver_settings
 from ansible_collections.kubevol.volumes.plugins.module_utils.common import driver_options as node_options
 from ansible_collections.kubevol.volumes.plugins.module_utils.provisioner import loop, loop_snapshot
+from ansible_collections.kubevol.volumes.plugins.module_utils.provisioner.external import provisioner_class
 
 OPS = ("create_volume", "delete_volume", "create_snapshot", "delete_snapshot")
 
@@ -33,8 +34,6 @@ def _loop_driver(runner, kubelet_dir, host, name, driver_options):
 
 
 def _external(runner, kubelet_dir, host, name, driver_options):
-    from ansible_collections.kubevol.volumes.plugins.module_utils.provisioner.external import provisioner_class
-
     driver = provisioner_class(name)(runner, kubelet_dir, host, driver_options)
     remote = driver_settings(name, driver_options or {})["remote"]
     if remote:

@@ -15,7 +15,7 @@ beside the attach/detach stage) write their records into one directory at the sa
 to another's pruning. The handle, what Ansible's variables carry, is ``{path, run_id, digest}``, the digest being
 the manifest's: a record replaced or changed under the handle is refused, never read as this run's plan.
 
-Where the records live is the caller's choice (plan/plan_task.py record_dir): beside the state file for the file
+Where the records live is the caller's choice (run/plan_task.py record_dir): beside the state file for the file
 store; for the Kubernetes API store, ConfigMaps in the run lock's namespace (``k8s:<namespace>``: the record kind of
 run/plan_record_k8s.py, behind the same functions); the controller's local temporary directory in check mode. The
 functions below take a record's location or handle and, for a record in the API, ``connection``: the cluster store

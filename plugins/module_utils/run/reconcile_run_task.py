@@ -18,7 +18,7 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.cluster.objects im
 from ansible_collections.kubevol.volumes.plugins.module_utils.common import phases
 from ansible_collections.kubevol.volumes.plugins.module_utils.run import executor, node_results, plan_record, run_report
 
-from ansible_collections.kubevol.volumes.plugins.module_utils.records import record_task
+from ansible_collections.kubevol.volumes.plugins.module_utils.run import record_task
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import KubevolError
 from ansible_collections.kubevol.volumes.plugins.module_utils.stores import CLUSTER_STORE_REQUIRED_IF
 

@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: kubevol contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""cluster_run_lock's arguments and its one call: take or release the cluster's run lock (run_lock.py).
+"""cluster_run_lock's arguments and its one call: take or release the cluster's run lock (stores/run_lock.py).
 
 Shared by the action plugin (plugins/action/cluster_run_lock.py), which runs in the controller's
 process and names the ansible process as the lock's owner, and the module file.
@@ -16,7 +16,7 @@ import threading
 
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
-from ansible_collections.kubevol.volumes.plugins.module_utils.run import run_lock
+from ansible_collections.kubevol.volumes.plugins.module_utils.stores import run_lock
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import InvalidInput
 from ansible_collections.kubevol.volumes.plugins.module_utils.stores import (
     CLUSTER_STORE_ARGSPEC,

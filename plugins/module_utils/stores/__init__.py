@@ -6,6 +6,11 @@
 ``source`` is a module's ``cluster_source``; ``options`` are the store's module options
 (``cluster_state`` for "file"; the k8s_auth options and ``page_size`` for "kubernetes"). Options a
 store does not take must be None; options left at their argspec default are not passed on.
+
+The stores are behind one interface (base.py ``ClusterStore``): they read the cluster, apply the records
+(records/) and keep the run lock, whose record and rules are theirs too (run_lock.py), as client-go holds the
+leader election below the controllers that run it. stores/ imports records/ and common/ only: the run (run/) takes
+the lock and writes through a store, never the reverse.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -20,7 +25,7 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.stores.file import
 
 def _kubernetes_store():
     # imported when first used: it imports the kubernetes client, a heavy import (docs/performance.md) that a run on
-    # a cluster file never needs
+    # a cluster file never needs (tests/unit/test_layout.py INNER_IMPORTS_ALLOWED)
     from ansible_collections.kubevol.volumes.plugins.module_utils.stores.kubernetes import KubernetesStore
     return KubernetesStore
 

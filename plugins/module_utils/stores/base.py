@@ -15,7 +15,7 @@ __metaclass__ = type
 
 import time
 
-from ansible_collections.kubevol.volumes.plugins.module_utils.run import run_lock
+from ansible_collections.kubevol.volumes.plugins.module_utils.stores import run_lock
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import KubevolError, LockTimeout
 
 DELETE = object()  # what a run-lock change returns to remove the lock
@@ -93,7 +93,7 @@ class ClusterStore:
         """A short human description, e.g. "file /srv/cluster.yaml"."""
         raise NotImplementedError
 
-    # -- the run lock (module_utils/run/run_lock.py) -----------------------------------------------------
+    # -- the run lock (run_lock.py: its record and rules) ------------------------------------------------
     def _run_lock_swap(self, change):
         """Atomically: read the run-lock record (None when there is none), ``change(record)`` -> a record to write,
         DELETE, or None (leave it); write that. Subclasses implement it (a flock, or resourceVersion)."""

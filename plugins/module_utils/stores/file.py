@@ -25,7 +25,7 @@ import stat
 import tempfile
 import time
 
-from ansible_collections.kubevol.volumes.plugins.module_utils.run import run_lock
+from ansible_collections.kubevol.volumes.plugins.module_utils.stores import run_lock
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import InvalidInput
 from ansible_collections.kubevol.volumes.plugins.module_utils.records.record import RecordApplier, validate_record
 from ansible_collections.kubevol.volumes.plugins.module_utils.stores.base import (

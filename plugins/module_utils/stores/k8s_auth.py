@@ -37,6 +37,7 @@ import re
 import traceback
 
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import InvalidInput, KubevolError
+from ansible_collections.kubevol.volumes.plugins.module_utils.stores.base import MissingLibrary
 
 HAS_KUBERNETES = None  # not known until require_client() first runs
 KUBERNETES_IMPORT_ERROR = None
@@ -150,7 +151,6 @@ def check_client_version(version=None):
 
 def missing_kubernetes():
     """The MissingLibrary error for an absent kubernetes client (Ansible's missing_required_lib text)."""
-    from ansible_collections.kubevol.volumes.plugins.module_utils.stores.base import MissingLibrary
     return MissingLibrary("kubernetes", "for cluster_source=kubernetes (pip install kubernetes)", KUBERNETES_IMPORT_ERROR)
 
 

@@ -36,7 +36,7 @@ import time
 
 from ansible_collections.kubevol.volumes.plugins.module_utils.stores import k8s_auth
 from ansible_collections.kubevol.volumes.plugins.module_utils.stores import k8s_client
-from ansible_collections.kubevol.volumes.plugins.module_utils.run import run_lock
+from ansible_collections.kubevol.volumes.plugins.module_utils.stores import run_lock
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import InvalidInput
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.names import volume_attachment_name
 from ansible_collections.kubevol.volumes.plugins.module_utils.records.record import RecordApplier, validate_record

@@ -16,7 +16,7 @@ from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
 from ansible_collections.kubevol.volumes.plugins.module_utils.audit import audit_task
 
-from ansible_collections.kubevol.volumes.plugins.module_utils.run import run_lock
+from ansible_collections.kubevol.volumes.plugins.module_utils.stores import run_lock
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.names import volume_attachment_name
 
 DRIVER = "loop.kubevol.io"

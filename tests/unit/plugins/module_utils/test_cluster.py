@@ -96,7 +96,7 @@ def _corrupt(data, kind, name, path, value):
     ("PersistentVolume", "pv-db-data", ["spec", "csi", "fsType"], ["xfs"], "spec.csi"),
 ])
 def test_a_field_of_the_wrong_type_is_a_malformed_object_not_a_crash_later(kind, name, path, value, field):
-    from ansible_collections.kubevol.volumes.plugins.module_utils.plan import plan_task
+    from ansible_collections.kubevol.volumes.plugins.module_utils.run import plan_task
     from ansible_collections.kubevol.volumes.plugins.module_utils.plan.planner import utc_now
     _cluster, data = load_cluster_file(EXAMPLE)
     _corrupt(data, kind, name, path, value)

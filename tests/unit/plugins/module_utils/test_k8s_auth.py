@@ -210,7 +210,7 @@ def test_a_run_against_a_cluster_file_never_imports_the_client():
             "assert 'kubernetes' not in sys.modules, 'imported'\n"
             "get_store('kubernetes', host='http://127.0.0.1:1', api_key='t')\n"
             "assert 'kubernetes' in sys.modules\n")
-    for module in ("plan.plan_task", "records.record_task", "run.run_lock_task", "run.executor"):
+    for module in ("run.plan_task", "run.record_task", "run.run_lock_task", "run.executor"):
         res = subprocess.run([sys.executable, "-c", code % module], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                              universal_newlines=True, check=False)
         assert res.returncode == 0, (module, res.stderr[-2000:])

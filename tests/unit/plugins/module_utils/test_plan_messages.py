@@ -167,7 +167,7 @@ def test_a_cluster_file_that_is_no_whole_snapshot_is_refused_in_one_sentence(tmp
 
 
 def test_a_held_or_lost_run_lock_is_one_sentence_with_its_code():
-    from ansible_collections.kubevol.volumes.plugins.module_utils.run import run_lock
+    from ansible_collections.kubevol.volumes.plugins.module_utils.stores import run_lock
     held = run_lock.RunLocked(store="file /srv/cluster.yaml", since="2026-11-22T11:00:00Z", held_by="ctl-1-ab",
                               pid=42, host="ctl", renewed="2026-11-22T11:59:00Z", expires="2026-11-22T12:09:00Z",
                               waited=60)

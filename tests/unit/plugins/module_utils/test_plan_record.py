@@ -17,7 +17,7 @@ from ansible_collections.kubevol.volumes.plugins.filter.plan_table import plan_t
 from ansible_collections.kubevol.volumes.plugins.filter.reconcile import node_plan
 from ansible_collections.kubevol.volumes.plugins.module_utils.common import words
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import KubevolError
-from ansible_collections.kubevol.volumes.plugins.module_utils.plan import plan_task
+from ansible_collections.kubevol.volumes.plugins.module_utils.run import plan_task
 from ansible_collections.kubevol.volumes.plugins.module_utils.plan.planner import utc_now
 from ansible_collections.kubevol.volumes.plugins.module_utils.run import plan_record, reconcile_run_task
 from ansible_collections.kubevol.volumes.plugins.module_utils.run.plan_view import node_slice

@@ -22,7 +22,7 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.common import name
 from ansible_collections.kubevol.volumes.plugins.module_utils.cluster.objects import ClusterIndex, cluster_from_data  # noqa
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import InvalidInput  # noqa: E402
 from ansible_collections.kubevol.volumes.plugins.module_utils.node.volume import volume_item  # noqa: E402
-from ansible_collections.kubevol.volumes.plugins.module_utils.plan.plan_task import argspec, run as run_task  # noqa
+from ansible_collections.kubevol.volumes.plugins.module_utils.run.plan_task import argspec, run as run_task  # noqa
 from ansible_collections.kubevol.volumes.plugins.module_utils.plan.validation import safe_repr  # noqa: E402
 from ansible_collections.kubevol.volumes.plugins.module_utils.plan.planner import PlanOptions, plan_cluster  # noqa
 

@@ -12,7 +12,7 @@ import shutil
 
 import yaml
 
-from ansible_collections.kubevol.volumes.plugins.module_utils.plan import plan_task
+from ansible_collections.kubevol.volumes.plugins.module_utils.run import plan_task
 
 from ansible_collections.kubevol.volumes.plugins.module_utils.run import reconcile_run_task
 from ansible_collections.kubevol.volumes.plugins.module_utils.plan.planner import utc_now
@@ -148,7 +148,7 @@ def test_records_that_cannot_be_written_stop_the_run_without_blaming_a_host(tmp_
     """The store refuses the step's write: the run stops before its next node task (no node task may build on records
     that are not there), its own failure is in the report, no node's, and the later steps pass the state on."""
     from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import KubevolError
-    from ansible_collections.kubevol.volumes.plugins.module_utils.records import record_task
+    from ansible_collections.kubevol.volumes.plugins.module_utils.run import record_task
 
     path = tmp_path / "cluster.yaml"
     shutil.copy(EXAMPLE, str(path))

@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from ansible_collections.kubevol.volumes.plugins.filter.plan_table import plan_table
-from ansible_collections.kubevol.volumes.plugins.module_utils.plan import plan_task
+from ansible_collections.kubevol.volumes.plugins.module_utils.run import plan_task
 from ansible_collections.kubevol.volumes.plugins.module_utils.plan.planner import utc_now
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", ".."))

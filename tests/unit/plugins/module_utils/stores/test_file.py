@@ -312,7 +312,7 @@ def test_get_store():
 # -- the run lock: a record beside the state file ----------------------------------------------------------
 def test_run_lock_waits_names_the_holder_and_takes_over_stale_locks(tmp_path):
     import os
-    from ansible_collections.kubevol.volumes.plugins.module_utils.run import run_lock
+    from ansible_collections.kubevol.volumes.plugins.module_utils.stores import run_lock
     path = tmp_path / "cluster.json"
     path.write_text('{"kind": "List", "items": []}')
     store = FileStore(str(path))
@@ -341,7 +341,7 @@ def test_run_lock_waits_names_the_holder_and_takes_over_stale_locks(tmp_path):
 def test_a_lock_renewed_moments_ago_is_not_written_again(tmp_path):
     """Every host of a run renews the lock while its node task runs: a renewal within fresh_for of the last one writes
     nothing (one write per interval, not one per host), a later one does, and a lost lock is still refused."""
-    from ansible_collections.kubevol.volumes.plugins.module_utils.run import run_lock
+    from ansible_collections.kubevol.volumes.plugins.module_utils.stores import run_lock
     path = tmp_path / "cluster.json"
     path.write_text('{"kind": "List", "items": []}')
     store = FileStore(str(path))
@@ -368,7 +368,7 @@ def test_the_run_lock_is_kept_renewed_while_a_node_task_runs(tmp_path):
     """node_phases wraps its node work in kept_renewed: a task longer than the lock's duration keeps it, a second
     run is still refused at the end; renewals stop with the task; a lost lock is a warning, not a failure."""
     import json as _json
-    from ansible_collections.kubevol.volumes.plugins.module_utils.run import run_lock
+    from ansible_collections.kubevol.volumes.plugins.module_utils.stores import run_lock
     from ansible_collections.kubevol.volumes.plugins.module_utils.run.run_lock_task import kept_renewed
     path = tmp_path / "cluster.json"
     path.write_text('{"kind": "List", "items": []}')

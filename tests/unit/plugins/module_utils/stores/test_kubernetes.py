@@ -603,7 +603,7 @@ def test_node_side_modules_do_not_import_kubernetes():
 
 # -- the run lock: a coordination.k8s.io/v1 Lease -------------------------------------------------------
 def test_run_lock_is_a_lease_taken_renewed_and_released(store, api):
-    from ansible_collections.kubevol.volumes.plugins.module_utils.run import run_lock
+    from ansible_collections.kubevol.volumes.plugins.module_utils.stores import run_lock
     first, second = store(), store()
     alive = {"host": "controller-a", "pid": None, "pid_start": None}
     taken = first.acquire_run_lock("run-a", 60, 0, who=alive)
@@ -625,7 +625,7 @@ def test_run_lock_is_a_lease_taken_renewed_and_released(store, api):
 
 def test_an_expired_lease_is_taken_over(store, api):
     import datetime
-    from ansible_collections.kubevol.volumes.plugins.module_utils.run import run_lock
+    from ansible_collections.kubevol.volumes.plugins.module_utils.stores import run_lock
     who = {"host": "elsewhere", "pid": None, "pid_start": None}
 
     def long_ago():

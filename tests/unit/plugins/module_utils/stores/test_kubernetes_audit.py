@@ -17,7 +17,7 @@ from fakeapi import FakeApiServer, write_kubeconfig  # noqa: E402  (tests/ is on
 
 from ansible_collections.kubevol.volumes.plugins.module_utils.audit import audit_task
 
-from ansible_collections.kubevol.volumes.plugins.module_utils.run import run_lock  # noqa: E402
+from ansible_collections.kubevol.volumes.plugins.module_utils.stores import run_lock  # noqa: E402
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.names import volume_attachment_name  # noqa: E402
 from ansible_collections.kubevol.volumes.plugins.module_utils.stores.kubernetes import KubernetesStore  # noqa: E402
 

@@ -12,7 +12,9 @@ write of the run renews it and first checks that the run still holds it.
 A lock is stale, and taken over, when its lease expired (renewed + duration is past) or when its holder
 ran on this host and that process is gone (pid and process start time), so a killed run never blocks
 the next one on the same controller for longer than it takes to notice. This module decides; the
-stores (stores/file.py, stores/kubernetes.py) read and write.
+stores (file.py, kubernetes.py) read and write. It is the stores' own, as a Lease's fields and their meaning are
+the API's, so that stores/ never imports run/: the run takes, renews and releases the lock through a store
+(run/run_lock_task.py).
 """
 
 from __future__ import absolute_import, division, print_function

@@ -11,7 +11,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.kubevol.volumes.plugins.module_utils.run import run_lock
+from ansible_collections.kubevol.volumes.plugins.module_utils.stores import run_lock
 from ansible_collections.kubevol.volumes.plugins.module_utils.cluster.objects import gc_paused
 from ansible_collections.kubevol.volumes.plugins.module_utils.stores import (
     CLUSTER_STORE_ARGSPEC,
@@ -36,7 +36,7 @@ def run(params, check_mode=False, diff=False):
     lock = params.get("run_lock") or {}
     try:
         if lock.get("holder") and not check_mode:
-            # a run writes only while it holds the cluster's run lock; each write renews it (run_lock.py)
+            # a run writes only while it holds the cluster's run lock; each write renews it (stores/run_lock.py)
             store.use_run_lock(lock)
             store.renew_run_lock(lock["holder"], run_lock.held_duration(lock))
         with gc_paused():  # the parsed List and the diff are acyclic; see cluster.gc_paused

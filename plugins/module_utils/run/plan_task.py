@@ -26,7 +26,7 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.common import driv
 from ansible_collections.kubevol.volumes.plugins.module_utils.plan.plan_text import (
     MORE_HINT, OUTPUTS, blocked_once, nodes_outside, shape, table_lines)
 from ansible_collections.kubevol.volumes.plugins.module_utils.run import plan_record
-from ansible_collections.kubevol.volumes.plugins.module_utils.run.run_lock import DEFAULT_LEASE_NAMESPACE
+from ansible_collections.kubevol.volumes.plugins.module_utils.stores.run_lock import DEFAULT_LEASE_NAMESPACE
 from ansible_collections.kubevol.volumes.plugins.module_utils.plan.planner import (
     DEFAULT_MAX_TEARDOWN_COUNT, DEFAULT_MAX_TEARDOWN_FRACTION, PlanOptions, TeardownRefused, plan_cluster)
 from ansible_collections.kubevol.volumes.plugins.module_utils.cluster.scope import select_pods
