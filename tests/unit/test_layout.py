@@ -244,8 +244,7 @@ def test_a_drivers_node_verbs_are_a_node_class_it_names_by_dotted_path():
     assert set(path.rpartition(".")[0] for path in named) <= node_modules_named(os.path.join("node", "operations.py"))
     # drivers/ imports no node code, anywhere in a file
     for path in python_files(os.path.join(MODULE_UTILS, "drivers")):
-        if relative(path) != "drivers/external/controller_host.py":  # FOLDER_PAIRS_LEFT says why
-            assert "node" not in module_utils_imports(path), relative(path)
+        assert "node" not in module_utils_imports(path), relative(path)
 
 
 # -- the layers: no circle, no two folders importing each other, no import inside a function ----------------------
@@ -276,9 +275,6 @@ INNER_IMPORTS_LEFT = {
 
 # pairs of folders that still import each other (issue 38), each still there (the list only shrinks)
 FOLDER_PAIRS_LEFT = {
-    # drivers/external/controller_host.py: the external-attacher's calls on a controller host (an operation over the
-    # external drivers, kept where its tests import it) builds the node's volume items (node/volume.py)
-    ("drivers", "node"),
     ("plan", "run"), ("records", "run"), ("records", "stores"), ("run", "stores"),
 }
 
