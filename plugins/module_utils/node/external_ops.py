@@ -32,7 +32,7 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.common import name
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import DeviceNotFound, GrowPending
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.volume_attachment import attached_volume_attachment
 from ansible_collections.kubevol.volumes.plugins.module_utils.drivers.base import DEVICE_PATH
-from ansible_collections.kubevol.volumes.plugins.module_utils.node import layout, ownership
+from ansible_collections.kubevol.volumes.plugins.module_utils.node import external_ephemeral, layout, ownership, phase
 from ansible_collections.kubevol.volumes.plugins.module_utils.node import mount as mount_table
 from ansible_collections.kubevol.volumes.plugins.module_utils.node.expand import NOT_MOUNTED
 # the node's records of what it published and staged (published_volumes: the node facts read them there)
@@ -282,3 +282,45 @@ def expand_node(ctx, item, res):
     if step.capacity_bytes:
         res["fs_size_bytes"] = {"old": None, "new": step.capacity_bytes}
     return res
+
+
+class ExternalHandler:
+    """Attacher, Mounter and Expander of a volume of an external CSI driver (drivers/external/ExternalCsiDriver's
+    NODE_HANDLER): the phases above over the plugin's socket; an inline ephemeral volume is
+    node/external_ephemeral.py's."""
+
+    def attach(self, ctx, item, provision=False):
+        return attach(ctx, item)  # ControllerPublishVolume over the driver's socket (or its controller host's answer)
+
+    def mount(self, ctx, item, force=False, device_timeout=30):
+        return mount(ctx, item, phase.result(item, device=None, global_mount_path=None, published=[]))
+
+    def publish_ephemeral(self, ctx, item):
+        """An inline volume: NodePublishVolume, the plugin creates it (csi_mounter.go SetUpAt)."""
+        return external_ephemeral.publish(ctx, item)
+
+    def plan_unpublish_ephemeral(self, ctx, item):
+        return external_ephemeral.plan_unpublish(ctx, item)
+
+    def unpublish_ephemeral(self, ctx, item, force=False):
+        """NodeUnpublishVolume: the plugin deletes it."""
+        return external_ephemeral.unpublish(ctx, item)
+
+    def expand_controller(self, ctx, item):
+        return expand_controller(ctx, item)
+
+    def expand_node(self, ctx, item, res):
+        return expand_node(ctx, item, phase.node_expand_result(item, res))
+
+    def plan_teardown(self, ctx, item, force=False):
+        # an external CSI driver's device is its plugin's business (csi_attacher.go: devicePath "")
+        return phase.plan_teardown(ctx, item, lambda: None, force)
+
+    def unmount(self, ctx, item, force=False):
+        runner = ctx.runner_for(item)
+        plan = self.plan_teardown(ctx, item, force)
+        res = phase.result(item, device=plan["device"], unmounted=[], removed=[], detached=None)
+        teardown(ctx, item, plan, res)
+        if not ctx.check_mode:
+            res["removed"] += phase.cleanup(ctx, runner, item, plan)
+        return res
