@@ -184,9 +184,8 @@ class NodeContext:
 
         A volume refused here (a driver without a kubevol backend, a PV naming another pool, a handle escaping it)
         is kept in ``refused``: run_each reports it with the others' results, as that volume's failure."""
-        # imported here: the facts module, on every node in every run, builds no item and compiles none of this
-        from ansible_collections.kubevol.volumes.plugins.module_utils.node.volume import volume_item
-
+        # loaded on demand (common/registry.py ON_DEMAND): the facts module, on every node in every run, builds no item
+        volume_item = load("node.volume.volume_item")
         items = [volume_item(raw) for raw in raw_volumes or ()]
         seen = set()
         for item in items:

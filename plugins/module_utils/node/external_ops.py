@@ -30,6 +30,7 @@ import os
 
 from ansible_collections.kubevol.volumes.plugins.module_utils.common import names
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import DeviceNotFound, GrowPending
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.registry import load
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.volume_attachment import attached_volume_attachment
 from ansible_collections.kubevol.volumes.plugins.module_utils.drivers.base import DEVICE_PATH
 from ansible_collections.kubevol.volumes.plugins.module_utils.node import external_ephemeral, layout, ownership, phase
@@ -79,8 +80,9 @@ def attach(ctx, item):
 def remote_published(ctx, item, remote):
     """What the controller host's ControllerPublishVolume answered for this node (the item's
     controller_publish_context); a volume it did not publish here fails, naming host and socket."""
-    # imported here: a facts run must not load the CSI client (and its socket module)
-    from ansible_collections.kubevol.volumes.plugins.module_utils.drivers.external.driver import CsiAttachment
+    # loaded on demand (common/registry.py ON_DEMAND): a phase on a node without an external driver never compiles
+    # the CSI client
+    CsiAttachment = load("drivers.external.driver.CsiAttachment")  # pylint: disable=invalid-name
     if not item.attach_required:
         return CsiAttachment(device="", publish_context={}, skipped="CSIDriver %s has attachRequired false"
                              % item.driver)
@@ -273,8 +275,7 @@ def expand_node(ctx, item, res):
             volume_path = target
             break
     if volume_path is None:
-        # nothing recorded as grown: the grow waits for a mount (expand.pending; imported here: the facts module
-        # imports this file for a remote controller's node id, and none of the code that changes volumes)
+        # nothing recorded as grown: the grow waits for a mount (expand.pending)
         raise GrowPending(volume=item.pv_name, node=ctx.node_name, reason=NOT_MOUNTED, step="node expand",
                           detail="it is not mounted on this node", remedy="mount it, then grow it again")
     step = driver.node_expand(item, volume_path, staging, check_mode=ctx.check_mode)
