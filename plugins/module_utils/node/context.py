@@ -151,8 +151,8 @@ class NodeContext:
 
     def handler(self, item):
         """The node handler of ``item``'s kind (handler_path, loaded through the registry on first use): the node
-        operations call its phase verbs (attach, mount, publish_ephemeral, expand_controller, expand_node,
-        plan_teardown, unmount, ...) and never ask which kind it is."""
+        operations call its phase verbs (attach, mount, publish_ephemeral, expand_controller, expand_node, unmount,
+        unpublish_ephemeral) and never ask which kind it is."""
         path = handler_path(item, self.driver_options)
         if path not in self._handlers:
             self._handlers[path] = load(path)()

@@ -113,9 +113,6 @@ class DriverHandler:
         """An inline volume: the image created for the pod, no attach, no staging (csi_mounter.go SetUpAt)."""
         return ephemeral.publish(ctx, item)
 
-    def plan_unpublish_ephemeral(self, ctx, item):
-        return ephemeral.plan_unpublish(ctx, item)
-
     def unpublish_ephemeral(self, ctx, item, force=False):
         """Unmount, detach, delete the image created for the pod."""
         return ephemeral.unpublish(ctx, item)
@@ -134,6 +131,7 @@ class DriverHandler:
         return res
 
     def plan_teardown(self, ctx, item, force=False):
+        """Everything the teardown does, decided before it acts (StillMounted when blocked)."""
         return phase.plan_teardown(ctx, item, lambda: ctx.driver(item).find_device(item), force)
 
     def unmount(self, ctx, item, force=False):

@@ -300,9 +300,6 @@ class ExternalHandler:
         """An inline volume: NodePublishVolume, the plugin creates it (csi_mounter.go SetUpAt)."""
         return external_ephemeral.publish(ctx, item)
 
-    def plan_unpublish_ephemeral(self, ctx, item):
-        return external_ephemeral.plan_unpublish(ctx, item)
-
     def unpublish_ephemeral(self, ctx, item, force=False):
         """NodeUnpublishVolume: the plugin deletes it."""
         return external_ephemeral.unpublish(ctx, item)

@@ -59,14 +59,6 @@ def expand_node(ctx, item):
                 "after": {item.pv_name: {"device_size_bytes": dev.get("new"), "fs_size_bytes": fs.get("new")}}}
 
 
-def plan_detach(ctx, item, force=False):
-    """Decide everything for one volume before acting; raise StillMounted when blocked."""
-    handler = handler_of(ctx, item)
-    if item.ephemeral:
-        return handler.plan_unpublish_ephemeral(ctx, item)
-    return handler.plan_teardown(ctx, item, force)
-
-
 def detach_volume(ctx, item, force=False):
     handler = handler_of(ctx, item)
     if item.ephemeral:
