@@ -32,9 +32,9 @@ def test_the_context_chooses_each_kinds_handler_by_its_class_data(tmp_path):
     external = volume_item({"pv_name": "pv-e", "driver": EXTERNAL, "volume_handle": "vol-1"})
     local = volume_item({"pv_name": "pv-l", "plugin": LOCAL, "path": str(tmp_path)})
     host = volume_item({"pv_name": "pv-h", "plugin": HOST, "path": str(tmp_path), "host_path_type": "Directory"})
-    assert type(ctx.handler(loop)) is DriverHandler
-    assert type(ctx.handler(external)) is ExternalHandler
-    assert type(ctx.handler(local)) is PluginHandler and type(ctx.handler(host)) is PluginHandler
+    assert ctx.handler(loop).__class__ is DriverHandler
+    assert ctx.handler(external).__class__ is ExternalHandler
+    assert ctx.handler(local).__class__ is PluginHandler and ctx.handler(host).__class__ is PluginHandler
     assert ctx.handler(loop) is ctx.handler(loop)  # one handler object per kind, loaded once
 
 
