@@ -184,11 +184,12 @@ def test_no_production_file_over_about_400_lines():
 def test_the_registries_are_dotted_paths_and_their_one_load_names_each_module():
     """Volume plugins and drivers are named by dotted path (common/registry.py, as os-brick's connector map); its
     ``load`` is where they are imported, and its import lines (for Ansible's finder, which ships what import
-    statements name) name exactly the modules the tables do, so a new line in a table without its import line, or
-    the reverse, fails here."""
+    statements name) name exactly the modules the tables and ON_DEMAND do, so a new line in a table without its import
+    line, or the reverse, fails here."""
     from ansible_collections.kubevol.volumes.plugins.module_utils.common import registry
 
     tables = set(path.rpartition(".")[0] for path in registry.VOLUME_PLUGINS + registry.DRIVERS)
+    tables |= set(registry.ON_DEMAND)  # the modules loaded on demand, named for the finder in a branch never taken
     with open(os.path.join(MODULE_UTILS, "common", "registry.py")) as handle:
         tree = ast.parse(handle.read())
     load = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "load"][0]
@@ -238,8 +239,7 @@ def test_a_drivers_node_verbs_are_a_node_class_it_names_by_dotted_path():
     assert set(path.rpartition(".")[0] for path in named) <= node_modules_named(os.path.join("node", "operations.py"))
     # drivers/ imports no node code, anywhere in a file
     for path in python_files(os.path.join(MODULE_UTILS, "drivers")):
-        if relative(path) != "drivers/external/controller_host.py":  # FOLDER_PAIRS_LEFT says why
-            assert "node" not in module_utils_imports(path), relative(path)
+        assert "node" not in module_utils_imports(path), relative(path)
 
 
 # -- the layers: no circle, no two folders importing each other, no import inside a function ----------------------
@@ -259,21 +259,8 @@ INNER_IMPORTS_ALLOWED = {
 # What the layering below still finds and has not been taken apart yet (issue 38). Each entry is checked to be still
 # there, so that this list only shrinks: take one apart, then take its line out.
 INNER_IMPORTS_LEFT = {
-    # the external CSI driver, reached by node code
-    ("drivers/__init__.py", "configured_names"), ("drivers/__init__.py", "get_driver"),
-    ("drivers/__init__.py", "external_options_spec"), ("node/csi_registration.py", "csi_nodes"),
-    ("node/facts.py", "csi_node_ids"), ("node/external_ops.py", "remote_published"),
-    # node code reached lazily from node code
-    ("node/context.py", "items"),
     # controller code: the file store, imported when used
     ("cluster/objects.py", "load_cluster_file"), ("plan/desired_state.py", "known_drivers_of"),
-}
-
-# pairs of folders that still import each other (issue 38), each still there (the list only shrinks)
-FOLDER_PAIRS_LEFT = {
-    # drivers/external/controller_host.py: the external-attacher's calls on a controller host (an operation over the
-    # external drivers, kept where its tests import it) builds the node's volume items (node/volume.py)
-    ("drivers", "node"),
 }
 
 
@@ -316,7 +303,7 @@ def test_the_layer_reader_sees_what_it_must():
     assert ("volume.csi", "load") in edges["common.registry"] and ("drivers.loop", "load") in edges["common.registry"]
     assert ("node.plugin_local", None) in edges["node.plugin_ops"]
     assert ("node.operations", None) in edges["node.entry_mount"]
-    assert ("drivers.external.driver", "remote_published") in edges["node.external_ops"]
+    assert ("node.volume", "load") in edges["common.registry"]
 
 
 def test_no_import_inside_a_function_but_the_registry_load():
@@ -375,10 +362,7 @@ def test_no_two_folders_import_each_other():
             if a != b:
                 folders.setdefault(a, set()).add(b)
     pairs = set((a, b) for a in folders for b in folders[a] if a < b and a in folders.get(b, ()))
-    new = pairs - FOLDER_PAIRS_LEFT
-    assert not new, "folders importing each other: %s" % sorted(new)
-    gone = FOLDER_PAIRS_LEFT - pairs
-    assert not gone, "taken apart: remove these from FOLDER_PAIRS_LEFT: %s" % sorted(gone)
+    assert not pairs, "folders importing each other: %s" % sorted(pairs)
     # the floor: common/ imports nothing above it, volume/ only common/
     assert folders.get("common", set()) <= {"common"}, folders.get("common")
     assert folders.get("volume", set()) <= {"common"}, folders.get("volume")

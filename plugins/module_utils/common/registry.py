@@ -13,7 +13,10 @@ the node operations) imports no plugin or driver module until it reads one.
 ``load`` is the one function in module_utils that imports inside itself (tests/unit/test_layout.py allows it and
 no other). Its import lines name the registered modules once more, for Ansible's module_utils finder: the finder
 ships what import statements name and reads a dotted path as a string, so without them a node module's payload would
-leave the drivers and plugins out. A unit test keeps those lines and the tables equal.
+leave the drivers and plugins out. A unit test keeps those lines and the tables equal. The modules ``ON_DEMAND``
+names are loaded the same way by code that must not import them until it needs them (a path into one of them, as
+``load("drivers.external.driver.configured_drivers")``); their import lines sit in a branch no call takes, so that the
+finder ships them and no node compiles them before they are asked for.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -46,12 +49,27 @@ DRIVERS = (
 )
 
 
+# modules loaded only when a dotted path into one of them is (load), never by an import statement that runs: the
+# external CSI drivers' code, which a node without one never compiles (the CSI client and its socket module), and the
+# volume items, which the facts module, on every node in every run, never builds
+ON_DEMAND = (
+    "drivers.external.driver",
+    "drivers.external.endpoint",
+    "node.volume",
+)
+
+
 def load(path):
-    """The class registered at dotted ``path`` (relative to module_utils), imported on first use."""
+    """The class (or function) registered at dotted ``path`` (relative to module_utils), imported on first use."""
     # pylint: disable=import-outside-toplevel,unused-import
     # for Ansible's finder only (see the module docstring): every module the tables above name
     from ansible_collections.kubevol.volumes.plugins.module_utils.volume import csi, local, host_path  # noqa: F401
     from ansible_collections.kubevol.volumes.plugins.module_utils.drivers import loop  # noqa: F401
+    if path is None:
+        # never taken: the modules ON_DEMAND names, for Ansible's finder, which reads import lines wherever they are;
+        # a node imports each only when a path into it is loaded below
+        from ansible_collections.kubevol.volumes.plugins.module_utils.drivers.external import driver, endpoint  # noqa: F401
+        from ansible_collections.kubevol.volumes.plugins.module_utils.node import volume  # noqa: F401
     module, name = path.rsplit(".", 1)
     return getattr(importlib.import_module(PACKAGE + "." + module), name)
 

@@ -21,7 +21,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import UnknownDriver
-from ansible_collections.kubevol.volumes.plugins.module_utils.common.registry import DRIVER_REGISTRY
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.registry import DRIVER_REGISTRY, load
 
 
 DRIVERS = DRIVER_REGISTRY
@@ -31,8 +31,8 @@ def configured_names(driver_options):
     """The external CSI drivers ``driver_options`` configures (never one of kubevol's own drivers)."""
     if not driver_options:
         return []
-    from ansible_collections.kubevol.volumes.plugins.module_utils.drivers.external.driver import configured_drivers
-    return configured_drivers(driver_options, builtin=tuple(DRIVERS))
+    # loaded on demand (common/registry.py ON_DEMAND): a node without an external driver never compiles its code
+    return load("drivers.external.driver.configured_drivers")(driver_options, builtin=tuple(DRIVERS))
 
 
 def driver_names(driver_options=None):
@@ -53,9 +53,7 @@ def get_driver(name, volume=None, driver_options=None):
     except (KeyError, TypeError):
         pass
     if isinstance(name, str) and name in configured_names(driver_options):
-        from ansible_collections.kubevol.volumes.plugins.module_utils.drivers.external.driver import (
-            external_driver_class)
-        return external_driver_class(name)
+        return load("drivers.external.driver.external_driver_class")(name)
     raise UnknownDriver(driver=name, volume=volume, known=", ".join(driver_names(driver_options)))
 
 
@@ -71,5 +69,4 @@ def options_spec(name):
 
 def external_options_spec():
     """The OPTIONS spec of an external CSI driver's driver_options entry (drivers/external/driver.py)."""
-    from ansible_collections.kubevol.volumes.plugins.module_utils.drivers.external.driver import OPTIONS
-    return dict(OPTIONS)
+    return dict(load("drivers.external.driver.OPTIONS"))

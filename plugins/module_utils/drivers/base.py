@@ -121,6 +121,9 @@ class Driver:
     # verbs that act on a node (loop: node/driver_loop.py), or None when the class has them itself (an external CSI
     # driver's are gRPC calls: drivers/external/); node/operations.py's import lines name each one for Ansible's finder
     NODE_OPERATIONS = None
+    # the dotted path of the node handler whose phase verbs the node operations call for this driver's volumes:
+    # kubevol's own drivers share one, over their CSI verbs (an external driver's is drivers/external/'s)
+    NODE_HANDLER = "node.driver_ops.DriverHandler"
 
     def __new__(cls, *args, **kwargs):
         """A driver instance acts on a node: it is built from the subclass ``NODE_OPERATIONS`` names (loaded through

@@ -14,9 +14,11 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.common import driv
 from ansible_collections.kubevol.volumes.plugins.module_utils.drivers import (
     driver_names, get_driver, is_external)
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import InvalidInput, KubevolError, NoBackend
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.registry import load
 from ansible_collections.kubevol.volumes.plugins.module_utils.node import node_args
 from ansible_collections.kubevol.volumes.plugins.module_utils.node.lock import VolumeLock
 from ansible_collections.kubevol.volumes.plugins.module_utils.node.runner import Runner, process_runner
+from ansible_collections.kubevol.volumes.plugins.module_utils.volume import get_plugin
 
 
 def act(ctx, res, action, func=None, *args):
@@ -39,6 +41,24 @@ def _check_dir(field, value):
     if not isinstance(value, str) or not os.path.isabs(value) or "\x00" in value:
         raise InvalidInput(field=field, value=value, reason="must be an absolute path")
     return os.path.normpath(value)
+
+
+def handler_path(item, driver_options=None):
+    """The dotted path of ``item``'s node handler: the NODE_HANDLER its plugin's class names (local, hostPath), or,
+    for a CSI volume, the one its driver's class names (kubevol's own or an external driver configured in
+    ``driver_options``), as the kubelet's VolumePluginMgr finds the plugin for a spec (FindPluginBySpec) and the CSI
+    plugin hands the volume to its driver."""
+    owner = get_plugin(item.plugin)
+    if owner.NODE_HANDLER is None:
+        owner = get_driver(item.driver, volume=item.pv_name, driver_options=driver_options)
+    return owner.NODE_HANDLER
+
+
+def handler_of(ctx, item):
+    """``ctx.handler(item)``; a context that does not choose one (a test's stand-in giving a driver only) gets the
+    handler the registry names with no driver configured."""
+    choose = getattr(ctx, "handler", None)
+    return choose(item) if choose is not None else load(handler_path(item))()
 
 
 def node_context(params, check_mode=False, raw_runner=None):
@@ -75,6 +95,7 @@ class NodeContext:
         self.step = None  # the last step a volume's phase started (operations._act): named in unexpected errors
         self.refused = []  # (item, error) of the volumes items() refused
         self._drivers = {}
+        self._handlers = {}
 
     def options_for(self, name):
         """The options of plugin or driver ``name`` on this node: its defaults, overridden by driver_options."""
@@ -128,6 +149,15 @@ class NodeContext:
                                      self.driver_settings(item.driver))
         return self._drivers[key]
 
+    def handler(self, item):
+        """The node handler of ``item``'s kind (handler_path, loaded through the registry on first use): the node
+        operations call its phase verbs (attach, mount, publish_ephemeral, expand_controller, expand_node, unmount,
+        unpublish_ephemeral) and never ask which kind it is."""
+        path = handler_path(item, self.driver_options)
+        if path not in self._handlers:
+            self._handlers[path] = load(path)()
+        return self._handlers[path]
+
     def all_drivers(self):
         """Every driver this node serves, to read its attachments (the facts): the drivers' own classes, without
         the verbs that act (drivers/base.py reader), so that the facts module ships none of them."""
@@ -154,9 +184,8 @@ class NodeContext:
 
         A volume refused here (a driver without a kubevol backend, a PV naming another pool, a handle escaping it)
         is kept in ``refused``: run_each reports it with the others' results, as that volume's failure."""
-        # imported here: the facts module, on every node in every run, builds no item and compiles none of this
-        from ansible_collections.kubevol.volumes.plugins.module_utils.node.volume import volume_item
-
+        # loaded on demand (common/registry.py ON_DEMAND): the facts module, on every node in every run, builds no item
+        volume_item = load("node.volume.volume_item")
         items = [volume_item(raw) for raw in raw_volumes or ()]
         seen = set()
         for item in items:

@@ -18,6 +18,7 @@ __metaclass__ = type
 
 import os
 
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.registry import load
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import KubevolError
 from ansible_collections.kubevol.volumes.plugins.module_utils.drivers import get_driver
 
@@ -34,9 +35,10 @@ def csi_nodes(ctx):
     for name in ctx.driver_names():
         if not ctx.is_external(name):
             continue
-        # imported only for an external driver: the gRPC client's code is not compiled otherwise
-        from ansible_collections.kubevol.volumes.plugins.module_utils.drivers.external.endpoint import (
-            conventional_socket, registration_socket)
+        # loaded only for an external driver (common/registry.py ON_DEMAND): the gRPC client's code is not compiled
+        # otherwise
+        conventional_socket = load("drivers.external.endpoint.conventional_socket")
+        registration_socket = load("drivers.external.endpoint.registration_socket")
 
         own = (ctx.options_for(name) or {}).get("socket")
         sockets = (registration_socket(ctx.kubelet_dir, name), conventional_socket(ctx.kubelet_dir, name))

@@ -2,14 +2,14 @@
 # Copyright: kubevol contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """csi_controller_calls' entry, on a controller host: its argument spec and its work, the I-th operation on the
-I-th volume item (drivers/external/controller_host.py)."""
+I-th volume item (node/controller_host.py)."""
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import KubevolError
-from ansible_collections.kubevol.volumes.plugins.module_utils.drivers.external import controller_host
+from ansible_collections.kubevol.volumes.plugins.module_utils.node import controller_host
 from ansible_collections.kubevol.volumes.plugins.module_utils.node import node_args
 from ansible_collections.kubevol.volumes.plugins.module_utils.node.context import node_context
 from ansible_collections.kubevol.volumes.plugins.module_utils.node.entry import said_in

@@ -25,7 +25,7 @@ def run(module):
 
     def prepare(ctx, items):
         # Every stale path is checked before anything runs: a refused path fails the call with nothing changed.
-        # Each volume decides for itself before it acts (detach_volume calls plan_detach first): one blocked
+        # Each volume decides for itself before it acts (its handler plans the teardown first): one blocked
         # volume (still mounted, an unsafe path) fails alone, never the node's other volumes.
         checked.extend(stale.check_paths(ctx, module.params["stale_paths"]))
 

@@ -30,9 +30,10 @@ import os
 
 from ansible_collections.kubevol.volumes.plugins.module_utils.common import names
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import DeviceNotFound, GrowPending
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.registry import load
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.volume_attachment import attached_volume_attachment
 from ansible_collections.kubevol.volumes.plugins.module_utils.drivers.base import DEVICE_PATH
-from ansible_collections.kubevol.volumes.plugins.module_utils.node import layout, ownership
+from ansible_collections.kubevol.volumes.plugins.module_utils.node import external_ephemeral, layout, ownership, phase
 from ansible_collections.kubevol.volumes.plugins.module_utils.node import mount as mount_table
 from ansible_collections.kubevol.volumes.plugins.module_utils.node.expand import NOT_MOUNTED
 # the node's records of what it published and staged (published_volumes: the node facts read them there)
@@ -79,8 +80,9 @@ def attach(ctx, item):
 def remote_published(ctx, item, remote):
     """What the controller host's ControllerPublishVolume answered for this node (the item's
     controller_publish_context); a volume it did not publish here fails, naming host and socket."""
-    # imported here: a facts run must not load the CSI client (and its socket module)
-    from ansible_collections.kubevol.volumes.plugins.module_utils.drivers.external.driver import CsiAttachment
+    # loaded on demand (common/registry.py ON_DEMAND): a phase on a node without an external driver never compiles
+    # the CSI client
+    CsiAttachment = load("drivers.external.driver.CsiAttachment")  # pylint: disable=invalid-name
     if not item.attach_required:
         return CsiAttachment(device="", publish_context={}, skipped="CSIDriver %s has attachRequired false"
                              % item.driver)
@@ -273,8 +275,7 @@ def expand_node(ctx, item, res):
             volume_path = target
             break
     if volume_path is None:
-        # nothing recorded as grown: the grow waits for a mount (expand.pending; imported here: the facts module
-        # imports this file for a remote controller's node id, and none of the code that changes volumes)
+        # nothing recorded as grown: the grow waits for a mount (expand.pending)
         raise GrowPending(volume=item.pv_name, node=ctx.node_name, reason=NOT_MOUNTED, step="node expand",
                           detail="it is not mounted on this node", remedy="mount it, then grow it again")
     step = driver.node_expand(item, volume_path, staging, check_mode=ctx.check_mode)
@@ -282,3 +283,42 @@ def expand_node(ctx, item, res):
     if step.capacity_bytes:
         res["fs_size_bytes"] = {"old": None, "new": step.capacity_bytes}
     return res
+
+
+class ExternalHandler:
+    """Attacher, Mounter and Expander of a volume of an external CSI driver (drivers/external/ExternalCsiDriver's
+    NODE_HANDLER): the phases above over the plugin's socket; an inline ephemeral volume is
+    node/external_ephemeral.py's."""
+
+    def attach(self, ctx, item, provision=False):
+        return attach(ctx, item)  # ControllerPublishVolume over the driver's socket (or its controller host's answer)
+
+    def mount(self, ctx, item, force=False, device_timeout=30):
+        return mount(ctx, item, phase.result(item, device=None, global_mount_path=None, published=[]))
+
+    def publish_ephemeral(self, ctx, item):
+        """An inline volume: NodePublishVolume, the plugin creates it (csi_mounter.go SetUpAt)."""
+        return external_ephemeral.publish(ctx, item)
+
+    def unpublish_ephemeral(self, ctx, item, force=False):
+        """NodeUnpublishVolume: the plugin deletes it."""
+        return external_ephemeral.unpublish(ctx, item)
+
+    def expand_controller(self, ctx, item):
+        return expand_controller(ctx, item)
+
+    def expand_node(self, ctx, item, res):
+        return expand_node(ctx, item, phase.node_expand_result(item, res))
+
+    def plan_teardown(self, ctx, item, force=False):
+        # an external CSI driver's device is its plugin's business (csi_attacher.go: devicePath "")
+        return phase.plan_teardown(ctx, item, lambda: None, force)
+
+    def unmount(self, ctx, item, force=False):
+        runner = ctx.runner_for(item)
+        plan = self.plan_teardown(ctx, item, force)
+        res = phase.result(item, device=plan["device"], unmounted=[], removed=[], detached=None)
+        teardown(ctx, item, plan, res)
+        if not ctx.check_mode:
+            res["removed"] += phase.cleanup(ctx, runner, item, plan)
+        return res

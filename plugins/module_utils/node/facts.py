@@ -18,6 +18,7 @@ import stat
 
 from ansible_collections.kubevol.volumes.plugins.module_utils.drivers import DRIVERS, get_driver
 from ansible_collections.kubevol.volumes.plugins.module_utils.common import names
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.registry import load
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import KubevolError, UnsafePath
 from ansible_collections.kubevol.volumes.plugins.module_utils.node import blockdev, external_records, layout, mount
 from ansible_collections.kubevol.volumes.plugins.module_utils.node.ephemeral_facts import ephemeral_facts
@@ -323,9 +324,10 @@ def csi_node_ids(ctx):
     for name in ctx.driver_names():
         if not ctx.is_external(name) or not (ctx.options_for(name) or {}).get("controller_socket"):
             continue
-        # imported only here, for a remote controller's driver: the gRPC client's code is not compiled otherwise
-        from ansible_collections.kubevol.volumes.plugins.module_utils.drivers.external.endpoint import (
-            conventional_socket, registration_socket)
+        # loaded only for an external driver (common/registry.py ON_DEMAND): the gRPC client's code is not compiled
+        # otherwise
+        conventional_socket = load("drivers.external.endpoint.conventional_socket")
+        registration_socket = load("drivers.external.endpoint.registration_socket")
 
         sockets = (registration_socket(ctx.kubelet_dir, name), conventional_socket(ctx.kubelet_dir, name))
         if not (ctx.options_for(name) or {}).get("socket") and not any(os.path.lexists(s) for s in sockets):

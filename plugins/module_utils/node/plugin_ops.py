@@ -5,7 +5,8 @@
 operations (node_setup, node_teardown, node_expand), found through the registry: the plugin class's own, or those of
 the subclass its NODE_OPERATIONS names by dotted path (node/plugin_local.py, node/plugin_host_path.py).
 
-node/operations.py hands every non-CSI item here at the top of each phase. No such plugin is attachable
+``PluginHandler`` is their node handler (volume/base.py NODE_HANDLER), whose verbs node/operations.py calls in each
+phase. No such plugin is attachable
 (pkg/volume/local, pkg/volume/hostpath implement no AttachableVolumePlugin): attach and detach have nothing to do
 and say so with changed false and no VolumeAttachment; the planner plans neither for them.
 """
@@ -59,3 +60,31 @@ def expand_node(ctx, item):
     return {"pv_name": item.pv_name, "unique_volume_name": item.unique_name, "plugin": item.plugin, "stage": "node",
             "changed": False, "skipped": "%s volumes are not expandable" % plugin.KIND,
             "diff": {"before": {}, "after": {}}}
+
+
+class PluginHandler:
+    """Attacher, Mounter and Expander of a volume of an in-tree plugin other than CSI (volume/base.py's
+    NODE_HANDLER): the plugin's own node verbs. Such a volume is never inline (pod.spec.volumes[].csi), so its
+    ephemeral verbs are its plugin's SetUp and TearDown too."""
+
+    def attach(self, ctx, item, provision=False):
+        return attach(ctx, item)  # local, hostPath: not attachable
+
+    def mount(self, ctx, item, force=False, device_timeout=30):
+        return mount(ctx, item)  # their plugin file's node_setup (volume/)
+
+    def publish_ephemeral(self, ctx, item):
+        return mount(ctx, item)
+
+    def expand_controller(self, ctx, item):
+        return expand_controller(ctx, item)
+
+    def expand_node(self, ctx, item, res):
+        res.update(expand_node(ctx, item))
+        return res
+
+    def unmount(self, ctx, item, force=False):
+        return unmount(ctx, item, force)  # unmount the pods (and a local disk's mount); nothing to detach
+
+    def unpublish_ephemeral(self, ctx, item, force=False):
+        return unmount(ctx, item, force)

@@ -150,6 +150,9 @@ class VolumePlugin:
     # The dotted path (under module_utils) of the subclass that adds the plugin's node verbs below, loaded by the node
     # operations when they run one (node/plugin_ops.py); None: this class has them itself
     NODE_OPERATIONS = None
+    # The dotted path of the node handler whose phase verbs the node operations call for this plugin's volumes
+    # (node/plugin_ops.py: the node verbs above, no attach); None: the handler its CSI driver's class names
+    NODE_HANDLER = "node.plugin_ops.PluginHandler"
 
     @classmethod
     def node_setup(cls, ctx, item):

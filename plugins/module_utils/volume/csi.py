@@ -76,6 +76,7 @@ class CSIPlugin(VolumePlugin):
     DIR = "kubernetes.io~csi"
     SPEC_KEY = "csi"
     KIND = "CSI"
+    NODE_HANDLER = None  # a CSI volume's handler is its driver's (drivers/base.py NODE_HANDLER)
     ATTACHABLE = True  # unless the CSIDriver says attachRequired: false (csi_plugin.go skipAttach)
     DEVICE_MOUNTABLE = True  # NodeStage (csi_attacher.go MountDevice)
     DEVICE_MOUNT_STEP = True

@@ -80,6 +80,7 @@ class ExternalCsiDriver(base.Driver):
 
     NAME = None
     CAPABILITIES = frozenset((base.ATTACHABLE, base.BLOCK, base.CONTROLLER_EXPAND, base.NODE_EXPAND, STAGE_UNSTAGE))
+    NODE_HANDLER = "node.external_ops.ExternalHandler"  # its phases over the plugin's socket (drivers/base.py)
     OPTIONS = OPTIONS
 
     def __init__(self, runner, kubelet_dir, node_name, options=None):

@@ -8,7 +8,7 @@ import pytest
 from ansible_collections.kubevol.volumes.plugins.module_utils.common import csi_controller, driver_options
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import InvalidInput
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.names import unique_volume_name
-from ansible_collections.kubevol.volumes.plugins.module_utils.drivers.external.controller_host import run_operations
+from ansible_collections.kubevol.volumes.plugins.module_utils.node.controller_host import run_operations
 from ansible_collections.kubevol.volumes.plugins.module_utils.plan import remote_controller
 from ansible_collections.kubevol.volumes.plugins.module_utils.plan.planner import lean_plan
 from ansible_collections.kubevol.volumes.plugins.module_utils.run import controller_outcome, executor

@@ -59,9 +59,10 @@ def controllers():
 # when first built); the facts module ships none of them. A file added to a module's imports shows here first.
 NODE = ("blockdev", "context", "entry", "filesystems", "holders", "layout", "lock", "mount", "node_args", "runner",
         "tools", "volume")
-PHASES = NODE + ("driver_device", "driver_loop", "driver_loop_holders", "ephemeral", "expand", "external_ephemeral",
-                 "external_ops", "external_records", "module", "operations", "ownership", "paths", "plugin_host_path",
-                 "plugin_local", "plugin_ops", "pod_binds", "publish", "stage", "expand_stage")
+PHASES = NODE + ("driver_device", "driver_loop", "driver_loop_holders", "driver_ops", "ephemeral", "expand",
+                 "external_ephemeral", "external_ops", "external_records", "module", "operations", "ownership", "paths",
+                 "phase", "plugin_host_path", "plugin_local", "plugin_ops", "pod_binds", "publish", "stage",
+                 "expand_stage")
 SHIPS = {
     "node_volume_info": NODE + ("entry_info", "facts", "csi_registration", "ephemeral_facts", "external_records",
                                 "plugin_facts"),
@@ -70,8 +71,8 @@ SHIPS = {
     "fs_expand": PHASES + ("entry_expand",),
     "volume_detach": PHASES + ("entry_detach", "stale"),
     "__internal.node_volume_setup": PHASES + ("entry_setup", "setup", "setup_args"),
-    "__internal.csi_controller_calls": ("context", "entry", "entry_controller_calls", "lock", "node_args", "runner",
-                                        "volume"),
+    "__internal.csi_controller_calls": ("context", "controller_host", "entry", "entry_controller_calls", "lock",
+                                        "node_args", "runner", "volume"),
     "__internal.volume_provision_calls": ("context", "entry", "lock", "node_args", "runner", "volume",
                                           "provisioner/args", "provisioner/calls", "provisioner/external",
                                           "provisioner/loop", "provisioner/loop_refusals", "provisioner/loop_snapshot",

@@ -31,7 +31,7 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.node import audit,
 from ansible_collections.kubevol.volumes.plugins.module_utils.node.context import NodeContext, node_context
 from ansible_collections.kubevol.volumes.plugins.module_utils.provisioner import args as provision_args
 from ansible_collections.kubevol.volumes.plugins.module_utils.provisioner import module as provision_module
-from ansible_collections.kubevol.volumes.plugins.module_utils.drivers.external import controller_host
+from ansible_collections.kubevol.volumes.plugins.module_utils.node import controller_host
 from ansible_collections.kubevol.volumes.plugins.module_utils.run import pod_wait
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), *([os.pardir] * 5)))
