@@ -55,10 +55,8 @@ def handler_path(item, driver_options=None):
 
 
 def handler_of(ctx, item):
-    """``ctx.handler(item)``; a context that does not choose one (a test's stand-in giving a driver only) gets the
-    handler the registry names with no driver configured."""
-    choose = getattr(ctx, "handler", None)
-    return choose(item) if choose is not None else load(handler_path(item))()
+    """The volume's node handler, as the context chose it (NodeContext.handler)."""
+    return ctx.handler(item)
 
 
 def node_context(params, check_mode=False, raw_runner=None):

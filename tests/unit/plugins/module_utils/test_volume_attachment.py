@@ -16,6 +16,7 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.node.operations im
 from ansible_collections.kubevol.volumes.plugins.module_utils.node.volume import volume_item
 from ansible_collections.kubevol.volumes.plugins.module_utils.records.record import RecordApplier
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.volume_attachment import attached_volume_attachment
+from ansible_collections.kubevol.volumes.plugins.module_utils.node.driver_ops import DriverHandler
 
 DRIVER = "loop.kubevol.io"
 
@@ -44,7 +45,8 @@ def test_node_result_is_what_the_record_creates(device):
     item = volume_item({"pv_name": "pv-a", "driver": DRIVER, "volume_handle": "pv-a.img"})
     driver = SimpleNamespace(controller_publish=lambda item, node_id, check_mode, provision: Attachment(
         device, attached=True))
-    ctx = SimpleNamespace(node_name="node1", check_mode=device is None, driver=lambda item: driver)
+    ctx = SimpleNamespace(node_name="node1", check_mode=device is None, driver=lambda item: driver,
+                          handler=lambda item: DriverHandler())
     returned = attach_volume(ctx, item)["volume_attachment"]
     cluster = {"apiVersion": "v1", "kind": "List",
                "items": [{"apiVersion": "v1", "kind": "Node", "metadata": {"name": "node1"}, "status": {}}]}
