@@ -31,6 +31,7 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.common.volume_atta
 from ansible_collections.kubevol.volumes.plugins.module_utils.records import provision
 from ansible_collections.kubevol.volumes.plugins.module_utils.records.shape import detached_by_name
 
+
 class _NodeStatus:
     """A Node's status.volumesAttached (by unique volume name) and volumesInUse (a set) while records apply to it:
     each record changes these, and write_back() writes the lists once, sorted, as the kubelet and the A/D
