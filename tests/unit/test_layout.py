@@ -372,8 +372,10 @@ def test_no_two_folders_import_each_other():
 # layers"). records/ is the status updaters' objects as data; stores/ applies records behind one interface and keeps
 # the run lock's record and rules (stores/run_lock.py); cluster/ is the informers' model a store's objects become;
 # plan/ is the pure planner over that model; run/ is the run's tasks and glue (the *_task.py behind each controller
-# module, the executor, the plan record), which take the lock, read a store, plan and write records.
-CONTROLLER_LAYERS = ("records", "stores", "cluster", "plan", "run")
+# module, the executor, the plan record), which take the lock, read a store, plan and write records; audit/ judges
+# what the runs left (the planner's teardown over every node, the records, a dead run's lock) and names the lock's
+# Lease with cluster_run_lock's own options (run/run_lock_task.py LOCK_OPTIONS), so it sits above run/.
+CONTROLLER_LAYERS = ("records", "stores", "cluster", "plan", "run", "audit")
 
 
 def test_the_controller_folders_import_one_way():
