@@ -129,8 +129,9 @@ def main():
     for kind, _argv in kinds:
         walls = [wall for wall, _cpu in runs[kind]]
         pairs = ", ".join("%.2f" % (wall / base) for wall, (base, _c) in zip(walls, runs["ping"]))
-        print("| %s | %.2f s | %.2f | %s | %.2f s |" % (kind, statistics.median(walls), statistics.median(walls) / ping,
-                                                      pairs, statistics.median(cpu for _w, cpu in runs[kind])))
+        median = statistics.median(walls)
+        print("| %s | %.2f s | %.2f | %s | %.2f s |" % (kind, median, median / ping, pairs,
+                                                      statistics.median(cpu for _w, cpu in runs[kind])))
     return 0
 
 

@@ -61,7 +61,7 @@ import sys
 import time
 
 from reconcile_baselines import (COUNT_MOUNTS, LOOK_ACT_PLAYBOOK, MKFS, NAIVE_PLAYBOOK, RESET_NODE, SCRIPT_PLAYBOOK,
-                                SHELL_PLAYBOOK, baseline_playbook, generate_cluster)
+                                 SHELL_PLAYBOOK, baseline_playbook, generate_cluster)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
