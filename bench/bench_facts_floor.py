@@ -130,8 +130,8 @@ def main():
         walls = [wall for wall, _cpu in runs[kind]]
         pairs = ", ".join("%.2f" % (wall / base) for wall, (base, _c) in zip(walls, runs["ping"]))
         median = statistics.median(walls)
-        print("| %s | %.2f s | %.2f | %s | %.2f s |" % (kind, median, median / ping, pairs,
-                                                      statistics.median(cpu for _w, cpu in runs[kind])))
+        cpu = statistics.median(cpu for _w, cpu in runs[kind])
+        print("| %s | %.2f s | %.2f | %s | %.2f s |" % (kind, median, median / ping, pairs, cpu))
     return 0
 
 
