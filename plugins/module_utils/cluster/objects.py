@@ -206,18 +206,22 @@ def _pod(obj):
             for d in container.get("volumeDevices") or ():
                 devices.append(d["name"])
     where = "spec.serviceAccountName"
-    service_account = optional_str(spec.get("serviceAccountName"), where) or ""
+    service_account = spec.get("serviceAccountName")
+    if service_account is not None and service_account.__class__ is not str:  # the call only when the test fails
+        optional_str(service_account, where)
     where = "spec.securityContext"
     security = spec.get("securityContext") or _EMPTY
     return Pod(namespace, name, uid, node_name, phase, deleted, states, volumes,
                tuple(mounts), tuple(devices), security.get("fsGroup"), security.get("fsGroupChangePolicy"),
-               meta.get("creationTimestamp"), service_account)
+               meta.get("creationTimestamp"), service_account or "")
 
 
 def _pvc(obj):
     where = "metadata"
     meta = obj["metadata"]
-    name = require_str(meta["name"], "metadata.name")
+    name = meta["name"]
+    if not name or name.__class__ is not str:
+        require_str(name, "metadata.name")
     spec = obj.get("spec") or _EMPTY
     status = obj.get("status") or _EMPTY
     where = "spec.resources.requests.storage"
@@ -247,9 +251,12 @@ def _pvc(obj):
     where = "spec.accessModes"
     modes = strings(spec.get("accessModes"), "accessModes")
     where = "spec.storageClassName"
-    storage_class = optional_str(spec.get("storageClassName"), where)
+    storage_class = spec.get("storageClassName")
+    if storage_class is not None and storage_class.__class__ is not str:
+        optional_str(storage_class, where)
     where = "metadata.annotations"
-    annotations = pairs(meta.get("annotations"), where)
+    annotations = pairs(annotations, where) if annotations else ()
+    finalizers = meta.get("finalizers")
     where = "spec.dataSource"
     source = spec.get("dataSource") or spec.get("dataSourceRef")
     data_source = (source.get("apiGroup") or "", require_str(source.get("kind"), "kind"),
@@ -259,7 +266,7 @@ def _pvc(obj):
                                  pending if isinstance(pending, str) else None, storage_class,
                                  annotations, spec.get("volumeMode") or "Filesystem", data_source,
                                  meta.get("deletionTimestamp"), spec.get("selector") is not None,
-                                 strings(meta.get("finalizers"), "metadata.finalizers"))
+                                 strings(finalizers, "metadata.finalizers") if finalizers else ())
 
 
 def _va(obj):
