@@ -59,9 +59,11 @@ node_affinity: the PV's nodeAffinity terms (cluster/pv.py), or None.
 access_modes: the PV's. fs_group_policy, pod_info_on_mount: its CSIDriver's. allocated_bytes, resize_status: the PVC's
 status.allocatedResources / allocatedResourceStatuses for storage (expansion recovery)."""
 
+
 def is_pv_read_only(pv):
     """The PV itself is read-only: spec.csi.readOnly, or ReadOnlyMany is its only access mode."""
-    return bool(pv.csi and pv.csi.read_only) or (bool(pv.access_modes) and set(pv.access_modes) == {"ReadOnlyMany"})
+    return bool(pv.csi and pv.csi.read_only) or ("ReadOnlyMany" in pv.access_modes
+                                                 and set(pv.access_modes) == {"ReadOnlyMany"})
 
 
 def is_multi_attach_allowed(access_modes):
@@ -146,23 +148,28 @@ class _Resolver:
             return ("PV %s: volumeMode Block is not supported by kubevol's driver %s: use volumeMode Filesystem [%s]"
                     % (pv.name, csi.driver, OBJECT_REFUSED))
         refusals = pvc_refusals(pvc) + pv_refusals(pv, self.loop_pools)
+        unique = self.index.unique_name_by_pv_name.get(pv.name)
+        if unique is None or self.index.pv_by_unique_name.get(unique) is not pv:  # another PV of the same name
+            unique = unique_volume_name(csi.driver, csi.volume_handle)
         if refusals:  # a name, quantity or pool a node would refuse: nothing of it reaches a node
-            reason = self.refused[unique_volume_name(csi.driver, csi.volume_handle)] = refused_text(refusals)
+            reason = self.refused[unique] = refused_text(refusals)
             return reason
         # csi_plugin.go skipAttach: no CSIDriver object means attach is required
         return volume_spec(pv, pvc, driver_object is None or driver_object.attach_required,
                            driver_object.fs_group_policy if driver_object is not None else FS_GROUP_POLICIES[0],
-                           driver_object is not None and driver_object.pod_info_on_mount)
+                           driver_object is not None and driver_object.pod_info_on_mount, unique)
 
 
-def volume_spec(pv, pvc, attachable, fs_group_policy=FS_GROUP_POLICIES[0], pod_info_on_mount=False):
-    """A VolumeSpec for a CSI or an in-tree plugin's PV (pvc None: a PV only actual state still refers to)."""
+def volume_spec(pv, pvc, attachable, fs_group_policy=FS_GROUP_POLICIES[0], pod_info_on_mount=False,
+                unique_name=None):
+    """A VolumeSpec for a CSI or an in-tree plugin's PV (pvc None: a PV only actual state still refers to).
+    unique_name: a CSI PV's unique volume name when the caller has it (the cluster index computed it)."""
     if pv.csi is None:
         return plugin_volume_spec(VolumeSpec, pv, pvc, is_pv_read_only(pv), is_multi_attach_allowed(pv.access_modes))
     csi = pv.csi
-    return VolumeSpec(pv.name, unique_volume_name(csi.driver, csi.volume_handle), csi.driver, csi.volume_handle,
-                      csi.volume_attributes, pv.capacity_bytes, pv.volume_mode, csi.fs_type or DEFAULT_FS_TYPE,
-                      pv.mount_options, is_pv_read_only(pv), is_multi_attach_allowed(pv.access_modes), attachable,
+    return VolumeSpec(pv.name, unique_name or unique_volume_name(csi.driver, csi.volume_handle), csi.driver,
+                      csi.volume_handle, csi.volume_attributes, pv.capacity_bytes, pv.volume_mode,
+                      csi.fs_type or DEFAULT_FS_TYPE, pv.mount_options, is_pv_read_only(pv), is_multi_attach_allowed(pv.access_modes), attachable,
                       pvc.namespace + "/" + pvc.name if pvc else None, pvc.request_bytes if pvc else 0,
                       pvc.capacity_bytes if pvc else None, tuple(pv.access_modes), fs_group_policy,
                       pvc.allocated_bytes if pvc else None, pvc.resize_status if pvc else None, CSI, None, "",
