@@ -22,6 +22,7 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.volume import find
 from ansible_collections.kubevol.volumes.plugins.module_utils.volume.csi import CSIPlugin
 
 _EMPTY = {}
+_make = tuple.__new__  # build_pv gives every field in order: the namedtuple's own __new__ is a Python call per PV
 
 ClaimRef = namedtuple("ClaimRef", "namespace name uid")
 CSISource = namedtuple("CSISource", "driver volume_handle fs_type read_only volume_attributes secret_refs")
@@ -210,8 +211,8 @@ def build_pv(obj):
         fs_type = csi.get("fsType")
         if fs_type is not None and fs_type.__class__ is not str:
             optional_str(fs_type, "fsType")
-        csi = CSISource(driver, handle, fs_type or "", bool(csi.get("readOnly")),
-                        pairs(csi.get("volumeAttributes"), "volumeAttributes"), _secret_refs(csi))
+        csi = _make(CSISource, (driver, handle, fs_type or "", bool(csi.get("readOnly")),
+                                pairs(csi.get("volumeAttributes"), "volumeAttributes"), _secret_refs(csi)))
         source_kind = "csi"
     else:
         # plugins.go FindPluginBySpec: the first in-tree plugin whose spec key the PV has parses its source
@@ -232,7 +233,7 @@ def build_pv(obj):
     where = "metadata.annotations"
     meta = obj["metadata"]
     annotations = pairs(meta.get("annotations"), where) if meta.get("annotations") else ()
-    return PersistentVolume(name, capacity, modes, spec.get("volumeMode") or "Filesystem", options, claim_ref, csi,
-                            source_kind, source, affinity, spec.get("persistentVolumeReclaimPolicy") or "Retain",
-                            spec.get("storageClassName") or "", annotations,
-                            (obj.get("status") or _EMPTY).get("phase") or "", meta.get("deletionTimestamp"))
+    return _make(PersistentVolume, (
+        name, capacity, modes, spec.get("volumeMode") or "Filesystem", options, claim_ref, csi, source_kind, source,
+        affinity, spec.get("persistentVolumeReclaimPolicy") or "Retain", spec.get("storageClassName") or "",
+        annotations, (obj.get("status") or _EMPTY).get("phase") or "", meta.get("deletionTimestamp")))
