@@ -112,6 +112,7 @@ def _volume_uses(pod):
 
 
 _NO_REFUSALS = ()
+_make = tuple.__new__
 
 
 def _blocked(node, volume, pod, reason):
@@ -257,13 +258,14 @@ def build_desired_state(index, known_drivers=DEFAULT_KNOWN_DRIVERS, scope=None, 
                                         "mount a Filesystem PV with volumeMounts and map a Block PV with "
                                         "volumeDevices [%s]" % (spec.pv_name, spec.mode, key, use[0], OBJECT_REFUSED)))
                 continue
+            # PodToMount and NodeVolume with every field, without the namedtuple's Python __new__ (cluster/objects.py)
             mount = () if use is None else (
-                PodToMount(pod.uid, key, volume.read_only or spec.read_only or use[1], pod.fs_group,
-                           pod.fs_group_change_policy, pod.creation_timestamp, pod.service_account),)
+                _make(PodToMount, (pod.uid, key, volume.read_only or spec.read_only or use[1], pod.fs_group,
+                                   pod.fs_group_change_policy, pod.creation_timestamp, pod.service_account)),)
             nv = volumes.get(pair)
             if nv is None:
-                volumes[pair] = NodeVolume(spec, node, managed and spec.attachable, (key,), mount, spec.read_only,
-                                           spec.read_only or volume.read_only)
+                volumes[pair] = _make(NodeVolume, (spec, node, managed and spec.attachable, (key,), mount,
+                                                   spec.read_only, spec.read_only or volume.read_only))
             else:  # another pod on the same node (at most a node's pods): the pair's first spec stays
                 claims_read_only = nv.claims_read_only and (nv.spec.read_only or volume.read_only)
                 volumes[pair] = nv._replace(pods=nv.pods + (key,), mount_pods=nv.mount_pods + mount,

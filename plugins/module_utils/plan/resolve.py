@@ -73,6 +73,7 @@ def is_multi_attach_allowed(access_modes):
     return "ReadWriteMany" in access_modes or "ReadOnlyMany" in access_modes
 
 
+_make = tuple.__new__  # volume_spec gives every field: the tuple without the namedtuple's Python __new__
 _UNRESOLVED = object()  # _Resolver.cache: not resolved yet (None is a result)
 
 
@@ -167,10 +168,11 @@ def volume_spec(pv, pvc, attachable, fs_group_policy=FS_GROUP_POLICIES[0], pod_i
     if pv.csi is None:
         return plugin_volume_spec(VolumeSpec, pv, pvc, is_pv_read_only(pv), is_multi_attach_allowed(pv.access_modes))
     csi = pv.csi
-    return VolumeSpec(pv.name, unique_name or unique_volume_name(csi.driver, csi.volume_handle), csi.driver,
-                      csi.volume_handle, csi.volume_attributes, pv.capacity_bytes, pv.volume_mode,
-                      csi.fs_type or DEFAULT_FS_TYPE, pv.mount_options, is_pv_read_only(pv), is_multi_attach_allowed(pv.access_modes), attachable,
-                      pvc.namespace + "/" + pvc.name if pvc else None, pvc.request_bytes if pvc else 0,
-                      pvc.capacity_bytes if pvc else None, tuple(pv.access_modes), fs_group_policy,
-                      pvc.allocated_bytes if pvc else None, pvc.resize_status if pvc else None, CSI, None, "",
-                      pv.node_affinity, tuple(csi.secret_refs), pod_info_on_mount)
+    return _make(VolumeSpec, (
+        pv.name, unique_name or unique_volume_name(csi.driver, csi.volume_handle), csi.driver, csi.volume_handle,
+        csi.volume_attributes, pv.capacity_bytes, pv.volume_mode, csi.fs_type or DEFAULT_FS_TYPE, pv.mount_options,
+        is_pv_read_only(pv), is_multi_attach_allowed(pv.access_modes), attachable,
+        pvc.namespace + "/" + pvc.name if pvc else None, pvc.request_bytes if pvc else 0,
+        pvc.capacity_bytes if pvc else None, tuple(pv.access_modes), fs_group_policy,
+        pvc.allocated_bytes if pvc else None, pvc.resize_status if pvc else None, CSI, None, "",
+        pv.node_affinity, tuple(csi.secret_refs), pod_info_on_mount))
