@@ -16,7 +16,8 @@ from collections import namedtuple
 
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.driver_options import external_drivers
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.names import DEFAULT_LOOP_POOLS, unique_volume_name
-from ansible_collections.kubevol.volumes.plugins.module_utils.plan.codes import CLAIM_UNBOUND, OBJECT_REFUSED, PV_MISSING
+from ansible_collections.kubevol.volumes.plugins.module_utils.plan.codes import (
+    CLAIM_UNBOUND, OBJECT_REFUSED, PV_MISSING)
 from ansible_collections.kubevol.volumes.plugins.module_utils.plan.validation import (
     name_refusals, normalized_pools, pv_refusals, pvc_refusals, refused_text)
 from ansible_collections.kubevol.volumes.plugins.module_utils.plan.inline import FS_GROUP_POLICIES
