@@ -12,10 +12,11 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.cluster.pv import 
 
 class ClusterIndex:
     """Dict lookups over a Cluster, built once: pv by name, pvc by ns/name, csidriver and node by name, the PV
-    behind each unique volume name (CSI, local, hostPath: every plugin kubevol serves), and the VolumeAttachment of each (PV, node)."""
+    behind each unique volume name (CSI, local, hostPath: every plugin kubevol serves) and that name by PV name, and
+    the VolumeAttachment of each (PV, node)."""
 
     __slots__ = ("cluster", "pv_by_name", "pvc_by_key", "csidriver_by_name", "node_by_name", "pv_by_unique_name",
-                 "va_by_pair")
+                 "unique_name_by_pv_name", "va_by_pair")
 
     def __init__(self, cluster):
         self.cluster = cluster
@@ -23,6 +24,9 @@ class ClusterIndex:
         self.pvc_by_key = dict((c.namespace + "/" + c.name, c) for c in cluster.claims)
         self.csidriver_by_name = dict((d.name, d) for d in cluster.csi_drivers)
         self.node_by_name = dict((n.name, n) for n in cluster.nodes)
-        self.pv_by_unique_name = dict((pv_unique_name(pv), pv) for pv in cluster.persistent_volumes
-                                      if pv.csi is not None or pv.source is not None)
+        served = [(pv_unique_name(pv), pv) for pv in cluster.persistent_volumes
+                  if pv.csi is not None or pv.source is not None]
+        self.pv_by_unique_name = dict(served)
+        # each served PV's unique name, computed once (the desired state's VolumeSpecs reuse it)
+        self.unique_name_by_pv_name = dict((pv.name, unique) for unique, pv in served)
         self.va_by_pair = dict(((va.pv_name, va.node_name), va) for va in cluster.volume_attachments if va.pv_name)

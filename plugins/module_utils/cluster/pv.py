@@ -22,6 +22,7 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.volume import find
 from ansible_collections.kubevol.volumes.plugins.module_utils.volume.csi import CSIPlugin
 
 _EMPTY = {}
+_make = tuple.__new__  # build_pv gives every field in order: the namedtuple's own __new__ is a Python call per PV
 
 ClaimRef = namedtuple("ClaimRef", "namespace name uid")
 CSISource = namedtuple("CSISource", "driver volume_handle fs_type read_only volume_attributes secret_refs")
@@ -35,9 +36,14 @@ CSI_SECRET_REFS = (("controller_publish", "controllerPublishSecretRef"), ("node_
                    ("node_expand", "nodeExpandSecretRef"))
 
 
+_SECRET_REF_FIELDS = frozenset(field for _kind, field in CSI_SECRET_REFS)
+
+
 def _secret_refs(csi):
     """((kind, "namespace/name"), ...) of spec.csi's secret references; an incomplete one is kept as given, for the
     node task to refuse naming it (drivers/external/secrets.py)."""
+    if _SECRET_REF_FIELDS.isdisjoint(csi):
+        return ()  # most PVs name no Secret: one test of the keys instead of a look-up per field
     refs = []
     for kind, field in CSI_SECRET_REFS:
         ref = csi.get(field)
@@ -181,7 +187,9 @@ def pv_unique_name(pv):
 def build_pv(obj):
     """A PersistentVolume from a PV object (objects.py's builder for kind PersistentVolume)."""
     where = "metadata.name"
-    name = require_str(obj["metadata"]["name"], "metadata.name")
+    name = obj["metadata"]["name"]
+    if not name or name.__class__ is not str:
+        require_str(name, "metadata.name")
     spec = obj["spec"]
     where = "spec.capacity.storage"
     storage = (spec.get("capacity") or _EMPTY).get("storage")
@@ -194,9 +202,17 @@ def build_pv(obj):
     where = "spec.csi"
     csi = spec.get("csi")
     if csi is not None:
-        csi = CSISource(require_str(csi["driver"], "driver"), require_str(csi["volumeHandle"], "volumeHandle"),
-                        optional_str(csi.get("fsType"), "fsType") or "", bool(csi.get("readOnly")),
-                        pairs(csi.get("volumeAttributes"), "volumeAttributes"), _secret_refs(csi))
+        driver = csi["driver"]
+        if not driver or driver.__class__ is not str:  # the call only when the cheap test fails: every PV runs this
+            require_str(driver, "driver")
+        handle = csi["volumeHandle"]
+        if not handle or handle.__class__ is not str:
+            require_str(handle, "volumeHandle")
+        fs_type = csi.get("fsType")
+        if fs_type is not None and fs_type.__class__ is not str:
+            optional_str(fs_type, "fsType")
+        csi = _make(CSISource, (driver, handle, fs_type or "", bool(csi.get("readOnly")),
+                                pairs(csi.get("volumeAttributes"), "volumeAttributes"), _secret_refs(csi)))
         source_kind = "csi"
     else:
         # plugins.go FindPluginBySpec: the first in-tree plugin whose spec key the PV has parses its source
@@ -207,15 +223,17 @@ def build_pv(obj):
         else:
             source_kind = next((k for k in spec if k not in PV_NOT_SOURCE_KEYS), "unknown")
     where = "spec.nodeAffinity"
-    affinity = node_affinity(spec.get("nodeAffinity"))
+    affinity = spec.get("nodeAffinity")
+    affinity = node_affinity(affinity) if affinity is not None else None
     where = "spec.accessModes"
     modes = strings(spec.get("accessModes"), "accessModes")
     where = "spec.mountOptions"
-    options = strings(spec.get("mountOptions"), "mountOptions")
+    options = spec.get("mountOptions")
+    options = strings(options, "mountOptions") if options else ()
     where = "metadata.annotations"
     meta = obj["metadata"]
     annotations = pairs(meta.get("annotations"), where) if meta.get("annotations") else ()
-    return PersistentVolume(name, capacity, modes, spec.get("volumeMode") or "Filesystem", options, claim_ref, csi,
-                            source_kind, source, affinity, spec.get("persistentVolumeReclaimPolicy") or "Retain",
-                            spec.get("storageClassName") or "", annotations,
-                            (obj.get("status") or _EMPTY).get("phase") or "", meta.get("deletionTimestamp"))
+    return _make(PersistentVolume, (
+        name, capacity, modes, spec.get("volumeMode") or "Filesystem", options, claim_ref, csi, source_kind, source,
+        affinity, spec.get("persistentVolumeReclaimPolicy") or "Retain", spec.get("storageClassName") or "",
+        annotations, (obj.get("status") or _EMPTY).get("phase") or "", meta.get("deletionTimestamp")))

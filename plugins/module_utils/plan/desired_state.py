@@ -34,53 +34,21 @@ from collections import namedtuple
 
 from ansible_collections.kubevol.volumes.plugins.module_utils.cluster.objects import node_is_managed, annotation
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.names import (
-    DEFAULT_LOOP_POOLS, FS_GROUP_CHANGE_POLICIES, MAX_GROUP_ID, is_group_id, unique_volume_name)
+    DEFAULT_LOOP_POOLS, FS_GROUP_CHANGE_POLICIES, MAX_GROUP_ID, is_group_id)
 from ansible_collections.kubevol.volumes.plugins.module_utils.plan.codes import (
-    CLAIM_UNBOUND, NODE_UNKNOWN, OBJECT_REFUSED, PV_MISSING)
+    CLAIM_UNBOUND, NODE_UNKNOWN, OBJECT_REFUSED)
 from ansible_collections.kubevol.volumes.plugins.module_utils.plan.validation import (
-    label, name_refusals, normalized_pools, pod_refusals, pv_refusals, pvc_refusals, refused_text)
+    label, plain_name, pod_refusals, refused_text)
 from ansible_collections.kubevol.volumes.plugins.module_utils.plan.inline import (  # noqa: F401  # pylint: disable=unused-import
     FS_GROUP_POLICIES, InlineVolume, _add_inline_volume, inline_fs_group, inline_volume, lifecycle_mode_error)
-from ansible_collections.kubevol.volumes.plugins.module_utils.volume.base import DEFAULT_FS_TYPE, FS_TYPES
-from ansible_collections.kubevol.volumes.plugins.module_utils.volume.csi import (
-    BLOCK as BLOCK_CAPABILITY, driver_capabilities, own_drivers)
-from ansible_collections.kubevol.volumes.plugins.module_utils.volume import CSI
 from ansible_collections.kubevol.volumes.plugins.module_utils.cluster.pv import pv_unique_name
-from ansible_collections.kubevol.volumes.plugins.module_utils.plan.plugin_specs import (
-    affinity_conflict, node_text, plugin_refusals, plugin_volume_spec)
+from ansible_collections.kubevol.volumes.plugins.module_utils.plan.plugin_specs import affinity_conflict, node_text
+# the claim resolution, split out; its names stay importable from here
+from ansible_collections.kubevol.volumes.plugins.module_utils.plan.resolve import (  # noqa: F401  # pylint: disable=unused-import
+    DEFAULT_KNOWN_DRIVERS, FOREIGN, IN_TREE_ATTACHABLE, VolumeSpec, _Resolver, is_multi_attach_allowed,
+    is_pv_read_only, known_drivers_of, volume_spec)
 
-DEFAULT_KNOWN_DRIVERS = own_drivers()  # every driver kubevol has a backend for (the drivers/ registry)
-
-
-def known_drivers_of(known_drivers, driver_options):
-    """The drivers a plan acts on: the operator's ``known_drivers`` when given, else kubevol's own and every CSI
-    driver ``driver_options`` configures as external (common/driver_options.py external_drivers). An external
-    driver's capabilities are unknown at plan time (driver_capabilities has none): it is attachable as its CSIDriver
-    says (attachRequired), Block and expansion are allowed, and its node plugin refuses what it cannot do."""
-    if known_drivers is not None:
-        return tuple(known_drivers)
-    from ansible_collections.kubevol.volumes.plugins.module_utils.common.driver_options import external_drivers
-    return tuple(sorted(set(DEFAULT_KNOWN_DRIVERS) | set(external_drivers(driver_options, DEFAULT_KNOWN_DRIVERS))))
-
-
-FOREIGN = "foreign"  # resolve(): a volume of a driver kubevol has no backend for
 KEEP_TERMINATED_POD_VOLUMES_ANNOTATION = "volumes.kubernetes.io/keep-terminated-pod-volumes"
-
-# in-tree plugins with an attacher.go that kubevol has no backend for
-IN_TREE_ATTACHABLE = frozenset(("gcePersistentDisk", "awsElasticBlockStore", "azureDisk", "cinder", "vsphereVolume",
-                                "iscsi", "fc", "rbd", "flexVolume"))
-
-VolumeSpec = namedtuple("VolumeSpec", "pv_name unique_name driver volume_handle volume_attributes capacity_bytes "
-                                      "mode fs_type mount_options read_only multi_attach_allowed attachable "
-                                      "claim_key request_bytes claim_capacity_bytes access_modes fs_group_policy "
-                                      "allocated_bytes resize_status plugin path host_path_type node_affinity "
-                                      "secret_refs pod_info_on_mount")
-VolumeSpec.__new__.__defaults__ = ((), "ReadWriteOnceWithFSType", None, None, CSI, None, "", None, (), False)
-VolumeSpec.__doc__ = """One bound PV kubevol serves (CSI with a known driver, local, hostPath), resolved once however
-many pods use it. plugin: the volume plugin's name (volume/); path, host_path_type: a local or hostPath PV's;
-node_affinity: the PV's nodeAffinity terms (cluster/pv.py), or None.
-access_modes: the PV's. fs_group_policy, pod_info_on_mount: its CSIDriver's. allocated_bytes, resize_status: the PVC's
-status.allocatedResources / allocatedResourceStatuses for storage (expansion recovery)."""
 
 PodToMount = namedtuple("PodToMount", "uid name read_only fs_group fs_group_change_policy created service_account")
 PodToMount.__new__.__defaults__ = (None, None, None, "")
@@ -118,116 +86,6 @@ def is_pod_terminated(pod):
     return bool(pod.deletion_timestamp) and all(s != "running" for s in pod.container_states)
 
 
-def is_pv_read_only(pv):
-    """The PV itself is read-only: spec.csi.readOnly, or ReadOnlyMany is its only access mode."""
-    return bool(pv.csi and pv.csi.read_only) or (bool(pv.access_modes) and set(pv.access_modes) == {"ReadOnlyMany"})
-
-
-def is_multi_attach_allowed(access_modes):
-    """pkg/volume/util/util.go IsMultiAttachAllowed for a PV: no modes, RWX or ROX allow it."""
-    if not access_modes:
-        return True
-    return "ReadWriteMany" in access_modes or "ReadOnlyMany" in access_modes
-
-
-_UNRESOLVED = object()  # _Resolver.cache: not resolved yet (None is a result)
-
-
-class _Resolver:
-    """PVC -> bound PV -> VolumeSpec, cached per claim (util.go getPVCFromCache, getPVSpecFromCache)."""
-
-    def __init__(self, index, known_drivers, loop_pools=DEFAULT_LOOP_POOLS, driver_options=None):
-        self.index = index
-        self.driver_options = driver_options or {}
-        self.known = tuple(known_drivers)
-        self.loop_pools = normalized_pools(loop_pools)
-        self.refused = {}  # unique name -> why a node would refuse its PV or claim
-        self.cache = {}
-        self.pv_by_claim = None
-
-    def resolve(self, claim_key):
-        """A VolumeSpec, None (not kubevol's business), FOREIGN, or a str reason (blocked)."""
-        result = self.cache.get(claim_key, _UNRESOLVED)
-        if result is _UNRESOLVED:  # most claims are used by one pod: a miss each, no KeyError raised
-            result = self.cache[claim_key] = self._resolve(claim_key)
-        return result
-
-    def pv_behind(self, claim_key):
-        """The PV a claim that does not resolve still points at (PVC volumeName, else a PV's claimRef), or None."""
-        pvc = self.index.pvc_by_key.get(claim_key)
-        if pvc is not None and pvc.volume_name:
-            return self.index.pv_by_name.get(pvc.volume_name)
-        if self.pv_by_claim is None:
-            self.pv_by_claim = dict(((pv.claim_ref.namespace or "default") + "/" + (pv.claim_ref.name or ""), pv)
-                                    for pv in self.index.cluster.persistent_volumes if pv.claim_ref is not None)
-        return self.pv_by_claim.get(claim_key)
-
-    def _resolve(self, claim_key):
-        pvc = self.index.pvc_by_key.get(claim_key)
-        if pvc is None:
-            return "claim %s does not exist: create it, or fix the pod's claimName [%s]" % (claim_key, CLAIM_UNBOUND)
-        if pvc.phase != "Bound" or not pvc.volume_name:
-            # the kubelet's words (desired_state_of_world_populator.go getPVCExtractPV): "has non-bound phase"
-            return ("claim %s has non-bound phase %r and volumeName %r: wait for it to bind, or check its "
-                    "StorageClass and PV [%s]" % (claim_key, pvc.phase, pvc.volume_name, CLAIM_UNBOUND))
-        pv = self.index.pv_by_name.get(pvc.volume_name)
-        if pv is None:
-            return "PV %s of claim %s does not exist: restore the PV, or create the claim again [%s]" % (
-                pvc.volume_name, claim_key, PV_MISSING)
-        if pv.claim_ref is None:
-            return "PV %s is not bound to claim %s yet (no spec.claimRef): wait for the binding [%s]" % (
-                pv.name, claim_key, CLAIM_UNBOUND)
-        if pv.claim_ref.uid != pvc.uid:
-            return ("PV %s is bound to another claim named %s (claimRef uid %s, the claim's uid %s): bind the claim to "
-                    "another PV [%s]" % (pv.name, claim_key, pv.claim_ref.uid, pvc.uid, CLAIM_UNBOUND))
-        if pv.source is not None:  # an in-tree plugin's (local, hostPath): its rules are its class's
-            refusals = pvc_refusals(pvc) + name_refusals(pv) + plugin_refusals(pv, self.driver_options)
-            if refusals:  # nothing of it reaches a node
-                reason = refused_text(refusals)
-                self.refused[pv_unique_name(pv)] = node_text(reason)
-                return reason  # its node placeholder is filled per pod (plugin_specs.node_text)
-            return volume_spec(pv, pvc, False)
-        if pv.csi is None:
-            return FOREIGN if pv.source_kind in IN_TREE_ATTACHABLE else None
-        csi = pv.csi
-        if csi.driver not in self.known:
-            return FOREIGN  # a kubelet only touches its own plugins' volumes
-        driver_object = self.index.csidriver_by_name.get(csi.driver)
-        if driver_object is not None and driver_object.fs_group_policy not in FS_GROUP_POLICIES:
-            return ("CSIDriver %s has an unknown spec.fsGroupPolicy %r: set one of %s [%s]"
-                    % (csi.driver, driver_object.fs_group_policy, ", ".join(FS_GROUP_POLICIES), OBJECT_REFUSED))
-        if pv.volume_mode != "Block" and (csi.fs_type or DEFAULT_FS_TYPE) not in FS_TYPES:
-            # the kubelet would fail the mount (unknown filesystem type); kubevol never formats it either
-            return ("PV %s: csi.fsType %r is not one kubevol formats or mounts: set the PV's csi.fsType to one of "
-                    "%s [%s]" % (pv.name, csi.fs_type, ", ".join(sorted(FS_TYPES)), OBJECT_REFUSED))
-        capabilities = driver_capabilities(csi.driver)
-        if pv.volume_mode == "Block" and capabilities is not None and BLOCK_CAPABILITY not in capabilities:
-            return ("PV %s: volumeMode Block is not supported by kubevol's driver %s: use volumeMode Filesystem [%s]"
-                    % (pv.name, csi.driver, OBJECT_REFUSED))
-        refusals = pvc_refusals(pvc) + pv_refusals(pv, self.loop_pools)
-        if refusals:  # a name, quantity or pool a node would refuse: nothing of it reaches a node
-            reason = self.refused[unique_volume_name(csi.driver, csi.volume_handle)] = refused_text(refusals)
-            return reason
-        # csi_plugin.go skipAttach: no CSIDriver object means attach is required
-        return volume_spec(pv, pvc, driver_object is None or driver_object.attach_required,
-                           driver_object.fs_group_policy if driver_object is not None else FS_GROUP_POLICIES[0],
-                           driver_object is not None and driver_object.pod_info_on_mount)
-
-
-def volume_spec(pv, pvc, attachable, fs_group_policy=FS_GROUP_POLICIES[0], pod_info_on_mount=False):
-    """A VolumeSpec for a CSI or an in-tree plugin's PV (pvc None: a PV only actual state still refers to)."""
-    if pv.csi is None:
-        return plugin_volume_spec(VolumeSpec, pv, pvc, is_pv_read_only(pv), is_multi_attach_allowed(pv.access_modes))
-    csi = pv.csi
-    return VolumeSpec(pv.name, unique_volume_name(csi.driver, csi.volume_handle), csi.driver, csi.volume_handle,
-                      csi.volume_attributes, pv.capacity_bytes, pv.volume_mode, csi.fs_type or DEFAULT_FS_TYPE,
-                      pv.mount_options, is_pv_read_only(pv), is_multi_attach_allowed(pv.access_modes), attachable,
-                      pvc.namespace + "/" + pvc.name if pvc else None, pvc.request_bytes if pvc else 0,
-                      pvc.capacity_bytes if pvc else None, tuple(pv.access_modes), fs_group_policy,
-                      pvc.allocated_bytes if pvc else None, pvc.resize_status if pvc else None, CSI, None, "",
-                      pv.node_affinity, tuple(csi.secret_refs), pod_info_on_mount)
-
-
 def pod_security_problem(pod):
     """Why the pod's securityContext cannot be applied, or None. The API server rejects these; a state file
     may still carry them, and the kubelet would never see such a pod."""
@@ -251,6 +109,10 @@ def _volume_uses(pod):
     for name in pod.volume_devices:
         uses[name] = ("Block", False)
     return uses
+
+
+_NO_REFUSALS = ()
+_make = tuple.__new__
 
 
 def _blocked(node, volume, pod, reason):
@@ -281,6 +143,7 @@ def build_desired_state(index, known_drivers=DEFAULT_KNOWN_DRIVERS, scope=None, 
     kept_pairs = {}
     live_pods = set()
     inline = {}
+    plain_nodes = {}  # node name -> it is a plain name (validation.pod_refusals' common case)
     for pod in index.cluster.pods:
         key = pod.namespace + "/" + pod.name
         pod_by_uid[pod.uid] = key
@@ -305,11 +168,15 @@ def build_desired_state(index, known_drivers=DEFAULT_KNOWN_DRIVERS, scope=None, 
                                         "Node object, or fix the pod's spec.nodeName [%s]" % (node, key, NODE_UNKNOWN)))
             continue
         managed = node_managed[node]
-        uses = _volume_uses(pod)
+        uses = None  # _volume_uses(pod), made when a volume of it is planned (most pods' are not kubevol's)
         # desired_state_of_world_populator.go findAndAddNewPods: no volume is (re)added for a pod whose
         # containers are terminating; what it has mounted stays until they are gone (findAndRemoveDeletedPods)
         holding = None
-        refusals = pod_refusals(pod)  # a uid or nodeName that would be a path on the node: nothing new for it
+        # a uid or nodeName that would be a path on the node: nothing new for it (the node's name tested once)
+        plain_node = plain_nodes.get(node)
+        if plain_node is None:
+            plain_node = plain_nodes[node] = plain_name(node) is not None
+        refusals = _NO_REFUSALS if plain_node and plain_name(pod.uid) else pod_refusals(pod)
         if refusals:
             holding = "pod %s: %s" % (label(key), refused_text(refusals))
             if in_scope:
@@ -327,10 +194,12 @@ def build_desired_state(index, known_drivers=DEFAULT_KNOWN_DRIVERS, scope=None, 
         for volume in pod.volumes:
             claim = volume.claim_name
             if claim is None:
-                if volume.kind == "csi" and in_scope and _add_inline_volume(
-                        index, resolver.known, pod, key, node, volume, uses.get(volume.name), inline, blocked,
-                        holding, resolver.loop_pools):
-                    continue
+                if volume.kind == "csi" and in_scope:
+                    if uses is None:
+                        uses = _volume_uses(pod)
+                    if _add_inline_volume(index, resolver.known, pod, key, node, volume, uses.get(volume.name),
+                                          inline, blocked, holding, resolver.loop_pools):
+                        continue
                 skipped += in_scope  # nfs, emptyDir, inline CSI, in-tree disks, ...: the kubelet's or nobody's
                 foreign += in_scope and volume.kind in IN_TREE_ATTACHABLE
                 continue
@@ -379,6 +248,8 @@ def build_desired_state(index, known_drivers=DEFAULT_KNOWN_DRIVERS, scope=None, 
                 if refusals:  # a pod move: the old node keeps the volume while the new node's setup is refused
                     refused_volumes.setdefault(spec.unique_name, holding)
                 continue
+            if uses is None:
+                uses = _volume_uses(pod)
             use = uses.get(volume.name)
             if use is not None and use[0] != spec.mode:
                 kept_pairs.setdefault(pair, "pod %s still uses PV %s on node %s: its volumeMode does not match"
@@ -387,13 +258,14 @@ def build_desired_state(index, known_drivers=DEFAULT_KNOWN_DRIVERS, scope=None, 
                                         "mount a Filesystem PV with volumeMounts and map a Block PV with "
                                         "volumeDevices [%s]" % (spec.pv_name, spec.mode, key, use[0], OBJECT_REFUSED)))
                 continue
+            # PodToMount and NodeVolume with every field, without the namedtuple's Python __new__ (cluster/objects.py)
             mount = () if use is None else (
-                PodToMount(pod.uid, key, volume.read_only or spec.read_only or use[1], pod.fs_group,
-                           pod.fs_group_change_policy, pod.creation_timestamp, pod.service_account),)
+                _make(PodToMount, (pod.uid, key, volume.read_only or spec.read_only or use[1], pod.fs_group,
+                                   pod.fs_group_change_policy, pod.creation_timestamp, pod.service_account)),)
             nv = volumes.get(pair)
             if nv is None:
-                volumes[pair] = NodeVolume(spec, node, managed and spec.attachable, (key,), mount, spec.read_only,
-                                           spec.read_only or volume.read_only)
+                volumes[pair] = _make(NodeVolume, (spec, node, managed and spec.attachable, (key,), mount,
+                                                   spec.read_only, spec.read_only or volume.read_only))
             else:  # another pod on the same node (at most a node's pods): the pair's first spec stays
                 claims_read_only = nv.claims_read_only and (nv.spec.read_only or volume.read_only)
                 volumes[pair] = nv._replace(pods=nv.pods + (key,), mount_pods=nv.mount_pods + mount,

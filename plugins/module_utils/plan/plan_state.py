@@ -115,6 +115,7 @@ class _Plan:
         self.now = options.now or datetime.datetime.now(datetime.timezone.utc)
         self.phases = dict((phase, []) for phase in STEP_KINDS)
         self._items = {}
+        self._plugins = {}  # plugin name -> class (plugin())
         self.blocked = list(desired.blocked)
         self.pending = []               # node-side grows not tried in this plan (rules_expand.py grow_waits)
         self.detach_requests = []
@@ -155,10 +156,13 @@ class _Plan:
                     # attached until the node itself says it is not (actual_state_of_world.go uncertain)
                     self.unconfirmed_holders.setdefault(unique, set()).add(node)
 
-    @staticmethod
-    def plugin(spec):
-        """The volume plugin class of a VolumeSpec (volume/): its capabilities decide which steps apply."""
-        return get_plugin(spec.plugin)
+    def plugin(self, spec):
+        """The volume plugin class of a VolumeSpec (volume/): its capabilities decide which steps apply. Looked up
+        in the registry once per plugin name in a plan (the rules ask it for every volume)."""
+        cls = self._plugins.get(spec.plugin)
+        if cls is None:
+            cls = self._plugins[spec.plugin] = get_plugin(spec.plugin)
+        return cls
 
     def add(self, step):
         self.phases[(step["action"], step["target"])].append(step)

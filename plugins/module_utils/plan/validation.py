@@ -41,7 +41,7 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.volume.csi import 
 
 # Most names are plain DNS labels or UUIDs: one C-level match, and the full check only for the rest. A plain name
 # passes names.check_component and names.check_driver_name both (never '.' or '..': it starts with a letter or digit).
-_PLAIN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,252}\Z").match
+_PLAIN = plain_name = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,252}\Z").match  # plain_name: the desired state's
 _MAX_VALUE = 80  # characters of a value's repr a message shows
 FILESYSTEM, BLOCK = "Filesystem", "Block"
 _MODES = (FILESYSTEM, BLOCK)
