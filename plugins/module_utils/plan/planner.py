@@ -24,7 +24,8 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.plan.desired_state
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import SettingRefused
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.words import setting
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.phases import STEP_KINDS
-from ansible_collections.kubevol.volumes.plugins.module_utils.plan.validation import check_loop_pools, refuse_unsafe_steps
+from ansible_collections.kubevol.volumes.plugins.module_utils.plan.step_refusals import refuse_unsafe_steps
+from ansible_collections.kubevol.volumes.plugins.module_utils.plan.validation import check_loop_pools
 from ansible_collections.kubevol.volumes.plugins.module_utils.plan.plan_state import (  # noqa: F401  # pylint: disable=unused-import
     DEFAULT_MAX_TEARDOWN_COUNT, DEFAULT_MAX_TEARDOWN_FRACTION, PlanOptions, _Plan, _item,
     _item_from_actual, _step, _volume_item)

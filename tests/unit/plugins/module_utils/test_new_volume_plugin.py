@@ -18,7 +18,7 @@ from ansible_collections.kubevol.volumes.plugins.module_utils import volume
 from ansible_collections.kubevol.volumes.plugins.module_utils.common import driver_options
 from ansible_collections.kubevol.volumes.plugins.module_utils.node import plugin_ops
 from ansible_collections.kubevol.volumes.plugins.module_utils.node.volume import volume_item
-from ansible_collections.kubevol.volumes.plugins.module_utils.plan.validation import _item_problems
+from ansible_collections.kubevol.volumes.plugins.module_utils.plan.step_refusals import _item_problems
 from ansible_collections.kubevol.volumes.plugins.module_utils.volume.base import NODE, VolumePlugin
 
 NFS = "kubernetes.io/nfs"

@@ -1,13 +1,13 @@
 # -*- coding: utf-8 -*-
 # Copyright: kubevol contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The planner's last pass (plan/validation.py step_problem) over local and hostPath items: their path absolute,
+"""The planner's last pass (plan/step_refusals.py step_problem) over local and hostPath items: their path absolute,
 normalized and under the operator's directories for the plugin; names, mode and type as a node accepts them."""
 
 import pytest
 
 from ansible_collections.kubevol.volumes.plugins.module_utils.common import words
-from ansible_collections.kubevol.volumes.plugins.module_utils.plan.validation import step_problem
+from ansible_collections.kubevol.volumes.plugins.module_utils.plan.step_refusals import step_problem
 
 POOLS = ("/var/lib/kubevol/pool",)
 
