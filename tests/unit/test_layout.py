@@ -24,7 +24,8 @@ NODE_SIDE = ("node", "drivers", "csi", "provisioner")
 NODE_MAY_IMPORT = frozenset(("common", "volume", "node", "drivers", "csi", "provisioner"))
 PLAN_MAY_NOT_IMPORT = frozenset(("node", "drivers", "stores", "run"))
 
-MAX_LINES = 420
+# about 400: the longest file is a module's, plugins/modules/volume_reconcile_plan.py (410, most of it its DOCUMENTATION)
+MAX_LINES = 410
 
 
 def python_files(root):
