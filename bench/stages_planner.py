@@ -27,7 +27,7 @@ importlib.import_module("conftest")  # creates the ansible_collections link
 
 from ansible_collections.kubevol.volumes.plugins.module_utils.cluster.objects import (  # noqa: E402
     ClusterIndex, gc_paused, load_cluster_file)
-from ansible_collections.kubevol.volumes.plugins.module_utils.plan import plan_task  # noqa: E402
+from ansible_collections.kubevol.volumes.plugins.module_utils.run import plan_task  # noqa: E402
 from ansible_collections.kubevol.volumes.plugins.module_utils.plan.actual_state import build_actual_state  # noqa: E402
 from ansible_collections.kubevol.volumes.plugins.module_utils.plan.desired_state import (  # noqa: E402
     build_desired_state, summarize_desired)
