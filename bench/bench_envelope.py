@@ -46,7 +46,8 @@ importlib.import_module("conftest")  # creates the ansible_collections link
 from bench_planner import generate  # noqa: E402
 from bench_reconcile import BIN, COLLECTIONS, TESTNODES, collection_link  # noqa: E402
 from ansible_collections.kubevol.volumes.plugins.module_utils.cluster.objects import (  # noqa: E402
-    ClusterIndex, gc_paused, load_cluster_file)
+    ClusterIndex, gc_paused)
+from ansible_collections.kubevol.volumes.plugins.module_utils.cluster.load import load_cluster_file  # noqa: E402
 from ansible_collections.kubevol.volumes.plugins.module_utils.plan.planner import (  # noqa: E402
     PlanOptions, plan_cluster, utc_now)
 from ansible_collections.kubevol.volumes.plugins.module_utils.run import plan_record  # noqa: E402

@@ -26,7 +26,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tests"))
 importlib.import_module("conftest")  # creates the ansible_collections link
 
 from ansible_collections.kubevol.volumes.plugins.module_utils.cluster.objects import (  # noqa: E402
-    ClusterIndex, gc_paused, load_cluster_file)
+    ClusterIndex, gc_paused)
+from ansible_collections.kubevol.volumes.plugins.module_utils.cluster.load import load_cluster_file  # noqa: E402
 from ansible_collections.kubevol.volumes.plugins.module_utils.run import plan_task  # noqa: E402
 from ansible_collections.kubevol.volumes.plugins.module_utils.plan.actual_state import build_actual_state  # noqa: E402
 from ansible_collections.kubevol.volumes.plugins.module_utils.plan.desired_state import (  # noqa: E402

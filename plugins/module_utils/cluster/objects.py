@@ -276,10 +276,12 @@ def cluster_from_data(data):
 
 
 def _cluster_from_data(data):
-    return _cluster_from_objects(iter_items(data))
+    return cluster_from_objects(iter_items(data))
 
 
-def _cluster_from_objects(objects):
+def cluster_from_objects(objects):
+    """Build a Cluster from an iterable of objects, each dropped once its model object is built (the caller pauses the
+    GC: gc_paused)."""
     buckets = tuple([] for _slot in Cluster._fields)
     builders = _BUILDERS
     for obj in objects:
@@ -295,26 +297,3 @@ def _cluster_from_objects(objects):
             raise MalformedObject(kind=obj.get("kind"), name=_name_of(obj), field=_field_of(builder, obj, exc),
                                   reason=_reason(exc))
     return Cluster(*(tuple(b) for b in buckets))
-
-
-def load_cluster_file(path, keep_list=True):
-    """Read a List file (JSON or YAML; a YAML file cut short is refused: stores/file_text.py) into a Cluster; also
-    returns the raw List.
-
-    The text is read by the file store (stores/file.py), the one parser of cluster state files.
-    ``keep_list=False``: the raw List is not wanted (None is returned for it), so kubectl's JSON List is read
-    object by object (FileStore.stream_items) and each object is dropped once its model object is built: at 150,000
-    pods the process then holds half the memory and plans in two thirds of the time. Any other file, or one the
-    builders refuse, is parsed whole as before, so the errors are the same on both paths.
-    """
-    from ansible_collections.kubevol.volumes.plugins.module_utils.stores.file import FileStore, NotStreamable
-    with gc_paused():
-        store = FileStore(path)
-        text = store.read_text()
-        if not keep_list:
-            try:
-                return _cluster_from_objects(store.stream_items(text)), None
-            except (NotStreamable, MalformedObject):
-                pass  # what was built is dropped; the whole-text parse below accepts or names the problem
-        data = store.parse(text)[0]
-        return _cluster_from_data(data), data

@@ -18,7 +18,8 @@ import tempfile
 from ansible_collections.kubevol.volumes.plugins.module_utils.plan import remote_controller, replan
 from ansible_collections.kubevol.volumes.plugins.module_utils.plan.rules_delete import DEFAULT_MAX_VOLUME_DELETIONS
 from ansible_collections.kubevol.volumes.plugins.module_utils.cluster.objects import (
-    ClusterIndex, cluster_from_data, gc_paused, load_cluster_file)
+    ClusterIndex, cluster_from_data, gc_paused)
+from ansible_collections.kubevol.volumes.plugins.module_utils.cluster.load import load_cluster_file
 from ansible_collections.kubevol.volumes.plugins.module_utils.plan.desired_state import (  # noqa: F401
     known_drivers_of)
 from ansible_collections.kubevol.volumes.plugins.module_utils.plan.actual_state import facts_errors

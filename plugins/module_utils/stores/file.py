@@ -53,7 +53,7 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.stores.file_text i
     yaml_text_cut_short_problem,
 )
 from ansible_collections.kubevol.volumes.plugins.module_utils.stores import file_text
-# re-exported: cluster.load_cluster_file catches it from here
+# re-exported: cluster/load.py load_cluster_file catches it from here
 from ansible_collections.kubevol.volumes.plugins.module_utils.stores.file_text import NotStreamable  # noqa: F401 pylint: disable=unused-import
 from ansible_collections.kubevol.volumes.plugins.module_utils.stores.file_write import (
     WriteFailed,
@@ -157,7 +157,7 @@ class FileStore(ClusterStore):
     def stream_items(self, text):
         """The objects of kubectl's JSON List (``-o json``), one at a time, each parsed only when it is reached.
 
-        For a reader that keeps only what it builds from each object (cluster.load_cluster_file): the parsed
+        For a reader that keeps only what it builds from each object (cluster/load.py load_cluster_file): the parsed
         List, several times the file's size, is never whole in memory, so the worker faults in about half the
         pages, and on a VM each fault costs what the host charges (docs/performance.md). Anything but one
         JSON object whose ``items`` is a list of objects with a kind and whose kind is a List raises

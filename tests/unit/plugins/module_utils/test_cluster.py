@@ -7,7 +7,8 @@ import os
 import pytest
 
 from ansible_collections.kubevol.volumes.plugins.module_utils.cluster.objects import (
-    ClusterIndex, cluster_from_data, load_cluster_file, node_is_managed)
+    ClusterIndex, cluster_from_data, node_is_managed)
+from ansible_collections.kubevol.volumes.plugins.module_utils.cluster.load import load_cluster_file
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import KubevolError, MalformedObject
 from ansible_collections.kubevol.volumes.plugins.module_utils.stores.base import StoreError
 

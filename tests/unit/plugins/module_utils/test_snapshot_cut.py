@@ -17,7 +17,8 @@ import pytest
 import yaml
 
 from ansible_collections.kubevol.volumes.plugins.module_utils.cluster.objects import (
-    ClusterIndex, MalformedObject, cluster_from_data, load_cluster_file)
+    ClusterIndex, MalformedObject, cluster_from_data)
+from ansible_collections.kubevol.volumes.plugins.module_utils.cluster.load import load_cluster_file
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import KubevolError
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.names import unique_volume_name
 from ansible_collections.kubevol.volumes.plugins.module_utils.plan.planner import PlanOptions, plan_cluster
