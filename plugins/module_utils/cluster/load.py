@@ -20,9 +20,9 @@ def load_cluster_file(path, keep_list=True):
 
     The text is read by the file store (stores/file.py), the one parser of cluster state files.
     ``keep_list=False``: the raw List is not wanted (None is returned for it), so kubectl's JSON List is read
-    object by object (FileStore.stream_items) and each object is dropped once its model object is built: at 150,000
-    pods the process then holds half the memory and plans in two thirds of the time. Any other file, or one the
-    builders refuse, is parsed whole as before, so the errors are the same on both paths.
+    object by object (FileStore.stream_items) and each object is dropped once its model object is built, so the
+    parsed List is never whole in memory (the cost it saves: docs/performance.md, "Why the code is shaped so"). Any
+    other file, or one the builders refuse, is parsed whole as before, so the errors are the same on both paths.
     """
     with gc_paused():
         store = FileStore(path)
