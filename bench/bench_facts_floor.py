@@ -17,7 +17,11 @@ cost over `ansible all -m ping` into its parts, each an ad-hoc run on the same n
 
 It prints each kind's median wall time and controller CPU (the ansible process and its workers), its ratio to
 ping, and the load average. The nodes' CPU is not in the controller CPU: on this machine the nodes share its cores,
-so what they spend shows in the wall time.
+so what they spend shows in the wall time. First it prints what the ``imports`` kind adds on a node, measured
+without nodes or Ansible, so that a change to what the facts run imports is seen without the rounds' noise: the
+kubevol modules and bytes of source it imports, and the CPU of importing them from a zip, as AnsiballZ does (no
+bytecode is kept between runs), beside the CPU of importing ``basic.py`` from the same zip first, which every module
+pays, ping too (fresh interpreters, best of 15).
 
     .venv/bin/python bench/bench_facts_floor.py [--nodes 10] [--repeat 7]
 """
@@ -29,6 +33,9 @@ import statistics
 import subprocess
 import sys
 import time
+import zipfile
+
+import ansible
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -57,6 +64,58 @@ FACTS_IMPORTS = "\n".join([
     "from %s.drivers import loop  # noqa: F401" % UTILS,
     "from %s.volume import csi, host_path, local  # noqa: F401" % UTILS,
 ])
+
+
+IMPORT_COST = """
+import sys, time, zipfile
+sys.path.insert(0, sys.argv[1])
+start = time.process_time()
+from ansible.module_utils.basic import AnsibleModule  # noqa: F401 (every module's, ping's too)
+basic = time.process_time() - start
+before = set(sys.modules)
+start = time.process_time()
+%s
+cpu = time.process_time() - start
+names = [name for name in sys.modules if name not in before and name.startswith("ansible_collections.kubevol")]
+sources = zipfile.ZipFile(sys.argv[1])
+size = sum(len(sources.read(sys.modules[name].__file__[len(sys.argv[1]) + 1:]))
+           for name in names if (sys.modules[name].__file__ or "").endswith(".py"))
+print(len(names), size, cpu, basic)
+"""
+
+
+def _zip_tree(out, root, top):
+    """Every .py file under ``root``/``top`` into the zip, with an empty __init__.py where a folder has none (a
+    package in a zip needs one, as AnsiballZ writes them)."""
+    for folder, _dirs, files in os.walk(os.path.join(root, top), followlinks=True):
+        if "__init__.py" not in files:
+            out.writestr(os.path.join(os.path.relpath(folder, root), "__init__.py"), "")
+        for name in files:
+            if name.endswith(".py"):
+                path = os.path.join(folder, name)
+                out.write(path, os.path.relpath(path, root))
+
+
+def import_cost(state, repeat=15):
+    """(modules, bytes of source, best CPU seconds) of the kubevol code a facts run imports, and the best CPU seconds
+    of importing basic.py before it (what ping imports too): both from one zip of ansible's module_utils and the
+    built collection, in a fresh interpreter each time."""
+    archive = os.path.join(state, "payload.zip")
+    ansible_root = os.path.dirname(os.path.dirname(ansible.__file__))
+    with zipfile.ZipFile(archive, "w") as out:
+        out.writestr("ansible/__init__.py", "")
+        _zip_tree(out, ansible_root, os.path.join("ansible", "module_utils"))
+        for package in ("ansible_collections", "ansible_collections/kubevol", "ansible_collections/kubevol/volumes"):
+            out.writestr(package + "/__init__.py", "")
+        _zip_tree(out, COLLECTIONS, os.path.join("ansible_collections", "kubevol", "volumes", "plugins"))
+    code = IMPORT_COST % FACTS_IMPORTS
+    found = []
+    for _attempt in range(repeat):
+        out = subprocess.run([sys.executable, "-c", code, archive], stdout=subprocess.PIPE, check=True,
+                             universal_newlines=True, env=dict(os.environ, PYTHONDONTWRITEBYTECODE="1"))
+        modules, size, cpu, basic = out.stdout.split()
+        found.append((int(modules), int(size), float(cpu), float(basic)))
+    return found[0][0], found[0][1], min(f[2] for f in found), min(f[3] for f in found)
 
 
 def env(state, library):
@@ -98,6 +157,11 @@ def main():
     for name, imports in (("kubevol_bench_module", ""), ("kubevol_bench_imports", FACTS_IMPORTS)):
         with open(os.path.join(library, name + ".py"), "w") as handle:
             handle.write(MODULE % imports)
+    modules, size, cpu, basic = import_cost(state)
+    print("a facts run's kubevol imports: %d modules, %d KB of source; importing them from a zip as AnsiballZ does: "
+          "%.1f ms of CPU, against %.1f ms for basic.py's imports, which every module has (best of 15)"
+          % (modules, size // 1024, cpu * 1000, basic * 1000))
+    sys.stdout.flush()
     inventory = os.path.join(state, "inventory", "hosts.yml")
     environ = dict(env(state, library), ANSIBLE_FORKS=str(args.forks))
     kinds = [

@@ -36,4 +36,7 @@ def test_a_symlinked_kubelet_dir_is_fine(tmp_path):
     real = tmp_path / "real"
     real.mkdir()
     os.symlink(str(real), str(tmp_path / "kubelet"))
-    facts.check_kubelet_dir(NodeContext(no_commands, node_name="n1", kubelet_dir=str(tmp_path / "kubelet")))
+    found = facts.node_facts(NodeContext(no_commands, node_name="n1", kubelet_dir=str(tmp_path / "kubelet"),
+                                         run_dir=str(tmp_path / "run")))
+    assert found["kubelet_dir"] == str(tmp_path / "kubelet")
+    assert (found["global_mounts"], found["pod_mounts"], found["error"]) == ([], [], None)
