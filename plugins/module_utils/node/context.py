@@ -54,11 +54,6 @@ def handler_path(item, driver_options=None):
     return owner.NODE_HANDLER
 
 
-def handler_of(ctx, item):
-    """The volume's node handler, as the context chose it (NodeContext.handler)."""
-    return ctx.handler(item)
-
-
 def node_context(params, check_mode=False, raw_runner=None):
     """The node module's one NodeContext: the node's settings group taken whole from ``params`` (node_args.settings_of:
     every setting given, else its default), commands bounded by the group's limits, and the node's name. Every node

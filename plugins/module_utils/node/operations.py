@@ -17,7 +17,6 @@ __metaclass__ = type
 
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import KubevolError
 from ansible_collections.kubevol.volumes.plugins.module_utils.node import expand as node_expand
-from ansible_collections.kubevol.volumes.plugins.module_utils.node.context import handler_of
 # for Ansible's finder (it ships what import statements name): the handlers the classes name by NODE_HANDLER, and
 # the node verbs of each registered driver, which a driver's constructor builds from its NODE_OPERATIONS dotted path
 # (drivers/base.py), in every module that acts
@@ -26,11 +25,11 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.node import driver
 
 
 def attach_volume(ctx, item, provision=False):
-    return handler_of(ctx, item).attach(ctx, item, provision=provision)
+    return ctx.handler(item).attach(ctx, item, provision=provision)
 
 
 def mount_volume(ctx, item, force=False, device_timeout=30):
-    handler = handler_of(ctx, item)
+    handler = ctx.handler(item)
     if item.ephemeral:
         # an inline volume: no attach, no staging (csi_mounter.go SetUpAt)
         return handler.publish_ephemeral(ctx, item)
@@ -38,7 +37,7 @@ def mount_volume(ctx, item, force=False, device_timeout=30):
 
 
 def expand_controller(ctx, item):
-    return handler_of(ctx, item).expand_controller(ctx, item)
+    return ctx.handler(item).expand_controller(ctx, item)
 
 
 def expand_node(ctx, item):
@@ -46,7 +45,7 @@ def expand_node(ctx, item):
     (node/expand.py pending), never raised: the node's other volumes, and its later work, go on."""
     res = {}
     try:
-        handler_of(ctx, item).expand_node(ctx, item, res)
+        ctx.handler(item).expand_node(ctx, item, res)
         res.setdefault("pending", None)
         return res
     except KubevolError as err:
@@ -60,7 +59,7 @@ def expand_node(ctx, item):
 
 
 def detach_volume(ctx, item, force=False):
-    handler = handler_of(ctx, item)
+    handler = ctx.handler(item)
     if item.ephemeral:
         return handler.unpublish_ephemeral(ctx, item, force)
     return handler.unmount(ctx, item, force)

@@ -52,7 +52,7 @@ def test_every_handler_the_classes_name_has_the_verbs_the_operations_call():
         tree = ast.parse(handle.read())
     called = set(node.func.attr for node in ast.walk(tree) if isinstance(node, ast.Call)
                  and isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Call)
-                 and getattr(node.func.value.func, "id", None) == "handler_of") | set(
+                 and getattr(node.func.value.func, "attr", None) == "handler") | set(
         node.func.attr for node in ast.walk(tree) if isinstance(node, ast.Call)
         and isinstance(node.func, ast.Attribute) and getattr(node.func.value, "id", None) == "handler")
     assert called == set(VERBS), sorted(called)
