@@ -1,6 +1,6 @@
 """The command line: the parser of scripts/testnodes.py, dispatch, and the small `env` and `ssh`.
 
-The interface callers rely on (tests/e2e/e2e_lib.py, molecule's create/destroy,
+The interface callers rely on (tests/e2e/e2e_lib/, molecule's create/destroy,
 scripts/demo.py, scripts/test.d/30-molecule.sh, bench/)::
 
     testnodes.py up N --state-dir DIR [--base-port P]

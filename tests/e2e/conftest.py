@@ -1,4 +1,4 @@
-"""Fixtures of the end-to-end tests; the helpers are in e2e_lib.py (see its docstring)."""
+"""Fixtures of the end-to-end tests; the helpers are in the e2e_lib package (see its docstring)."""
 import pytest
 
 from e2e_lib import Cluster

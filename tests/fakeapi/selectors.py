@@ -1,4 +1,4 @@
-"""The fake API server's validation and selectors, as kube-apiserver applies them (tests/fakeapi/__init__.py)."""
+"""The fake API server's validation and selectors, as kube-apiserver applies them (tests/fakeapi/)."""
 import base64
 
 MAX_CONFIGMAP_BYTES = 1048576  # k8s.io/kubernetes pkg/apis/core/validation ValidateConfigMap: core.MaxSecretSize

@@ -3,7 +3,7 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """k8s_auth: option and environment handling, merged kubeconfig lists, and what each option sets on the
 client's Configuration and ApiClient (no server; the fake API server tests are in
-tests/integration/kubeapi/test_auth.py and tests/unit/plugins/module_utils/stores/test_kubernetes.py)."""
+tests/integration/kubeapi/test_auth.py and tests/unit/plugins/module_utils/stores/test_kubernetes_auth.py)."""
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
