@@ -89,7 +89,9 @@ operations:
   elements: dict
 failures:
   description: "One entry per call that failed or was not attempted: C({op, node, pv_name, unique_volume_name, msg,
-    uncertain}); C(uncertain) true when the driver may have done it (a non-final gRPC status)."
+    uncertain, code, grpc_code}); C(uncertain) true when the driver may have done it (a non-final gRPC status);
+    C(code) the C(KV-...) code the message ends with (for a call not attempted, that of the failure that stopped its
+    volume); C(grpc_code) the gRPC status the driver answered, null when no call was answered."
   returned: always
   type: list
   elements: dict
