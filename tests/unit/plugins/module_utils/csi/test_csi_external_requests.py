@@ -221,7 +221,7 @@ def test_a_drivers_answer_gives_kv_csi_call_and_its_grpc_code(grpc_code, cls, un
         "NodePublishVolume", "/s.sock", "volume busy", code=grpc_code, volume_id="h1", driver="d.example.com",
         node="node4", hint="run again")
     err = from_csi(exc, "pv9", "node4", "d.example.com")
-    assert type(err) is cls and err.uncertain is uncertain
+    assert err.__class__ is cls and err.uncertain is uncertain
     assert err.msg.endswith("; run again [KV-CSI-CALL]") and "%s: volume busy" % grpc_code in err.msg, err.msg
     assert err.to_result()["code"] == "KV-CSI-CALL" and err.to_result()["grpc_code"] == grpc_code
 
@@ -232,7 +232,7 @@ def test_a_missing_socket_gives_kv_csi_unreachable(tmp_path):
     with pytest.raises(CsiSocketError) as raised:
         client.check_socket("NodeStageVolume", "h1")
     err = from_csi(raised.value, "pv9", "node4", "d.example.com")
-    assert type(err) is CsiDriverUnreachable and not err.uncertain
+    assert err.__class__ is CsiDriverUnreachable and not err.uncertain
     assert err.msg.endswith(" [KV-CSI-UNREACHABLE]") and err.msg.count("[KV-") == 1, err.msg
     assert str(tmp_path / "csi.sock") in err.msg
     assert err.to_result()["code"] == "KV-CSI-UNREACHABLE" and err.to_result()["grpc_code"] is None
