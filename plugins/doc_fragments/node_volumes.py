@@ -9,7 +9,7 @@ __metaclass__ = type
 
 class ModuleDocFragment(object):
 
-    # node_name and words: every node module (with SETTINGS)
+    # node_name: every node module (with SETTINGS, and the words fragment for its option words)
     NODE = r'''
 options:
   node_name:
@@ -17,14 +17,6 @@ options:
       - The Kubernetes node name of this host (used in VolumeAttachment names and C(vol_data.json)).
       - Defaults to the host name, lower-cased, as the kubelet does.
     type: str
-  words:
-    description:
-      - How a remedy in a message names a setting to change. V(module) - as this module's option (C(provision=true)).
-        V(role) - as the reconcile role's variable (C(kubevol_provision=true)); the reconcile role sets it.
-    type: str
-    choices: [module, role]
-    default: module
-    version_added: 0.2.0
 '''
 
     # The node's settings: one group, the same options on every node module (module_utils/node/node_args.py

@@ -9,7 +9,7 @@ __metaclass__ = type
 
 class ModuleDocFragment(object):
 
-    # How remedies name a setting (module_utils/common/words.py); the node modules have it in node_volumes.node.
+    # How remedies name a setting (module_utils/common/words.py): every module that takes words, the node modules too.
     DOCUMENTATION = r'''
 options:
   words:

@@ -41,6 +41,7 @@ extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
   - kubevol.volumes.driver_options.loop_pools
   - kubevol.volumes.node_volumes.node
+  - kubevol.volumes.words
   - kubevol.volumes.node_volumes.settings
 attributes:
   check_mode:

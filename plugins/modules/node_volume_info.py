@@ -42,6 +42,7 @@ options:
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
   - kubevol.volumes.node_volumes.node
+  - kubevol.volumes.words
   - kubevol.volumes.node_volumes.settings
   - kubevol.volumes.driver_options.loop_pools
 attributes:

@@ -37,7 +37,8 @@ def redact(text, secrets):
 class CsiError(Exception):
     """A CSI call failed. ``final`` says whether the driver surely did nothing (True) or may have (False). Its text is
     one sentence: the call, the volume, driver, node and socket, the gRPC code and the driver's message, then
-    ``hint`` (what to do, as written: drivers/external/errors.py finds it in the text), then the code ``[KV-CSI-CALL]``."""
+    ``hint`` (what to do, as written: drivers/external/errors.py finds it in the text), then the code ``[KV-CSI-CALL]``;
+    ``text`` is the same without the code."""
 
     final = True
 
@@ -50,7 +51,8 @@ class CsiError(Exception):
         self.hint = hint
         self.driver = driver
         self.node = node
-        Exception.__init__(self, self._text())
+        self.text = self._text()  # without the code: drivers/external/errors.py ends it with its own
+        Exception.__init__(self, "%s [%s]" % (self.text, CODE))
 
     def _text(self):
         where = "CSI %s" % self.method
@@ -68,7 +70,7 @@ class CsiError(Exception):
         text = "%s failed: %s%s" % (where, "%s: " % self.code if self.code else "", details)
         if self.hint:
             text += "; " + self.hint
-        return "%s [%s]" % (text, CODE)
+        return text
 
     def __repr__(self):
         return "%s(%r)" % (type(self).__name__, self.args[0])
@@ -97,4 +99,4 @@ class CsiDependencyError(CsiError):
         CsiError.__init__(self, "(any call)", "-", "%s (%s)" % (INSTALL_HINT, reason))
 
     def _text(self):
-        return "the CSI client cannot run: %s [%s]" % (self.details, CODE)
+        return "the CSI client cannot run: %s" % self.details

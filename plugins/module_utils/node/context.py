@@ -232,7 +232,8 @@ class NodeContext:
             if item.pv_name not in err.msg:
                 err.msg = "volume %s: %s" % (item.pv_name, err.msg)
             entry = dict((k, v) for k, v in err.to_result().items()
-                         if k in ("step", "cmd", "rc", "stderr", "hint", "device", "path", "reason"))
+                         if k in ("step", "cmd", "rc", "stderr", "hint", "device", "path", "reason", "code",
+                                  "grpc_code"))
             entry.update(volume=item.pv_name, unique_volume_name=item.unique_name, node=self.node_name, msg=err.msg)
             if getattr(err, "uncertain", False):
                 # a CSI call's outcome is unknown (a non-final gRPC status): failed and uncertain, never absent

@@ -19,6 +19,7 @@ __metaclass__ = type
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import KubevolError
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.names import DEFAULT_KUBELET_DIR
 from ansible_collections.kubevol.volumes.plugins.module_utils.drivers.external.driver import external_driver_class
+from ansible_collections.kubevol.volumes.plugins.module_utils.drivers.external.errors import refused
 from ansible_collections.kubevol.volumes.plugins.module_utils.drivers.external.settings import driver_settings
 from ansible_collections.kubevol.volumes.plugins.module_utils.node.volume import volume_item
 
@@ -26,9 +27,10 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.node.volume import
 def _operation(driver, op, item, node_id, check_mode):
     """One call: the result entry's fields (publish_context, capacity_bytes, ...)."""
     if op in ("publish", "unpublish") and item.attach_required and not node_id:
-        raise KubevolError("node %s's plugin of driver %s gave no node id (NodeGetInfo) when its state was gathered: "
-                           "check that the driver's node plugin runs on node %s, then run again; nothing was called"
-                           % (driver.node_name, driver.NAME, driver.node_name))
+        raise refused(item.pv_name, driver.node_name, driver.NAME,
+                      "node %s's plugin of driver %s gave no node id (NodeGetInfo) when its state was gathered, so "
+                      "nothing was called" % (driver.node_name, driver.NAME), "Controller%sVolume" % op.capitalize(),
+                      "check that the driver's node plugin runs on node %s, then run again" % driver.node_name)
     if op == "unpublish":
         step = driver.controller_unpublish(item, node_id, check_mode=check_mode)
         return {"called": bool(step.called), "skipped": step.skipped}
@@ -51,7 +53,7 @@ def run_operations(runner, host, operations, driver_options, check_mode=False):
             item = volume_item(raw["volume"])
             entry["unique_volume_name"] = item.unique_name
             if item.unique_name in failed:
-                raise KubevolError("not attempted: %s" % failed[item.unique_name])
+                raise KubevolError("not attempted: %s" % failed[item.unique_name].msg)
             remote = driver_settings(item.driver, driver_options or {})["remote"]
             if not remote:
                 raise KubevolError("driver %s has no controller host in driver_options (controller, "
@@ -67,8 +69,10 @@ def run_operations(runner, host, operations, driver_options, check_mode=False):
             entry["csi_calls"] = list(driver.calls)
             results.append(entry)
         except KubevolError as err:
-            entry.update(msg=err.msg, uncertain=bool(getattr(err, "uncertain", False)))
+            cause = failed.get(entry.get("unique_volume_name"), err)  # a call not attempted: its cause's codes
+            entry.update(msg=err.msg, uncertain=bool(getattr(err, "uncertain", False)), code=cause.code,
+                         grpc_code=cause.kwargs.get("grpc_code"))
             if entry.get("unique_volume_name"):
-                failed.setdefault(entry["unique_volume_name"], err.msg)
+                failed.setdefault(entry["unique_volume_name"], err)
             failures.append(entry)
     return results, failures

@@ -79,9 +79,12 @@ def run_operations(runner, kubelet_dir, host, operations, driver_options, secret
                 what, host, op.get("driver"), err.msg)
             uncertain = bool(getattr(err, "uncertain", False))
             if uncertain and op.get("op") == "create_volume":
-                # said here, in the host's own failure (the one message printed for it), not later by the report
-                msg += (" The next run calls CreateVolume %s again with the same name, and the driver answers with the "
-                        "volume it may have made: no second volume" % op.get("name"))
-            entry.update(msg=msg, uncertain=uncertain)
+                # said here, in the host's own failure (the one message printed for it), not later by the report;
+                # before the code, which stays last
+                code = " [%s]" % err.code if err.code and msg.endswith(" [%s]" % err.code) else ""
+                msg = msg[:len(msg) - len(code)] + (
+                    "; the next run calls CreateVolume %s again with the same name, and the driver answers with the "
+                    "volume it may have made, so no second volume is made" % op.get("name")) + code
+            entry.update(msg=msg, uncertain=uncertain, code=err.code, grpc_code=err.kwargs.get("grpc_code"))
             failures.append(entry)
     return results, failures

@@ -36,8 +36,12 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.records.shape impo
 
 
 class ObjectNotFound(KubevolError):
-    message = ("{kind} {name} is not in the cluster state: {reason}; check the name, "
-               "or refresh the state (kubectl get nodes,pods,pv,pvc,volumeattachments,csidrivers -A -o yaml)")
+    """A record names a Node, PV, claim or snapshot content the cluster does not hold (deleted since the plan, or a
+    record written by hand): kubevol writes records on the objects it is given and never creates one to hold them."""
+    code = "KV-OBJECT-MISSING"
+    message = ("{kind} {name} is not in the cluster state: {reason}; check the name, and if the object was deleted "
+               "since the plan, run again to plan from the cluster as it is now (with a state file, write it again "
+               "with kubectl get nodes,pods,pv,pvc,volumeattachments,csidrivers -A -o yaml)")
 
 
 def _label(obj):

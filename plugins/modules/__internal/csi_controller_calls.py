@@ -13,28 +13,19 @@ short_description: Internal - external CSI drivers' controller calls, on the hos
 version_added: 0.2.0
 author: kubevol contributors (@kubevol)
 description:
-  - Internal to the reconcile role - its options and results follow the role and may change in any release. It
-    lives in C(plugins/modules/__internal/), which C(ansible-doc -l) does not list; its name is
-    C(kubevol.volumes.__internal.csi_controller_calls) (docs/internal-modules.md).
   - Makes ControllerUnpublishVolume, ControllerPublishVolume and ControllerExpandVolume over the controller plugin's
     unix socket on this host, as the external-attacher and the external-resizer do beside the controller plugin,
     for the drivers whose C(driver_options) entry names this host as C(controller) with its C(controller_socket).
   - C(kubevol.volumes.csi_controller) runs it (after reading the plan, the PVs' Secrets and the run's failures) on
     each controller host, delegated there by the reconcile role between the nodes' teardown and their setup, and only
     when the plan has such calls. Every unpublish comes before any publish; a volume whose call failed gets no later call.
-  - Secrets travel in O(volumes[].secrets) only (no_log), never in a result or an error.
-  - Check mode makes only the read-only calls (GetPluginInfo, Probe, the capability calls).
-attributes:
-  check_mode:
-    support: full
-  diff_mode:
-    support: none
-  platform:
-    platforms: posix
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
+  - kubevol.volumes.internal
+  - kubevol.volumes.internal.controller_calls
   - kubevol.volumes.node_volumes
   - kubevol.volumes.node_volumes.node
+  - kubevol.volumes.words
   - kubevol.volumes.node_volumes.settings
   - kubevol.volumes.driver_options.loop_pools
 options:
@@ -89,7 +80,9 @@ operations:
   elements: dict
 failures:
   description: "One entry per call that failed or was not attempted: C({op, node, pv_name, unique_volume_name, msg,
-    uncertain}); C(uncertain) true when the driver may have done it (a non-final gRPC status)."
+    uncertain, code, grpc_code}); C(uncertain) true when the driver may have done it (a non-final gRPC status);
+    C(code) the C(KV-...) code the message ends with (for a call not attempted, that of the failure that stopped its
+    volume); C(grpc_code) the gRPC status the driver answered, null when no call was answered."
   returned: always
   type: list
   elements: dict

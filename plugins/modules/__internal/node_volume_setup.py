@@ -14,9 +14,6 @@ short_description: Internal - attach, format and mount, and grow one node's volu
 version_added: 0.2.0
 author: kubevol contributors (@kubevol)
 description:
-  - Internal to the reconcile role - its options and results follow the role and may change in any release. It
-    lives in C(plugins/modules/__internal/), which C(ansible-doc -l) does not list; its name is
-    C(kubevol.volumes.__internal.node_volume_setup) (docs/internal-modules.md).
   - Runs, in one execution on the node, the phases that M(kubevol.volumes.k8s_volume_attach),
     M(kubevol.volumes.node_volume_mount) and M(kubevol.volumes.fs_expand) (C(stage=controller), then C(stage=node))
     run one execution each, in that order, each with the same checks, locks, check mode and result.
@@ -25,16 +22,11 @@ description:
     of these phases); the single-phase modules stay the ones to use ad hoc.
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
+  - kubevol.volumes.internal
   - kubevol.volumes.node_volumes.node
+  - kubevol.volumes.words
   - kubevol.volumes.node_volumes.settings
   - kubevol.volumes.driver_options.loop_pools
-attributes:
-  check_mode:
-    support: full
-  diff_mode:
-    support: none
-  platform:
-    platforms: posix
 seealso:
   - module: kubevol.volumes.k8s_volume_attach
     description: The attach phase on its own.

@@ -13,29 +13,17 @@ short_description: Internal - CreateVolume, DeleteVolume, CreateSnapshot and Del
 version_added: 0.2.0
 author: kubevol contributors (@kubevol)
 description:
-  - Internal to the reconcile role - its options and results follow the role and may change in any release. It
-    lives in C(plugins/modules/__internal/), which C(ansible-doc -l) does not list; its name is
-    C(kubevol.volumes.__internal.volume_provision_calls) (docs/internal-modules.md).
-  - Internal to the reconcile role, not meant to be called directly. C(kubevol.volumes.volume_provision) runs it,
-    with the operations it cut from the run's plan and the Secrets it read, on each host that provisions or deletes
-    volumes.
+  - C(kubevol.volumes.volume_provision) runs it, with the operations it cut from the run's plan and the Secrets it
+    read, on each host that provisions or deletes volumes.
   - For an external CSI driver, CreateVolume, DeleteVolume, CreateSnapshot or DeleteSnapshot over its Controller
     service's socket (the controller host's C(controller_socket), or the node plugin's own with C(controller=node)),
     as the external-provisioner and the external-snapshotter make them; for kubevol's loop driver, the image (or
     the snapshot's sparse copy) made in or removed from this node's pool.
-  - Each operation stands alone; a failure names the claim or the PV, the driver and the host, and says whether the
-    driver may have done it (C(uncertain)).
-  - Secrets travel in O(secrets) only (no_log), never in a result or an error.
-  - Check mode makes only the read-only calls (GetPluginInfo, Probe, the capability calls).
-attributes:
-  check_mode:
-    support: full
-  diff_mode:
-    support: none
-  platform:
-    platforms: posix
+  - Each operation stands alone; a failure names the claim or the PV, the driver and the host.
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
+  - kubevol.volumes.internal
+  - kubevol.volumes.internal.controller_calls
   - kubevol.volumes.words
   - kubevol.volumes.node_volumes.settings
   - kubevol.volumes.driver_options.loop_pools
@@ -82,8 +70,9 @@ operations:
   type: list
   elements: dict
 failures:
-  description: "One entry per operation that failed: C({op, claim, name, pv_name, driver, msg, uncertain}); C(uncertain)
-    true when the driver may have done it (a non-final gRPC status)."
+  description: "One entry per operation that failed: C({op, claim, name, pv_name, driver, msg, uncertain, code,
+    grpc_code}); C(uncertain) true when the driver may have done it (a non-final gRPC status); C(code) the C(KV-...)
+    code the message ends with; C(grpc_code) the gRPC status the driver answered, null when no call was answered."
   returned: always
   type: list
   elements: dict

@@ -21,7 +21,9 @@ def test_final_error_fails_the_volume_with_the_drivers_code(plugin):
     with pytest.raises(CsiVolumeFailed) as info:
         external(plugin).node_stage(item("v5"), staging, {})
     err = info.value
-    assert not err.uncertain and err.kwargs["code"] == "INVALID_ARGUMENT"
+    assert not err.uncertain and err.kwargs["grpc_code"] == "INVALID_ARGUMENT"
+    assert err.to_result()["code"] == "KV-CSI-CALL" and str(err).endswith("[KV-CSI-CALL]")
+    assert str(err).count("[KV-") == 1
     for part in ("pv-v5", "node1", NAME, "NodeStageVolume", "fs_type bogus unsupported", plugin.socket):
         assert part in str(err), part
     assert plugin.mount_of(staging) is None and plugin.loops() == []
@@ -36,8 +38,9 @@ def test_non_final_error_leaves_the_volume_uncertain(plugin, code):
     drv.node_stage(item("v6"), staging, {})
     with pytest.raises(CsiVolumeUncertain) as info:
         drv.node_publish(item("v6"), target, staging, {}, pod())
-    assert info.value.uncertain and info.value.kwargs["uncertain"] is True and info.value.kwargs["code"] == code
+    assert info.value.uncertain and info.value.kwargs["uncertain"] is True and info.value.kwargs["grpc_code"] == code
     assert "uncertain" in str(info.value) and "pv-v6" in str(info.value)
+    assert info.value.to_result()["code"] == "KV-CSI-CALL" and str(info.value).endswith("[KV-CSI-CALL]")
 
 
 def test_identity_failures_fail_the_volume_and_send_nothing(plugin):
@@ -63,7 +66,7 @@ def test_timeout_is_uncertain(plugin):
     with pytest.raises(CsiVolumeUncertain) as info:
         external(plugin, timeout=1).node_stage(item("v7"), staging, {})
     assert time.time() - started < 3.5
-    assert info.value.kwargs["code"] == "DEADLINE_EXCEEDED" and "no answer within 1s" in str(info.value)
+    assert info.value.kwargs["grpc_code"] == "DEADLINE_EXCEEDED" and "no answer within 1s" in str(info.value)
     time.sleep(3.5)  # the plugin finishes the stage it was doing: the teardown unmounts it
 
 
@@ -78,6 +81,8 @@ def test_plugin_that_disappears_between_two_calls(plugin):
         drv.node_publish(item("v8"), target, staging, {}, pod())
     text = str(info.value)
     assert plugin.socket in text and "has exited" in text and "pv-v8" in text and not info.value.uncertain
+    assert text.endswith("[KV-CSI-UNREACHABLE]") and text.count("[KV-") == 1
+    assert info.value.to_result()["code"] == "KV-CSI-UNREACHABLE" and info.value.to_result()["grpc_code"] is None
 
 
 def test_secrets_reach_the_driver_and_nothing_else(plugin, caplog):
@@ -111,6 +116,7 @@ def test_wrong_driver_at_the_socket_is_refused(plugin):
     with pytest.raises(CsiDriverRefused) as info:
         external(plugin).node_unpublish(item("v1"), plugin.path("t"))
     assert "'other.csi.example', not 'csi.kubevol.test'" in str(info.value)
+    assert str(info.value).endswith("[KV-CSI-REFUSED]") and info.value.to_result()["code"] == "KV-CSI-REFUSED"
     assert methods(plugin) == ["GetPluginInfo"]
 
 

@@ -80,9 +80,14 @@ def test_create_volume_failures_final_and_uncertain(driver):
     results, failures = run(options, [create_op()])
     assert results == [] and failures[0]["uncertain"] is False  # checkError: final for CreateVolume
     assert "pool full" in failures[0]["msg"] and "pvc-u1" in failures[0]["msg"]
+    assert failures[0]["code"] == "KV-CSI-CALL" and failures[0]["grpc_code"] == "RESOURCE_EXHAUSTED"
     driver.configure(fail={}, fail_after={"CreateVolume": {"code": "DEADLINE_EXCEEDED", "message": "slow"}})
     results, failures = run(options, [create_op()])
     assert failures[0]["uncertain"] is True and images(driver.path("csi-state", "pool")) == ["pvc-u1.img"]
+    # what the next run does is said before the code, which stays last and once
+    msg = failures[0]["msg"]
+    assert msg.endswith("so no second volume is made [KV-CSI-CALL]") and msg.count("[KV-") == 1, msg
+    assert failures[0]["code"] == "KV-CSI-CALL" and failures[0]["grpc_code"] == "DEADLINE_EXCEEDED"
     driver.configure(fail_after={})
     results, failures = run(options, [create_op()])
     assert not failures and images(driver.path("csi-state", "pool")) == ["pvc-u1.img"]  # retried: no second volume

@@ -30,6 +30,7 @@ import re
 
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import InvalidInput
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.value import REQUIRED, Value
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.words import setting
 from ansible_collections.kubevol.volumes.plugins.module_utils.csi import client as csi_client
 from ansible_collections.kubevol.volumes.plugins.module_utils.csi.errors import CsiError
 from ansible_collections.kubevol.volumes.plugins.module_utils.drivers import base
@@ -117,9 +118,9 @@ class ExternalCsiDriver(base.Driver):
             raise self._refuse(item, step, "%s needs driver %s's Controller service and %s" % (
                 step, self.NAME, "it runs on host %s: only the run's controller task calls it there"
                 % self.settings["remote"]["host"] if self.settings["remote"] else "kubevol does not know where it runs"),
-                "Set driver_options {%r: {controller: node}} when each node's plugin serves it (as "
-                "csi-driver-host-path's does), or {controller: <inventory host>, controller_socket: <its socket "
-                "there>}" % self.NAME)
+                "set %s to {controller: node} when each node's plugin serves it (as csi-driver-host-path's does), "
+                "or to {controller: <inventory host>, controller_socket: <its socket there>}"
+                % setting("driver_options", key=self.NAME))
         csi = None
         try:
             csi = csi_client.CsiClient(self.node_socket(item), timeout=self.timeout, driver=self.NAME,
@@ -130,7 +131,7 @@ class ExternalCsiDriver(base.Driver):
         except CsiError as exc:
             raise from_csi(exc, item.pv_name, self.node_name, self.NAME) from None
         except req.RequestRefused as exc:
-            raise self._refuse(item, step, str(exc), "Fix the PersistentVolume (or its Secret)") from None
+            raise self._refuse(item, step, str(exc), "fix the PersistentVolume (or its Secret)") from None
         finally:
             if csi is not None:
                 csi.close()
@@ -145,12 +146,12 @@ class ExternalCsiDriver(base.Driver):
         name = self._call(csi, "GetPluginInfo").name
         if name != self.NAME:
             raise self._refuse(item, step, "the CSI plugin at %s is %r, not %r" % (csi.socket_path, name, self.NAME),
-                               "Point driver_options[%r].socket (or the registration) at %s's own socket"
-                               % (self.NAME, self.NAME))
+                               "point the socket of %s (or the registration) at %s's own socket"
+                               % (setting("driver_options", key=self.NAME), self.NAME))
         probe = self._call(csi, "Probe")
         if probe.HasField("ready") and not probe.ready.value:
             raise self._refuse(item, step, "the CSI plugin at %s says it is not ready (Probe)" % csi.socket_path,
-                               "Nothing was done: retry once the driver is ready (its log says why it is not)")
+                               "nothing was done: run again once the driver is ready (its log says why it is not)")
 
     def _node_caps(self, csi):
         return req.rpc_capabilities(csi.to_dict(self._call(csi, "NodeGetCapabilities")))
@@ -238,7 +239,7 @@ class ExternalCsiDriver(base.Driver):
                                         skipped="the controller has no EXPAND_VOLUME: the node expands it")
                 raise self._refuse(item, step, "driver %s supports no expansion (neither the controller nor the node "
                                    "plugin has EXPAND_VOLUME)" % self.NAME,
-                                   "Nothing was changed: restore the PVC's request to %s bytes" % old)
+                                   "nothing was changed: restore the PVC's request to %s bytes" % old)
             mode = req.controller_access_mode(req.access_modes(item), "SINGLE_NODE_MULTI_WRITER" in caps)
             request = req.controller_expand(item, new, req.volume_capability(item, mode),
                                             req.secrets(item, "controller_expand"))
@@ -263,7 +264,7 @@ class ExternalCsiDriver(base.Driver):
     def _need_dir(self, item, step, path, what):
         if not path or not os.path.isdir(path):
             raise self._refuse(item, step, "%s %r is not a directory on node %s" % (what, path, self.node_name),
-                               "The node code creates it before calling the driver: this is a bug in the caller")
+                               "the node code creates it before calling the driver: this is a bug in the caller")
 
     def node_stage(self, item, staging_path, publish_context=None, check_mode=False):
         """csi_attacher.go MountDevice (csi_block.go stageVolumeForBlock): NodeStageVolume at the staging path

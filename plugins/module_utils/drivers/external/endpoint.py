@@ -49,7 +49,7 @@ def find_node_socket(driver, volume):
     if configured:
         return configured  # the client says precisely what is wrong with it, if anything
     raise CsiDriverUnreachable(
-        volume=volume, node=node, driver=name, step="find socket", socket="", code="", uncertain=False,
+        volume=volume, node=node, driver=name, step="find socket", socket="", grpc_code=None, uncertain=False,
         hint="", detail="CSI driver %s has no socket there (neither %s nor %s exists); start the driver's node "
                         "plugin and its node-driver-registrar on node %s, or set its socket in %s"
                         % (name, reg, conventional, node, setting("driver_options", key=name)))
@@ -67,7 +67,7 @@ def registered_endpoint(driver, reg, volume):
         raise from_csi(exc, volume, node, name) from None
     msgs = registration.load()
     channel = grpc.insecure_channel("unix:" + reg)
-    problem = None
+    problem = code = None
     try:
         rpc = channel.unary_unary(registration.GET_INFO, request_serializer=msgs["InfoRequest"].SerializeToString,
                                   response_deserializer=msgs["PluginInfo"].FromString)
@@ -80,7 +80,7 @@ def registered_endpoint(driver, reg, volume):
         channel.close()
     if problem is not None:
         raise CsiDriverUnreachable(
-            volume=volume, node=node, driver=name, step="GetInfo (registration)", socket=reg, code="",
+            volume=volume, node=node, driver=name, step="GetInfo (registration)", socket=reg, grpc_code=code,
             uncertain=False, hint="", detail="the registration socket %s of CSI driver %s does not answer GetInfo "
                                              "(%s): check node-driver-registrar's container or process and its log"
                                              % (reg, name, problem))

@@ -124,6 +124,11 @@ class TestAttached:
             apply_one(cl, vol(node_name="node9"))
         assert "node9" in str(err.value) and "Node" in str(err.value)
         assert isinstance(err.value, KubevolError)
+        # one sentence, ending with its code, which the result carries too (docs/errors.md KV-OBJECT-MISSING)
+        assert err.value.msg.endswith(" [KV-OBJECT-MISSING]") and err.value.msg.count("[KV-") == 1, err.value.msg
+        assert ". " not in err.value.msg and "deleted since the plan" in err.value.msg
+        result = err.value.to_result()
+        assert result["code"] == "KV-OBJECT-MISSING" and result["kind"] == "Node" and result["name"] == "node9"
 
 
 class TestDetached:

@@ -200,6 +200,10 @@ def test_the_controller_host_refuses_a_call_without_the_nodes_csi_id_and_stops_t
     assert "node n1" in failures[0]["msg"] and DRIVER in failures[0]["msg"] and "NodeGetInfo" in failures[0]["msg"]
     assert "ctl" in failures[0]["msg"] and SOCKET in failures[0]["msg"]
     assert failures[1]["msg"].startswith("not attempted")
+    # each failure carries its kubevol code, and the gRPC status apart (none: no call was made)
+    assert failures[0]["code"] == "KV-CSI-REFUSED" and failures[0]["msg"].endswith("[KV-CSI-REFUSED]")
+    assert failures[0]["grpc_code"] is None and failures[0]["uncertain"] is False
+    assert failures[1]["code"] == "KV-CSI-REFUSED" and failures[1]["msg"].count("[KV-") == 1
     assert "s3cret-value" not in repr((results, failures))
 
 

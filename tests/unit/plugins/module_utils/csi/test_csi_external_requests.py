@@ -14,6 +14,7 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.drivers.external.d
     OPTIONS, configured_drivers, driver_settings, external_driver_class)
 from ansible_collections.kubevol.volumes.plugins.module_utils.drivers.external.errors import (
     CsiDriverRefused, CsiDriverUnreachable, CsiVolumeFailed, CsiVolumeUncertain, from_csi)
+from ansible_collections.kubevol.volumes.plugins.module_utils.node.volume import volume_item
 
 SECRET = "pa55-w0rd-never-printed"
 
@@ -185,19 +186,77 @@ def test_one_class_per_driver_name():
                               builtin=("loop.kubevol.io",)) == ["y"]
 
 
-@pytest.mark.parametrize("exc, cls, uncertain", [
-    (CsiFinalError("NodeStageVolume", "/s.sock", "bad fs", code="INVALID_ARGUMENT"), CsiVolumeFailed, False),
-    (CsiUncertainError("NodeStageVolume", "/s.sock", "slow", code="DEADLINE_EXCEEDED"), CsiVolumeUncertain, True),
-    (CsiSocketError("(connect)", "/s.sock", "no socket at /s.sock", hint="Check"), CsiDriverUnreachable, False),
-    (CsiDependencyError("No module named 'grpc'"), CsiDriverRefused, False),
+@pytest.mark.parametrize("exc, cls, uncertain, code", [
+    (CsiFinalError("NodeStageVolume", "/s.sock", "bad fs", code="INVALID_ARGUMENT"), CsiVolumeFailed, False,
+     "KV-CSI-CALL"),
+    (CsiUncertainError("NodeStageVolume", "/s.sock", "slow", code="DEADLINE_EXCEEDED"), CsiVolumeUncertain, True,
+     "KV-CSI-CALL"),
+    (CsiSocketError("(connect)", "/s.sock", "no socket at /s.sock", hint="Check"), CsiDriverUnreachable, False,
+     "KV-CSI-UNREACHABLE"),
+    (CsiDependencyError("No module named 'grpc'"), CsiDriverRefused, False, "KV-CSI-REFUSED"),
 ])
-def test_errors_are_classified_as_the_kubelet_does(exc, cls, uncertain):
+def test_errors_are_classified_as_the_kubelet_does(exc, cls, uncertain, code):
     err = from_csi(exc, "pv9", "node4", "d.example.com")
-    assert err.__class__ is cls and isinstance(err, KubevolError)
+    assert err.__class__ is cls and isinstance(err, KubevolError) and err.code == code
     assert err.uncertain is uncertain and err.kwargs["uncertain"] is uncertain
     assert str(err).startswith("volume pv9 on node node4: ")
     assert err.kwargs["volume"] == "pv9" and err.kwargs["node"] == "node4" and err.kwargs["driver"] == "d.example.com"
-    assert err.to_result()["code"] == (exc.code or "")
+    # the kubevol code last, once (the CSI client's own is not kept); the gRPC status in its own field
+    assert err.msg.endswith(" [%s]" % code) and err.msg.count("[KV-") == 1, err.msg
+    result = err.to_result()
+    assert result["code"] == code and result["grpc_code"] == exc.code and result["uncertain"] is uncertain
+
+
+def _driver(tmp_path, options=None):
+    return external_driver_class("d.example.com")(None, str(tmp_path), "node4", options or {})
+
+
+@pytest.mark.parametrize("grpc_code, cls, uncertain", [
+    ("FAILED_PRECONDITION", CsiVolumeFailed, False),
+    ("UNAVAILABLE", CsiVolumeUncertain, True),
+])
+def test_a_drivers_answer_gives_kv_csi_call_and_its_grpc_code(grpc_code, cls, uncertain):
+    # as csi/client.py raises them for a status the driver answered
+    exc = (CsiFinalError if cls is CsiVolumeFailed else CsiUncertainError)(
+        "NodePublishVolume", "/s.sock", "volume busy", code=grpc_code, volume_id="h1", driver="d.example.com",
+        node="node4", hint="run again")
+    err = from_csi(exc, "pv9", "node4", "d.example.com")
+    assert err.__class__ is cls and err.uncertain is uncertain
+    assert err.msg.endswith("; run again [KV-CSI-CALL]") and "%s: volume busy" % grpc_code in err.msg, err.msg
+    assert err.to_result()["code"] == "KV-CSI-CALL" and err.to_result()["grpc_code"] == grpc_code
+
+
+def test_a_missing_socket_gives_kv_csi_unreachable(tmp_path):
+    # the client's own check of a path where no socket is: no call sent, no gRPC status
+    client = csi_client.CsiClient(str(tmp_path / "csi.sock"), driver="d.example.com", node="node4")
+    with pytest.raises(CsiSocketError) as raised:
+        client.check_socket("NodeStageVolume", "h1")
+    err = from_csi(raised.value, "pv9", "node4", "d.example.com")
+    assert err.__class__ is CsiDriverUnreachable and not err.uncertain
+    assert err.msg.endswith(" [KV-CSI-UNREACHABLE]") and err.msg.count("[KV-") == 1, err.msg
+    assert str(tmp_path / "csi.sock") in err.msg
+    assert err.to_result()["code"] == "KV-CSI-UNREACHABLE" and err.to_result()["grpc_code"] is None
+    # a driver with no socket anywhere kubevol looks (registration, convention, driver_options) is the same
+    with pytest.raises(CsiDriverUnreachable) as info:
+        _driver(tmp_path).node_socket(item(pv_name="pv9"))
+    result = info.value.to_result()
+    assert result["code"] == "KV-CSI-UNREACHABLE" and result["grpc_code"] is None and result["uncertain"] is False
+    assert info.value.msg.endswith("[KV-CSI-UNREACHABLE]") and info.value.msg.count("[KV-") == 1, info.value.msg
+
+
+def test_a_refusal_of_kubevols_gives_kv_csi_refused(tmp_path):
+    # a controller call of a driver whose Controller service runs on another host: refused before any call
+    drv = _driver(tmp_path, {"d.example.com": {"controller": "ctl", "controller_socket": "/c.sock"}})
+    vol = volume_item({"pv_name": "pv9", "driver": "d.example.com", "volume_handle": "h9", "volume_attributes": {},
+                       "capacity_bytes": 1 << 30, "mode": "Filesystem", "fs_type": "xfs", "mount_options": [],
+                       "read_only": False, "pods": [], "secret_refs": {}})
+    with pytest.raises(CsiDriverRefused) as info:
+        drv.controller_publish(vol, "id-node4")
+    err = info.value
+    assert not err.uncertain and err.code == "KV-CSI-REFUSED"
+    assert err.msg.endswith(" [KV-CSI-REFUSED]") and err.msg.count("[KV-") == 1, err.msg
+    result = err.to_result()
+    assert result["code"] == "KV-CSI-REFUSED" and result["grpc_code"] is None and result["uncertain"] is False
 
 
 def test_a_read_only_call_that_fails_leaves_nothing_uncertain():
