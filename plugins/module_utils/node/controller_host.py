@@ -18,6 +18,7 @@ __metaclass__ = type
 
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import KubevolError
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.names import DEFAULT_KUBELET_DIR
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.words import setting
 from ansible_collections.kubevol.volumes.plugins.module_utils.drivers.external.driver import external_driver_class
 from ansible_collections.kubevol.volumes.plugins.module_utils.drivers.external.errors import refused
 from ansible_collections.kubevol.volumes.plugins.module_utils.drivers.external.settings import driver_settings
@@ -56,8 +57,10 @@ def run_operations(runner, host, operations, driver_options, check_mode=False):
                 raise KubevolError("not attempted: %s" % failed[item.unique_name].msg)
             remote = driver_settings(item.driver, driver_options or {})["remote"]
             if not remote:
-                raise KubevolError("driver %s has no controller host in driver_options (controller, "
-                                   "controller_socket): nothing was called" % item.driver)
+                raise refused(item.pv_name, node, item.driver, "driver %s has no controller host on host %s, so "
+                              "nothing was called" % (item.driver, host), "Controller%sVolume" % op.capitalize(),
+                              "give the host running its Controller service in %s (controller, controller_socket)"
+                              % setting("driver_options", key=item.driver))
             driver = external_driver_class(item.driver)(runner, DEFAULT_KUBELET_DIR, node, driver_options)
             driver.serve_controller_at(remote["socket"])
             try:

@@ -207,6 +207,17 @@ def test_the_controller_host_refuses_a_call_without_the_nodes_csi_id_and_stops_t
     assert "s3cret-value" not in repr((results, failures))
 
 
+def test_a_controller_host_without_the_drivers_controller_refuses_with_its_code_in_the_operators_words():
+    ops = [{"op": "publish", "node": "n2", "node_id": "id-n2", "volume": item()}]
+    results, failures = run_operations(None, "ctl", ops, {})
+    assert results == [] and len(failures) == 1
+    entry = failures[0]
+    assert (entry["code"], entry["grpc_code"], entry["uncertain"]) == ("KV-CSI-REFUSED", None, False)
+    assert entry["msg"].startswith("volume pv-a on node n2: driver %s has no controller host on host ctl" % DRIVER)
+    # the setting is a token, said by the edge that shows the message (the module option or kubevol_driver_options)
+    assert "@{driver_options[%s]}" % DRIVER in entry["msg"] and entry["msg"].endswith("[KV-CSI-REFUSED]")
+
+
 def test_the_node_never_calls_a_remote_controller():
     from ansible_collections.kubevol.volumes.plugins.module_utils.drivers.external.driver import external_driver_class
     from ansible_collections.kubevol.volumes.plugins.module_utils.drivers.external.errors import CsiDriverRefused
