@@ -66,17 +66,19 @@ def run_tasks(plan):
     return {"teardown": teardown, "setup": setup, "expand_node_after": after, "sequence": sequence}
 
 
-def initial_run_state(plan_result, carried=None):
+def initial_run_state(plan_result, carried=None, tasks=None):
     """The run's state before its first node task, the role's one variable for the run: {tasks, failures, blocked,
     errors, pending, records} (``pending``: the node-side grows the nodes reported pending, outcome.task_outcome).
     ``tasks`` are the node tasks the plan needs, in order (run_tasks' sequence, with the provisioner's:
     run/provision_outcome.py). Nothing has failed yet but the nodes whose state could not be gathered (the plan's
     ``node_errors``): they fail the run at its end, and the planner already blocked what needs them.
     ``carried``: the errors and blocked entries of this run's provisioning, when it starts again on the plan made
-    after it."""
+    after it. ``tasks``: the run's node tasks when the caller has them already (a check-mode run's replay: the plan is
+    not walked again for them)."""
     plan_result = plan_result or {}
     carried = carried or {}
-    sequence = provision_outcome.with_storage_tasks(plan_result, run_tasks(plan_result.get("plan"))["sequence"])
+    sequence = tasks if tasks is not None else provision_outcome.with_storage_tasks(
+        plan_result, run_tasks(plan_result.get("plan"))["sequence"])
     return {"tasks": sequence, "failures": {"nodes": {}, "volumes": {}},
             "blocked": list(carried.get("blocked") or ()),
             "errors": list(carried.get("errors") or ()) + list(plan_result.get("node_errors") or ()), "pending": [],
