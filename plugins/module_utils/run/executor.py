@@ -100,12 +100,11 @@ def run_step(plan_result, state=None, task=None, results=None, check_mode=False,
     Returns (state, records, the node tasks still to run). In check mode the node tasks run in the node modules'
     check mode (they verify and act on nothing) and nothing is written: no records."""
     if state is None:
-        state = initial_run_state(plan_result, carried)
+        # in check mode the node tasks (and the controller's), checked in the node modules' check mode; nothing is
+        # provisioned or deleted in check mode: the plan's table shows those calls
+        state = initial_run_state(plan_result, carried,
+                                  tasks=run_tasks(plan_result.get("plan"))["sequence"] if check_mode else None)
         del state["records"]
-        if check_mode:
-            # the node tasks (and the controller's), checked in the node modules' check mode; nothing is provisioned
-            # or deleted in check mode: the plan's table shows those calls
-            state["tasks"] = run_tasks(plan_result.get("plan"))["sequence"]
         records = detach_request_records(plan_result)
         upcoming = state["tasks"]
     else:
