@@ -79,16 +79,22 @@ class CallbackModule(CallbackBase):
         action = self._action(task)
         if action in NOT_MODULES:
             return
-        res = result._result
-        items = res.get("results") if isinstance(res.get("results"), list) and task.loop is not None else None
-        n = 1 if items is None else sum(1 for r in items if not (isinstance(r, dict) and r.get("skipped")))
-        if action == "node_phases":  # the role's engine: the node module executions it ran
-            n = len(res.get("module_runs") or ())
+        # result._result is a transformed copy of the whole result, made for each callback that reads it: read only
+        # when the count needs it (a loop's items, node_phases' executions, a delegation not named by the task)
+        local = task.delegate_to in LOCAL
+        if task.loop is None and action != "node_phases" and local:
+            n, res = 1, None
+        else:
+            res = result._result
+            items = res.get("results") if isinstance(res.get("results"), list) and task.loop is not None else None
+            n = 1 if items is None else sum(1 for r in items if not (isinstance(r, dict) and r.get("skipped")))
+            if action == "node_phases":  # the role's engine: the node module executions it ran
+                n = len(res.get("module_runs") or ())
         if n == 0:
             return
-        delegated = res.get("_ansible_delegated_vars") or {}
+        delegated = (res.get("_ansible_delegated_vars") if res is not None else None) or {}
         target = result._host.get_name()
-        if task.delegate_to in LOCAL or delegated.get("ansible_delegated_host") in LOCAL \
+        if local or delegated.get("ansible_delegated_host") in LOCAL \
                 or delegated.get("ansible_connection") == "local":
             target = "controller"
         self.counts[target] = self.counts.get(target, 0) + n

@@ -66,17 +66,19 @@ def run_tasks(plan):
     return {"teardown": teardown, "setup": setup, "expand_node_after": after, "sequence": sequence}
 
 
-def initial_run_state(plan_result, carried=None):
+def initial_run_state(plan_result, carried=None, tasks=None):
     """The run's state before its first node task, the role's one variable for the run: {tasks, failures, blocked,
     errors, pending, records} (``pending``: the node-side grows the nodes reported pending, outcome.task_outcome).
     ``tasks`` are the node tasks the plan needs, in order (run_tasks' sequence, with the provisioner's:
     run/provision_outcome.py). Nothing has failed yet but the nodes whose state could not be gathered (the plan's
     ``node_errors``): they fail the run at its end, and the planner already blocked what needs them.
     ``carried``: the errors and blocked entries of this run's provisioning, when it starts again on the plan made
-    after it."""
+    after it. ``tasks``: the run's node tasks when the caller has them already (a check-mode run's replay: the plan is
+    not walked again for them)."""
     plan_result = plan_result or {}
     carried = carried or {}
-    sequence = provision_outcome.with_storage_tasks(plan_result, run_tasks(plan_result.get("plan"))["sequence"])
+    sequence = tasks if tasks is not None else provision_outcome.with_storage_tasks(
+        plan_result, run_tasks(plan_result.get("plan"))["sequence"])
     return {"tasks": sequence, "failures": {"nodes": {}, "volumes": {}},
             "blocked": list(carried.get("blocked") or ()),
             "errors": list(carried.get("errors") or ()) + list(plan_result.get("node_errors") or ()), "pending": [],
@@ -98,12 +100,11 @@ def run_step(plan_result, state=None, task=None, results=None, check_mode=False,
     Returns (state, records, the node tasks still to run). In check mode the node tasks run in the node modules'
     check mode (they verify and act on nothing) and nothing is written: no records."""
     if state is None:
-        state = initial_run_state(plan_result, carried)
+        # in check mode the node tasks (and the controller's), checked in the node modules' check mode; nothing is
+        # provisioned or deleted in check mode: the plan's table shows those calls
+        state = initial_run_state(plan_result, carried,
+                                  tasks=run_tasks(plan_result.get("plan"))["sequence"] if check_mode else None)
         del state["records"]
-        if check_mode:
-            # the node tasks (and the controller's), checked in the node modules' check mode; nothing is provisioned
-            # or deleted in check mode: the plan's table shows those calls
-            state["tasks"] = run_tasks(plan_result.get("plan"))["sequence"]
         records = detach_request_records(plan_result)
         upcoming = state["tasks"]
     else:

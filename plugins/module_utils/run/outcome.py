@@ -23,7 +23,7 @@ __metaclass__ = type
 from ansible_collections.kubevol.volumes.plugins.module_utils.common import phases
 from ansible_collections.kubevol.volumes.plugins.module_utils.plan.rules_expand import grow_pending_text
 from ansible_collections.kubevol.volumes.plugins.module_utils.volume import get_plugin, unique_name_of
-from ansible_collections.kubevol.volumes.plugins.module_utils.run.plan_view import phase_items, phase_nodes
+from ansible_collections.kubevol.volumes.plugins.module_utils.run.plan_view import phase_items
 from ansible_collections.kubevol.volumes.plugins.module_utils.run import plan_view
 
 
@@ -79,20 +79,37 @@ def _record_only(view, phase, failures):
             for record in _records_for(phase, step["node"], dict(view.item(step), detach=True), {}, [step])]
 
 
-def _not_run(view, phase, node, failures):
-    """The errors of a node outside the run's hosts that has work in ``phase`` (nothing ran there): its volumes stop
-    elsewhere too (in place, in ``failures``), without building the node's volume items (at 5,000 nodes that was
-    most of a step's time)."""
-    volumes = []
-    for step in view.steps(phase, node, failures):
-        key = step["unique_volume_name"]
-        if key is not None:
-            failures["volumes"].setdefault(key, "%s on node %s failed" % (phase, node))
-            if step.get("volume") not in volumes:
-                volumes.append(step.get("volume"))
-    msg = ("node %s has work in phase %s but did not run it: add it to this play's inventory, or run again without "
-           "--limit" % (node, phase))
-    return [], [{"node": node, "phase": phase, "msg": msg, "volumes": volumes}]
+def _not_run_msg(node, phase):
+    return ("node %s has work in phase %s but did not run it: add it to this play's inventory, or run again without "
+            "--limit" % (node, phase))
+
+
+def _outside_node(view, task_phases, node, start, merged):
+    """The errors of a node outside the run's hosts that has work in ``task_phases`` (nothing ran there): one per
+    phase with steps, naming its volumes, which stop elsewhere too (added to ``merged``, in place). One pass over the
+    node's own steps in the view's (phase, node) index, and no copy of the run's failures per node: at 5,000 nodes
+    the copies and the repeated filtering were most of the step's time. Each phase's steps are those the failures
+    before the task and this node's earlier phases leave, as the node itself would have carried them."""
+    if node in start["nodes"]:
+        return []
+    before, added, errors = start["volumes"], {}, []
+    for phase in task_phases:
+        reason, volumes, work, found = "%s on node %s failed" % (phase, node), [], False, {}
+        for step in view.by_phase_node.get((phase, node), ()):
+            key = step.get("unique_volume_name")
+            if step.get("record_only") or key in before or key in added:
+                continue
+            work = True
+            if key is not None:
+                found.setdefault(key, reason)  # (in added only after the phase: its other steps of the volume count)
+                if step.get("volume") not in volumes:
+                    volumes.append(step.get("volume"))
+        if work:
+            added.update(found)
+            errors.append({"node": node, "phase": phase, "msg": _not_run_msg(node, phase), "volumes": volumes})
+    for key, reason in added.items():
+        merged["volumes"].setdefault(key, reason)
+    return errors
 
 
 def _node_phase(view, phase, node, result, failures, pending=None):
@@ -101,9 +118,7 @@ def _node_phase(view, phase, node, result, failures, pending=None):
     steps = view.steps(phase, node, failures)
     items = phase_items(view, phase, node, failures)
     if result is None or result.get("skipped"):
-        msg = ("node %s has work in phase %s but did not run it: add it to this play's inventory, or run again "
-               "without --limit" % (node, phase))
-        result = {"failed": True, "msg": msg}
+        result = {"failed": True, "msg": _not_run_msg(node, phase)}
     # the reasons later steps are not attempted for say where it failed; its message is the node task's (printed once)
     if result.get("unreachable"):
         failures["nodes"][node] = "node unreachable: %s, in phase %s" % (node, phase)
@@ -163,6 +178,20 @@ def _not_attempted(steps, selected, failures, before=None):
     return blocked
 
 
+def _blocked_later(plan, last, inside, failures, before):
+    """The steps of the phases after ``last`` (in plan order) that the failures new since ``before`` stop: those of
+    the run's nodes, and those the controller carries out without a node task (record_only, a controller host's).
+    With no new failure there is none, and the plan is not walked."""
+    if all(node in before["nodes"] for node in failures["nodes"]) and \
+            all(key in before["volumes"] for key in failures["volumes"]):
+        return []
+    later = frozenset(kind for kind, phase in phases.KIND_PHASE.items() if phases.BY_NAME[phase].order > last)
+    if not later:
+        return []
+    return _not_attempted(plan, lambda s: (s.get("action"), s.get("target")) in later and (
+        inside(s.get("node")) or s.get("record_only") or s.get("controller_host")), failures, before)
+
+
 def _pending_grow(node, item, outcome, steps):
     """{records, pending} of a volume whose node-side grow the node reports pending: the claim's
     node_expansion_pending record (records/claim.py) and the run's pending entry, in the reader's words: what waits,
@@ -213,9 +242,14 @@ def task_outcome(plan_result, task_phases, results, failures=None):
     # most of the run's state).
     run_nodes = plan_result.get("run_nodes") if isinstance(plan_result, dict) else None
     inside = (lambda node: True) if run_nodes is None else frozenset(run_nodes).__contains__
-    nodes = sorted(set(node for phase in task_phases for node in phase_nodes(view, phase, start)))
+    results = results or {}
+    # every node with steps in these phases (one whose steps earlier failures all stop yields nothing below)
+    nodes = sorted(set(node for phase in task_phases for node in view.nodes_by_phase[phase]))
     for node in nodes:
-        host = (results or {}).get(node)
+        host = results.get(node)
+        if host is None and not inside(node):
+            errors.extend(_outside_node(view, task_phases, node, start, merged))
+            continue
         node_failures = _copy_failures(start)
         for phase in task_phases:
             # this node's steps of this phase that its failures in an earlier phase of the task stopped
@@ -224,19 +258,15 @@ def task_outcome(plan_result, task_phases, results, failures=None):
                                               node_failures, start))
             if node in node_failures["nodes"] or not view.steps(phase, node, node_failures):
                 continue
-            if host is None and not inside(node):
-                node_records, node_errors = _not_run(view, phase, node, node_failures)
-            else:
-                node_records, node_errors = _node_phase(view, phase, node, _phase_result(host, phase, node),
-                                                        node_failures, pending)
+            node_records, node_errors = _node_phase(view, phase, node, _phase_result(host, phase, node),
+                                                    node_failures, pending)
             records.extend(node_records)
             errors.extend(node_errors)
         merged["nodes"].update(node_failures["nodes"])
         for key, reason in node_failures["volumes"].items():
             merged["volumes"].setdefault(key, reason)
-    last = max(phases.BY_NAME[phase].order for phase in task_phases)
-    blocked.extend(_not_attempted(view.plan, lambda s: phases.order_of(phases.step_kind(s)) > last and (
-        inside(s.get("node")) or s.get("record_only") or s.get("controller_host")), merged, start))
+    blocked.extend(_blocked_later(view.plan, max(phases.BY_NAME[phase].order for phase in task_phases), inside,
+                                  merged, start))
     return {"records": records, "failures": merged, "blocked": blocked, "errors": errors, "pending": pending}
 
 

@@ -28,8 +28,12 @@ class PlanView:
         self.nodes_by_phase = dict((name, []) for name in phases.NAMES)
         # the steps a controller host carries out (plan/remote_controller.py), in plan order, by host
         self.by_controller = {}
+        # the (phase, node) cuts holding a record_only step: the controller's own records are found without walking
+        # every node's steps of the phase
+        self._record_only = set()
+        kind_phase = phases.KIND_PHASE  # (phase_of(step_kind(step)) inlined: this loop is per step of the plan)
         for step in self.plan:
-            phase = phases.phase_of(phases.step_kind(step))
+            phase = kind_phase.get((step.get("action"), step.get("target")))
             if phase is None:
                 continue
             if step.get("controller_host"):
@@ -41,6 +45,8 @@ class PlanView:
                 self.by_phase_node[key] = []
                 self.nodes_by_phase[phase].append(step.get("node"))
             self.by_phase_node[key].append(step)
+            if step.get("record_only"):
+                self._record_only.add(key)
 
     def controller_steps(self, host, failures=None):
         """The steps controller host ``host`` carries out, minus those blocked by earlier failures (a detach
@@ -63,6 +69,8 @@ class PlanView:
         failed_nodes = failures.get("nodes", {})
         failed_volumes = failures.get("volumes", {})
         nodes = [node] if node is not None else self.nodes_by_phase[phase]
+        if record_only:
+            nodes = [name for name in nodes if (phase, name) in self._record_only]
         return [step for name in nodes for step in self.by_phase_node.get((phase, name), ())
                 if bool(step.get("record_only")) == record_only and name not in failed_nodes
                 and step.get("unique_volume_name") not in failed_volumes]

@@ -104,7 +104,7 @@ def _checked(params, state):
 
 def _replay(plan, params, state, check_mode):
     """The run's state after every node task a check-mode run checked: its steps' outcomes, in order, from the start."""
-    replayed = dict(executor.initial_run_state(plan), tasks=state["tasks"])
+    replayed = executor.initial_run_state(plan, tasks=state["tasks"])
     del replayed["records"]
     for each in list(state.get("checked") or ()) + [{"task": params["after"], "results": params.get("results")}]:
         replayed, _records, _upcoming = executor.run_step(plan, replayed, each["task"],
