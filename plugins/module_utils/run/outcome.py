@@ -87,8 +87,8 @@ def _not_run_msg(node, phase):
 def _outside_node(view, task_phases, node, start, merged):
     """The errors of a node outside the run's hosts that has work in ``task_phases`` (nothing ran there): one per
     phase with steps, naming its volumes, which stop elsewhere too (added to ``merged``, in place). One pass over the
-    node's own steps in the view's (phase, node) index, and no copy of the run's failures per node: at 5,000 nodes
-    the copies and the repeated filtering were most of the step's time. Each phase's steps are those the failures
+    node's own steps in the view's (phase, node) index, and no copy of the run's failures per node: the outside nodes
+    can be nearly all of the cluster's (a sliced or --limit run). Each phase's steps are those the failures
     before the task and this node's earlier phases leave, as the node itself would have carried them."""
     if node in start["nodes"]:
         return []

@@ -175,8 +175,9 @@ def _run(params, check_mode, diff, keep_alive, local_tmp):
                                                    params["plan_shown"], pending=result.get("pending"))
         if not result.get("stopped"):
             # What stopped later steps (``failures``) has no later step to stop, and every node's error is in the
-            # summary: at 5,000 nodes the two were most of the result (8 MB), which Ansible's register walks value by
-            # value and each callback copies. A stopped run's result is passed on as a state, whole.
+            # summary: with many nodes outside the run the two are most of the result, which Ansible's register walks
+            # value by value and each callback copies (docs/performance.md, the envelope). A stopped run's result is
+            # passed on as a state, whole.
             result.pop("failures", None)
             result.pop("errors", None)
         plan_record.finish(handle, params)  # the run is done with its plan: the record may be pruned from now on
