@@ -1,8 +1,8 @@
 """The test CSI plugin's harness for the end-to-end tests of external CSI drivers: the plugin (tests/csiplugin/plugin.py)
 started in one node's mount namespace (NodePlugin), the loop devices backed under its pool, the cluster objects of
 a volume of its driver (a PV with a nodeStageSecretRef to a Secret, the claim, a pod), and the run's output searched
-for the secret. test_csi_external.py imports it; the other e2e files that drive the plugin (and provision_lib.py,
-snapshot_lib.py) still import these names through test_csi_external."""
+for the secret. Every e2e file that drives the plugin imports it from here (test_csi_external.py, test_csi_handles.py,
+provision_lib.py, snapshot_lib.py ...)."""
 import base64
 import json
 import os

@@ -7,7 +7,7 @@ import subprocess
 
 from e2e_lib import KUBELET, node_object, write_list
 from fakeapi import FakeApiServer, write_kubeconfig
-from test_csi_external import DRIVER, NodePlugin, _loops_backed_under
+from csi_lib import DRIVER, NodePlugin, _loops_backed_under
 
 KEY = "topology.csi.kubevol.test/node"
 LOOP = "loop.kubevol.io"

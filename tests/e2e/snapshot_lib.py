@@ -4,7 +4,7 @@ scenario's objects in its steps."""
 import os
 
 from provision_lib import LOOP, base_objects, claim, pod, storage_class
-from test_csi_external import DRIVER
+from csi_lib import DRIVER
 
 GROUP = "snapshot.storage.k8s.io"
 

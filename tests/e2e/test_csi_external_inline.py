@@ -23,7 +23,7 @@ import os
 import pytest
 
 from e2e_lib import KUBELET, items, node_object, write_list
-from test_csi_external import DRIVER, MUTATING, NodePlugin, _output, _syslog
+from csi_lib import DRIVER, MUTATING, NodePlugin, _output, _syslog
 
 SECRET = "Inl1ne-s3cret-e2e-value"
 UID = "0e0e0e0e-0000-4000-8000-0000000ce001"

@@ -17,7 +17,7 @@ import subprocess
 import pytest
 
 from e2e_lib import KUBELET, get, items, node_object, write_list
-from test_csi_external import DRIVER, MUTATING, NodePlugin, _loops_backed_under, csi_volume, pod, target
+from csi_lib import DRIVER, MUTATING, NodePlugin, _loops_backed_under, csi_volume, pod, target
 
 HANDLE = "projects/kv e2e/zones/zone#1/disks/vol with spaces#2"
 LOOP = "loop.kubevol.io"

@@ -13,7 +13,7 @@ import subprocess
 import pytest
 
 from e2e_lib import get, items, node_object, taint_out_of_service, write_list
-from test_csi_external import (DRIVER, MUTATING, SECRET, NodePlugin, _loops_backed_under, _output, pod, target,
+from csi_lib import (DRIVER, MUTATING, SECRET, NodePlugin, _loops_backed_under, _output, pod, target,
                                csi_volume)
 
 CONTROLLER_SOCKET = "/var/lib/kubevol-csi-controller/csi.sock"

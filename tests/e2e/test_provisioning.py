@@ -23,7 +23,7 @@ from e2e_lib import get, write_list
 from provision_lib import (
     KEY, LOOP, base_objects, by_name, calls, claim, counts, extra, images, pod, start_plugins, stop_plugins, target,
     volume_name)
-from test_csi_external import DRIVER
+from csi_lib import DRIVER
 
 
 @pytest.fixture(scope="module")

@@ -24,7 +24,7 @@ from provision_lib import pod, stop_plugins
 from snapshot_lib import (
     first_objects, loop_snapshots, plugin_snapshots, restore, restore_objects, snapshot, snapshot_calls,
     snapshot_objects)
-from test_csi_external import DRIVER
+from csi_lib import DRIVER
 
 
 @pytest.fixture(scope="module")

@@ -178,8 +178,9 @@ def node_matches(terms, node_name, labels):
 
 def pv_unique_name(pv):
     """GetUniqueVolumeNameFromSpec of a PV kubevol's plugins serve (volume/), or None."""
-    if pv.csi is not None:
-        return CSIPlugin.unique_name(pv.csi)
+    csi = pv.csi
+    if csi is not None:
+        return CSIPlugin.unique_name_of(csi.driver, csi.volume_handle)
     plugin = find_plugin_by_spec(pv)
     return plugin.unique_name({"pv_name": pv.name}) if plugin is not None else None
 
@@ -196,8 +197,13 @@ def build_pv(obj):
     capacity = to_bytes(storage, where) if storage is not None else 0
     where = "spec.claimRef"
     ref = spec.get("claimRef")
-    claim_ref = ClaimRef(optional_str(ref.get("namespace"), "namespace"), optional_str(ref.get("name"), "name"),
-                         ref.get("uid")) if ref else None
+    claim_ref = None
+    if ref:
+        namespace, claim = ref.get("namespace"), ref.get("name")
+        if namespace.__class__ is not str or claim.__class__ is not str:  # the calls only when the cheap test fails
+            optional_str(namespace, "namespace")
+            optional_str(claim, "name")
+        claim_ref = _make(ClaimRef, (namespace, claim, ref.get("uid")))
     source = None
     where = "spec.csi"
     csi = spec.get("csi")

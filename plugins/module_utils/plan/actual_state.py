@@ -37,6 +37,7 @@ UNCERTAIN = "uncertain"
 
 AttachedVolume = namedtuple("AttachedVolume", "unique_name node pv_name state device_path va_name "
                                               "detach_requested_at")
+_make = tuple.__new__
 MountedPod = namedtuple("MountedPod", "pod_uid pv_name unique_name mode mounted read_only path root_gid root_mode "
                         "size_bytes plugin published device_mismatch device_number attached_device")
 MountedPod.__new__.__defaults__ = (None, None, None, "kubernetes.io/csi", False, False, None, None)
@@ -207,9 +208,10 @@ def build_actual_state(index, node_facts=None, known_drivers=None):
             pv = pv_by_unique.get(status.name)
             pv_name = pv.name if pv is not None else None
             va = va_by_pair.get((pv_name, name)) if pv_name else None
-            attached[(status.name, name)] = AttachedVolume(
+            # every field given: the tuple without the namedtuple's Python __new__ (a call per attached volume)
+            attached[(status.name, name)] = _make(AttachedVolume, (
                 status.name, name, pv_name, ATTACHED, status.device_path, va.name if va else None,
-                annotation(va, DETACH_REQUESTED_AT_ANNOTATION) if va else None)
+                annotation(va, DETACH_REQUESTED_AT_ANNOTATION) if va else None))
             confirmed.setdefault(status.name, set()).add(name)
         for unique in node.volumes_in_use:
             in_use.add((unique, name))

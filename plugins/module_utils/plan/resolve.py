@@ -89,6 +89,7 @@ class _Resolver:
         self.refused = {}  # unique name -> why a node would refuse its PV or claim
         self.cache = {}
         self.pv_by_claim = None
+        self.drivers = {}  # CSI driver name -> what _driver makes of it: asked once per driver, not once per claim
 
     def resolve(self, claim_key):
         """A VolumeSpec, None (not kubevol's business), FOREIGN, or a str reason (blocked)."""
@@ -135,18 +136,17 @@ class _Resolver:
         if pv.csi is None:
             return FOREIGN if pv.source_kind in IN_TREE_ATTACHABLE else None
         csi = pv.csi
-        if csi.driver not in self.known:
-            return FOREIGN  # a kubelet only touches its own plugins' volumes
-        driver_object = self.index.csidriver_by_name.get(csi.driver)
-        if driver_object is not None and driver_object.fs_group_policy not in FS_GROUP_POLICIES:
-            return ("CSIDriver %s has an unknown spec.fsGroupPolicy %r: set one of %s [%s]"
-                    % (csi.driver, driver_object.fs_group_policy, ", ".join(FS_GROUP_POLICIES), OBJECT_REFUSED))
+        driver = self.drivers.get(csi.driver)
+        if driver is None:
+            driver = self.drivers[csi.driver] = self._driver(csi.driver)
+        if driver.__class__ is str:  # FOREIGN, or why its CSIDriver is refused
+            return driver
+        attach_required, fs_group_policy, pod_info_on_mount, block_allowed = driver
         if pv.volume_mode != "Block" and (csi.fs_type or DEFAULT_FS_TYPE) not in FS_TYPES:
             # the kubelet would fail the mount (unknown filesystem type); kubevol never formats it either
             return ("PV %s: csi.fsType %r is not one kubevol formats or mounts: set the PV's csi.fsType to one of "
                     "%s [%s]" % (pv.name, csi.fs_type, ", ".join(sorted(FS_TYPES)), OBJECT_REFUSED))
-        capabilities = driver_capabilities(csi.driver)
-        if pv.volume_mode == "Block" and capabilities is not None and BLOCK_CAPABILITY not in capabilities:
+        if pv.volume_mode == "Block" and not block_allowed:
             return ("PV %s: volumeMode Block is not supported by kubevol's driver %s: use volumeMode Filesystem [%s]"
                     % (pv.name, csi.driver, OBJECT_REFUSED))
         refusals = pvc_refusals(pvc) + pv_refusals(pv, self.loop_pools)
@@ -156,10 +156,23 @@ class _Resolver:
         if refusals:  # a name, quantity or pool a node would refuse: nothing of it reaches a node
             reason = self.refused[unique] = refused_text(refusals)
             return reason
+        return volume_spec(pv, pvc, attach_required, fs_group_policy, pod_info_on_mount, unique)
+
+    def _driver(self, name):
+        """What a CSI driver's claims share: FOREIGN (a driver kubevol has no backend for), the reason its CSIDriver
+        is refused, or (attach required, fsGroupPolicy, podInfoOnMount, Block allowed)."""
+        if name not in self.known:
+            return FOREIGN  # a kubelet only touches its own plugins' volumes
+        driver_object = self.index.csidriver_by_name.get(name)
+        if driver_object is not None and driver_object.fs_group_policy not in FS_GROUP_POLICIES:
+            return ("CSIDriver %s has an unknown spec.fsGroupPolicy %r: set one of %s [%s]"
+                    % (name, driver_object.fs_group_policy, ", ".join(FS_GROUP_POLICIES), OBJECT_REFUSED))
+        capabilities = driver_capabilities(name)  # None: an external driver's, asked on the node
         # csi_plugin.go skipAttach: no CSIDriver object means attach is required
-        return volume_spec(pv, pvc, driver_object is None or driver_object.attach_required,
-                           driver_object.fs_group_policy if driver_object is not None else FS_GROUP_POLICIES[0],
-                           driver_object is not None and driver_object.pod_info_on_mount, unique)
+        return (driver_object is None or driver_object.attach_required,
+                driver_object.fs_group_policy if driver_object is not None else FS_GROUP_POLICIES[0],
+                driver_object is not None and driver_object.pod_info_on_mount,
+                capabilities is None or BLOCK_CAPABILITY in capabilities)
 
 
 def volume_spec(pv, pvc, attachable, fs_group_policy=FS_GROUP_POLICIES[0], pod_info_on_mount=False,

@@ -92,6 +92,11 @@ class CSIPlugin(VolumePlugin):
         return "%s%s%s" % (field(item_like, "driver"), VOLUME_NAME_SEP, field(item_like, "volume_handle"))
 
     @classmethod
+    def unique_name_of(cls, driver, volume_handle):
+        """unique_name from the two fields themselves: the cluster index names every CSI PV with it, one call each."""
+        return "%s/%s%s%s" % (cls.NAME, driver, VOLUME_NAME_SEP, volume_handle)
+
+    @classmethod
     def pod_mount_path(cls, kubelet_dir, pod_uid, pv_name):
         """The publish target: <pod volume dir>/mount."""
         return os.path.join(cls.pod_volume_dir(kubelet_dir, pod_uid, pv_name), "mount")

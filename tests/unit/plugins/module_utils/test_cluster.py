@@ -155,6 +155,13 @@ def test_kubectl_json_is_streamed_and_reads_as_the_whole_file(tmp_path):
     '\ufeff {"kind": "List", "items": [ ] }\n',
     '{"kind": 5, "items": []}',
     '{"kind": "List", "items": [{"kind": "Node", "metadata": {"name": "n"}},]}',  # trailing commas: not JSON
+    '{"kind": "List", "items": [{"kind": "Node", "metadata": {"name": "n"}}, ]}',
+    '{"kind": "List", "items": [{"kind": "Node", "metadata": {"name": "n"}},\n  ]}',
+    '{"kind": "List", "items": [{"kind": "Node", "metadata": {"name": "n"}},  }',
+    '{"kind": "List", "items": [{"kind": "Node", "metadata": {"name": "n"}},',  # cut after a comma
+    '{"kind": "List", "items": [{"kind": "Node", "metadata": {"name": "n"}}, ',
+    '{"kind": "List", "items": [{"kind": "Node", "metadata": {"name": "n"}},\t{"kind": "Node", '
+    '"metadata": {"name": "m"}} ,\n{"kind": "Node", "metadata": {"name": "o"}}]}',  # any whitespace around commas
     '{"kind": "List", "items": [{"kind": "Node", "metadata": {"name": "n"}}],}',
     '{}',
     '',

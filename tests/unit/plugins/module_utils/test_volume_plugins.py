@@ -44,6 +44,7 @@ def test_capabilities_as_kubernetes_declares_them():
 
 def test_unique_names():
     assert CSIPlugin.unique_name({"driver": "loop.kubevol.io", "volume_handle": "h"}) == "kubernetes.io/csi/loop.kubevol.io^h"
+    assert CSIPlugin.unique_name_of("loop.kubevol.io", "h") == "kubernetes.io/csi/loop.kubevol.io^h"
     assert LocalVolumePlugin.unique_name({"pv_name": "pv1"}) == "kubernetes.io/local-volume/pv1"
     assert HostPathPlugin.unique_name({"pv_name": "pv1"}) == "kubernetes.io/host-path/pv1"
     assert names.unique_volume_name("d", "h") == "kubernetes.io/csi/d^h"
