@@ -100,14 +100,20 @@ def pod_security_problem(pod):
     return None
 
 
+_MOUNTED_READ_ONLY, _MOUNTED, _MAPPED = ("Filesystem", True), ("Filesystem", False), ("Block", False)
+
+
 def _volume_uses(pod):
-    """{volume name: (mode used, all mounts read-only)}: what the pod's containers mount or map."""
+    """{volume name: (mode used, all mounts read-only)}: what the pod's containers mount or map (shared tuples, none
+    built per mount)."""
     uses = {}
     for name, read_only in pod.volume_mounts:
-        mode, ro = uses.get(name, ("Filesystem", True))
-        uses[name] = ("Filesystem", ro and read_only)
+        if not read_only:
+            uses[name] = _MOUNTED
+        elif name not in uses:
+            uses[name] = _MOUNTED_READ_ONLY
     for name in pod.volume_devices:
-        uses[name] = ("Block", False)
+        uses[name] = _MAPPED
     return uses
 
 
@@ -128,10 +134,10 @@ def build_desired_state(index, known_drivers=DEFAULT_KNOWN_DRIVERS, scope=None, 
     resolver = _Resolver(index, known_drivers, loop_pools, driver_options)
     conflicts = {}  # (unique name, node) -> the nodeAffinity conflict, or None
     refused_volumes = resolver.refused
-    node_managed = {}
+    node_info = {}  # node name -> (managed by the A/D controller, a plain name: validation.pod_refusals' common case)
     keep_terminated = {}
     for node in index.cluster.nodes:
-        node_managed[node.name] = node_is_managed(node)
+        node_info[node.name] = (node_is_managed(node), plain_name(node.name) is not None)
         keep_terminated[node.name] = annotation(node, KEEP_TERMINATED_POD_VOLUMES_ANNOTATION) == "true"
     volumes = {}
     blocked = []
@@ -143,7 +149,6 @@ def build_desired_state(index, known_drivers=DEFAULT_KNOWN_DRIVERS, scope=None, 
     kept_pairs = {}
     live_pods = set()
     inline = {}
-    plain_nodes = {}  # node name -> it is a plain name (validation.pod_refusals' common case)
     for pod in index.cluster.pods:
         key = pod.namespace + "/" + pod.name
         pod_by_uid[pod.uid] = key
@@ -162,20 +167,18 @@ def build_desired_state(index, known_drivers=DEFAULT_KNOWN_DRIVERS, scope=None, 
             live_pods.add((pod.uid, node))
         if not pod.volumes:
             continue
-        if node not in node_managed:
+        info = node_info.get(node)
+        if info is None:
             if in_scope:
                 blocked.append(_blocked(node, None, key, "node %s of pod %s is not in the cluster snapshot: add its "
                                         "Node object, or fix the pod's spec.nodeName [%s]" % (node, key, NODE_UNKNOWN)))
             continue
-        managed = node_managed[node]
+        managed, plain_node = info
         uses = None  # _volume_uses(pod), made when a volume of it is planned (most pods' are not kubevol's)
         # desired_state_of_world_populator.go findAndAddNewPods: no volume is (re)added for a pod whose
         # containers are terminating; what it has mounted stays until they are gone (findAndRemoveDeletedPods)
         holding = None
         # a uid or nodeName that would be a path on the node: nothing new for it (the node's name tested once)
-        plain_node = plain_nodes.get(node)
-        if plain_node is None:
-            plain_node = plain_nodes[node] = plain_name(node) is not None
         refusals = _NO_REFUSALS if plain_node and plain_name(pod.uid) else pod_refusals(pod)
         if refusals:
             holding = "pod %s: %s" % (label(key), refused_text(refusals))
