@@ -198,4 +198,3 @@ def test_a_failure_after_the_volumes_is_added_after_them_the_first_code_still_la
         raise _mounted(volume_item({"pv_name": "pv-b", "driver": LOOP, "volume_handle": "pv-b"}))
     msg = _failed(tmp_path, _phase({"pv-a": _mounted}), finish=finish_mounted)["msg"]
     assert msg.count("[KV-STILL-MOUNTED]") == 1 and msg.endswith("there first [KV-STILL-MOUNTED]"), msg
-
