@@ -16,7 +16,8 @@ __metaclass__ = type
 class KubevolError(Exception):
     """Base class. ``message`` is a ``str.format`` template over the kwargs; ``code`` (``KV-...``) names the kind of
     failure, which docs/errors.md explains. A remedy that names a setting writes it as a common/words.py token, said
-    in the reader's words where the message is shown."""
+    in the reader's words where the message is shown. A caller that knows more of where it failed, or what followed,
+    adds it with ``add``, never by rewriting ``msg``: the code ends the message, once."""
 
     message = "kubevol error: {detail}"
     code = None
