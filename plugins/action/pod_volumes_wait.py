@@ -72,8 +72,7 @@ class ActionModule(InProcessAction):
                     break
                 time.sleep(params["interval"])
         except KubevolError as err:
-            err.msg = "node %s: %s" % (node, err.msg)
-            raise
+            raise err.add(prefix="node %s: " % node)
         result = dict(changed=False, ready=ready, pods=states, polls=polls, waited=waited, node_name=node)
         if not ready and not check_mode:
             result.update(failed=True, msg=pod_wait.not_ready_message(states, waited))

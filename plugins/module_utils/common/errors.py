@@ -16,7 +16,8 @@ __metaclass__ = type
 class KubevolError(Exception):
     """Base class. ``message`` is a ``str.format`` template over the kwargs; ``code`` (``KV-...``) names the kind of
     failure, which docs/errors.md explains. A remedy that names a setting writes it as a common/words.py token, said
-    in the reader's words where the message is shown."""
+    in the reader's words where the message is shown. A caller that knows more of where it failed, or what followed,
+    adds it with ``add``, never by rewriting ``msg``: the code ends the message, once."""
 
     message = "kubevol error: {detail}"
     code = None
@@ -28,12 +29,32 @@ class KubevolError(Exception):
                 message = self.message.format(**kwargs)
             except (KeyError, IndexError, ValueError):
                 message = "%s: %r" % (self.message, kwargs)
+        if self.code and message.endswith(" [%s]" % self.code):
+            message = message[:-len(" [%s]" % self.code)]
         self.text = message  # without its code, for a message that quotes it and ends with the code itself
+        self._set_msg()
+        super(KubevolError, self).__init__(self.msg)
+
+    def _set_msg(self):
+        message = self.text
         if self.code and "[%s]" % self.code not in message:
             # the message says what, where and what to do; its code links the why (docs/errors.md)
             message = "%s [%s]" % (message, self.code)
         self.msg = message
-        super(KubevolError, self).__init__(message)
+        self.args = (message,)
+
+    def add(self, prefix="", suffix=""):
+        """Add to the message: ``prefix`` before it (where, as the caller knows it), ``suffix`` after it (what
+        follows from it), the code still appended last and once; ``text``, ``msg`` and str(err) say the same.
+        Returns the error, to raise or report as it is."""
+        self.text = "%s%s%s" % (prefix, self.text, suffix)
+        self._set_msg()
+        return self
+
+    def quoted_in(self, outer):
+        """This error's message as ``outer``'s message quotes it: without its code when ``outer``'s, which ends the
+        whole, is the same, so that no code is said twice."""
+        return self.text if self.code and self.code == getattr(outer, "code", None) else self.msg
 
     def to_result(self):
         """The fields a module adds to fail_json besides msg."""

@@ -229,8 +229,8 @@ class NodeContext:
         first_item, first = failures[0]
         entries = []
         for item, err in failures:
-            if item.pv_name not in err.msg:
-                err.msg = "volume %s: %s" % (item.pv_name, err.msg)
+            if item.pv_name not in err.text:
+                err.add(prefix="volume %s: " % item.pv_name)
             entry = dict((k, v) for k, v in err.to_result().items()
                          if k in ("step", "cmd", "rc", "stderr", "hint", "device", "path", "reason", "code",
                                   "grpc_code"))
@@ -239,9 +239,10 @@ class NodeContext:
                 # a CSI call's outcome is unknown (a non-final gRPC status): failed and uncertain, never absent
                 entry["uncertain"] = True
             entries.append(entry)
-        msg = "; ".join(err.msg for _item, err in failures)
         first.kwargs.update(failed_volume=first_item.pv_name, failures=entries, completed=done, volumes=results,
                             changed=any(r.get("changed") for r in results), node=self.node_name)
-        first.msg = "%d of %d volume(s) failed on node %s: %s (volumes completed: %s)" % (
-            len(failures), len(items) + len(self.refused), self.node_name, msg, ", ".join(done) or "none")
-        raise first
+        # the first failure's message is the body, its code last; the others quoted whole, each with its own code
+        others = "".join("; " + err.quoted_in(first) for _item, err in failures[1:])
+        raise first.add(prefix="%d of %d volume(s) failed on node %s: " % (
+            len(failures), len(items) + len(self.refused), self.node_name),
+            suffix="%s (volumes completed: %s)" % (others, ", ".join(done) or "none"))

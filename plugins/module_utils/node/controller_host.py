@@ -66,9 +66,8 @@ def run_operations(runner, host, operations, driver_options, check_mode=False):
             try:
                 entry.update(_operation(driver, op, item, raw.get("node_id"), check_mode))
             except KubevolError as err:
-                err.msg = "controller host %s (driver %s, socket %s): controller %s of volume %s for node %s: %s" % (
-                    host, item.driver, remote["socket"], op, item.pv_name, node, err.msg)
-                raise
+                raise err.add(prefix="controller host %s (driver %s, socket %s): controller %s of volume %s for node "
+                              "%s: " % (host, item.driver, remote["socket"], op, item.pv_name, node))
             entry["csi_calls"] = list(driver.calls)
             results.append(entry)
         except KubevolError as err:

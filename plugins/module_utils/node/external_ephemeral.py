@@ -37,6 +37,13 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.node.ephemeral imp
     _repair_vol_data, _result, says_ephemeral, vol_data)
 
 
+class LeftMounted(KubevolError):
+    """NodeUnpublishVolume answered OK, yet the target is still mounted: the plugin did not undo its publish. The
+    target's directory, vol_data.json and the volume directory are kept (nothing is removed through a mount point,
+    as removeMountDir), so node facts still report the volume and the next run calls NodeUnpublishVolume again."""
+    code = "KV-CSI-LEFT-MOUNTED"
+
+
 def _pod_label(item):
     pod = item.pods[0]
     return pod.name or pod.uid
@@ -180,8 +187,10 @@ def unpublish(ctx, item):
         return res
     mounts = mount.list_mounts(runner)
     if mounts.at(target) is not None:
-        raise _refuse(ctx, item, "unpublish", "NodeUnpublishVolume succeeded but %s is still mounted (%s); check "
-                      "the driver's log, then run again" % (target, mounts.at(target).source))
+        raise _refuse(ctx, item, "unpublish", "NodeUnpublishVolume succeeded but %s is still mounted (from %s), so "
+                      "its directories are kept; check the driver's node plugin log there (unmount the target by "
+                      "hand if the plugin cannot), then run again" % (target, mounts.at(target).source),
+                      error=LeftMounted)
     res["removed"] = layout.remove_pod_volume_dir(target, item, mounts)
     res["changed"] = res["changed"] or bool(res["removed"])
     return res

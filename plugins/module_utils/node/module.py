@@ -89,7 +89,7 @@ def volumes_result(module, params, volumes, phase, prepare=None, finish=None, ex
                               changed=any(r.get("changed") for r in done), node=ctx.node_name)
             error = err
         else:
-            error.msg = "%s; then: %s" % (error.msg, err.msg)
+            error.add(suffix="; then: %s" % err.quoted_in(error))
     pending = pending_grows(done, ctx.node_name)
     if error is not None:
         error.kwargs.update((k, v) for k, v in extra.items() if k != "changed")

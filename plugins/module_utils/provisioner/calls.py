@@ -16,7 +16,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import KubevolError
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import InvalidInput, KubevolError
 from ansible_collections.kubevol.volumes.plugins.module_utils.drivers import DRIVERS, get_driver
 from ansible_collections.kubevol.volumes.plugins.module_utils.drivers.external.settings import driver_settings
 from ansible_collections.kubevol.volumes.plugins.module_utils.common import driver_options as node_options
@@ -24,6 +24,21 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.provisioner import
 from ansible_collections.kubevol.volumes.plugins.module_utils.provisioner.external import provisioner_class
 
 OPS = ("create_volume", "delete_volume", "create_snapshot", "delete_snapshot")
+# what a failed operation's message says first, when the driver's error does not say it already
+WHAT = {"create_volume": "CreateVolume %(name)s for claim %(claim)s",
+        "delete_volume": "DeleteVolume of PV %(pv_name)s",
+        "create_snapshot": "CreateSnapshot %(name)s for VolumeSnapshot %(snapshot)s",
+        "delete_snapshot": "DeleteSnapshot of VolumeSnapshotContent %(content_name)s"}
+
+
+class UnknownOperation(InvalidInput):
+    """An operation the provisioner's calls do not know (``op`` outside OPS): the reconcile role gives only those, so
+    another one comes from a role and modules of different kubevol.volumes versions, or from a hand-made call. That
+    operation is refused; the host's other operations run."""
+    code = "KV-UNKNOWN-OPERATION"
+    message = ("operation {position} of {count} on host {host} refused: unknown operation {value!r} "
+               "(volume_provision_calls knows {known}); give one of those, or run the reconcile role with the "
+               "modules of its own kubevol.volumes collection")
 
 
 def _loop_driver(runner, kubelet_dir, host, name, driver_options):
@@ -64,27 +79,22 @@ def run_operations(runner, kubelet_dir, host, operations, driver_options, secret
                      if op.get(key) is not None)
         try:
             if op.get("op") not in OPS:
-                raise KubevolError("unknown operation %r (known: %s)" % (op.get("op"), ", ".join(OPS)))
+                raise UnknownOperation(field="op", value=op.get("op"), host=host, position=position + 1,
+                                       count=len(operations), known=", ".join(OPS))
             secret = (secrets or [])[position] if position < len(secrets or []) else None
             entry.update(run_operation(runner.for_volume(op.get("name") or op.get("pv_name")), kubelet_dir, host, op,
                                        driver_options, secret, check_mode))
             results.append(entry)
         except KubevolError as err:
-            what = {"create_volume": "CreateVolume %s for claim %s" % (op.get("name"), op.get("claim")),
-                    "create_snapshot": "CreateSnapshot %s for VolumeSnapshot %s" % (op.get("name"),
-                                                                                    op.get("snapshot")),
-                    "delete_snapshot": "DeleteSnapshot of VolumeSnapshotContent %s" % op.get("content_name")}.get(
-                op.get("op"), "DeleteVolume of PV %s" % op.get("pv_name"))
-            msg = err.msg if err.msg.startswith(what.split(" ")[0]) else "%s on host %s (driver %s): %s" % (
-                what, host, op.get("driver"), err.msg)
+            what = WHAT.get(op.get("op"))
+            if what is not None and not err.text.startswith(what.split(" ")[0]):
+                named = dict((key, op.get(key)) for key in ("name", "claim", "pv_name", "snapshot", "content_name"))
+                err.add(prefix="%s on host %s (driver %s): " % (what % named, host, op.get("driver")))
             uncertain = bool(getattr(err, "uncertain", False))
             if uncertain and op.get("op") == "create_volume":
-                # said here, in the host's own failure (the one message printed for it), not later by the report;
-                # before the code, which stays last
-                code = " [%s]" % err.code if err.code and msg.endswith(" [%s]" % err.code) else ""
-                msg = msg[:len(msg) - len(code)] + (
-                    "; the next run calls CreateVolume %s again with the same name, and the driver answers with the "
-                    "volume it may have made, so no second volume is made" % op.get("name")) + code
-            entry.update(msg=msg, uncertain=uncertain, code=err.code, grpc_code=err.kwargs.get("grpc_code"))
+                # said here, in the host's own failure (the one message printed for it), not later by the report
+                err.add(suffix="; the next run calls CreateVolume %s again with the same name, and the driver "
+                        "answers with the volume it may have made, so no second volume is made" % op.get("name"))
+            entry.update(msg=err.msg, uncertain=uncertain, code=err.code, grpc_code=err.kwargs.get("grpc_code"))
             failures.append(entry)
     return results, failures

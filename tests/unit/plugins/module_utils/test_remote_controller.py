@@ -202,6 +202,11 @@ def test_the_controller_host_refuses_a_call_without_the_nodes_csi_id_and_stops_t
     assert failures[1]["msg"].startswith("not attempted")
     # each failure carries its kubevol code, and the gRPC status apart (none: no call was made)
     assert failures[0]["code"] == "KV-CSI-REFUSED" and failures[0]["msg"].endswith("[KV-CSI-REFUSED]")
+    # where the controller host made the call comes first, the code stays last and once
+    assert failures[0]["msg"].startswith("controller host ctl (driver %s, socket %s): controller unpublish of volume "
+                                         "%s for node n1: volume %s on node n1: " % (DRIVER, SOCKET, vol["pv_name"],
+                                                                                     vol["pv_name"])), failures[0]
+    assert failures[0]["msg"].count("[KV-") == 1
     assert failures[0]["grpc_code"] is None and failures[0]["uncertain"] is False
     assert failures[1]["code"] == "KV-CSI-REFUSED" and failures[1]["msg"].count("[KV-") == 1
     assert "s3cret-value" not in repr((results, failures))

@@ -15,6 +15,7 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.csi import errors 
 from ansible_collections.kubevol.volumes.plugins.module_utils.node import holders, runner
 from ansible_collections.kubevol.volumes.plugins.module_utils.node.paths import PathNotAllowed
 from ansible_collections.kubevol.volumes.plugins.module_utils.node.tools import ToolMissing
+from ansible_collections.kubevol.volumes.plugins.module_utils.node.volume import volume_item
 
 WHERE = dict(node="node1", volume="pv-a")
 TIMED_OUT = runner._timed_out(["losetup", "-f"], 3, b"", True)
@@ -119,3 +120,81 @@ def test_a_failed_csi_call_is_one_sentence_ending_with_its_code(err):
     text = str(err)
     assert text.endswith(" [%s]" % csi_errors.CODE) and text.count("[KV-") == 1, text
     assert not SECOND_SENTENCE.search(text) and not SOURCE_FILE.search(text), text
+
+
+# ---- a node call's failure as a module returns it: the first failure's message is the body, its code last ------------
+
+LOOP = "loop.kubevol.io"
+
+
+class FakeModule:
+    def __init__(self, run_dir, *names):
+        self.params = dict(node_name="node1", kubelet_dir="/k", run_dir=run_dir, lock_timeout=1,
+                           volumes=[{"pv_name": name, "driver": LOOP, "volume_handle": name} for name in names])
+        self.check_mode, self._diff = False, False
+
+    def warn(self, text):
+        pass
+
+
+def _failed(tmp_path, phase, finish=None, names=("pv-a", "pv-b", "pv-c")):
+    from ansible_collections.kubevol.volumes.plugins.module_utils.node.module import volumes_result
+    module = FakeModule(str(tmp_path), *names)
+    failed, out, _warnings = volumes_result(module, module.params, module.params["volumes"], phase, finish=finish)
+    assert failed, out
+    return out
+
+
+def _phase(fail):
+    def phase(ctx, item):
+        if item.pv_name in fail:
+            raise fail[item.pv_name](item)
+        return {"pv_name": item.pv_name, "changed": True, "actions": []}
+    return phase
+
+
+def _mounted(item):
+    return errors.StillMounted(step="detach", paths="/p/%s" % item.pv_name, node="node1", volume=item.pv_name)
+
+
+def _foreign(item):
+    return errors.ForeignMount(what="pod mount", target="/t", source="/dev/loop3", expected="/dev/loop5",
+                               node="node1", volume=item.pv_name)
+
+
+def test_the_volumes_that_failed_are_said_in_one_message_ending_with_the_first_ones_code(tmp_path):
+    out = _failed(tmp_path, _phase({"pv-a": _mounted, "pv-c": _foreign}))
+    msg = out["msg"]
+    assert msg.startswith("2 of 3 volume(s) failed on node node1: refusing to detach volume pv-a"), msg
+    assert msg.endswith("(volumes completed: pv-b) [KV-STILL-MOUNTED]") and msg.count("[KV-STILL-MOUNTED]") == 1, msg
+    assert "/dev/loop5; check what is mounted there and unmount it by hand [KV-FOREIGN-MOUNT];" not in msg
+    assert "unmount it by hand [KV-FOREIGN-MOUNT] (volumes completed" in msg, msg  # the other's, quoted whole
+    assert out["code"] == "KV-STILL-MOUNTED" and out["completed"] == ["pv-b"]
+    # each volume's own entry: its message, ending with its own code
+    assert [f["msg"].rsplit(" ", 1)[1] for f in out["failures"]] == ["[KV-STILL-MOUNTED]", "[KV-FOREIGN-MOUNT]"]
+
+
+def test_failures_of_one_code_say_it_once_at_the_end(tmp_path):
+    msg = _failed(tmp_path, _phase({"pv-a": _mounted, "pv-b": _mounted}))["msg"]
+    assert msg.count("[KV-") == 1 and msg.endswith("(volumes completed: pv-c) [KV-STILL-MOUNTED]"), msg
+    assert "it is still mounted at /p/pv-a; stop the pods that use it there first; refusing to detach volume pv-b" \
+        in msg, msg
+
+
+def test_a_message_without_the_volume_gets_it_first(tmp_path):
+    msg = _failed(tmp_path, _phase({"pv-a": lambda item: errors.KubevolError("the lock went away")}),
+                  names=("pv-a",))["msg"]
+    assert msg == "1 of 1 volume(s) failed on node node1: volume pv-a: the lock went away (volumes completed: none)"
+
+
+def test_a_failure_after_the_volumes_is_added_after_them_the_first_code_still_last(tmp_path):
+    def finish(ctx):
+        raise errors.LockTimeout(lock="/run/kubevol/record", timeout=5, node="node1", volume="all")
+    msg = _failed(tmp_path, _phase({"pv-a": _mounted}), finish=finish)["msg"]
+    assert "(volumes completed: pv-b, pv-c); then: volume all on node node1 is locked" in msg, msg
+    assert msg.endswith("or raise @{lock_timeout} [KV-STILL-MOUNTED]") and msg.count("[KV-") == 1, msg
+
+    def finish_mounted(ctx):
+        raise _mounted(volume_item({"pv_name": "pv-b", "driver": LOOP, "volume_handle": "pv-b"}))
+    msg = _failed(tmp_path, _phase({"pv-a": _mounted}), finish=finish_mounted)["msg"]
+    assert msg.count("[KV-STILL-MOUNTED]") == 1 and msg.endswith("there first [KV-STILL-MOUNTED]"), msg

@@ -121,3 +121,36 @@ def test_another_volumes_directory_is_refused(kubelet):
             step(Ctx(kubelet, driver), item())
         assert "does not name this pod's inline volume" in err.value.msg and "apps/web" in err.value.msg
     assert driver.calls == [] and os.path.exists(os.path.join(vol_dir(kubelet), "vol_data.json"))
+
+
+class StillThere(FakeDriver):
+    """A plugin that answers NodeUnpublishVolume with OK and leaves its mount at the target."""
+
+    def node_unpublish(self, item, target, check_mode=False):
+        self.calls.append("NodeUnpublishVolume")
+        return CsiStep(called=True)
+
+
+class Table:
+    def __init__(self, target):
+        self.target = target
+
+    def at(self, path):
+        return type("Mount", (), {"source": "tmpfs", "target": path})() if path == self.target else None
+
+
+def test_a_target_left_mounted_after_node_unpublish_fails_with_its_code_and_keeps_the_directories(
+        kubelet, monkeypatch):
+    driver = StillThere()
+    external_ephemeral.publish(Ctx(kubelet, driver), item())
+    target = os.path.join(vol_dir(kubelet), "mount")
+    monkeypatch.setattr(external_ephemeral.mount, "list_mounts", lambda runner: Table(target))
+    with pytest.raises(external_ephemeral.LeftMounted) as err:
+        external_ephemeral.unpublish(Ctx(kubelet, driver), item())
+    msg = err.value.msg
+    assert driver.calls == ["NodePublishVolume", "NodeUnpublishVolume"]
+    assert msg.startswith("inline volume certs of pod apps/web (driver %s) on node node1: NodeUnpublishVolume "
+                          "succeeded but %s is still mounted (from tmpfs)" % (DRIVER, target)), msg
+    assert msg.endswith("then run again [KV-CSI-LEFT-MOUNTED]") and msg.count("[KV-") == 1, msg
+    assert err.value.to_result()["code"] == "KV-CSI-LEFT-MOUNTED" and err.value.to_result()["pod"] == "apps/web"
+    assert os.path.exists(os.path.join(vol_dir(kubelet), "vol_data.json")) and os.path.isdir(target)
