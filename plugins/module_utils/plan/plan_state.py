@@ -120,7 +120,7 @@ class _Plan:
         self.pending = []               # node-side grows not tried in this plan (rules_expand.py grow_waits)
         self.detach_requests = []
         self.detach_requests_to_clear = []
-        self.spec_by_unique = dict((key[0], nv.spec) for key, nv in desired.volumes.items())
+        self.spec_by_unique = {key[0]: nv.spec for key, nv in desired.volumes.items()}
         self.still_mounted = set()      # (unique, node) with a mount that survives this plan's unmounts
         self.detached = set()           # (unique, node) detached by this plan
         self.attached_to = {}           # unique -> nodes this plan attaches to
