@@ -114,7 +114,7 @@ class _Plan:
         self.options = options
         self.now = options.now or datetime.datetime.now(datetime.timezone.utc)
         self.phases = dict((phase, []) for phase in STEP_KINDS)
-        self._items = {}
+        self.items = {}  # (unique name, node) -> the volume item of that desired pair (item_of)
         self._plugins = {}  # plugin name -> class (plugin())
         self.blocked = list(desired.blocked)
         self.pending = []               # node-side grows not tried in this plan (rules_expand.py grow_waits)
@@ -171,9 +171,9 @@ class _Plan:
         """The volume item of a desired (volume, node) pair, built once for all its steps. It names no pods (each
         step names its own), so lean_plan keeps it as it is."""
         key = (nv.spec.unique_name, nv.node)
-        item = self._items.get(key)
+        item = self.items.get(key)
         if item is None:
-            item = self._items[key] = _volume_item(nv.spec)
+            item = self.items[key] = _volume_item(nv.spec)
         return item
 
     def block(self, node, volume, pod, reason):

@@ -4,14 +4,15 @@
 """The planner's setup rules, in plan order: attach (with the multi-attach check), the global device mount,
 ReadWriteOncePod, pod mounts with fsGroup, and inline ephemeral volumes. Kubernetes: reconciler.go
 attachDesiredVolumes; reconciler_common.go mountOrAttachVolumes; operation_generator.go GenerateMountVolumeFunc.
-Split from planner.py."""
+Split from planner.py. Per volume, a mapping is asked only when it has entries (a key's hash reads its strings), and
+the mounts write out plan_state._step and _Plan.item_of (a desired pair is its spec's unique name and its node)."""
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
 from ansible_collections.kubevol.volumes.plugins.module_utils.plan.actual_state import ATTACHED
-from ansible_collections.kubevol.volumes.plugins.module_utils.plan.plan_state import _step
+from ansible_collections.kubevol.volumes.plugins.module_utils.plan.plan_state import _step, _volume_item
 from ansible_collections.kubevol.volumes.plugins.module_utils.plan.rules_identity import remap_reason
 from ansible_collections.kubevol.volumes.plugins.module_utils.plan.rules_limits import MAX_VOLUME_COUNT_EXCEEDED
 from ansible_collections.kubevol.volumes.plugins.module_utils.plan.codes import (
@@ -64,7 +65,7 @@ def attach(p):
         if not spec.attachable or not attacher[spec.plugin]:
             continue  # attachRequired: false, or a plugin without an attacher (local, hostPath): no attach
         unique, node = pair
-        facts = reachable_facts.get(node)
+        facts = reachable_facts.get(node) if reachable_facts else None
         device_seen = facts is not None and unique in facts.devices
         if not nv.attach:
             if av is None and not device_seen:
@@ -73,7 +74,7 @@ def attach(p):
                                         "volumes.kubernetes.io/controller-managed-attach-detach=true [%s]"
                                         % (nv.spec.pv_name, node, ATTACH_WAIT))
             continue
-        error = unreachable_errors.get(node)
+        error = unreachable_errors.get(node) if unreachable_errors else None
         if error is not None:
             p.not_attached[pair] = unreachable_text(node, error)
             p.block(node, nv.spec.pv_name, None, p.not_attached[pair])
@@ -186,7 +187,7 @@ def _block_multi_attach(p, nv, holders):
 def mount_devices(p):
     """Global (staging) mounts for Filesystem volumes with pods to mount: MountVolume's MountDevice half."""
     reachable_facts, unreachable_errors, not_attached = p.reachable_facts, p.unreachable_errors, p.not_attached
-    device_changed, item_of = p.device_changed, p.item_of
+    device_changed, items = p.device_changed, p.items
     device_mount = {}  # plugin name -> whether it plans a device mount (asked once per plugin, not per volume)
     add = p.phases[("mount", "device")].append
     for pair, nv in p.desired.volumes.items():
@@ -194,11 +195,11 @@ def mount_devices(p):
         if not mount_pods:
             continue
         unique, node = pair
-        error = unreachable_errors.get(node)
+        error = unreachable_errors.get(node) if unreachable_errors else None
         if error is not None:
             p.block(node, nv.spec.pv_name, None, unreachable_text(node, error))
             continue
-        waiting = not_attached.get(pair)
+        waiting = not_attached.get(pair) if not_attached else None
         if waiting is not None:
             # an unreachable node, a volume limit and a Multi-Attach error block their attach already
             if not waiting.startswith(MAX_VOLUME_COUNT_EXCEEDED) and NODE_UNREACHABLE not in waiting \
@@ -206,13 +207,13 @@ def mount_devices(p):
                 p.block(node, nv.spec.pv_name, None, waiting)
             continue
         spec = nv.spec
-        if spec.mode != "Filesystem" or pair in device_changed:
+        if spec.mode != "Filesystem" or (device_changed and pair in device_changed):
             continue  # Block volumes are mapped per pod; a stale global mount is blocked (rules_identity.py)
         if spec.plugin not in device_mount:
             device_mount[spec.plugin] = p.plugin(spec).plans_device_mount()
         if not device_mount[spec.plugin]:
             continue  # hostPath mounts nothing; a local PV's device mount (block-backed only) is its pod step's
-        facts = reachable_facts.get(node)
+        facts = reachable_facts.get(node) if reachable_facts else None
         current = facts.global_mounts.get(unique) if facts is not None else None
         why = "pod(s) %s on node %s mount it" % (
             mount_pods[0].name if len(mount_pods) == 1 else ", ".join([m.name for m in mount_pods]), node)
@@ -223,9 +224,11 @@ def mount_devices(p):
             # NodeStage is read-write; readOnly is applied per pod at publish (csi_attacher.go MountDevice,
             # csi_mounter.go SetUpAt). A staging mount an older run left read-only is fixed for its writers.
             why = "remount read-write: the staging mount is read-only but pod(s) %s write to it" % ", ".join(writers)
-        # plan_state._step's dict written out: a step per volume, where the call costs more than the dict
+        item = items.get(pair)
+        if item is None:
+            item = items[pair] = _volume_item(spec)
         add({"action": "mount", "target": "device", "node": node, "volume": spec.pv_name, "pod": None,
-             "pod_uid": None, "reason": why, "unique_volume_name": unique, "item": item_of(nv)})
+             "pod_uid": None, "reason": why, "unique_volume_name": unique, "item": item})
 
 
 def read_write_once_pod(p):
@@ -286,13 +289,14 @@ def mount_pods(p):
     """Pod mounts (Filesystem) or maps (Block) not yet in place: MountVolume's SetUp half, with the pod's fsGroup
     applied after the mount (SetVolumeOwnership)."""
     reachable_facts, unreachable_errors, not_attached = p.reachable_facts, p.unreachable_errors, p.not_attached
-    rwop_refused, device_changed = p.rwop_refused, p.device_changed
+    rwop_refused, device_changed, items = p.rwop_refused, p.device_changed, p.items
     add = p.phases[("mount", "pod")].append
     for pair, nv in p.desired.volumes.items():
         unique, node = pair
-        if not nv.mount_pods or node in unreachable_errors or pair in not_attached or pair in device_changed:
+        if not nv.mount_pods or (unreachable_errors and node in unreachable_errors) or (
+                not_attached and pair in not_attached) or (device_changed and pair in device_changed):
             continue
-        facts = reachable_facts.get(node)
+        facts = reachable_facts.get(node) if reachable_facts else None
         spec = nv.spec
         item = None
         for pod in nv.mount_pods:
@@ -316,8 +320,10 @@ def mount_pods(p):
             else:
                 why = "pod %s uses it" % pod.name
             if item is None:
-                item = p.item_of(nv)
-            # the volume's one item; each pod step carries its pod's read-only flag and fsGroup (_step written out)
+                item = items.get(pair)
+                if item is None:
+                    item = items[pair] = _volume_item(spec)
+            # the volume's one item; each pod step carries its pod's read-only flag and fsGroup
             step = {"action": "mount", "target": "pod", "node": node, "volume": spec.pv_name, "pod": pod.name,
                     "pod_uid": pod.uid, "reason": why, "unique_volume_name": unique, "item": item,
                     "pod_read_only": pod.read_only}
