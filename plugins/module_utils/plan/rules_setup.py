@@ -238,7 +238,7 @@ def read_write_once_pod(p):
     Across nodes the volume is not multi-attachable, so attach already refuses a second node. On one node the
     pod that has it mounted keeps it, else the oldest pod (creationTimestamp, then name)."""
     for pair, nv in p.desired.volumes.items():
-        if "ReadWriteOncePod" not in nv.spec.access_modes or len(nv.mount_pods) < 2:
+        if len(nv.mount_pods) < 2 or "ReadWriteOncePod" not in nv.spec.access_modes:  # most have one pod
             continue
         facts = p.facts(nv.node)
 
