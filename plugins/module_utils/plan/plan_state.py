@@ -45,18 +45,20 @@ def _volume_item(spec):
     ``plugin`` out (its default)."""
     item = {"pv_name": spec.pv_name, "driver": spec.driver, "volume_handle": spec.volume_handle,
             "volume_attributes": dict(spec.volume_attributes), "capacity_bytes": spec.capacity_bytes,
-            "mode": spec.mode, "fs_type": spec.fs_type, "mount_options": list(spec.mount_options),
+            "mode": spec.mode, "fs_type": spec.fs_type,
+            "mount_options": list(spec.mount_options) if spec.mount_options else [],  # most have none
             "read_only": spec.read_only, "multi_attach": spec.multi_attach_allowed}
-    if spec.plugin == CSI and spec.driver not in DEFAULT_KNOWN_DRIVERS:
-        # an external CSI driver's item (drivers/external/): what its requests are built from
-        item["attach_required"] = bool(spec.attachable)
-        item["access_modes"] = list(spec.access_modes or ())
-        if spec.pod_info_on_mount:
-            item["pod_info_on_mount"] = True  # its pods' name, namespace, uid, service account in volume_context
-        if spec.secret_refs:
-            # the references only: node_phases reads the Secrets when it runs the node task (never in a plan)
-            item["secret_refs"] = dict(spec.secret_refs)
-    if spec.plugin != CSI:
+    if spec.plugin == CSI:
+        if spec.driver not in DEFAULT_KNOWN_DRIVERS:
+            # an external CSI driver's item (drivers/external/): what its requests are built from
+            item["attach_required"] = bool(spec.attachable)
+            item["access_modes"] = list(spec.access_modes or ())
+            if spec.pod_info_on_mount:
+                item["pod_info_on_mount"] = True  # its pods' name, namespace, uid, service account in volume_context
+            if spec.secret_refs:
+                # the references only: node_phases reads the Secrets when it runs the node task (never in a plan)
+                item["secret_refs"] = dict(spec.secret_refs)
+    else:
         item["plugin"] = spec.plugin
         item["path"] = spec.path
         item["host_path_type"] = spec.host_path_type
