@@ -86,7 +86,10 @@ def _mounted_now(p):
         mounted.update((pm.unique_name, node) for pm in facts.pod_mounts.values() if pm.mounted)
         mounted.update((em.unique_name, node) for em in facts.ephemeral.values() if em.mounted)
     with_facts = p.reachable_facts
-    mounted.update(pair for pair in p.actual.in_use if pair[1] not in with_facts)
+    if with_facts:
+        mounted.update(pair for pair in p.actual.in_use if pair[1] not in with_facts)
+    else:
+        mounted.update(p.actual.in_use)  # no node facts (a plan from the cluster alone): volumesInUse says it all
     return mounted
 
 

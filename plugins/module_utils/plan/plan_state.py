@@ -45,18 +45,20 @@ def _volume_item(spec):
     ``plugin`` out (its default)."""
     item = {"pv_name": spec.pv_name, "driver": spec.driver, "volume_handle": spec.volume_handle,
             "volume_attributes": dict(spec.volume_attributes), "capacity_bytes": spec.capacity_bytes,
-            "mode": spec.mode, "fs_type": spec.fs_type, "mount_options": list(spec.mount_options),
+            "mode": spec.mode, "fs_type": spec.fs_type,
+            "mount_options": list(spec.mount_options) if spec.mount_options else [],  # most have none
             "read_only": spec.read_only, "multi_attach": spec.multi_attach_allowed}
-    if spec.plugin == CSI and spec.driver not in DEFAULT_KNOWN_DRIVERS:
-        # an external CSI driver's item (drivers/external/): what its requests are built from
-        item["attach_required"] = bool(spec.attachable)
-        item["access_modes"] = list(spec.access_modes or ())
-        if spec.pod_info_on_mount:
-            item["pod_info_on_mount"] = True  # its pods' name, namespace, uid, service account in volume_context
-        if spec.secret_refs:
-            # the references only: node_phases reads the Secrets when it runs the node task (never in a plan)
-            item["secret_refs"] = dict(spec.secret_refs)
-    if spec.plugin != CSI:
+    if spec.plugin == CSI:
+        if spec.driver not in DEFAULT_KNOWN_DRIVERS:
+            # an external CSI driver's item (drivers/external/): what its requests are built from
+            item["attach_required"] = bool(spec.attachable)
+            item["access_modes"] = list(spec.access_modes or ())
+            if spec.pod_info_on_mount:
+                item["pod_info_on_mount"] = True  # its pods' name, namespace, uid, service account in volume_context
+            if spec.secret_refs:
+                # the references only: node_phases reads the Secrets when it runs the node task (never in a plan)
+                item["secret_refs"] = dict(spec.secret_refs)
+    else:
         item["plugin"] = spec.plugin
         item["path"] = spec.path
         item["host_path_type"] = spec.host_path_type
@@ -114,13 +116,13 @@ class _Plan:
         self.options = options
         self.now = options.now or datetime.datetime.now(datetime.timezone.utc)
         self.phases = dict((phase, []) for phase in STEP_KINDS)
-        self._items = {}
+        self.items = {}  # (unique name, node) -> the volume item of that desired pair (item_of)
         self._plugins = {}  # plugin name -> class (plugin())
         self.blocked = list(desired.blocked)
         self.pending = []               # node-side grows not tried in this plan (rules_expand.py grow_waits)
         self.detach_requests = []
         self.detach_requests_to_clear = []
-        self.spec_by_unique = dict((key[0], nv.spec) for key, nv in desired.volumes.items())
+        self.spec_by_unique = {key[0]: nv.spec for key, nv in desired.volumes.items()}
         self.still_mounted = set()      # (unique, node) with a mount that survives this plan's unmounts
         self.detached = set()           # (unique, node) detached by this plan
         self.attached_to = {}           # unique -> nodes this plan attaches to
@@ -171,9 +173,9 @@ class _Plan:
         """The volume item of a desired (volume, node) pair, built once for all its steps. It names no pods (each
         step names its own), so lean_plan keeps it as it is."""
         key = (nv.spec.unique_name, nv.node)
-        item = self._items.get(key)
+        item = self.items.get(key)
         if item is None:
-            item = self._items[key] = _volume_item(nv.spec)
+            item = self.items[key] = _volume_item(nv.spec)
         return item
 
     def block(self, node, volume, pod, reason):

@@ -17,13 +17,14 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import datetime
+import operator
 
 from ansible_collections.kubevol.volumes.plugins.module_utils.plan.actual_state import build_actual_state, summarize_actual
 from ansible_collections.kubevol.volumes.plugins.module_utils.cluster.objects import gc_paused
 from ansible_collections.kubevol.volumes.plugins.module_utils.plan.desired_state import build_desired_state, summarize_desired
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import SettingRefused
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.words import setting
-from ansible_collections.kubevol.volumes.plugins.module_utils.common.phases import STEP_KINDS
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.phases import STEP_KINDS, TEARDOWN_KINDS
 from ansible_collections.kubevol.volumes.plugins.module_utils.plan.step_refusals import refuse_unsafe_steps
 from ansible_collections.kubevol.volumes.plugins.module_utils.plan.validation import check_loop_pools
 from ansible_collections.kubevol.volumes.plugins.module_utils.plan.plan_state import (  # noqa: F401  # pylint: disable=unused-import
@@ -52,38 +53,42 @@ def lean_plan(steps, in_place=False):
     host's slice is cut in its own size. The result grows with steps + volumes, not steps x item size.
     in_place: the steps and their items are the caller's own (the planner's), changed instead of copied; an item
     without ``pods`` and ``detach`` is kept as it is."""
-    plan, items, by_node = [], {}, {}
+    plan = list(steps) if in_place else [dict(step) for step in steps]
+    items, by_node = {}, {}
     node = node_items = positions = None  # the last step's node: the steps of a phase come node by node
-    for step in steps:
-        if not in_place:
-            step = dict(step)
+    for position, step in enumerate(plan):
         if step["node"] != node or positions is None:
             node = step["node"]
             node_items = items.get(node)
             positions = by_node.get(node)
             if positions is None:
                 positions = by_node[node] = []
+        positions.append(position)
         item = step.pop("item", None)
-        if item is not None:
-            if node_items is None:
-                node_items = items[node] = {}
-            unique = step["unique_volume_name"]
-            if unique not in node_items:
-                if in_place and "pods" not in item and "detach" not in item:
-                    node_items[unique] = item
-                else:
-                    kept = node_items[unique] = dict(item)
-                    kept.pop("pods", None)
-                    kept.pop("detach", None)
-            if "pod_read_only" not in step and step.get("pod_uid") is not None and item.get("pods"):
-                step["pod_read_only"] = bool(item["pods"][0].get("read_only"))
-        positions.append(len(plan))
-        plan.append(step)
+        if item is None:
+            continue
+        if node_items is None:
+            node_items = items[node] = {}
+        unique = step["unique_volume_name"]
+        if unique not in node_items:
+            if in_place and "pods" not in item and "detach" not in item:
+                node_items[unique] = item
+            else:
+                kept = node_items[unique] = dict(item)
+                kept.pop("pods", None)
+                kept.pop("detach", None)
+        if "pod_read_only" not in step and step.get("pod_uid") is not None and item.get("pods"):
+            step["pod_read_only"] = bool(item["pods"][0].get("read_only"))
     return {"plan": plan, "volume_items": items, "by_node": by_node}
 
 
 def _sort_key(step):
     return (step["node"] or "", step["volume"] or "", step["pod"] or "", step["pod_uid"] or "")
+
+
+# a node's steps by _sort_key's last three fields, the key read in C; a None among strings (which _sort_key counts
+# as "") makes the comparison raise, and that group is sorted again by _sort_key: the same order either way
+_REST_KEY = operator.itemgetter("volume", "pod", "pod_uid")
 
 
 def _in_order(steps):
@@ -94,11 +99,18 @@ def _in_order(steps):
         node = step["node"] or ""
         group = by_node.get(node)
         if group is None:
-            group = by_node[node] = []
-        group.append(step)
+            by_node[node] = [step]
+        else:
+            group.append(step)
     ordered = []
     for node in sorted(by_node):
-        ordered.extend(sorted(by_node[node], key=_sort_key) if len(by_node[node]) > 1 else by_node[node])
+        group = by_node[node]
+        if len(group) > 1:
+            try:
+                group = sorted(group, key=_REST_KEY)
+            except TypeError:
+                group = sorted(group, key=_sort_key)
+        ordered.extend(group)
     return ordered
 
 
@@ -156,10 +168,13 @@ def plan(desired, actual, index, options=None, storage=None):
     refuse_unsafe_steps(p, STEP_KINDS, options.loop_pools, options.driver_options)  # what a node would refuse
     stages.keep_stage(p, frozenset(actual.node_facts) if actual.node_facts else None)  # one stage's steps
     steps = []
+    teardown = []  # the teardown guard's steps: the plan's other steps are none of its business
     summary = {}
     for phase in STEP_KINDS:
         phase_steps = _in_order(p.phases[phase])
         steps.extend(phase_steps)
+        if phase in TEARDOWN_KINDS:
+            teardown.extend(phase_steps)
         summary[phase[0]] = summary.get(phase[0], 0) + len(phase_steps)
     lean = lean_plan(steps, in_place=True)
     result = {}
@@ -174,7 +189,7 @@ def plan(desired, actual, index, options=None, storage=None):
         "blocked": [blocked[key] for key in sorted(blocked, key=lambda k: tuple(x or "" for x in k))],
         "pending": pending,
         "detach_requests": p.detach_requests, "detach_requests_to_clear": p.detach_requests_to_clear,
-        "teardown_guard": teardown_guard(p, steps), "summary": summary, "in_use_repairs": in_use_repairs(p, steps),
+        "teardown_guard": teardown_guard(p, teardown), "summary": summary, "in_use_repairs": in_use_repairs(p, steps),
         "nodes_out_of_service": sorted(p.out_of_service)}))
 
 

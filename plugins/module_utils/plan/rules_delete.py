@@ -102,12 +102,13 @@ def plan_deletions(p, hosts, scope):
     known = frozenset(opts.known_drivers or ())
     candidates = []
     released = []
+    pvc_by_key = index.pvc_by_key
     for pv in index.cluster.persistent_volumes:  # one pass, nothing sorted but what is found
         ref = pv.claim_ref
         if ref is None or not ref.name or pv.deletion_timestamp:
             continue
         key = (ref.namespace or "default") + "/" + ref.name
-        claim = index.pvc_by_key.get(key)
+        claim = pvc_by_key.get(key)
         gone = claim is None or key in letting_go or (ref.uid and claim.uid != ref.uid)
         if not gone and pv.phase != "Released":
             continue

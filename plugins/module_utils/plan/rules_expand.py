@@ -197,10 +197,17 @@ def expand_node(p):
     pending_claims = _pending_claims(p)
     remounted = frozenset((s["unique_volume_name"], s["node"]) for kind in (("mount", "device"), ("mount", "pod"))
                           for s in p.phases[kind]) if pending_claims else frozenset()
+    not_attached, device_changed, grown_to = p.not_attached, p.device_changed, p.grown_to
     for pair, nv in p.desired.volumes.items():
-        spec = nv.spec
-        if pair in p.not_attached or pair in p.device_changed:
+        if (not_attached and pair in not_attached) or (device_changed and pair in device_changed):
             continue  # device_changed: its global mount is another device's (rules_identity): nothing to grow there
+        spec = nv.spec
+        # _node_grow_target's first tests, here: most volumes are no larger than their claim says (a mapping is
+        # asked only when it has entries: a key's hash reads its strings)
+        if not nv.mount_pods or nv.claims_read_only or spec.claim_capacity_bytes is None or \
+                (grown_to.get(spec.pv_name, spec.capacity_bytes) if grown_to else spec.capacity_bytes) \
+                <= spec.claim_capacity_bytes:
+            continue
         target = _node_grow_target(p, nv)
         if target is None:
             continue

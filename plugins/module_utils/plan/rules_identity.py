@@ -44,6 +44,8 @@ def _device(number, device):
 def stale_global_mounts(p):
     """Block every desired (volume, node) pair whose global mount is on another device than the volume's own now;
     the pairs go in ``p.device_changed`` so that the mount and expansion rules leave them alone."""
+    if not p.reachable_facts:
+        return  # no node facts: no global mount is known
     for pair, nv in p.desired.volumes.items():
         if not nv.mount_pods:
             continue

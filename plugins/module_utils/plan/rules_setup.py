@@ -4,14 +4,15 @@
 """The planner's setup rules, in plan order: attach (with the multi-attach check), the global device mount,
 ReadWriteOncePod, pod mounts with fsGroup, and inline ephemeral volumes. Kubernetes: reconciler.go
 attachDesiredVolumes; reconciler_common.go mountOrAttachVolumes; operation_generator.go GenerateMountVolumeFunc.
-Split from planner.py."""
+Split from planner.py. Per volume, a mapping is asked only when it has entries (a key's hash reads its strings), and
+the mounts write out plan_state._step and _Plan.item_of (a desired pair is its spec's unique name and its node)."""
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
 from ansible_collections.kubevol.volumes.plugins.module_utils.plan.actual_state import ATTACHED
-from ansible_collections.kubevol.volumes.plugins.module_utils.plan.plan_state import _step
+from ansible_collections.kubevol.volumes.plugins.module_utils.plan.plan_state import _step, _volume_item
 from ansible_collections.kubevol.volumes.plugins.module_utils.plan.rules_identity import remap_reason
 from ansible_collections.kubevol.volumes.plugins.module_utils.plan.rules_limits import MAX_VOLUME_COUNT_EXCEEDED
 from ansible_collections.kubevol.volumes.plugins.module_utils.plan.codes import (
@@ -52,15 +53,19 @@ def attach(p):
     for step in p.phases[("detach", "device")]:
         if not step.get("record_only"):
             detached_from.setdefault(step["unique_volume_name"], []).append(step["node"])
+    attacher = {}  # plugin name -> whether it has an attacher (asked once per plugin, not per volume)
     for pair, nv in p.desired.volumes.items():
         av = attached.get(pair)
         if av is not None and av.detach_requested_at:
             # attachDesiredVolumes ResetDetachRequestTime: wanted again, the old request is stale
             p.detach_requests_to_clear.append({"name": av.va_name, "node": nv.node, "volume": nv.spec.pv_name})
-        if not nv.spec.attachable or not p.plugin(nv.spec).ATTACHABLE:
+        spec = nv.spec
+        if spec.attachable and spec.plugin not in attacher:
+            attacher[spec.plugin] = p.plugin(spec).ATTACHABLE
+        if not spec.attachable or not attacher[spec.plugin]:
             continue  # attachRequired: false, or a plugin without an attacher (local, hostPath): no attach
         unique, node = pair
-        facts = reachable_facts.get(node)
+        facts = reachable_facts.get(node) if reachable_facts else None
         device_seen = facts is not None and unique in facts.devices
         if not nv.attach:
             if av is None and not device_seen:
@@ -69,7 +74,7 @@ def attach(p):
                                         "volumes.kubernetes.io/controller-managed-attach-detach=true [%s]"
                                         % (nv.spec.pv_name, node, ATTACH_WAIT))
             continue
-        error = unreachable_errors.get(node)
+        error = unreachable_errors.get(node) if unreachable_errors else None
         if error is not None:
             p.not_attached[pair] = unreachable_text(node, error)
             p.block(node, nv.spec.pv_name, None, p.not_attached[pair])
@@ -182,37 +187,48 @@ def _block_multi_attach(p, nv, holders):
 def mount_devices(p):
     """Global (staging) mounts for Filesystem volumes with pods to mount: MountVolume's MountDevice half."""
     reachable_facts, unreachable_errors, not_attached = p.reachable_facts, p.unreachable_errors, p.not_attached
+    device_changed, items = p.device_changed, p.items
+    device_mount = {}  # plugin name -> whether it plans a device mount (asked once per plugin, not per volume)
     add = p.phases[("mount", "device")].append
     for pair, nv in p.desired.volumes.items():
-        if not nv.mount_pods:
+        mount_pods = nv.mount_pods
+        if not mount_pods:
             continue
         unique, node = pair
-        error = unreachable_errors.get(node)
+        error = unreachable_errors.get(node) if unreachable_errors else None
         if error is not None:
             p.block(node, nv.spec.pv_name, None, unreachable_text(node, error))
             continue
-        waiting = not_attached.get(pair)
+        waiting = not_attached.get(pair) if not_attached else None
         if waiting is not None:
             # an unreachable node, a volume limit and a Multi-Attach error block their attach already
             if not waiting.startswith(MAX_VOLUME_COUNT_EXCEEDED) and NODE_UNREACHABLE not in waiting \
                     and waiting != "Multi-Attach error":
                 p.block(node, nv.spec.pv_name, None, waiting)
             continue
-        if nv.spec.mode != "Filesystem" or pair in p.device_changed:
+        spec = nv.spec
+        if spec.mode != "Filesystem" or (device_changed and pair in device_changed):
             continue  # Block volumes are mapped per pod; a stale global mount is blocked (rules_identity.py)
-        if not p.plugin(nv.spec).plans_device_mount():
+        if spec.plugin not in device_mount:
+            device_mount[spec.plugin] = p.plugin(spec).plans_device_mount()
+        if not device_mount[spec.plugin]:
             continue  # hostPath mounts nothing; a local PV's device mount (block-backed only) is its pod step's
-        facts = reachable_facts.get(node)
+        facts = reachable_facts.get(node) if reachable_facts else None
         current = facts.global_mounts.get(unique) if facts is not None else None
-        why = "pod(s) %s on node %s mount it" % (", ".join([m.name for m in nv.mount_pods]), node)
+        why = "pod(s) %s on node %s mount it" % (
+            mount_pods[0].name if len(mount_pods) == 1 else ", ".join([m.name for m in mount_pods]), node)
         if current and current.get("mounted"):
-            writers = [m.name for m in nv.mount_pods if not m.read_only]
+            writers = [m.name for m in mount_pods if not m.read_only]
             if not current.get("read_only") or nv.read_only or not writers:
                 continue
             # NodeStage is read-write; readOnly is applied per pod at publish (csi_attacher.go MountDevice,
             # csi_mounter.go SetUpAt). A staging mount an older run left read-only is fixed for its writers.
             why = "remount read-write: the staging mount is read-only but pod(s) %s write to it" % ", ".join(writers)
-        add(_step("mount", "device", node, nv.spec.pv_name, unique, why, p.item_of(nv)))
+        item = items.get(pair)
+        if item is None:
+            item = items[pair] = _volume_item(spec)
+        add({"action": "mount", "target": "device", "node": node, "volume": spec.pv_name, "pod": None,
+             "pod_uid": None, "reason": why, "unique_volume_name": unique, "item": item})
 
 
 def read_write_once_pod(p):
@@ -222,7 +238,7 @@ def read_write_once_pod(p):
     Across nodes the volume is not multi-attachable, so attach already refuses a second node. On one node the
     pod that has it mounted keeps it, else the oldest pod (creationTimestamp, then name)."""
     for pair, nv in p.desired.volumes.items():
-        if "ReadWriteOncePod" not in nv.spec.access_modes or len(nv.mount_pods) < 2:
+        if len(nv.mount_pods) < 2 or "ReadWriteOncePod" not in nv.spec.access_modes:  # most have one pod
             continue
         facts = p.facts(nv.node)
 
@@ -273,20 +289,22 @@ def mount_pods(p):
     """Pod mounts (Filesystem) or maps (Block) not yet in place: MountVolume's SetUp half, with the pod's fsGroup
     applied after the mount (SetVolumeOwnership)."""
     reachable_facts, unreachable_errors, not_attached = p.reachable_facts, p.unreachable_errors, p.not_attached
-    rwop_refused = p.rwop_refused
+    rwop_refused, device_changed, items = p.rwop_refused, p.device_changed, p.items
     add = p.phases[("mount", "pod")].append
     for pair, nv in p.desired.volumes.items():
         unique, node = pair
-        if not nv.mount_pods or node in unreachable_errors or pair in not_attached or pair in p.device_changed:
+        if not nv.mount_pods or (unreachable_errors and node in unreachable_errors) or (
+                not_attached and pair in not_attached) or (device_changed and pair in device_changed):
             continue
-        facts = reachable_facts.get(node)
+        facts = reachable_facts.get(node) if reachable_facts else None
+        spec = nv.spec
         item = None
         for pod in nv.mount_pods:
             if rwop_refused and (pod.uid, pair) in rwop_refused:
                 continue
             # fs_group_to_apply's first test, here: most pods have no fsGroup
-            fs_group = fs_group_to_apply(p, nv.spec, pod) if pod.fs_group is not None else None
-            current = facts.pod_mounts.get((pod.uid, nv.spec.pv_name)) if facts is not None else None
+            fs_group = fs_group_to_apply(p, spec, pod) if pod.fs_group is not None else None
+            current = facts.pod_mounts.get((pod.uid, spec.pv_name)) if facts is not None else None
             if current is not None and current.published and not current.mounted:
                 continue  # hostPath: its check passed for this pod (the marker exists); nothing is mounted
             if current is not None and current.mounted and not current.device_mismatch:
@@ -301,16 +319,20 @@ def mount_pods(p):
                 why = remap_reason(current, pod.name, node)  # a Block map on another device (rules_identity.py)
             else:
                 why = "pod %s uses it" % pod.name
-            # the volume's one item; each pod step carries its pod's read-only flag and fsGroup
-            extra = {}
-            if fs_group is not None:
-                extra = {"pod_fs_group": fs_group, "pod_fs_group_change_policy": pod.fs_group_change_policy or "Always"}
             if item is None:
-                item = p.item_of(nv)
-            if item.get("pod_info_on_mount") and pod.service_account:
-                extra["pod_service_account"] = pod.service_account  # csi_mounter.go getPodInfoAttrs
-            add(_step("mount", "pod", node, nv.spec.pv_name, unique, why, item, pod=pod.name,
-                      pod_uid=pod.uid, pod_read_only=pod.read_only, **extra))
+                item = items.get(pair)
+                if item is None:
+                    item = items[pair] = _volume_item(spec)
+            # the volume's one item; each pod step carries its pod's read-only flag and fsGroup
+            step = {"action": "mount", "target": "pod", "node": node, "volume": spec.pv_name, "pod": pod.name,
+                    "pod_uid": pod.uid, "reason": why, "unique_volume_name": unique, "item": item,
+                    "pod_read_only": pod.read_only}
+            if fs_group is not None:
+                step["pod_fs_group"] = fs_group
+                step["pod_fs_group_change_policy"] = pod.fs_group_change_policy or "Always"
+            if pod.service_account and item.get("pod_info_on_mount"):
+                step["pod_service_account"] = pod.service_account  # csi_mounter.go getPodInfoAttrs
+            add(step)
 
 
 def _inline_item(iv):

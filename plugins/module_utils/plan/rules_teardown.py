@@ -68,15 +68,20 @@ def unmount_pods(p):
     unmountVolumes and reconstruct.go cleanOrphanVolumes. A pod that is scheduled there and not terminated
     keeps what it has mounted whatever is wrong with its claim (the populator removes a pod's volumes only
     once the pod is deleted or terminated: desired_state_of_world_populator.go findAndRemoveDeletedPods)."""
-    volumes = p.desired.volumes
+    pictured = list(p.teardown_facts())
+    if not pictured:
+        return  # no node facts (a plan from the cluster alone): no pod mount is known to tear down
     protected = p.desired.protected_pod_uids
     live = p.desired.live_pods
+    # the wanted pod mounts of the pictured nodes only: a plan of 5,000 nodes run on three asks about three
+    nodes = frozenset(node for node, _facts in pictured)
     wanted = set()
-    for (unique, node), nv in volumes.items():
-        for pod in nv.mount_pods:
-            wanted.add((node, pod.uid, nv.spec.pv_name))
+    for (unique, node), nv in p.desired.volumes.items():
+        if node in nodes:
+            for pod in nv.mount_pods:
+                wanted.add((node, pod.uid, nv.spec.pv_name))
     named = {}  # (unique, node) -> the PV name of this plan's one item of that volume on that node
-    for node, facts in p.teardown_facts():
+    for node, facts in pictured:
         for (uid, pv_name), pm in sorted(facts.pod_mounts.items()):
             unique = pm.unique_name
             pair = (unique, node)
