@@ -14,7 +14,7 @@ import pytest
 
 from e2e_lib import get, items, node_object, taint_out_of_service, write_list
 from csi_lib import (DRIVER, MUTATING, SECRET, NodePlugin, _loops_backed_under, _output, pod, target,
-                               csi_volume)
+                     csi_volume)
 
 CONTROLLER_SOCKET = "/var/lib/kubevol-csi-controller/csi.sock"
 
