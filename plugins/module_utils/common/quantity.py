@@ -153,6 +153,7 @@ def format_quantity(value, field="quantity"):
     return "%s%d%s" % (sign, number, _DECIMAL_BY_EXPONENT[exponent])
 
 
+@lru_cache(maxsize=4096)  # the plan's messages and items say a few sizes over and over: thousands of calls
 def format_bytes(size):
     """Bytes as a person writes them: the shorter of the canonical BinarySI and DecimalSI forms Kubernetes
     prints (1073741824 -> 1Gi, 10000000000 -> 10G, not 9765625Ki); BinarySI on a tie."""

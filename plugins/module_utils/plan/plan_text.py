@@ -12,6 +12,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from collections import Counter
+from operator import itemgetter
 
 from ansible_collections.kubevol.volumes.plugins.module_utils.plan.provision_text import storage_line, storage_lines
 
@@ -159,10 +160,17 @@ def table_lines(result, max_rows=None, hint=MORE_HINT):
     return lines
 
 
+_NODE_AND_ACTION = itemgetter("node", "action")
+
+
 def node_counts(result):
     """{node: {unmount, detach, attach, mount, expand, cleanup, blocked}} of the plan's steps and blocked items."""
     nodes = {}
-    counted = Counter((step.get("node"), step.get("action")) for step in result.get("plan") or ())
+    plan = result.get("plan") or ()
+    try:  # the planner's steps all have both keys: read in C, not with two calls per step (128,400 at the envelope)
+        counted = Counter(map(_NODE_AND_ACTION, plan))
+    except (KeyError, TypeError):  # a plan made by hand may leave them out
+        counted = Counter((step.get("node"), step.get("action")) for step in plan)
     counted.update((entry.get("node"), "blocked") for entry in blocked_once(result))
     for (node, action), count in counted.items():
         row = nodes.get(node)

@@ -156,3 +156,11 @@ def test_run_summary_in_check_mode_and_without_the_plan_table():
     assert len(rows) == 4
     with pytest.raises(AnsibleFilterError):
         run_summary_filter({})
+
+
+def test_node_counts_reads_the_planners_steps_and_a_hand_made_plan_alike():
+    planned = [{"node": "n1", "action": "attach"}, {"node": "n1", "action": "mount"}, {"node": None, "action": "mount"}]
+    hand_made = [{"node": "n1", "action": "attach"}, {"action": "mount", "node": "n1"}, {"action": "mount"}]
+    counts = plan_text.node_counts({"plan": planned, "blocked": [{"node": "n2", "volume": "v", "reason": "r"}]})
+    assert counts == plan_text.node_counts({"plan": hand_made, "blocked": [{"node": "n2", "volume": "v", "reason": "r"}]})
+    assert (counts["n1"]["attach"], counts["n1"]["mount"], counts[None]["mount"], counts["n2"]["blocked"]) == (1, 1, 1, 1)
