@@ -112,8 +112,8 @@ def _node(obj):
         if cond["type"] == "Ready":
             ready = cond.get("status") == "True"
     where = "status.volumesAttached"
-    attached = tuple(AttachedVolumeStatus(require_str(v["name"], "name"), v.get("devicePath") or "")
-                     for v in status.get("volumesAttached") or ())
+    attached = tuple([_make(AttachedVolumeStatus, (require_str(v["name"], "name"), v.get("devicePath") or ""))
+                      for v in status.get("volumesAttached") or ()])
     where = "status.volumesInUse"
     in_use = tuple([require_str(v, "entry") for v in status.get("volumesInUse") or ()])
     return Node(name, annotations, taints, ready, attached, in_use, labels)
@@ -285,7 +285,7 @@ def cluster_from_objects(objects):
     buckets = tuple([] for _slot in Cluster._fields)
     builders = _BUILDERS
     for obj in objects:
-        if not isinstance(obj, dict):
+        if obj.__class__ is not dict and not isinstance(obj, dict):  # the call only for what is not a plain dict
             raise MalformedObject(kind="item", name="?", field="", reason="not a mapping: %r" % (obj,))
         entry = builders.get(obj.get("kind"))
         if entry is None:

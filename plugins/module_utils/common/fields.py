@@ -15,6 +15,9 @@ def pairs(mapping, where):
         return ()
     if not isinstance(mapping, dict):
         raise TypeError("%s must be a mapping" % where)
+    if len(mapping) == 1:  # most labels, annotations and volumeAttributes: nothing to sort
+        for k, v in mapping.items():
+            return ((str(k), str(v)),)
     return tuple(sorted([(str(k), str(v)) for k, v in mapping.items()]))
 
 

@@ -102,11 +102,21 @@ def parse_quantity(value, field="quantity"):
     return _nano_to_decimal(_parse_cached(value, field)[0])
 
 
+_BYTES = {}  # to_bytes of a plain quantity string already seen: a cluster names a few sizes, three per PV/PVC pair
+
+
 def to_bytes(value, field="quantity"):
     """A size in whole bytes, rounded up (a capacity is never rounded down)."""
-    # _parse_cached without its call: three sizes per PV/PVC pair at 60,000 pairs
+    if value.__class__ is str:
+        size = _BYTES.get(value)
+        if size is not None:
+            return size
+    # _parse_cached without its call
     nano = (_parse_hashable(value, field) if isinstance(value, str) else _parse(value, field))[0]
-    return -((-nano) // _NANO)
+    size = -((-nano) // _NANO)
+    if value.__class__ is str and len(_BYTES) < 4096:  # only a valid quantity is kept: a refusal names its field
+        _BYTES[value] = size
+    return size
 
 
 def compare(a, b, field="quantity"):

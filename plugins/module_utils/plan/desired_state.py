@@ -283,7 +283,10 @@ def summarize_desired(desired):
     per_node = {}
     attachments = mounts = 0
     for nv in desired.volumes.values():
-        per_node.setdefault(nv.node, []).append(nv.spec.pv_name)
+        names = per_node.get(nv.node)
+        if names is None:  # not setdefault: no empty list made per volume
+            names = per_node[nv.node] = []
+        names.append(nv.spec.pv_name)
         attachments += nv.attach
         mounts += len(nv.mount_pods)
     return {"pods": desired.pods_considered, "volumes": len(desired.volumes), "attachments": attachments,
