@@ -20,7 +20,7 @@ class ClusterIndex:
 
     def __init__(self, cluster):
         self.cluster = cluster
-        # comprehensions, not dict() over generated pairs: no pair tuple per object (60,000 PVs and claims)
+        # comprehensions, not dict() over generated pairs: no pair tuple per PV and claim
         self.pv_by_name = {pv.name: pv for pv in cluster.persistent_volumes}
         self.pvc_by_key = {c.namespace + "/" + c.name: c for c in cluster.claims}
         self.csidriver_by_name = {d.name: d for d in cluster.csi_drivers}

@@ -167,7 +167,7 @@ def node_counts(result):
     """{node: {unmount, detach, attach, mount, expand, cleanup, blocked}} of the plan's steps and blocked items."""
     nodes = {}
     plan = result.get("plan") or ()
-    try:  # the planner's steps all have both keys: read in C, not with two calls per step (128,400 at the envelope)
+    try:  # the planner's steps all have both keys: read in C, not with two calls per step
         counted = Counter(map(_NODE_AND_ACTION, plan))
     except (KeyError, TypeError):  # a plan made by hand may leave them out
         counted = Counter((step.get("node"), step.get("action")) for step in plan)

@@ -73,7 +73,7 @@ def unmount_pods(p):
         return  # no node facts (a plan from the cluster alone): no pod mount is known to tear down
     protected = p.desired.protected_pod_uids
     live = p.desired.live_pods
-    # the wanted pod mounts of the pictured nodes only: a plan of 5,000 nodes run on three asks about three
+    # the wanted pod mounts of the pictured nodes only: a plan of the whole cluster run on a few nodes asks about those
     nodes = frozenset(node for node, _facts in pictured)
     wanted = set()
     for (unique, node), nv in p.desired.volumes.items():

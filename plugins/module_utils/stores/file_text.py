@@ -138,8 +138,8 @@ class NotStreamable(Exception):
 
 _skip_whitespace = json.decoder.WHITESPACE.match
 _decode_one = json.JSONDecoder().raw_decode
-# the decoder's C scanner itself, for the items: raw_decode is a Python call around it per object (275,000 at the
-# envelope); it raises StopIteration where raw_decode raises "Expecting value"
+# the decoder's C scanner itself, for the items: raw_decode is a Python call around it per object (docs/performance.md,
+# "Why the code is shaped so"); it raises StopIteration where raw_decode raises "Expecting value"
 _scan_one = json.scanner.make_scanner(json.JSONDecoder())
 
 
@@ -181,7 +181,7 @@ def stream_list_items(text):
                         raise NotStreamable()
                     yield obj
                     # a comma right after the item (json.dump's and kubectl's) tested by hand, one regex call for
-                    # the whitespace after it: _after_separator's two per item cost a fifth of the parse
+                    # the whitespace after it, not _after_separator's two per item
                     if text[pos] == ",":
                         pos += 1
                         if text[pos] == " " and text[pos + 1] == "{":  # json.dump's ", "
