@@ -35,7 +35,8 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.plan.guards import
 from ansible_collections.kubevol.volumes.plugins.module_utils.plan.rules_teardown import (  # noqa: F401  # pylint: disable=unused-import
     STALE_PATH, detach, uncertain_mounts, unmount_devices, unmount_pods, unpublish_inline)
 from ansible_collections.kubevol.volumes.plugins.module_utils.plan.rules_setup import (  # noqa: F401  # pylint: disable=unused-import
-    _multi_attach_error, attach, fs_group_to_apply, mount_devices, mount_pods, publish_inline, read_write_once_pod)
+    _multi_attach_error, attach, fs_group_to_apply, mount_devices, mount_pods, read_write_once_pod)
+from ansible_collections.kubevol.volumes.plugins.module_utils.plan.rules_inline import publish_inline
 from ansible_collections.kubevol.volumes.plugins.module_utils.plan.rules_identity import stale_global_mounts
 from ansible_collections.kubevol.volumes.plugins.module_utils.plan.rules_expand import (  # noqa: F401  # pylint: disable=unused-import
     expand_controller, expand_node, expansion_refused, offline_grow_window)
