@@ -81,7 +81,7 @@ def check_driver_name(value):
 
 def unique_volume_name(driver, volume_handle):
     """kubernetes.io/csi/<driver>^<volumeHandle>, the key of both worlds (the CSI plugin's rule: volume/csi.py)."""
-    return _csi().unique_name({"driver": driver, "volume_handle": volume_handle})
+    return _csi().unique_name_of(driver, volume_handle)
 
 
 def split_unique_volume_name(name):

@@ -89,12 +89,18 @@ class CSIPlugin(VolumePlugin):
 
     @classmethod
     def volume_name(cls, item_like):
-        return "%s%s%s" % (field(item_like, "driver"), VOLUME_NAME_SEP, field(item_like, "volume_handle"))
+        return cls.volume_name_of(field(item_like, "driver"), field(item_like, "volume_handle"))
+
+    @staticmethod
+    def volume_name_of(driver, volume_handle):
+        """<driver>^<volumeHandle>: the CSI plugin's volume name (csi_plugin.go GetVolumeName)."""
+        return "%s%s%s" % (driver, VOLUME_NAME_SEP, volume_handle)
 
     @classmethod
     def unique_name_of(cls, driver, volume_handle):
-        """unique_name from the two fields themselves: the cluster index names every CSI PV with it, one call each."""
-        return "%s/%s%s%s" % (cls.NAME, driver, VOLUME_NAME_SEP, volume_handle)
+        """unique_name from the two fields themselves, with no item to read them from (the cluster index's PVs,
+        common/names.py unique_volume_name)."""
+        return "%s/%s" % (cls.NAME, cls.volume_name_of(driver, volume_handle))
 
     @classmethod
     def pod_mount_path(cls, kubelet_dir, pod_uid, pv_name):
