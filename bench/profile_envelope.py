@@ -94,7 +94,7 @@ def main():
 def measure(args, work):
     params = dict(defaults(plan_task.argspec()), cluster_source="file", cluster_state=args.cluster_file,
                   node_facts=dict((node, facts(node)) for node in NODES), output="record", table_rows=50,
-                  record_dir=os.path.join(work, "plans"), inventory_hosts=list(NODES))
+                  inventory_hosts=list(NODES))  # the record in work/kubevol-plans, as check mode writes it
     profiler = cProfile.Profile() if args.profile else None
     times = {}
     start = time.perf_counter()

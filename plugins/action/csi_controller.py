@@ -57,7 +57,9 @@ class ActionModule(ActionBase):
         try:
             # the node's settings group, checked once here, handed whole to the module on the controller host
             settings = task_settings(params, CSI_CONTROLLER_LEGACY)
-            ops = controller_work(plan_record.plan_of(params["plan"], params["cluster_store"]), host, params["failures"])
+            # (a check-mode run's outline keeps whole every node a controller host acts for)
+            ops = controller_work(plan_record.plan_of(params["plan"], params["cluster_store"], outline=True), host,
+                                  params["failures"])
         except KubevolError as err:
             result.update(failed=True, msg=words.say("kubevol.volumes.csi_controller on %s: %s" % (host, err.msg),
                                                      words.ROLE))

@@ -85,7 +85,8 @@ def _kind(path):
     return _FileRecords
 
 
-def write(plan_result, directory, run_id=None, keep=KEEP, nodes=None, connection=None, local_copy=None):
+def write(plan_result, directory, run_id=None, keep=KEEP, nodes=None, connection=None, local_copy=None,
+          outline=False):
     """Write ``plan_result`` as run ``run_id``'s record at ``directory`` (a directory, created mode 0700, or
     ``k8s:<namespace>``), prune the older records there: its handle.
 
@@ -101,8 +102,8 @@ def write(plan_result, directory, run_id=None, keep=KEEP, nodes=None, connection
     if not RUN_ID.match(run_id):
         raise KubevolError("plan record: run id %r is not of the form 20261125T232600Z-1a2b3c4d" % run_id)
     hosts = None if nodes is None else frozenset(node for node in nodes if isinstance(node, str))
-    rest, shares = parts.split(plan_result, hosts)
     kind = _kind(directory)
+    rest, shares = parts.split(plan_result, hosts, outline=outline and kind is _FileRecords and local_copy is None)
     path, digest = kind.write(rest, shares, directory, run_id, connection)
     prune(directory, keep, run_id, connection=connection)
     handle = {"path": path, "run_id": run_id, "digest": digest}
@@ -267,10 +268,16 @@ def manifest(handle, connection=None):
     return kind.manifest(handle, connection)
 
 
-def read_plan(handle, connection=None):
-    """The whole volume_reconcile_plan result of the record."""
+def read_plan(handle, connection=None, outline=False):
+    """The whole volume_reconcile_plan result of the record. A check-mode run's outline (write's ``outline``) is read
+    only by a reader that says it takes one (``outline``: the run's own steps); any other is refused it."""
     kind, handle = _checked(handle)
-    return kind.read_plan(handle, connection)
+    result = kind.read_plan(handle, connection)
+    if result.get(parts.OUTLINE) and not outline:
+        raise KubevolError("plan record of run %s was written by a check-mode run: it keeps only an outline of the "
+                           "steps of the nodes outside that run's hosts, so it is not read as the whole plan; print "
+                           "the plan result's table, or plan with output=full" % handle.get("run_id"))
+    return result
 
 
 def read_node(handle, node, connection=None):
@@ -281,11 +288,12 @@ def read_node(handle, node, connection=None):
     return kind.read_node(handle, node, connection)
 
 
-def plan_of(plan_result, connection=None):
+def plan_of(plan_result, connection=None, outline=False):
     """A volume_reconcile_plan result as the executor takes it: a record result (output=record) read back whole,
-    a full result as it is. ``connection``: the cluster store options, for a record in the Kubernetes API."""
+    a full result as it is. ``connection``: the cluster store options, for a record in the Kubernetes API.
+    ``outline``: a check-mode run's outline is taken too (read_plan)."""
     if isinstance(plan_result, dict) and "plan" not in plan_result and is_handle(plan_result.get("record")):
-        return read_plan(plan_result["record"], connection)
+        return read_plan(plan_result["record"], connection, outline)
     return plan_result
 
 

@@ -12,6 +12,12 @@
 The result's ``desired`` and ``actual`` states are kept without their ``per_node`` lists (every node's volumes, the
 largest part of a record at fleet scale): no later step reads them (the blocked items already carry the action they
 hold back, plan_text.blocked_once); their counts stay.
+A check-mode run's record may be an **outline** (``split(outline=True)``): the shares of the nodes outside the run's
+hosts keep only what the run's own steps read of them (run/executor.py: the node tasks the plan needs, the steps
+each outside node did not run, their counts), each step as a row of OUTLINE_KEYS, and none of their volume items. A
+node the controller acts for (a ``record_only`` or ``controller_host`` step) is kept whole. Nothing else reads a
+check-mode record (it is written in Ansible's local temporary directory and gone with the run), and the whole plan
+is read from it only by a reader that says it takes an outline (run/plan_record.py plan_of).
 The file kind (run/plan_record.py) keeps the rest and each share in a file of its own; the Kubernetes API kind
 (run/plan_record_k8s.py) the rest and the shares, grouped in buckets, gzip-compressed in ConfigMaps.
 """
@@ -36,6 +42,9 @@ RUN_ID = re.compile(r"^\d{8}T\d{6}Z-[0-9a-f]{8}$")
 PER_NODE = ("plan", "volume_items", "by_node")
 STATES = ("desired", "actual")  # kept without their per_node lists
 EMPTY = {"plan": [], "volume_items": {}}
+# an outline's step of a node outside the run's hosts: what the executor and the run's report read of it
+OUTLINE_KEYS = ("action", "target", "volume", "pod", "unique_volume_name")
+OUTLINE = "outline"  # the key of an assembled outline's result: true
 
 
 def _dumps(value):
@@ -67,9 +76,21 @@ def _positions(plan, by_node=None):
     return found
 
 
-def split(plan_result, hosts=None):
+def _outlined(steps):
+    """The outline share's rows of a node outside the run's hosts, or None when it is kept whole: a node with a
+    ``record_only`` or ``controller_host`` step, which the controller acts for in this run (its items are read)."""
+    rows = []
+    for step in steps:
+        if step.get("record_only") or step.get("controller_host"):
+            return None
+        rows.append([step.get(key) for key in OUTLINE_KEYS])
+    return rows
+
+
+def split(plan_result, hosts=None, outline=False):
     """(rest, shares) of ``plan_result``. ``shares``: [(node, share)] of the nodes kept apart: ``hosts`` (None: every
-    node of the plan; a host with no step and no volume item gets None); the other nodes' shares go in the rest."""
+    node of the plan; a host with no step and no volume item gets None); the other nodes' shares go in the rest,
+    as an outline's rows when ``outline`` (the module docstring)."""
     plan = plan_result.get("plan") or []
     items = plan_result.get("volume_items") or {}
     positions = _positions(plan, plan_result.get("by_node"))
@@ -84,8 +105,9 @@ def split(plan_result, hosts=None):
             share["items"] = items[node]
         if node in apart and isinstance(node, str):
             shares.append((node, share))
-        else:
-            others.append([node, share])
+            continue
+        rows = _outlined(share["plan"]) if outline and isinstance(node, str) else None
+        others.append([node, share if rows is None else {"at": at, "rows": rows}])
     listed = set(node for node, _share in shares)
     shares.extend((node, None) for node in sorted(apart - listed) if isinstance(node, str))
     rest = dict((key, value) for key, value in plan_result.items() if key not in PER_NODE)
@@ -93,7 +115,19 @@ def split(plan_result, hosts=None):
         if isinstance(rest.get(key), dict) and "per_node" in rest[key]:
             rest[key] = dict((name, value) for name, value in rest[key].items() if name != "per_node")
     rest["_record"] = {"steps": len(plan), "others": others, "keys": [key for key in PER_NODE if key in plan_result]}
+    if outline:
+        rest["_record"][OUTLINE] = True
     return rest, shares
+
+
+def _steps(node, share):
+    """A share's steps: its own, or those of its outline rows (each with its node)."""
+    rows = share.get("rows")
+    if rows is None:
+        return share.get("plan") or []
+    action, target, volume, pod, unique = OUTLINE_KEYS
+    return [{action: row[0], target: row[1], "node": node, volume: row[2], pod: row[3], unique: row[4]}
+            for row in rows]
 
 
 def node_view(node, share):
@@ -101,7 +135,7 @@ def node_view(node, share):
     if not share:
         return {"plan": [], "volume_items": {}}
     items = share.get("items")
-    return {"plan": share.get("plan") or [], "volume_items": {node: items} if items else {}}
+    return {"plan": _steps(node, share), "volume_items": {node: items} if items else {}}
 
 
 def other_share(rest, node):
@@ -121,7 +155,7 @@ def assemble(rest, shares):
     for node, share in list(shares) + [tuple(pair) for pair in meta["others"]]:
         if not share:
             continue
-        for position, step in zip(share["at"], share["plan"]):
+        for position, step in zip(share["at"], _steps(node, share)):
             plan[position] = step
         if share["at"]:
             by_node[node] = share["at"]
@@ -130,4 +164,6 @@ def assemble(rest, shares):
     whole = {"plan": plan, "volume_items": items, "by_node": by_node}
     for key in meta["keys"]:
         result[key] = whole[key]
+    if meta.get(OUTLINE):
+        result[OUTLINE] = True
     return result

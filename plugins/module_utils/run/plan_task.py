@@ -189,6 +189,9 @@ def _run(params, now, keep_alive, check_mode, local_tmp):
         where = record_dir(params, check_mode, local_tmp)
         # a record in the API gets a copy on this controller, which the run's own steps read (plan_record.write)
         local = os.path.join(local_tmp, "kubevol-plans") if where.startswith("k8s:") else None
-        handle = plan_record.write(result, where, nodes=hosts, connection=params, local_copy=local)
+        # a check-mode run's record in Ansible's local temporary directory is read by that run's steps alone: the
+        # nodes outside its hosts in outline (plan_record_parts.py)
+        handle = plan_record.write(result, where, nodes=hosts, connection=params, local_copy=local,
+                                   outline=check_mode and not params.get("record_dir"))
         return record_result(result, handle, rows, params.get("table_hint"), params)
     return shape(result, output, rows, params.get("table_hint"))

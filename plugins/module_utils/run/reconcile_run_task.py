@@ -129,8 +129,9 @@ def _run(params, check_mode, diff, keep_alive, local_tmp):
     names = [each.get("name") for each in (state or {}).get("tasks") or ()]
     if check_mode and state is not None and params["after"] in names and params["after"] != names[-1]:
         return _checked(params, state)
-    # (a record in the Kubernetes API is read with this task's own store options: never carried in the handle)
-    params = dict(params, plan=plan_record.plan_of(params["plan"], params))
+    # (a record in the Kubernetes API is read with this task's own store options: never carried in the handle; a
+    # check-mode run's record is an outline of the nodes outside its hosts, all that this run's steps read of them)
+    params = dict(params, plan=plan_record.plan_of(params["plan"], params, outline=True))
     if keep_alive is not None:
         keep_alive.append(params["plan"])
     _check_input(params)
@@ -174,7 +175,7 @@ def _run(params, check_mode, diff, keep_alive, local_tmp):
         result["summary"] = run_report.run_summary(params["plan"], result["errors"], result["blocked"], check_mode,
                                                    params["plan_shown"], pending=result.get("pending"))
         if not result.get("stopped"):
-            # What stopped later steps (``failures``) has no later step to stop, and every node's error is in the
+            # What stopped later steps (``failures``) has no later step to stop, and every error is in the
             # summary: with many nodes outside the run the two are most of the result, which Ansible's register walks
             # value by value and each callback copies (docs/performance.md, the envelope). A stopped run's result is
             # passed on as a state, whole.
