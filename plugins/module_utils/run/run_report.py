@@ -94,7 +94,8 @@ def run_summary(result, errors=(), blocked_after_plan=(), check_mode=False, plan
     it without acting, so a step is counted as would run or would fail. ``blocked`` is every blocked item of the run
     once, with its action; the lines repeat only those the plan table did not show (``plan_shown``). ``nodes`` has a
     row for each reported node (reported_nodes); ``outside`` counts the others: {nodes, steps (not run), blocked,
-    names (the first OUTSIDE_NAMES)}, and the lines say it in one line. ``pending`` (the run's: the grows the nodes
+    names (the first OUTSIDE_NAMES)}, and the lines say it in one line; ``errors`` are the run's (summary_errors: the
+    outside nodes whose steps it did not run in one entry). ``pending`` (the run's: the grows the nodes
     reported pending) and the plan's own ``pending`` are neither applied nor failed: each node's row counts them, and
     they are listed once, under "Pending".
 
@@ -175,10 +176,11 @@ def run_summary(result, errors=(), blocked_after_plan=(), check_mode=False, plan
     if pending:
         lines.extend(["", "Pending (a node-side grow that waits; not a failure):"])
         lines.extend(pending_lines(pending))
-    failed_nodes, elsewhere = split_failures(errors, shown)
+    reported = summary_errors(errors, shown)
+    failed_nodes, elsewhere = split_failures(reported, shown)
     body = list(lines)
     lines.extend(failure_lines(failed_nodes, elsewhere, shown, check_mode))
-    return {"lines": lines, "nodes": nodes, "blocked": blocked, "errors": errors, "outside": outside,
+    return {"lines": lines, "nodes": nodes, "blocked": blocked, "errors": reported, "outside": outside,
             "pending": pending,
             "failed_nodes": failed_nodes, "failed_elsewhere": elsewhere, "check_mode": bool(check_mode),
             "unreachable_nodes": sorted(set(e.get("node") for e in errors if e.get("unreachable") and e.get("node")),
@@ -191,9 +193,9 @@ def run_summary(result, errors=(), blocked_after_plan=(), check_mode=False, plan
 def split_failures(errors, shown):
     """({node of the run: [the phases it failed in, in order]}, [the errors of no node of the run]). A node of the
     run showed its failure in its own task (node_phases); the others' failures only the report can show. The errors
-    of the nodes outside the run whose steps it did not run are one entry when there are several (outside_entry)."""
+    of the nodes outside the run whose steps it did not run are one entry when there are several (summary_errors)."""
     failed_nodes, elsewhere = {}, []
-    for error in errors:
+    for error in summary_errors(errors, shown):
         node = error.get("node")
         if node is not None and (shown is None or node in shown):
             phases = failed_nodes.setdefault(node, [])
@@ -201,11 +203,19 @@ def split_failures(errors, shown):
                 phases.append(error.get("phase"))
         else:
             elsewhere.append(error)
-    outside = [e for e in elsewhere if _not_run_outside(e, shown)]
+    return failed_nodes, elsewhere
+
+
+def summary_errors(errors, shown):
+    """The summary's ``errors``: every error of the run's nodes and of the controller, in the run's order, then the
+    nodes outside the run's hosts whose steps it did not run, as one entry when there are several (outside_entry).
+    Nothing ran on those nodes: their steps are the plan's, counted in the summary's ``outside``; an entry each, with
+    its volumes, was most of the result at 5,000 nodes, and every later task that reads the result copies it."""
+    kept, outside = [], []
+    for error in errors:
+        (outside if _not_run_outside(error, shown) else kept).append(error)
     names = sorted(set(e["node"] for e in outside), key=lambda n: n or "")
-    if len(names) < 2:
-        return failed_nodes, elsewhere
-    return failed_nodes, [e for e in elsewhere if not _not_run_outside(e, shown)] + [outside_entry(names)]
+    return kept + [outside_entry(names)] if len(names) > 1 else list(errors)
 
 
 def _not_run_outside(error, shown):
@@ -215,7 +225,7 @@ def _not_run_outside(error, shown):
 
 def outside_entry(names):
     """The one failure of the nodes outside the run that have steps it did not run: {node: null, phase: outside,
-    nodes (every name), msg}. At 5,000 nodes an entry each would be most of the report; ``errors`` keeps them."""
+    nodes (every name), msg}. At 5,000 nodes an entry each would be most of the report and of the summary."""
     first = names[:OUTSIDE_NAMES]
     return {"node": None, "phase": "outside", "volumes": [], "nodes": list(names),
             "msg": "%d node(s) not in this run's hosts have steps it did not run (%s%s): add them to the inventory "

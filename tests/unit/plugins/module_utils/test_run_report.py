@@ -113,8 +113,8 @@ def test_a_real_run_counts_the_outside_steps_as_not_run_and_keeps_every_error():
 
 
 def test_the_errors_of_nodes_outside_the_run_are_one_line_of_the_report():
-    """A --limit real run of a cluster with work on 40 other nodes: each of them has an error (its steps not run),
-    kept by node in ``errors``; the report says them in one line."""
+    """A --limit real run of a cluster with work on 40 other nodes: each of them has an error (its steps not run);
+    the summary's ``errors`` and the report say them in one entry and one line, after the run's own errors."""
     result = cluster_plan(outside=40)
     outside = ["n%02d" % i for i in range(2, 42) if i != 5]
     errors = [{"node": node, "phase": "attach", "msg": "node %s has work in phase attach but did not run it" % node,
@@ -122,9 +122,10 @@ def test_the_errors_of_nodes_outside_the_run_are_one_line_of_the_report():
     errors.append({"node": "n00", "phase": "mount", "msg": "mount: boom", "volumes": ["pv-0"]})
     errors.append({"node": None, "phase": "record", "msg": "the records could not be written", "volumes": []})
     out = run_report.run_summary(result, errors)
-    assert out["errors"] == errors and out["failed_nodes"] == {"n00": ["mount"]}
+    assert out["errors"] == errors[-2:] + [out["failed_elsewhere"][1]] and out["failed_nodes"] == {"n00": ["mount"]}
     assert [e["phase"] for e in out["failed_elsewhere"]] == ["record", "outside"]
-    assert out["failed_elsewhere"][1]["nodes"] == outside
+    assert out["failed_elsewhere"][1]["nodes"] == outside and out["failed_elsewhere"][1]["node"] is None
+    assert out["failed_elsewhere"][1]["msg"].startswith("39 node(s) not in this run's hosts have steps it did not run")
     failed = out["lines"][out["lines"].index("Failed outside the run's hosts:") + 1:]
     line = ("39 node(s) not in this run's hosts have steps it did not run (n02, n03, n04, n06, n07, and 34 more): add "
             "them to the inventory (kubevol_node_name maps a host to its Kubernetes node name), or run again without "
@@ -133,6 +134,7 @@ def test_the_errors_of_nodes_outside_the_run_are_one_line_of_the_report():
     # one node outside keeps its own error, as before
     one = run_report.run_summary(cluster_plan(outside=1), errors[:1] + errors[-2:-1])
     assert one["lines"][-1] == "  n02: node n02 has work in phase attach but did not run it"
+    assert one["errors"] == errors[:1] + errors[-2:-1]
 
 
 def test_check_mode_counts_what_would_fail():
