@@ -140,3 +140,16 @@ def test_no_reader_takes_an_outline_for_the_whole_plan(example_plans):
     with pytest.raises(AnsibleFilterError, match="plan_table: plan record of run .* check-mode run"):
         plan_table(outlined)
     assert plan_table(whole)  # a check-mode record in a directory of the operator's is whole
+
+
+def test_the_start_of_a_check_reads_the_rest_alone(example_plans):
+    """The node tasks the plan needs are kept in the outline's rest: the check's start reads nothing else (here the
+    other nodes' part is gone, and the start is still the whole record's); the later steps read the whole."""
+    whole, outlined = example_plans
+    os.remove(os.path.join(outlined["record"]["path"], "others.json"))
+    params = dict(_defaults(reconcile_run_task.argspec()), cluster_source="file", plan=outlined, plan_shown=True)
+    started = reconcile_run_task.run(params, check_mode=True)
+    assert started["tasks"], "the example's plan has node tasks"
+    assert json.dumps(started, sort_keys=True) == _run_steps(whole, {"node-1": "done"})[0]
+    with pytest.raises(KubevolError, match="cannot read .*others.json"):
+        plan_record.read_plan(outlined["record"], outline=True)

@@ -7,7 +7,8 @@ an Ansible variable holding the whole plan.
 A record is one directory per run id, ``<dir>/<run id>/``: ``nodes/<node>.json`` (each of the run's hosts' share of
 the plan: its steps and volume items, what that host's node task reads, and nothing more), ``plan.json`` (the rest
 of the volume_reconcile_plan result, with the shares of the nodes outside the run's hosts: run/plan_record_parts.py;
-every part of the plan is in one file only) and ``manifest.json`` (the run id and each file's sha256). It is built
+every part of the plan is in one file only; a check-mode run's outline keeps the other nodes' in ``others.json``)
+and ``manifest.json`` (the run id and each file's sha256). It is built
 in a temporary directory beside it and renamed into place, so a reader sees a whole record or none. A run's last
 step marks its record finished (``finish``); pruning keeps the ``keep`` newest records and every unfinished one
 younger than UNFINISHED_SECONDS, because the runs of a sliced reconcile (docs/fleet.md: node stage slices at once,
@@ -50,6 +51,7 @@ FINISHED = "finished"  # an empty file in the record: the run's last step was do
 HANDLE_KEYS = ("path", "run_id", "digest")
 MANIFEST = "manifest.json"
 PLAN = "plan.json"
+OTHERS, OTHERS_FILE = "others", "others.json"  # an outline's other nodes (write's ``outline``)
 
 
 def new_run_id(now=None):
@@ -86,7 +88,7 @@ def _kind(path):
 
 
 def write(plan_result, directory, run_id=None, keep=KEEP, nodes=None, connection=None, local_copy=None,
-          outline=False):
+          outline=False, tasks=None):
     """Write ``plan_result`` as run ``run_id``'s record at ``directory`` (a directory, created mode 0700, or
     ``k8s:<namespace>``), prune the older records there: its handle.
 
@@ -97,13 +99,21 @@ def write(plan_result, directory, run_id=None, keep=KEEP, nodes=None, connection
     (the handle's ``local``). The run's own steps read that copy: every step of a run runs on its controller, and a
     node task reading its share from the API would import the Kubernetes client in its own worker first, for every
     host and task (docs/performance.md). A reader without the copy (another controller, the copy gone) reads the
-    API."""
+    API.
+
+    ``outline``: the other nodes' shares in outline (plan_record_parts.py), for a check-mode run's record, which only
+    that run's own steps read; never for a record in the API. Their outline is a part of its own (``others.json``),
+    and ``tasks``, the node tasks the plan needs (executor.run_tasks' sequence), is kept in the rest: the run's start
+    in check mode reads the rest alone (start_of)."""
     run_id = run_id or new_run_id()
     if not RUN_ID.match(run_id):
         raise KubevolError("plan record: run id %r is not of the form 20261125T232600Z-1a2b3c4d" % run_id)
     hosts = None if nodes is None else frozenset(node for node in nodes if isinstance(node, str))
     kind = _kind(directory)
-    rest, shares = parts.split(plan_result, hosts, outline=outline and kind is _FileRecords and local_copy is None)
+    outline = outline and kind is _FileRecords and local_copy is None
+    rest, shares = parts.split(plan_result, hosts, outline=outline)
+    if outline and tasks is not None:
+        rest["_record"]["tasks"] = tasks
     path, digest = kind.write(rest, shares, directory, run_id, connection)
     prune(directory, keep, run_id, connection=connection)
     handle = {"path": path, "run_id": run_id, "digest": digest}
@@ -135,16 +145,24 @@ class _FileRecords:
         return _read(os.path.join(handle["path"], entry["file"]), entry["digest"], entry["file"], handle)
 
     @staticmethod
+    def _rest(handle, found):
+        """The rest of the plan, with the other nodes' shares (an outline keeps them in a part of their own)."""
+        rest = _FileRecords._part(handle, found["plan"])
+        if found.get(OTHERS):
+            rest["_record"]["others"] = _FileRecords._part(handle, found[OTHERS])
+        return rest
+
+    @staticmethod
     def read_plan(handle, connection):
         found = _FileRecords.manifest(handle, connection)
         shares = [(node, entry and _FileRecords._part(handle, entry)) for node, entry in found["nodes"].items()]
-        return parts.assemble(_FileRecords._part(handle, found["plan"]), shares)
+        return parts.assemble(_FileRecords._rest(handle, found), shares)
 
     @staticmethod
     def read_node(handle, node, connection):
         found = _FileRecords.manifest(handle, connection)
         if node not in found["nodes"]:  # not one of the run's hosts: its share is in the rest
-            return parts.other_share(_FileRecords._part(handle, found["plan"]), node)
+            return parts.other_share(_FileRecords._rest(handle, found), node)
         entry = found["nodes"][node]
         return parts.node_view(node, entry and _FileRecords._part(handle, entry))
 
@@ -172,9 +190,15 @@ def _write_files(rest, shares, directory, run_id):
                            "controller" % (directory, err, setting("plan_record_dir")))
     try:
         os.mkdir(os.path.join(temp, "nodes"))
+        manifest = {"version": VERSION, "run_id": run_id, "nodes": {}}
+        if rest["_record"].get(parts.OUTLINE):  # the other nodes' outline apart, so that the rest reads alone
+            rest = dict(rest, _record=dict(rest["_record"]))
+            data = _dumps(rest["_record"].pop("others"))
+            _write(os.path.join(temp, OTHERS_FILE), data)
+            manifest[OTHERS] = {"file": OTHERS_FILE, "digest": _digest(data)}
         data = _dumps(rest)
         _write(os.path.join(temp, PLAN), data)
-        manifest = {"version": VERSION, "run_id": run_id, "plan": {"file": PLAN, "digest": _digest(data)}, "nodes": {}}
+        manifest["plan"] = {"file": PLAN, "digest": _digest(data)}
         for node, share in shares:
             if share is None:  # a host with nothing to do: no file
                 manifest["nodes"][node] = None
@@ -286,6 +310,26 @@ def read_node(handle, node, connection=None):
     share from the rest of the plan (plan_record_parts.py)."""
     kind, handle = _checked(handle)
     return kind.read_node(handle, node, connection)
+
+
+def start_of(plan_result):
+    """{rest, tasks} of a check-mode run's outline record (write's ``outline`` and ``tasks``): the plan result
+    without its steps, volume items and the other nodes' outline, and the node tasks the plan needs, read from the
+    rest's part alone; None for any other result or record (the run's start reads the plan whole)."""
+    handle = plan_result.get("record") if isinstance(plan_result, dict) and "plan" not in plan_result else None
+    if not is_handle(handle):
+        return None
+    kind, handle = _checked(handle)
+    if kind is not _FileRecords:
+        return None
+    found = _FileRecords.manifest(handle, None)
+    if not found.get(OTHERS):
+        return None
+    rest = _FileRecords._part(handle, found["plan"])
+    meta = rest.pop("_record")
+    if meta.get("tasks") is None:
+        return None
+    return {"rest": rest, "tasks": meta["tasks"]}
 
 
 def plan_of(plan_result, connection=None, outline=False):

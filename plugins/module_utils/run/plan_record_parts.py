@@ -80,10 +80,12 @@ def _outlined(steps):
     """The outline share's rows of a node outside the run's hosts, or None when it is kept whole: a node with a
     ``record_only`` or ``controller_host`` step, which the controller acts for in this run (its items are read)."""
     rows = []
-    for step in steps:
-        if step.get("record_only") or step.get("controller_host"):
+    append = rows.append
+    for step in steps:  # (nearly every step of the plan at the envelope: OUTLINE_KEYS written out, in their order)
+        get = step.get
+        if get("record_only") or get("controller_host"):
             return None
-        rows.append([step.get(key) for key in OUTLINE_KEYS])
+        append([get("action"), get("target"), get("volume"), get("pod"), get("unique_volume_name")])
     return rows
 
 

@@ -26,7 +26,7 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.plan.actual_state 
 from ansible_collections.kubevol.volumes.plugins.module_utils.common import driver_options as driver_opts, words
 from ansible_collections.kubevol.volumes.plugins.module_utils.plan.plan_text import (
     MORE_HINT, OUTPUTS, blocked_once, nodes_outside, shape, table_lines)
-from ansible_collections.kubevol.volumes.plugins.module_utils.run import plan_record
+from ansible_collections.kubevol.volumes.plugins.module_utils.run import executor, plan_record
 from ansible_collections.kubevol.volumes.plugins.module_utils.stores.run_lock import DEFAULT_LEASE_NAMESPACE
 from ansible_collections.kubevol.volumes.plugins.module_utils.plan.planner import (
     DEFAULT_MAX_TEARDOWN_COUNT, DEFAULT_MAX_TEARDOWN_FRACTION, PlanOptions, TeardownRefused, plan_cluster)
@@ -191,7 +191,9 @@ def _run(params, now, keep_alive, check_mode, local_tmp):
         local = os.path.join(local_tmp, "kubevol-plans") if where.startswith("k8s:") else None
         # a check-mode run's record in Ansible's local temporary directory is read by that run's steps alone: the
         # nodes outside its hosts in outline (plan_record_parts.py)
-        handle = plan_record.write(result, where, nodes=hosts, connection=params, local_copy=local,
-                                   outline=check_mode and not params.get("record_dir"))
+        # (with the node tasks the plan needs, which the run's start would otherwise read every step of it for)
+        outline = check_mode and not params.get("record_dir")
+        handle = plan_record.write(result, where, nodes=hosts, connection=params, local_copy=local, outline=outline,
+                                   tasks=executor.run_tasks(result.get("plan"))["sequence"] if outline else None)
         return record_result(result, handle, rows, params.get("table_hint"), params)
     return shape(result, output, rows, params.get("table_hint"))

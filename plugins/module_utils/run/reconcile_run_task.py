@@ -113,6 +113,18 @@ def _replay(plan, params, state, check_mode):
     return replayed
 
 
+def _started_from_outline(params):
+    """A check-mode run's start from its outline record's rest alone (plan_record.start_of): the node tasks the plan
+    needs were kept there when it was written, and a check writes no record, so no step is read. None when the
+    record has none kept or the plan needs no node task (the summary is given now: the whole plan is read)."""
+    start = plan_record.start_of(params["plan"])
+    if start is None or not start["tasks"]:
+        return None
+    state = executor.initial_run_state(start["rest"], params.get("carried"), tasks=start["tasks"])
+    del state["records"]
+    return dict(state, changed=False, changes=[], count=0)
+
+
 def _run(params, check_mode, diff, keep_alive, local_tmp):
     # the role passes the plan task's output=record result: the plan is read here, by handle, not templated
     handle = params["plan"].get("record") if isinstance(params["plan"], dict) else None
@@ -129,6 +141,10 @@ def _run(params, check_mode, diff, keep_alive, local_tmp):
     names = [each.get("name") for each in (state or {}).get("tasks") or ()]
     if check_mode and state is not None and params["after"] in names and params["after"] != names[-1]:
         return _checked(params, state)
+    if check_mode and state is None:
+        started = _started_from_outline(params)
+        if started is not None:
+            return started
     # (a record in the Kubernetes API is read with this task's own store options: never carried in the handle; a
     # check-mode run's record is an outline of the nodes outside its hosts, all that this run's steps read of them)
     params = dict(params, plan=plan_record.plan_of(params["plan"], params, outline=True))
