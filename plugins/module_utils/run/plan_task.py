@@ -190,8 +190,8 @@ def _run(params, now, keep_alive, check_mode, local_tmp):
         # a record in the API gets a copy on this controller, which the run's own steps read (plan_record.write)
         local = os.path.join(local_tmp, "kubevol-plans") if where.startswith("k8s:") else None
         # a check-mode run's record in Ansible's local temporary directory is read by that run's steps alone: the
-        # nodes outside its hosts in outline (plan_record_parts.py)
-        # (with the node tasks the plan needs, which the run's start would otherwise read every step of it for)
+        # nodes outside its hosts in outline (plan_record_parts.py), with the node tasks the plan needs, for which
+        # the run's start would otherwise read every step back
         outline = check_mode and not params.get("record_dir")
         handle = plan_record.write(result, where, nodes=hosts, connection=params, local_copy=local, outline=outline,
                                    tasks=executor.run_tasks(result.get("plan"))["sequence"] if outline else None)
