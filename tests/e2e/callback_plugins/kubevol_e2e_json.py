@@ -75,9 +75,10 @@ class CallbackModule(CallbackBase):
         record = data.get("record")
         if isinstance(record, dict) and "plan" not in data and isinstance(record.get("path"), str):
             # the plan task's output=record: the tests read the plan it recorded (plan, blocked, desired, ...), read
-            # here while the record is there (in check mode it lives in Ansible's local temp, gone at exit)
+            # here while the record is there (in check mode it lives in Ansible's local temp, gone at exit, and keeps
+            # the nodes outside the play in outline: read as the run's own steps read it)
             keys = sorted(data)
-            data = dict(plan_record.read_plan(record), **data)  # by its handle, as the run's own steps read it
+            data = dict(plan_record.read_plan(record, outline=True), **data)  # by its handle
             data["_e2e_result_keys"] = keys  # what the task itself returned
         entry = self._task_entry(task)
         changed = bool(data.get("changed")) and status == "ok"
