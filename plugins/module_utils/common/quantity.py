@@ -102,21 +102,22 @@ def parse_quantity(value, field="quantity"):
     return _nano_to_decimal(_parse_cached(value, field)[0])
 
 
-_BYTES = {}  # to_bytes of a plain quantity string already seen: a cluster names a few sizes, three per PV/PVC pair
+def _whole_bytes(nano):
+    return -((-nano) // _NANO)  # rounded up: a capacity is never rounded down
+
+
+@lru_cache(maxsize=4096)
+def _string_bytes(value, field):
+    """to_bytes of a quantity string: a cluster names a few sizes, three per PV/PVC pair (a refusal is never kept:
+    it raises, naming its field)."""
+    return _whole_bytes(_parse(value, field)[0])
 
 
 def to_bytes(value, field="quantity"):
     """A size in whole bytes, rounded up (a capacity is never rounded down)."""
-    if value.__class__ is str:
-        size = _BYTES.get(value)
-        if size is not None:
-            return size
-    # _parse_cached without its call
-    nano = (_parse_hashable(value, field) if isinstance(value, str) else _parse(value, field))[0]
-    size = -((-nano) // _NANO)
-    if value.__class__ is str and len(_BYTES) < 4096:  # only a valid quantity is kept: a refusal names its field
-        _BYTES[value] = size
-    return size
+    if isinstance(value, str):
+        return _string_bytes(value, field)
+    return _whole_bytes(_parse(value, field)[0])
 
 
 def compare(a, b, field="quantity"):
