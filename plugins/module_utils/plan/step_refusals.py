@@ -192,9 +192,7 @@ def refuse_unsafe_steps(p, phases, pools, driver_options=None):
             if item is not None:
                 problems = seen.get(id(item))
                 if problems is None:
-                    # _item_problems' first test, here: most items are plain
-                    problems = seen[id(item)] = () if _plain_item(item, pools) else _item_problems(
-                        item, pools, driver_options)
+                    problems = seen[id(item)] = _item_problems(item, pools, driver_options)
                 uid = step.get("pod_uid")
                 if (not problems and not check_pairs and (uid is None or (uid.__class__ is str and _PLAIN(uid)))
                         and step.get("pod_fs_group") is None):
