@@ -177,7 +177,7 @@ def run_summary(result, errors=(), blocked_after_plan=(), check_mode=False, plan
         lines.extend(["", "Pending (a node-side grow that waits; not a failure):"])
         lines.extend(pending_lines(pending))
     reported = summary_errors(errors, shown)
-    failed_nodes, elsewhere = split_failures(reported, shown)
+    failed_nodes, elsewhere = _by_owner(reported, shown)
     body = list(lines)
     lines.extend(failure_lines(failed_nodes, elsewhere, shown, check_mode))
     return {"lines": lines, "nodes": nodes, "blocked": blocked, "errors": reported, "outside": outside,
@@ -194,8 +194,13 @@ def split_failures(errors, shown):
     """({node of the run: [the phases it failed in, in order]}, [the errors of no node of the run]). A node of the
     run showed its failure in its own task (node_phases); the others' failures only the report can show. The errors
     of the nodes outside the run whose steps it did not run are one entry when there are several (summary_errors)."""
+    return _by_owner(summary_errors(errors, shown), shown)
+
+
+def _by_owner(reported, shown):
+    """split_failures of errors already given as summary_errors gives them."""
     failed_nodes, elsewhere = {}, []
-    for error in summary_errors(errors, shown):
+    for error in reported:
         node = error.get("node")
         if node is not None and (shown is None or node in shown):
             phases = failed_nodes.setdefault(node, [])
