@@ -312,12 +312,19 @@ def read_node(handle, node, connection=None):
     return kind.read_node(handle, node, connection)
 
 
+def _record_handle(plan_result):
+    """The record handle of an output=record result (the plan is not in it), else None (a full result)."""
+    if isinstance(plan_result, dict) and "plan" not in plan_result and is_handle(plan_result.get("record")):
+        return plan_result["record"]
+    return None
+
+
 def start_of(plan_result):
     """{rest, tasks} of a check-mode run's outline record (write's ``outline`` and ``tasks``): the plan result
     without its steps, volume items and the other nodes' outline, and the node tasks the plan needs, read from the
     rest's part alone; None for any other result or record (the run's start reads the plan whole)."""
-    handle = plan_result.get("record") if isinstance(plan_result, dict) and "plan" not in plan_result else None
-    if not is_handle(handle):
+    handle = _record_handle(plan_result)
+    if handle is None:
         return None
     kind, handle = _checked(handle)
     if kind is not _FileRecords:
@@ -336,13 +343,11 @@ def plan_of(plan_result, connection=None, outline=False):
     """A volume_reconcile_plan result as the executor takes it: a record result (output=record) read back whole,
     a full result as it is. ``connection``: the cluster store options, for a record in the Kubernetes API.
     ``outline``: a check-mode run's outline is taken too (read_plan)."""
-    if isinstance(plan_result, dict) and "plan" not in plan_result and is_handle(plan_result.get("record")):
-        return read_plan(plan_result["record"], connection, outline)
-    return plan_result
+    handle = _record_handle(plan_result)
+    return plan_result if handle is None else read_plan(handle, connection, outline)
 
 
 def node_plan_of(plan_result, node, connection=None):
     """One node's share of a record result (read from its own part) or of a full result (cut from it)."""
-    if isinstance(plan_result, dict) and "plan" not in plan_result and is_handle(plan_result.get("record")):
-        return read_node(plan_result["record"], node, connection)
-    return node_slice(plan_result, node)
+    handle = _record_handle(plan_result)
+    return node_slice(plan_result, node) if handle is None else read_node(handle, node, connection)
