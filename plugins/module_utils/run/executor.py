@@ -85,7 +85,7 @@ def initial_run_state(plan_result, carried=None, tasks=None):
             "records": []}
 
 
-def run_step(plan_result, state=None, task=None, results=None, check_mode=False, carried=None):
+def run_step(plan_result, state=None, task=None, results=None, check_mode=False, carried=None, tasks=None):
     """One step of a reconcile run on the controller: the run's state after it and the records it writes, at once.
 
     The first step (``state`` None) starts the run (initial_run_state) and writes when the planner saw blocked
@@ -98,12 +98,15 @@ def run_step(plan_result, state=None, task=None, results=None, check_mode=False,
     an RWO volume is never recorded attached to two nodes.
 
     Returns (state, records, the node tasks still to run). In check mode the node tasks run in the node modules'
-    check mode (they verify and act on nothing) and nothing is written: no records."""
+    check mode (they verify and act on nothing) and nothing is written: no records. ``tasks``: a check's node tasks
+    when the caller has them already (kept in its outline record: run/plan_record.py start_of), so that the first
+    step does not walk the plan for them."""
     if state is None:
         # in check mode the node tasks (and the controller's), checked in the node modules' check mode; nothing is
         # provisioned or deleted in check mode: the plan's table shows those calls
-        state = initial_run_state(plan_result, carried,
-                                  tasks=run_tasks(plan_result.get("plan"))["sequence"] if check_mode else None)
+        if check_mode and tasks is None:
+            tasks = run_tasks(plan_result.get("plan"))["sequence"]
+        state = initial_run_state(plan_result, carried, tasks=tasks if check_mode else None)
         del state["records"]
         records = detach_request_records(plan_result)
         upcoming = state["tasks"]

@@ -120,8 +120,8 @@ def _started_from_outline(params):
     start = plan_record.start_of(params["plan"])
     if start is None or not start["tasks"]:
         return None
-    state = executor.initial_run_state(start["rest"], params.get("carried"), tasks=start["tasks"])
-    del state["records"]
+    state, _records, _upcoming = executor.run_step(start["rest"], check_mode=True, carried=params.get("carried"),
+                                                   tasks=start["tasks"])
     return dict(state, changed=False, changes=[], count=0)
 
 
