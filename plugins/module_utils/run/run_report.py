@@ -215,7 +215,8 @@ def summary_errors(errors, shown):
     """The summary's ``errors``: every error of the run's nodes and of the controller, in the run's order, then the
     nodes outside the run's hosts whose steps it did not run, as one entry when there are several (outside_entry).
     Nothing ran on those nodes: their steps are the plan's, counted in the summary's ``outside``; an entry each, with
-    its volumes, was most of the result at 5,000 nodes, and every later task that reads the result copies it."""
+    its volumes, was most of the result when the run is a few hosts of a large cluster, and every later task that reads
+    the result copies it (docs/performance.md, "Why the code is shaped so")."""
     kept, outside = [], []
     for error in errors:
         (outside if _not_run_outside(error, shown) else kept).append(error)
@@ -230,7 +231,7 @@ def _not_run_outside(error, shown):
 
 def outside_entry(names):
     """The one failure of the nodes outside the run that have steps it did not run: {node: null, phase: outside,
-    nodes (every name), msg}. At 5,000 nodes an entry each would be most of the report and of the summary."""
+    nodes (every name), msg}. In a large cluster an entry each would be most of the report and of the summary."""
     first = names[:OUTSIDE_NAMES]
     return {"node": None, "phase": "outside", "volumes": [], "nodes": list(names),
             "msg": "%d node(s) not in this run's hosts have steps it did not run (%s%s): add them to the inventory "
