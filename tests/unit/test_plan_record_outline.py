@@ -23,7 +23,7 @@ from test_planner_properties import NODES, NOW, worlds  # noqa: E402
 from ansible_collections.kubevol.volumes.plugins.filter.plan_table import plan_table  # noqa: E402
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import KubevolError  # noqa: E402
 from ansible_collections.kubevol.volumes.plugins.module_utils.run import plan_record, plan_task  # noqa: E402
-from ansible_collections.kubevol.volumes.plugins.module_utils.run import reconcile_run_task  # noqa: E402
+from ansible_collections.kubevol.volumes.plugins.module_utils.run import plan_record_parts, reconcile_run_task  # noqa: E402
 from ansible_collections.kubevol.volumes.plugins.module_utils.run.plan_view import phase_items  # noqa: E402
 from ansible_collections.kubevol.volumes.plugins.module_utils.volume import unique_name_of  # noqa: E402
 
@@ -153,3 +153,25 @@ def test_the_start_of_a_check_reads_the_rest_alone(example_plans):
     assert json.dumps(started, sort_keys=True) == _run_steps(whole, {"node-1": "done"})[0]
     with pytest.raises(KubevolError, match="cannot read .*others.json"):
         plan_record.read_plan(outlined["record"], outline=True)
+
+
+def test_a_host_reads_the_same_share_and_a_node_the_controller_acts_for_stays_whole(example_plans):
+    """The outline changes nothing a node task reads (its host's share is the whole record's), and a node outside the
+    run that the controller acts for (a record-only release, a controller host's call) keeps its steps and items."""
+    whole, outlined = example_plans
+    assert plan_record.node_plan_of(outlined, "node-1") == plan_record.node_plan_of(whole, "node-1")
+    item = {"pv_name": "pv-a", "driver": "csi.example.com", "volume_handle": "a"}
+    steps = [{"action": "detach", "target": "device", "node": "gone", "volume": "pv-a", "pod": None,
+              "unique_volume_name": "kubernetes.io/csi/csi.example.com^a", "record_only": True},
+             {"action": "attach", "target": "device", "node": "far", "volume": "pv-b", "pod": None,
+              "unique_volume_name": "kubernetes.io/csi/csi.example.com^b", "controller_host": "ctl"},
+             {"action": "attach", "target": "device", "node": "plain", "volume": "pv-c", "pod": None,
+              "unique_volume_name": "kubernetes.io/csi/csi.example.com^c", "reason": "the pod needs it"}]
+    result = {"plan": steps, "volume_items": dict((s["node"], {s["unique_volume_name"]: item}) for s in steps)}
+    rest, shares = plan_record_parts.split(result, hosts=["node-1"], outline=True)
+    others = dict((node, share) for node, share in rest["_record"]["others"])
+    assert others["gone"]["plan"] == steps[:1] and others["far"]["plan"] == steps[1:2]
+    assert others["gone"]["items"] and others["far"]["items"]
+    assert others["plain"] == {"at": [2], "rows": [["attach", "device", "pv-c", None,
+                                                   "kubernetes.io/csi/csi.example.com^c"]]}
+    assert shares == [("node-1", None)]
