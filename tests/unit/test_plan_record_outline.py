@@ -23,7 +23,8 @@ from test_planner_properties import NODES, NOW, worlds  # noqa: E402
 from ansible_collections.kubevol.volumes.plugins.filter.plan_table import plan_table  # noqa: E402
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import KubevolError  # noqa: E402
 from ansible_collections.kubevol.volumes.plugins.module_utils.run import plan_record, plan_task  # noqa: E402
-from ansible_collections.kubevol.volumes.plugins.module_utils.run import plan_record_parts, reconcile_run_task  # noqa: E402
+from ansible_collections.kubevol.volumes.plugins.module_utils.run import plan_record_parts  # noqa: E402
+from ansible_collections.kubevol.volumes.plugins.module_utils.run import reconcile_run_task  # noqa: E402
 from ansible_collections.kubevol.volumes.plugins.module_utils.run.plan_view import phase_items  # noqa: E402
 from ansible_collections.kubevol.volumes.plugins.module_utils.volume import unique_name_of  # noqa: E402
 
