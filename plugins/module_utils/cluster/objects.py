@@ -201,11 +201,11 @@ def _csidriver(obj):
                      spec.get("fsGroupPolicy") or "ReadWriteOnceWithFSType", spec.get("podInfoOnMount") is True)
 
 
-_BUILDERS = {
+KIND_BUILDERS = {  # kind -> (builder, Cluster slot)
     "Node": (_node, 0), "Pod": (build_pod, 1), "PersistentVolume": (build_pv, 2), "PersistentVolumeClaim": (_pvc, 3),
     "VolumeAttachment": (_va, 4), "CSIDriver": (_csidriver, 5),
 }
-_BUILDERS.update((kind, (builder, 6 + i)) for i, (kind, builder) in enumerate(storage.BUILDERS))
+KIND_BUILDERS.update((kind, (builder, 6 + i)) for i, (kind, builder) in enumerate(storage.BUILDERS))
 
 
 def _field_of(builder, obj, exc):
@@ -283,7 +283,7 @@ def cluster_from_objects(objects):
     """Build a Cluster from an iterable of objects, each dropped once its model object is built (the caller pauses the
     GC: gc_paused)."""
     buckets = tuple([] for _slot in Cluster._fields)
-    builders = _BUILDERS
+    builders = KIND_BUILDERS
     for obj in objects:
         if obj.__class__ is not dict and not isinstance(obj, dict):  # the call only for what is not a plain dict
             raise MalformedObject(kind="item", name="?", field="", reason="not a mapping: %r" % (obj,))

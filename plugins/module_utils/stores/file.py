@@ -154,7 +154,7 @@ class FileStore(ClusterStore):
                                      "kubectl" % err)
         return text
 
-    def stream_items(self, text):
+    def stream_items(self, text, split=None):
         """The objects of kubectl's JSON List (``-o json``), one at a time, each parsed only when it is reached.
 
         For a reader that keeps only what it builds from each object (cluster/load.py load_cluster_file): the parsed
@@ -162,8 +162,9 @@ class FileStore(ClusterStore):
         pages, and on a VM each fault costs what the host charges (docs/performance.md). Anything but one
         JSON object whose ``items`` is a list of objects with a kind and whose kind is a List raises
         NotStreamable, possibly after some items were yielded: the caller drops what it built and parses the
-        whole text with ``parse``, which names what is wrong, so the two paths accept the same files."""
-        return stream_list_items(text)
+        whole text with ``parse``, which names what is wrong, so the two paths accept the same files. ``split``: the
+        second part of the items read by another process (stream_list_items, cluster/load_split.py)."""
+        return stream_list_items(text, split)
 
     def parse(self, text):
         """Parse YAML or JSON text (decided by content) into (List dict, format)."""

@@ -156,7 +156,53 @@ def _after_separator(text, pos, closing):
     return pos
 
 
-def stream_list_items(text):
+def _items(text, pos, split, ends):
+    """The objects of a List's ``items`` from ``pos``, an item's start; the position of the closing bracket is appended
+    to ``ends``. ``split``: see stream_list_items."""
+    stop = split.at if split is not None else -1
+    while text[pos] != "]":
+        if pos >= stop >= 0:
+            # landing on split.at proves it an item's start, so what the other process read from it is what this loop
+            # would read; passing it means the guess was inside an item, and that process's items are dropped
+            end = split.take_over() if pos == stop else split.cancel()
+            stop = -1
+            if end is not None:
+                if text[end] != "]":
+                    raise NotStreamable()
+                pos = end
+                break
+        obj, pos = _scan_one(text, pos)
+        if obj.__class__ is not dict or not obj.get("kind"):
+            raise NotStreamable()
+        yield obj
+        # a comma right after the item (json.dump's and kubectl's) tested by hand, one regex call for the whitespace
+        # after it, not _after_separator's two per item
+        if text[pos] == ",":
+            pos += 1
+            if text[pos] == " " and text[pos + 1] == "{":  # json.dump's ", "
+                pos += 1
+            elif text[pos] != "{":
+                pos = _skip_whitespace(text, pos).end()
+                if text[pos] in "]}":
+                    raise NotStreamable()  # a trailing comma, which json.loads refuses
+        else:
+            pos = _after_separator(text, pos, "]")
+    ends.append(pos)
+
+
+def list_items_from(text, pos, ends):
+    """The items of a List from ``pos`` (an item's start) to the end of its ``items``, whose closing bracket's position
+    is appended to ``ends``: the second part, read by another process (cluster/load_split.py). The text's errors raise
+    as in stream_list_items (ValueError, IndexError, StopIteration or NotStreamable)."""
+    return _items(text, pos, None, ends)
+
+
+def stream_list_items(text, split=None):
+    """kubectl's JSON List, object by object (FileStore.stream_items).
+
+    ``split``: the items from ``split.at`` on read by another process (cluster/load_split.py). When this loop reaches
+    that position at an item's start, ``split.take_over()`` gives the position of the items' closing bracket, or None
+    when that process failed (this loop then reads them itself); ``split.cancel()`` when the loop passes it."""
     try:
         pos = _skip_whitespace(text, 0).end()
         if text[pos:pos + 1] != "{":
@@ -174,25 +220,9 @@ def stream_list_items(text):
                 if seen_items or text[pos] != "[":  # json.loads keeps the last of two; null items: parse() decides
                     raise NotStreamable()
                 seen_items = True
-                pos = _skip_whitespace(text, pos + 1).end()
-                while text[pos] != "]":
-                    obj, pos = _scan_one(text, pos)
-                    if obj.__class__ is not dict or not obj.get("kind"):
-                        raise NotStreamable()
-                    yield obj
-                    # a comma right after the item (json.dump's and kubectl's) tested by hand, one regex call for
-                    # the whitespace after it, not _after_separator's two per item
-                    if text[pos] == ",":
-                        pos += 1
-                        if text[pos] == " " and text[pos + 1] == "{":  # json.dump's ", "
-                            pos += 1
-                        elif text[pos] != "{":
-                            pos = _skip_whitespace(text, pos).end()
-                            if text[pos] in "]}":
-                                raise NotStreamable()  # a trailing comma, which json.loads refuses
-                    else:
-                        pos = _after_separator(text, pos, "]")
-                pos += 1
+                ends = []
+                yield from _items(text, _skip_whitespace(text, pos + 1).end(), split, ends)
+                pos = ends[0] + 1
             else:
                 value, pos = _decode_one(text, pos)
                 if key == "kind":
