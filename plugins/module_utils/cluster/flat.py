@@ -5,14 +5,17 @@
 (cluster/load_split.py): marshal, the fastest way to hand objects between processes, takes plain tuples, strings,
 numbers and dicts only, and its loads is a C loop where pickle calls each namedtuple's class from Python.
 
-Only Nodes, Pods, PersistentVolumes without a parsed in-tree source or node affinity, and claims have a flat form; any
-other object crosses as the List item it was built from, and is built again on this side. ``unflat(flat(obj))`` is
-``obj``, class for class (tests/unit/test_cluster_flat.py over generated clusters).
+Only Nodes, Pods without an inline CSI volume, PersistentVolumes without a parsed in-tree source or node affinity, and
+claims have a flat form; any other object crosses as the List item it was built from, and is built again on this
+side. ``unflat(flat(obj))`` is ``obj``, class for class (tests/unit/plugins/module_utils/test_cluster_split.py).
+The nested namedtuples are typed again through ``map`` over a ``partial``: no Python frame per object.
 """
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
+
+from functools import partial
 
 from ansible_collections.kubevol.volumes.plugins.module_utils.cluster.objects import (
     AttachedVolumeStatus, Cluster, Node, PersistentVolumeClaim, Taint)
@@ -27,29 +30,27 @@ def _flat_node(node):
                        tuple([tuple(status) for status in node[4]])) + node[5:]
 
 
+_new_taint = partial(_make, Taint)
+_new_status = partial(_make, AttachedVolumeStatus)
+
+
 def _node(flat):
-    return _make(Node, flat[:2] + (tuple([_make(Taint, taint) for taint in flat[2]]), flat[3],
-                                   tuple([_make(AttachedVolumeStatus, status) for status in flat[4]])) + flat[5:])
-
-
-def _flat_volume(volume):
-    csi = volume[5]
-    return tuple(volume) if csi is None else volume[:5] + (tuple(csi),)
-
-
-def _volume(flat):
-    csi = flat[5]
-    return _make(PodVolume, flat if csi is None else flat[:5] + (_make(CSISource, csi),))
+    return _make(Node, flat[:2] + (tuple(map(_new_taint, flat[2])), flat[3], tuple(map(_new_status, flat[4])))
+                 + flat[5:])
 
 
 def _flat_pod(pod):
-    return pod[:7] + (tuple([_flat_volume(volume) for volume in pod[7]]),) + pod[8:]
+    for volume in pod[7]:
+        if volume[5] is not None:
+            return None  # an inline CSI volume's source: rare enough to build again from the item
+    return pod[:7] + (tuple([tuple(volume) for volume in pod[7]]),) + pod[8:]
+
+
+_new_volume = partial(_make, PodVolume)
 
 
 def _pod(flat):
-    # _volume's common case inline: a call less for each pod volume
-    return _make(Pod, flat[:7] + (tuple([_make(PodVolume, volume) if volume[5] is None else _volume(volume)
-                                         for volume in flat[7]]),) + flat[8:])
+    return _make(Pod, flat[:7] + (tuple(map(_new_volume, flat[7])),) + flat[8:])
 
 
 def _flat_pv(pv):

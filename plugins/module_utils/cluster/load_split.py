@@ -33,6 +33,7 @@ SPLIT_MIN_CHARS = 16 * 1024 * 1024
 SPLIT_AT = 0.55
 # how long this process waits for the child at least, once its own part is read
 MIN_PATIENCE = 30.0
+_JSON_OBJECT = re.compile(r"\s*\{").match  # a JSON List's start (YAML is parsed whole: no child)
 _ITEM_AFTER_COMMA = re.compile(r'\}\s*,\s*(\{)\s*"apiVersion"\s*:')
 _READ_BYTES = 1 << 20
 
@@ -66,7 +67,7 @@ class SplitRead(object):
     @classmethod
     def start(cls, text):
         """A SplitRead whose child runs, or None: a small text, one usable CPU, no guess, or no fork."""
-        if len(text) < SPLIT_MIN_CHARS or not hasattr(os, "fork") or usable_cpus() < 2:
+        if len(text) < SPLIT_MIN_CHARS or not _JSON_OBJECT(text) or not hasattr(os, "fork") or usable_cpus() < 2:
             return None
         found = _ITEM_AFTER_COMMA.search(text, int(len(text) * SPLIT_AT))
         if found is None:
@@ -93,8 +94,12 @@ class SplitRead(object):
         data = self._read()
         if data is None:
             return None
-        end, out = marshal.loads(data)
-        self.buckets = [_unflat(slot, entries) for slot, entries in enumerate(out)]
+        try:
+            end, out = marshal.loads(data)
+            buckets = [_unflat(slot, entries) for slot, entries in enumerate(out)]
+        except Exception:  # pylint: disable=broad-except
+            return None  # an answer that does not read back is a failed child: its part is read here
+        self.buckets = buckets
         return end
 
     def cancel(self):

@@ -196,8 +196,13 @@ def _hangs(text, at, write_fd):
     os._exit(0)
 
 
-@pytest.mark.parametrize("child", [_dies, _hangs])
-def test_a_child_that_dies_or_hangs_leaves_the_reading_to_this_process(tmp_path, monkeypatch, splits, child):
+def _garbles(text, at, write_fd):
+    os.write(write_fd, b"\xe9 not marshal")
+    os._exit(0)
+
+
+@pytest.mark.parametrize("child", [_dies, _hangs, _garbles])
+def test_a_child_that_dies_hangs_or_garbles_leaves_the_reading_to_this_process(tmp_path, monkeypatch, splits, child):
     path = _write(tmp_path, _items(), "kubectl")
     monkeypatch.setattr(load_split, "_child", child)
     monkeypatch.setattr(load_split, "MIN_PATIENCE", 0.5)
@@ -218,3 +223,5 @@ def test_one_cpu_or_a_small_file_reads_in_one_process(tmp_path, monkeypatch):
     assert load_split.SplitRead.start(text) is None
     monkeypatch.setattr(load_split, "usable_cpus", lambda: 2)
     assert len(text) < load_split.SPLIT_MIN_CHARS and load_split.SplitRead.start(text) is None
+    monkeypatch.setattr(load_split, "SPLIT_MIN_CHARS", 0)
+    assert load_split.SplitRead.start(open(EXAMPLE).read()) is None  # YAML: parsed whole, no child
