@@ -18,6 +18,8 @@ description:
   - Never changes anything; the plan is carried out by the node modules.
   - Runs on the controller, in Ansible's own process (an action plugin), whatever host the task names. The cluster
     snapshot is read there, and a relative O(cluster_state) is resolved from the directory the command runs in.
+    A kubectl JSON List of 16 MiB or more is read by two processes where two CPUs are usable (a forked child reads
+    its second part); the plan and every error are those of one process reading it.
   - Steps are ordered unmount pod, unmount device, detach, attach, mount device, mount pod,
     expand controller, expand node. Each step names its node and volume; the volume item the node module needs
     is in RV(volume_items) once per node and volume, and RV(by_node) indexes each node's steps.
