@@ -31,6 +31,9 @@ from ansible_collections.kubevol.volumes.plugins.module_utils.stores.file_text i
 SPLIT_MIN_CHARS = 16 * 1024 * 1024
 # where the child's part starts, as a share of the text: it has the flat forms to write, this process to read them
 SPLIT_AT = 0.55
+# the memory asked to be free, per character of the text, more than twice what the second process took at the envelope
+# (docs/performance.md): a controller short of memory reads in one process rather than risk the OOM killer
+MEMORY_PER_CHAR = 4
 # how long this process waits for the child at least, once its own part is read
 MIN_PATIENCE = 30.0
 _JSON_OBJECT = re.compile(r"\s*\{").match  # a JSON List's start (YAML is parsed whole: no child)
@@ -38,20 +41,59 @@ _ITEM_AFTER_COMMA = re.compile(r'\}\s*,\s*(\{)\s*"apiVersion"\s*:')
 _READ_BYTES = 1 << 20
 
 
+def _read_numbers(path):
+    try:
+        with open(path) as handle:
+            return handle.read().split()
+    except (IOError, OSError):
+        return None
+
+
+def _cgroup_cpu_quota():
+    """[quota, period] of this process's cgroup (v2's cpu.max, else v1's cfs files): "max" or "-1" is no quota."""
+    found = _read_numbers("/sys/fs/cgroup/cpu.max")
+    if found:
+        return found[:2]
+    return (_read_numbers("/sys/fs/cgroup/cpu/cpu.cfs_quota_us") or []) + (
+        _read_numbers("/sys/fs/cgroup/cpu/cpu.cfs_period_us") or [])
+
+
 def usable_cpus():
-    """CPUs this process may run on: its affinity, bounded by a cgroup v2 CPU quota (a container's limit)."""
+    """CPUs this process may run on: its affinity, bounded by its cgroup's CPU quota (a container's limit)."""
     try:
         cpus = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
         cpus = os.cpu_count() or 1
-    try:
-        with open("/sys/fs/cgroup/cpu.max") as handle:
-            quota, period = handle.read().split()[:2]
-        if quota != "max":
-            cpus = min(cpus, int(quota) // int(period))
-    except (IOError, OSError, ValueError):
-        pass
+    quota = _cgroup_cpu_quota()
+    if len(quota) == 2 and quota[0] not in ("max", "-1"):
+        try:
+            cpus = min(cpus, int(quota[0]) // int(quota[1]))
+        except (ValueError, ZeroDivisionError):
+            pass
     return cpus
+
+
+def usable_memory():
+    """Bytes this process may still take: the kernel's MemAvailable, bounded by what its cgroup's memory limit leaves
+    (v2's memory.max less memory.current, else v1's limit less usage); None when the kernel does not say."""
+    found = None
+    try:
+        with open("/proc/meminfo") as handle:
+            for line in handle:
+                if line.startswith("MemAvailable:"):
+                    found = int(line.split()[1]) * 1024
+                    break
+    except (IOError, OSError, ValueError, IndexError):
+        pass
+    for limit_path, usage_path in (("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory.current"),
+                                   ("/sys/fs/cgroup/memory/memory.limit_in_bytes",
+                                    "/sys/fs/cgroup/memory/memory.usage_in_bytes")):
+        limit, usage = _read_numbers(limit_path), _read_numbers(usage_path)
+        if limit and usage and limit[0].isdigit() and usage[0].isdigit():
+            left = int(limit[0]) - int(usage[0])
+            found = left if found is None else min(found, left)
+            break
+    return found
 
 
 class SplitRead(object):
@@ -66,9 +108,12 @@ class SplitRead(object):
 
     @classmethod
     def start(cls, text):
-        """A SplitRead whose child runs, or None: a small text, one usable CPU, no guess, or no fork."""
+        """A SplitRead whose child runs, or None: a small text, one usable CPU, too little memory, no guess, or no fork."""
         if len(text) < SPLIT_MIN_CHARS or not _JSON_OBJECT(text) or not hasattr(os, "fork") or usable_cpus() < 2:
             return None
+        memory = usable_memory()
+        if memory is not None and memory < MEMORY_PER_CHAR * len(text):
+            return None  # the child's objects and their flat copies, beside this process's: not where memory is short
         found = _ITEM_AFTER_COMMA.search(text, int(len(text) * SPLIT_AT))
         if found is None:
             return None

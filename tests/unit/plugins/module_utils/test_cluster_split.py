@@ -102,6 +102,7 @@ def splits(monkeypatch):
 
     monkeypatch.setattr(load_split, "SPLIT_MIN_CHARS", 0)
     monkeypatch.setattr(load_split, "usable_cpus", lambda: 2)
+    monkeypatch.setattr(load_split, "usable_memory", lambda: None)
     monkeypatch.setattr(load_split.SplitRead, "start", classmethod(spy))
     return made
 
@@ -215,13 +216,23 @@ def test_a_child_that_dies_hangs_or_garbles_leaves_the_reading_to_this_process(t
     _gone(pid)
 
 
-def test_one_cpu_or_a_small_file_reads_in_one_process(tmp_path, monkeypatch):
+def test_one_cpu_little_memory_yaml_or_a_small_file_reads_in_one_process(tmp_path, monkeypatch):
     path = _write(tmp_path, _items(), "kubectl")
     text = open(path).read()
-    assert load_split.usable_cpus() >= 1
+    assert load_split.usable_cpus() >= 1 and load_split.usable_memory() > 0  # this machine's, as the kernel says
     monkeypatch.setattr(load_split, "usable_cpus", lambda: 1)
     assert load_split.SplitRead.start(text) is None
     monkeypatch.setattr(load_split, "usable_cpus", lambda: 2)
     assert len(text) < load_split.SPLIT_MIN_CHARS and load_split.SplitRead.start(text) is None
     monkeypatch.setattr(load_split, "SPLIT_MIN_CHARS", 0)
     assert load_split.SplitRead.start(open(EXAMPLE).read()) is None  # YAML: parsed whole, no child
+    monkeypatch.setattr(load_split, "usable_memory", lambda: load_split.MEMORY_PER_CHAR * len(text) - 1)
+    assert load_split.SplitRead.start(text) is None
+
+
+def test_a_cgroup_quota_bounds_the_cpus(monkeypatch):
+    for quota, cpus in ((["max", "100000"], 8), (["-1", "100000"], 8), (["150000", "100000"], 1),
+                        (["200000", "100000"], 2), ([], 8)):
+        monkeypatch.setattr(load_split, "_cgroup_cpu_quota", lambda quota=quota: quota)
+        monkeypatch.setattr(load_split.os, "sched_getaffinity", lambda _pid: set(range(8)))
+        assert load_split.usable_cpus() == cpus, quota
