@@ -17,15 +17,13 @@ description:
     manager would decide it, from the cluster objects and the facts gathered from the nodes.
   - Never changes anything; the plan is carried out by the node modules.
   - Runs on the controller, in Ansible's own process (an action plugin), whatever host the task names. The cluster
-    snapshot is read there, and a relative O(cluster_state) is resolved from the directory the command runs in.
-    A kubectl JSON List of 16 MiB or more is read by two processes where two CPUs are usable (a forked child reads
-    its second part); the plan and every error are those of one process reading it.
-  - Steps are ordered unmount pod, unmount device, detach, attach, mount device, mount pod,
-    expand controller, expand node. Each step names its node and volume; the volume item the node module needs
-    is in RV(volume_items) once per node and volume, and RV(by_node) indexes each node's steps.
-  - Anything that cannot be acted on (unbound claim, missing PV, Multi-Attach, still mounted, node unreachable,
-    a node the snapshot has no Node object for) is returned in RV(blocked) with a reason, once each, with the action
-    it holds back.
+    snapshot is read there, and a relative O(cluster_state) is resolved from the directory the command runs in. A
+    kubectl JSON List of 16 MiB or more is read by two processes where two CPUs are usable, with the same plan.
+  - Steps are ordered unmount pod, unmount device, detach, attach, mount device, mount pod, expand controller,
+    expand node. Each step names its node and volume; the volume item the node module needs is in RV(volume_items)
+    once per node and volume, and RV(by_node) indexes each node's steps.
+  - Anything that cannot be acted on (unbound claim, missing PV, Multi-Attach, still mounted, node unreachable, a
+    node the snapshot has no Node object for) is in RV(blocked), once each, with its reason and the action it holds back.
   - With O(node_facts), the steps on nodes that have no entry there (hosts that are not in the play) are warned about
     in one warning (how many steps and nodes, the first five nodes), since no node task of this run runs them; the
     controller's own steps (a record-only release, a controller host's expansion) need no node.
