@@ -22,6 +22,7 @@ import re
 import select
 import signal
 import time
+import warnings
 
 from ansible_collections.kubevol.volumes.plugins.module_utils.cluster.flat import CODECS
 from ansible_collections.kubevol.volumes.plugins.module_utils.cluster.objects import KIND_BUILDERS, Cluster
@@ -123,7 +124,11 @@ class SplitRead(object):
         except OSError:
             return None
         try:
-            pid = os.fork()
+            with warnings.catch_warnings():
+                # Python warns of a fork in a process with threads (Ansible's worker has its queue's): the child runs
+                # only this module's reading code, takes no lock another thread may hold, and is killed if it hangs
+                warnings.simplefilter("ignore", DeprecationWarning)
+                pid = os.fork()
         except OSError:
             os.close(read_fd)
             os.close(write_fd)
