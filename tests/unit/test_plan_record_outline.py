@@ -147,13 +147,40 @@ def test_the_start_of_a_check_reads_the_rest_alone(example_plans):
     """The node tasks the plan needs are kept in the outline's rest: the check's start reads nothing else (here the
     other nodes' part is gone, and the start is still the whole record's); the later steps read the whole."""
     whole, outlined = example_plans
-    os.remove(os.path.join(outlined["record"]["path"], "others.json"))
+    os.remove(os.path.join(outlined["record"]["path"], plan_record.OTHERS_FILE))
     params = dict(_defaults(reconcile_run_task.argspec()), cluster_source="file", plan=outlined, plan_shown=True)
     started = reconcile_run_task.run(params, check_mode=True)
     assert started["tasks"], "the example's plan has node tasks"
     assert json.dumps(started, sort_keys=True) == _run_steps(whole, {"node-1": "done"})[0]
-    with pytest.raises(KubevolError, match="cannot read .*others.json"):
+    with pytest.raises(KubevolError, match="cannot read .*others.marshal"):
         plan_record.read_plan(outlined["record"], outline=True)
+
+
+def test_an_outline_part_changed_or_unreadable_is_refused(example_plans):
+    """The other nodes' part is read back only as this run wrote it: a part changed under the record fails its sha256
+    check, and one that does not read back (here rewritten with a digest to match, as no writer of the record would)
+    is refused by name, never taken as the outline."""
+    _whole, outlined = example_plans
+    record = outlined["record"]
+    others = os.path.join(record["path"], plan_record.OTHERS_FILE)
+    with open(others, "rb") as handle:
+        written = handle.read()
+    with open(others, "wb") as handle:
+        handle.write(written[:-1] + bytes([written[-1] ^ 1]))
+    with pytest.raises(KubevolError, match="others.marshal is not the one this run wrote"):
+        plan_record.read_plan(record, outline=True)
+    for garbled in (b"not marshal", plan_record.marshal.dumps({"a": 1})):
+        with open(others, "wb") as handle:
+            handle.write(garbled)
+        path = os.path.join(record["path"], plan_record.MANIFEST)
+        with open(path) as handle:
+            manifest = json.load(handle)
+        manifest["others"]["digest"] = plan_record_parts._digest(garbled)
+        data = plan_record_parts._dumps(manifest)
+        with open(path, "wb") as handle:
+            handle.write(data)
+        with pytest.raises(KubevolError, match="others.marshal cannot be read"):
+            plan_record.read_plan(dict(record, digest=plan_record_parts._digest(data)), outline=True)
 
 
 def test_a_host_reads_the_same_share_and_a_node_the_controller_acts_for_stays_whole(example_plans):
@@ -173,6 +200,6 @@ def test_a_host_reads_the_same_share_and_a_node_the_controller_acts_for_stays_wh
     others = dict((node, share) for node, share in rest["_record"]["others"])
     assert others["gone"]["plan"] == steps[:1] and others["far"]["plan"] == steps[1:2]
     assert others["gone"]["items"] and others["far"]["items"]
-    assert others["plain"] == {"at": [2], "rows": [["attach", "device", "pv-c", None,
-                                                   "kubernetes.io/csi/csi.example.com^c"]]}
+    assert others["plain"] == {"at": [2], "cells": ["attach", "device", "pv-c", None,
+                                                    "kubernetes.io/csi/csi.example.com^c"]}
     assert shares == [("node-1", None)]

@@ -14,7 +14,8 @@ largest part of a record at fleet scale): no later step reads them (the blocked 
 hold back, plan_text.blocked_once); their counts stay.
 A check-mode run's record may be an **outline** (``split(outline=True)``): the shares of the nodes outside the run's
 hosts keep only what the run's own steps read of them (run/executor.py: the node tasks the plan needs, the steps
-each outside node did not run, their counts), each step as a row of OUTLINE_KEYS, and none of their volume items. A
+each outside node did not run, their counts), each step as the values of OUTLINE_KEYS in one flat list per node
+(CELLS), and none of their volume items. A
 node the controller acts for (a ``record_only`` or ``controller_host`` step) is kept whole. Nothing else reads a
 check-mode record (it is written in Ansible's local temporary directory and gone with the run), and the whole plan
 is read from it only by a reader that says it takes an outline (run/plan_record.py plan_of).
@@ -44,6 +45,9 @@ STATES = ("desired", "actual")  # kept without their per_node lists
 EMPTY = {"plan": [], "volume_items": {}}
 # an outline's step of a node outside the run's hosts: what the executor and the run's report read of it
 OUTLINE_KEYS = ("action", "target", "volume", "pod", "unique_volume_name")
+# an outline share's steps: one flat list of OUTLINE_KEYS' values, step after step (no list per step: fewer objects
+# to build, write and read back)
+CELLS = "cells"
 OUTLINE = "outline"  # the key of an assembled outline's result: true
 
 
@@ -77,22 +81,22 @@ def _positions(plan, by_node=None):
 
 
 def _outlined(steps):
-    """The outline share's rows of a node outside the run's hosts, or None when it is kept whole: a node with a
+    """The outline share's cells of a node outside the run's hosts, or None when it is kept whole: a node with a
     ``record_only`` or ``controller_host`` step, which the controller acts for in this run (its items are read)."""
-    rows = []
-    append = rows.append
+    cells = []
+    extend = cells.extend
     for step in steps:  # (nearly every step of the plan at the envelope: OUTLINE_KEYS written out, in their order)
         get = step.get
         if get("record_only") or get("controller_host"):
             return None
-        append([get("action"), get("target"), get("volume"), get("pod"), get("unique_volume_name")])
-    return rows
+        extend((get("action"), get("target"), get("volume"), get("pod"), get("unique_volume_name")))
+    return cells
 
 
 def split(plan_result, hosts=None, outline=False):
     """(rest, shares) of ``plan_result``. ``shares``: [(node, share)] of the nodes kept apart: ``hosts`` (None: every
     node of the plan; a host with no step and no volume item gets None); the other nodes' shares go in the rest,
-    as an outline's rows when ``outline`` (the module docstring)."""
+    as an outline's cells when ``outline`` (the module docstring)."""
     plan = plan_result.get("plan") or []
     items = plan_result.get("volume_items") or {}
     positions = _positions(plan, plan_result.get("by_node"))
@@ -108,8 +112,8 @@ def split(plan_result, hosts=None, outline=False):
         if node in apart and isinstance(node, str):
             shares.append((node, share))
             continue
-        rows = _outlined(share["plan"]) if outline and isinstance(node, str) else None
-        others.append([node, share if rows is None else {"at": at, "rows": rows}])
+        cells = _outlined(share["plan"]) if outline and isinstance(node, str) else None
+        others.append([node, share if cells is None else {"at": at, CELLS: cells}])
     listed = set(node for node, _share in shares)
     shares.extend((node, None) for node in sorted(apart - listed) if isinstance(node, str))
     rest = dict((key, value) for key, value in plan_result.items() if key not in PER_NODE)
@@ -123,13 +127,14 @@ def split(plan_result, hosts=None, outline=False):
 
 
 def _steps(node, share):
-    """A share's steps: its own, or those of its outline rows (each with its node)."""
-    rows = share.get("rows")
-    if rows is None:
+    """A share's steps: its own, or those of its outline's cells (each with its node)."""
+    cells = share.get(CELLS)
+    if cells is None:
         return share.get("plan") or []
     action, target, volume, pod, unique = OUTLINE_KEYS
-    return [{action: row[0], target: row[1], "node": node, volume: row[2], pod: row[3], unique: row[4]}
-            for row in rows]
+    row = iter(cells)  # OUTLINE_KEYS' values of each step in turn, read five at a time
+    return [{action: a, target: t, "node": node, volume: v, pod: p, unique: u}
+            for a, t, v, p, u in zip(row, row, row, row, row)]
 
 
 def node_view(node, share):
