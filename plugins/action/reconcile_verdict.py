@@ -39,12 +39,14 @@ class ActionModule(ActionBase):
         params = task_args.validated(self._task.args, ARGSPEC, "kubevol.volumes.reconcile_verdict")
         report = params["report"]
         host = task_vars.get("inventory_hostname")
-        elsewhere = list(report.get("failed_elsewhere") or ())
+        # what failed outside the play's hosts: the report's entries, or only their messages (what the role passes)
+        elsewhere = [error.get("msg") if isinstance(error, dict) else error
+                     for error in report.get("failed_elsewhere") or ()]
         localhost_fails_it = params["fail_run_on_localhost"] and run_verdict.localhost_in_run(
             task_vars.get("ansible_limit"))
         first = (list(task_vars.get("ansible_play_hosts_all") or ()) or [host])[0]
-        result.update(changed=False, ansible_facts={"kubevol_run_failed_elsewhere": [
-            error.get("msg") for error in elsewhere] if localhost_fails_it else []})
+        result.update(changed=False, ansible_facts={
+            "kubevol_run_failed_elsewhere": elsewhere if localhost_fails_it else []})
         result.update(run_verdict.verdict(report, host, params.get("node_name") or host,
                                           pin_here=bool(elsewhere) and not localhost_fails_it and host == first))
         return result
