@@ -8,9 +8,10 @@ is read as text: its lines go to Ansible's display, as Ansible's own messages do
 under the task's banner; ansible-runner and AWX show them as the task's output lines), and the task's result keeps
 them as ``lines``. A callback that writes JSON on stdout gets no text in it: it has the lines in the result.
 
-With ``summary`` (reconcile_run's last summary) the result is the run's report: the per-node counts, the blocked
-and pending items, and the failures by whose they are (run/run_verdict.py): the play's hosts that failed or could
-not be reached, and what failed outside them.
+With ``summary`` (reconcile_run's last summary), or ``summary_of`` (the name of the variable holding that
+reconcile_run result, whose summary is read from the task's variables), the result is the run's report: the per-node
+counts, the blocked and pending items, and the failures by whose they are (run/run_verdict.py): the play's hosts
+that failed or could not be reached, and what failed outside them.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -18,6 +19,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible import constants as C
+from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 
@@ -29,9 +31,13 @@ display = Display()
 ARGSPEC = dict(
     lines=dict(type="list", elements="str", default=[]),
     summary=dict(type="dict"),
+    summary_of=dict(type="str"),
     stopped=dict(type="str"),
     quiet=dict(type="bool", default=False),
 )
+# what a summary read by summary_of leaves out: every error is said by its owner (failed_nodes, failed_elsewhere),
+# and the lines are the report's own
+NOT_REPORTED = ("errors", "lines")
 REPORT_KEYS = ("nodes", "blocked", "errors", "outside", "check_mode")
 
 
@@ -42,6 +48,17 @@ def _text_callback():
     except Exception:  # pylint: disable=broad-except  # an unknown setting: print, as for the default callback
         return True
     return not name.rsplit(".", maxsplit=1)[-1].startswith("json")
+
+
+def _summary_of(run):
+    """The summary of a reconcile_run result read from the task's variables (summary_of), without what the report
+    does not read (NOT_REPORTED); None when that result has none (the run stopped before its last step, or it was
+    skipped). It is read here, not templated into the task: at fleet scale the summary names every node outside the
+    run, and Ansible templating it into the task's arguments took most of this step's time (docs/performance.md)."""
+    summary = run.get("summary") if isinstance(run, dict) else None
+    if not isinstance(summary, dict):
+        return None
+    return dict((key, value) for key, value in summary.items() if key not in NOT_REPORTED)
 
 
 class ActionModule(ActionBase):
@@ -56,6 +73,11 @@ class ActionModule(ActionBase):
         params = task_args.validated(self._task.args, ARGSPEC, "kubevol.volumes.reconcile_report")
         lines = list(params["lines"])
         summary, stopped = params.get("summary"), params.get("stopped")
+        if params.get("summary_of"):
+            if summary is not None:
+                raise AnsibleActionFail("kubevol.volumes.reconcile_report: summary and summary_of are mutually "
+                                        "exclusive: give the summary, or the name of the variable holding it")
+            summary = _summary_of(task_vars.get(params["summary_of"]))
         result["changed"] = False
         if summary is not None or stopped:
             report = self._report(summary, stopped, task_vars)
