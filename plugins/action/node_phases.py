@@ -232,7 +232,7 @@ class ActionModule(ActionBase):
     def _setup(self, setup, node, params, task_vars):
         """The setup phases ({phase: items}) in one node_volume_setup execution: ({phase: result}, modules run)."""
         args = dict(params["settings"], node_name=node, words=words.ROLE)
-        module = "kubevol.volumes.__internal.node_volume_setup"
+        module = phases.SETUP_MODULE
         refused, ready = {}, {}
         for phase, items in setup.items():
             ready[phase], refused[phase] = secrets_by_volume(items, params["cluster_store"])  # no_log on the node

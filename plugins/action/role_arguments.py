@@ -22,6 +22,8 @@ from ansible.errors import AnsibleError
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.plugins.action import ActionBase
 
+from ansible_collections.kubevol.volumes.plugins.plugin_utils import payloads
+
 
 def load_spec(path, entry_point):
     """The options of ``entry_point`` in a role's argument_specs.yml."""
@@ -84,4 +86,6 @@ class ActionModule(ActionBase):
                                  path, entry_point))
         else:
             result["msg"] = "the arguments of %d host(s) match the role's argument spec" % len(hosts)
+            # the node modules the role is about to run: their payloads are built while its next steps run
+            payloads.build_ahead(self, args.get("build_ahead"), task_vars)
         return result

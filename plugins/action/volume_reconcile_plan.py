@@ -9,9 +9,11 @@ __metaclass__ = type
 
 from ansible import constants as C
 
+from ansible_collections.kubevol.volumes.plugins.module_utils.common import phases
 from ansible_collections.kubevol.volumes.plugins.module_utils.run.plan_task import (
     REQUIRED_IF, argspec, run)
 from ansible_collections.kubevol.volumes.plugins.module_utils.plan.planner import utc_now
+from ansible_collections.kubevol.volumes.plugins.plugin_utils import payloads
 from ansible_collections.kubevol.volumes.plugins.plugin_utils.in_process import InProcessAction
 
 
@@ -27,6 +29,19 @@ class ActionModule(InProcessAction):
         return dict(argument_spec=argspec(), required_if=REQUIRED_IF)
 
     def run_task(self, params, check_mode, diff):
-        # it only reads the cluster; output=record writes the plan, in check mode into Ansible's local temporary
-        # directory on the controller (removed when ansible-playbook exits), never beside the cluster's state
-        return run(params, utc_now(), keep_alive=_KEEP_ALIVE, check_mode=check_mode, local_tmp=C.DEFAULT_LOCAL_TMP)
+        # A reconcile run's plan (output=record with the nodes' facts: the reconcile role's) is followed by its node
+        # tasks, whose setup runs node_volume_setup on each node that attaches and mounts: its payload is built while
+        # this plans, on what the controller leaves of its CPUs, and dropped when the plan has nothing to do.
+        ahead = payloads.build_ahead(self, [phases.SETUP_MODULE], self.task_vars) if (
+            params.get("output") == "record" and params.get("node_facts") is not None) else None
+        try:
+            # it only reads the cluster; output=record writes the plan, in check mode into Ansible's local temporary
+            # directory on the controller (removed when ansible-playbook exits), never beside the cluster's state
+            result = run(params, utc_now(), keep_alive=_KEEP_ALIVE, check_mode=check_mode,
+                         local_tmp=C.DEFAULT_LOCAL_TMP)
+        except BaseException:
+            payloads.cancel(ahead)
+            raise
+        if not (result.get("counts") or {}).get("steps"):
+            payloads.cancel(ahead)
+        return result

@@ -39,6 +39,8 @@ BY_NAME = dict((phase.name, phase) for phase in PHASES)
 NAMES = tuple(phase.name for phase in PHASES)
 # the setup phases, in order: what one node_volume_setup execution runs
 SETUP_PHASES = tuple(phase.name for phase in PHASES if not phase.teardown)
+# the node module that runs a node's setup phases in one execution, when the node has work in more than one of them
+SETUP_MODULE = "kubevol.volumes.__internal.node_volume_setup"
 # every step kind the planner emits, in the order it emits them (and a run carries them out)
 STEP_KINDS = tuple(kind for phase in PHASES for kind in phase.step_kinds)
 # the step kinds that take a volume away from a node (the teardown guard counts them; cleanup removes only an
@@ -71,6 +73,18 @@ def order_of(kind):
     """The run position of step kind ``kind``'s phase; -1 for a kind no phase runs."""
     name = KIND_PHASE.get(kind)
     return BY_NAME[name].order if name is not None else -1
+
+
+def task_modules(names):
+    """The node modules a node task of phases ``names`` runs on a node with work in each of them (node_phases): one
+    SETUP_MODULE execution for its setup phases when it has several, and each other phase's own module."""
+    setup = [name for name in names if name in SETUP_PHASES]
+    modules = [SETUP_MODULE] if len(setup) > 1 else []
+    for name in names:
+        module = BY_NAME[name].module if name in BY_NAME and (name not in setup or len(setup) == 1) else None
+        if module is not None and module not in modules:
+            modules.append(module)
+    return modules
 
 
 def in_order(names):
