@@ -183,6 +183,23 @@ def test_an_outline_part_changed_or_unreadable_is_refused(example_plans):
             plan_record.read_plan(dict(record, digest=plan_record_parts._digest(data)), outline=True)
 
 
+def test_an_outline_with_a_value_marshal_does_not_take_is_kept_in_json(tmp_path):
+    """A value of a type of its own in the other nodes' steps (a str subclass, as Ansible's templating hands a string
+    on): the part is written in JSON instead, and reads back the same."""
+    class Tagged(str):
+        pass
+
+    steps = [{"action": "attach", "target": "device", "node": "far", "volume": Tagged("pv-c"), "pod": None,
+              "unique_volume_name": "kubernetes.io/csi/csi.example.com^c"},
+             {"action": "attach", "target": "device", "node": "node-1", "volume": "pv-d", "pod": None,
+              "unique_volume_name": "kubernetes.io/csi/csi.example.com^d"}]
+    result = {"plan": steps, "volume_items": {}}
+    handle = plan_record.write(result, str(tmp_path / "plans"), nodes=["node-1"], outline=True)
+    assert sorted(os.listdir(handle["path"])) == sorted(["manifest.json", "plan.json", "nodes", "others.json"])
+    back = plan_record.read_plan(handle, outline=True)
+    assert [(s["node"], s["volume"]) for s in back["plan"]] == [("far", "pv-c"), ("node-1", "pv-d")]
+
+
 def test_a_host_reads_the_same_share_and_a_node_the_controller_acts_for_stays_whole(example_plans):
     """The outline changes nothing a node task reads (its host's share is the whole record's), and a node outside the
     run that the controller acts for (a record-only release, a controller host's call) keeps its steps and items."""

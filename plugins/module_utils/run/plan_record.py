@@ -57,6 +57,7 @@ OTHERS, OTHERS_FILE = "others", "others.marshal"  # an outline's other nodes (wr
 # Python (write's ``outline``), so they are kept in Python's own marshal format rather than JSON: it is read back in
 # about half the time, and its references write each repeated string once. Version 4 is the one with references.
 OTHERS_MARSHAL = 4
+OTHERS_JSON = "others.json"  # the same part in JSON, when a value in it is of a type marshal does not take
 
 
 def new_run_id(now=None):
@@ -154,7 +155,9 @@ class _FileRecords:
         """The rest of the plan, with the other nodes' shares (an outline keeps them in a part of their own)."""
         rest = _FileRecords._part(handle, found["plan"])
         if found.get(OTHERS):
-            rest["_record"]["others"] = _FileRecords._part(handle, found[OTHERS], _others)
+            entry = found[OTHERS]
+            decode = _others if entry["file"] == OTHERS_FILE else None  # (OTHERS_JSON: the default, JSON)
+            rest["_record"]["others"] = _FileRecords._part(handle, entry, decode)
         return rest
 
     @staticmethod
@@ -198,9 +201,13 @@ def _write_files(rest, shares, directory, run_id):
         manifest = {"version": VERSION, "run_id": run_id, "nodes": {}}
         if rest["_record"].get(parts.OUTLINE):  # the other nodes' outline apart, so that the rest reads alone
             rest = dict(rest, _record=dict(rest["_record"]))
-            data = marshal.dumps(rest["_record"].pop("others"), OTHERS_MARSHAL)
-            _write(os.path.join(temp, OTHERS_FILE), data)
-            manifest[OTHERS] = {"file": OTHERS_FILE, "digest": _digest(data)}
+            others, name = rest["_record"].pop("others"), OTHERS_FILE
+            try:
+                data = marshal.dumps(others, OTHERS_MARSHAL)
+            except ValueError:  # a value of a type of its own (a str subclass): the plain JSON part instead
+                data, name = _dumps(others), OTHERS_JSON
+            _write(os.path.join(temp, name), data)
+            manifest[OTHERS] = {"file": name, "digest": _digest(data)}
         data = _dumps(rest)
         _write(os.path.join(temp, PLAN), data)
         manifest["plan"] = {"file": PLAN, "digest": _digest(data)}
