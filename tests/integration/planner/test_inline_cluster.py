@@ -4,10 +4,13 @@ the plan is the one the same objects give read from a file (tests/unit/plugins/a
 no Kubernetes object holds is refused by name)."""
 import json
 import os
-import subprocess
 import sys
 
 import yaml
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from local_play import run_play  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 EXAMPLE = os.path.join(REPO, "examples", "cluster.yaml")
@@ -40,13 +43,7 @@ def test_objects_given_inline_plan_as_the_same_objects_read_from_a_file(tmp_path
     inline = tmp_path / "inline.yaml"
     inline.write_text(yaml.safe_dump(data).replace("'__STAMP__'", "2026-11-01T10:00:00Z"))
     out = tmp_path / "out.json"
-    playbook = tmp_path / "play.yml"
-    playbook.write_text(PLAY.format(inline=inline, example=EXAMPLE, out=out))
-    env = dict(os.environ, ANSIBLE_HOME=str(tmp_path / "ansible-home"), ANSIBLE_LOCAL_TEMP=str(tmp_path / "tmp"),
-               ANSIBLE_NOCOLOR="1", ANSIBLE_LOCALHOST_WARNING="False", ANSIBLE_INVENTORY_UNPARSED_WARNING="False")
-    proc = subprocess.run([os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), str(playbook)],
-                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True, env=env,
-                          cwd=str(tmp_path), timeout=300, check=False)
+    proc = run_play(tmp_path, PLAY.format(inline=inline, example=EXAMPLE, out=out))
     assert proc.returncode == 0, proc.stdout[-4000:]
     found = json.loads(out.read_text())
     assert not found["inline"].get("failed"), found["inline"]

@@ -4,8 +4,11 @@ task executes the module; the module then runs from that payload; and nothing of
 """
 import json
 import os
-import subprocess
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from local_play import run_play  # noqa: E402
 
 PLAY = """
 - hosts: localhost
@@ -39,14 +42,8 @@ def test_a_payload_built_ahead_is_the_one_the_module_runs_from(tmp_path):
     spec.write_text("argument_specs:\n  main:\n    options: {}\n")
     local_temp = tmp_path / "tmp"
     out = tmp_path / "out.json"
-    playbook = tmp_path / "play.yml"
-    playbook.write_text(PLAY.format(spec=spec, local_temp=local_temp, out=out))
-    env = dict(os.environ, ANSIBLE_HOME=str(tmp_path / "ansible-home"), ANSIBLE_LOCAL_TEMP=str(local_temp),
-               ANSIBLE_NOCOLOR="1", ANSIBLE_LOCALHOST_WARNING="False", ANSIBLE_INVENTORY_UNPARSED_WARNING="False",
-               ANSIBLE_PYTHON_INTERPRETER=sys.executable)
-    proc = subprocess.run([os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), str(playbook)],
-                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True, env=env,
-                          cwd=str(tmp_path), timeout=300, check=False)
+    proc = run_play(tmp_path, PLAY.format(spec=spec, local_temp=local_temp, out=out),
+                    env={"ANSIBLE_PYTHON_INTERPRETER": sys.executable})
     assert proc.returncode == 0, proc.stdout[-4000:]
     found = json.loads(out.read_text())
     assert len(found["cached"]) == 1 and "/ansiballz_cache/" in found["cached"][0], found

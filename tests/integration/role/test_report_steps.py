@@ -6,12 +6,14 @@ and the fact for the play on localhost are those the report's whole entries give
 """
 import json
 import os
-import subprocess
 import sys
 
 import yaml
 
-from ansible_collections.kubevol.volumes.plugins.module_utils.run import run_report
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from local_play import run_play  # noqa: E402
+from ansible_collections.kubevol.volumes.plugins.module_utils.run import run_report  # noqa: E402
 
 OUTSIDE = ["node-%04d" % n for n in range(3000)]
 
@@ -76,13 +78,7 @@ PLAY = """
 
 def test_the_report_read_from_the_variable_and_the_verdict_by_messages(tmp_path):
     out = tmp_path / "out.json"
-    playbook = tmp_path / "play.yml"
-    playbook.write_text(PLAY.format(run=json.dumps({"changed": False, "summary": _summary()}), out=str(out)))
-    env = dict(os.environ, ANSIBLE_HOME=str(tmp_path / "ansible-home"), ANSIBLE_LOCAL_TEMP=str(tmp_path / "tmp"),
-               ANSIBLE_NOCOLOR="1", ANSIBLE_LOCALHOST_WARNING="False", ANSIBLE_INVENTORY_UNPARSED_WARNING="False")
-    proc = subprocess.run([os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), str(playbook)],
-                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True, env=env,
-                          cwd=str(tmp_path), timeout=300, check=False)
+    proc = run_play(tmp_path, PLAY.format(run=json.dumps({"changed": False, "summary": _summary()}), out=str(out)))
     assert proc.returncode == 0, proc.stdout[-4000:]
     found = json.loads(out.read_text())
     read, templated = found["read"], found["templated"]
