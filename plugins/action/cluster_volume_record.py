@@ -8,7 +8,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.kubevol.volumes.plugins.module_utils.run.record_task import REQUIRED_IF, argspec, run
-from ansible_collections.kubevol.volumes.plugins.plugin_utils.in_process import InProcessAction
+from ansible_collections.kubevol.volumes.plugins.plugin_utils.in_process import InProcessAction, native
 
 
 class ActionModule(InProcessAction):
@@ -18,4 +18,6 @@ class ActionModule(InProcessAction):
         return dict(argument_spec=argspec(), required_if=REQUIRED_IF)
 
     def run_task(self, params, check_mode, diff):
+        if params.get("records") is not None:  # records given through a template: plain data, as a module gets them
+            params = dict(params, records=native(params["records"], "records"))
         return run(params, check_mode=check_mode, diff=diff)

@@ -7,37 +7,19 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import datetime
-import json
-
 from ansible import constants as C
 
 from ansible_collections.kubevol.volumes.plugins.module_utils.common import phases
-from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import InvalidInput
 from ansible_collections.kubevol.volumes.plugins.module_utils.run.plan_task import (
     REQUIRED_IF, argspec, run)
 from ansible_collections.kubevol.volumes.plugins.module_utils.plan.planner import utc_now
 from ansible_collections.kubevol.volumes.plugins.plugin_utils import payloads
-from ansible_collections.kubevol.volumes.plugins.plugin_utils.in_process import InProcessAction
+from ansible_collections.kubevol.volumes.plugins.plugin_utils.in_process import InProcessAction, native
 
 
 # The parsed cluster and the full plan of each run, never freed: the worker process running this action exits right
 # after the task (Ansible forks one per task), and freeing millions of objects one by one only delays that.
 _KEEP_ALIVE = []
-
-
-def native(value):
-    """Objects given inline (``cluster``) as the plain types JSON gives: through Ansible's templating they come as its
-    own tagged types (a ``str`` subclass, ...), which the model's field checks refuse (they test the exact type, for
-    speed), and a date YAML left unquoted as a ``datetime``, in ISO 8601 as Ansible passes it to a module."""
-    return json.loads(json.dumps(value, default=_iso))
-
-
-def _iso(value):
-    if isinstance(value, (datetime.date, datetime.time)):
-        return value.isoformat()
-    raise InvalidInput(field="cluster", value=value, reason="is not a value a Kubernetes object holds (objects as "
-                                                            "kubectl get -o yaml prints them)")
 
 
 class ActionModule(InProcessAction):
@@ -47,8 +29,8 @@ class ActionModule(InProcessAction):
         return dict(argument_spec=argspec(), required_if=REQUIRED_IF)
 
     def run_task(self, params, check_mode, diff):
-        if params.get("cluster") is not None:
-            params = dict(params, cluster=native(params["cluster"]))
+        if params.get("cluster") is not None:  # objects given inline: plain data, as a module gets them
+            params = dict(params, cluster=native(params["cluster"], "cluster"))
         # A reconcile run's plan (output=record with the nodes' facts: the reconcile role's) is followed by its node
         # tasks, whose setup runs node_volume_setup on each node that attaches and mounts: its payload is built while
         # this plans, on what the controller leaves of its CPUs, and dropped when the plan has nothing to do.

@@ -16,15 +16,31 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import datetime
+import json
+
 from ansible.errors import AnsibleConnectionFailure
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.kubevol.volumes.plugins.module_utils.common import words
-from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import KubevolError
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import InvalidInput, KubevolError
 
 # result keys that hold data, never a message: not walked when the result is said in its reader's words
 DATA_KEYS = ("plan", "volume_items", "by_node", "desired", "actual", "record", "items")
+
+
+def native(value, option):
+    """Data given to option ``option`` (objects, records) as the plain types JSON gives, as a module gets them: through
+    Ansible's templating it comes as Ansible's own tagged types (a ``str`` subclass, ...), which the model's field
+    checks refuse (they test the exact type, for speed) and a YAML dump cannot write; a date YAML left unquoted comes
+    as a ``datetime``, and becomes its ISO 8601 text, as Ansible passes it to a module."""
+    def iso(found):
+        if isinstance(found, (datetime.date, datetime.time)):
+            return found.isoformat()
+        raise InvalidInput(field=option, value=found, reason="is not a value of plain data (strings, numbers, "
+                                                             "booleans, lists and mappings)")
+    return json.loads(json.dumps(value, default=iso))
 
 
 class InProcessAction(ActionBase):

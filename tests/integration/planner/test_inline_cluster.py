@@ -1,7 +1,7 @@
-"""volume_reconcile_plan given the cluster's objects inline (``cluster``), through the real ansible-playbook: the
-objects come through Ansible's templating as its own tagged types, and a date YAML leaves unquoted as a datetime;
-the plan is the one the same objects give read from a file (tests/unit/plugins/action/test_plan_inline.py: a value
-no Kubernetes object holds is refused by name)."""
+"""Data given to the in-process actions through a template, through the real ansible-playbook: it comes as Ansible's
+own tagged types, and a date YAML leaves unquoted as a datetime. volume_reconcile_plan's inline objects (``cluster``)
+plan as the same objects read from a file; cluster_volume_record's records are written to the state file
+(tests/unit/plugins/action/test_plan_inline.py: a value of no plain type is refused by name)."""
 import json
 import os
 import sys
@@ -49,3 +49,34 @@ def test_objects_given_inline_plan_as_the_same_objects_read_from_a_file(tmp_path
     assert not found["inline"].get("failed"), found["inline"]
     assert found["inline"]["summary"] == found["from_file"]["summary"] and found["inline"]["summary"]["attach"] == 4
     assert found["inline"]["table"] == found["from_file"]["table"]
+
+
+RECORDS = """
+- hosts: localhost
+  gather_facts: false
+  vars:
+    recorded: "{{{{ lookup('file', '{records}') | from_yaml }}}}"
+  tasks:
+    - name: Records given through a template, written to a state file
+      kubevol.volumes.cluster_volume_record:
+        cluster_state: {state}
+        records: "{{{{ recorded }}}}"
+"""
+
+
+def test_records_given_through_a_template_are_written(tmp_path):
+    """cluster_volume_record's records from a templated variable: Ansible's tagged strings are written to the state
+    file as the plain strings a module gets (a YAML dump cannot write Ansible's own types)."""
+    state = tmp_path / "cluster.yaml"
+    state.write_text(open(EXAMPLE).read())
+    records = tmp_path / "records.yaml"
+    records.write_text(yaml.safe_dump([{"type": "attached", "node": "node1", "pv_name": "pv-db-data",
+                                        "driver": "loop.kubevol.io", "volume_handle": "pv-db-data.img",
+                                        "device_path": "/dev/loop3"}]))
+    proc = run_play(tmp_path, RECORDS.format(records=records, state=state))
+    assert proc.returncode == 0, proc.stdout[-4000:]
+    written = yaml.safe_load(state.read_text())
+    attachments = [obj for obj in written["items"] if obj.get("kind") == "VolumeAttachment"
+                   and obj["spec"]["source"].get("persistentVolumeName") == "pv-db-data"]
+    assert attachments and attachments[0]["spec"]["nodeName"] == "node1", attachments
+    assert attachments[0]["status"]["attached"] is True

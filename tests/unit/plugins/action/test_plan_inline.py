@@ -1,10 +1,11 @@
-"""The plan action's copy of objects given inline (``cluster``) in plain JSON types: Ansible's tagged strings become
-``str``, a date YAML left unquoted its ISO 8601 text, and a value no Kubernetes object holds is refused by name."""
+"""The in-process actions' copy of data given through a template (the plan's ``cluster``, the records'
+``records``) in plain JSON types: Ansible's tagged strings become ``str``, a date YAML left unquoted its ISO 8601
+text, and a value of no plain type is refused by name."""
 import datetime
 
 import pytest
 
-from ansible_collections.kubevol.volumes.plugins.action.volume_reconcile_plan import native
+from ansible_collections.kubevol.volumes.plugins.plugin_utils.in_process import native
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import InvalidInput
 
 
@@ -14,12 +15,12 @@ class Tagged(str):
 
 def test_inline_objects_become_plain_json_types():
     stamp = datetime.datetime(2026, 11, 1, 10, 0, tzinfo=datetime.timezone.utc)
-    got = native({"items": [{"metadata": {"namespace": Tagged("shop"), "creationTimestamp": stamp}}]})
+    got = native({"items": [{"metadata": {"namespace": Tagged("shop"), "creationTimestamp": stamp}}]}, "cluster")
     meta = got["items"][0]["metadata"]
     assert meta == {"namespace": "shop", "creationTimestamp": "2026-11-01T10:00:00+00:00"}
     assert meta["namespace"].__class__ is str
 
 
-def test_a_value_no_object_holds_is_refused_by_name():
-    with pytest.raises(InvalidInput, match="invalid cluster: .*not a value a Kubernetes object holds"):
-        native({"items": [{"metadata": {"labels": {"odd": object()}}}]})
+def test_a_value_of_no_plain_type_is_refused_by_name():
+    with pytest.raises(InvalidInput, match="invalid records: .*not a value of plain data"):
+        native([{"type": "attached", "device_path": object()}], "records")
