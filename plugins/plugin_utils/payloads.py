@@ -18,33 +18,22 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import os
-import signal
-import warnings
 
 from ansible import constants as C
 from ansible.executor import module_common
 
+from ansible_collections.kubevol.volumes.plugins.module_utils.common import child
+
 
 def build_ahead(action, modules, task_vars):
     """Build the payloads of ``modules`` (module names as node tasks execute them) in a child process of this action's
-    worker; returns at once, with the child's pid (None: no child). The child resets the signals Ansible's worker
-    handles, lowers its priority and always ends in ``os._exit``, never returning into the worker's code."""
+    worker (common/child.py); returns at once, with the child's pid (None: no child). The child lowers its priority
+    and always ends in ``os._exit``, never returning into the worker's code."""
     modules = [name for name in modules or () if isinstance(name, str)]
-    if not modules or not hasattr(os, "fork"):
-        return None
-    with warnings.catch_warnings():
-        # Python warns that a process with threads forks (Ansible's worker may hold its queue's feeder thread): the
-        # child runs only Ansible's payload builder, takes no lock another thread may hold, and ends in os._exit
-        warnings.simplefilter("ignore", DeprecationWarning)
-        try:
-            pid = os.fork()
-        except OSError:
-            return None  # no child: each node task builds its payload as it always did
-    if pid:
-        return pid
+    pid = child.fork() if modules else None
+    if pid != 0:
+        return pid  # (None, no fork: each node task builds its payload as it always did)
     try:
-        signal.signal(signal.SIGINT, signal.SIG_DFL)
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
         os.nice(19)  # only what the controller leaves of its CPUs
         for name in modules:
             _build(action, name, task_vars)
@@ -73,10 +62,4 @@ def _build(action, name, task_vars):
 def cancel(pid):
     """Stop a build_ahead child whose payloads no task will execute (its lock is a ``flock``: it goes with the child,
     and a payload is renamed into the cache only once whole)."""
-    if pid is None:
-        return
-    try:
-        os.kill(pid, signal.SIGKILL)
-        os.waitpid(pid, 0)
-    except OSError:
-        pass  # already gone
+    child.stop(pid)

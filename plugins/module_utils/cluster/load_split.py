@@ -20,11 +20,10 @@ import marshal
 import os
 import re
 import select
-import signal
 import time
-import warnings
 
 from ansible_collections.kubevol.volumes.plugins.module_utils.cluster.flat import CODECS
+from ansible_collections.kubevol.volumes.plugins.module_utils.common import child
 from ansible_collections.kubevol.volumes.plugins.module_utils.cluster.objects import KIND_BUILDERS, Cluster
 from ansible_collections.kubevol.volumes.plugins.module_utils.stores.file_text import list_items_from
 
@@ -123,13 +122,8 @@ class SplitRead(object):
             read_fd, write_fd = os.pipe()
         except OSError:
             return None
-        try:
-            with warnings.catch_warnings():
-                # Python warns of a fork in a process with threads (Ansible's worker has its queue's): the child runs
-                # only this module's reading code, takes no lock another thread may hold, and is killed if it hangs
-                warnings.simplefilter("ignore", DeprecationWarning)
-                pid = os.fork()
-        except OSError:
+        pid = child.fork()
+        if pid is None:
             os.close(read_fd)
             os.close(write_fd)
             return None
@@ -154,12 +148,8 @@ class SplitRead(object):
 
     def cancel(self):
         """Stop the child and drop its work (None: the reading goes on in this process)."""
-        if self._pid is not None:
-            try:
-                os.kill(self._pid, signal.SIGKILL)
-            except OSError:
-                pass
-            self._reap()
+        pid, self._pid = self._pid, None
+        child.stop(pid)
         return None
 
     def close(self):
@@ -192,21 +182,11 @@ class SplitRead(object):
             if not chunk:
                 break
             chunks.append(chunk)
-        status = self._reap()
+        pid, self._pid = self._pid, None
+        status = child.reap(pid)
         if status != 0 or not chunks:
             return None
         return b"".join(chunks)
-
-    def _reap(self):
-        pid, self._pid = self._pid, None
-        while pid is not None:
-            try:
-                return os.waitpid(pid, 0)[1]
-            except InterruptedError:
-                continue
-            except OSError:
-                return None
-        return None
 
 
 def _unflat(slot, entries):
@@ -221,8 +201,6 @@ def _child(text, at, write_fd):
     all is written, 1 on any failure (the parent then reads these items itself and meets the same failure)."""
     code = 1
     try:
-        for signum in (signal.SIGINT, signal.SIGTERM):
-            signal.signal(signum, signal.SIG_DFL)  # not the parent's handlers (Ansible's worker kills its group)
         out = [[] for _slot in Cluster._fields]
         ends = []
         for obj in list_items_from(text, at, ends):

@@ -54,8 +54,8 @@ MANIFEST = "manifest.json"
 PLAN = "plan.json"
 OTHERS, OTHERS_FILE = "others", "others.marshal"  # an outline's other nodes (write's ``outline``)
 # The outline's other nodes are read only by the check-mode run that wrote them, on this controller, in the same
-# Python (write's ``outline``), so they are kept in Python's own marshal format rather than JSON: it is read back in
-# about half the time, and its references write each repeated string once. Version 4 is the one with references.
+# Python (write's ``outline``), so they are kept in Python's own marshal format rather than JSON: it reads back
+# faster (docs/performance.md), and its references write each repeated string once. Version 4 is the one with them.
 OTHERS_MARSHAL = 4
 OTHERS_JSON = "others.json"  # the same part in JSON, when a value in it is of a type marshal does not take
 
