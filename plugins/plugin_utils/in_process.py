@@ -34,13 +34,29 @@ def native(value, option):
     """Data given to option ``option`` (objects, records) as the plain types JSON gives, as a module gets them: through
     Ansible's templating it comes as Ansible's own tagged types (a ``str`` subclass, ...), which the model's field
     checks refuse (they test the exact type, for speed) and a YAML dump cannot write; a date YAML left unquoted comes
-    as a ``datetime``, and becomes its ISO 8601 text, as Ansible passes it to a module."""
+    as a ``datetime``, and becomes its ISO 8601 text, as Ansible passes it to a module. A value of any other type is
+    refused with its place in the data (``records[0].device_path``)."""
     def iso(found):
         if isinstance(found, (datetime.date, datetime.time)):
             return found.isoformat()
-        raise InvalidInput(field=option, value=found, reason="is not a value of plain data (strings, numbers, "
-                                                             "booleans, lists and mappings)")
+        raise InvalidInput(field=option + _place_of(value, found), value=found,
+                           reason="is not a value of plain data (strings, numbers, booleans, lists and mappings)")
     return json.loads(json.dumps(value, default=iso))
+
+
+def _place_of(data, found):
+    """Where ``found`` is inside ``data``, as ``[3].metadata.name``: walked only once a value was refused, so the data
+    that is taken (all of it, nearly always) costs no walk."""
+    stack = [(data, "")]
+    while stack:
+        here, place = stack.pop()
+        if here is found:
+            return place
+        if isinstance(here, dict):
+            stack.extend((item, "%s.%s" % (place, key)) for key, item in reversed(list(here.items())))
+        elif isinstance(here, (list, tuple)):
+            stack.extend((item, "%s[%d]" % (place, index)) for index, item in reversed(list(enumerate(here))))
+    return ""
 
 
 class InProcessAction(ActionBase):

@@ -29,7 +29,8 @@ def build_ahead(action, modules, task_vars):
     """Build the payloads of ``modules`` (module names as node tasks execute them) in a child process of this action's
     worker (common/child.py); returns at once, with the child's pid (None: no child). The child lowers its priority
     and always ends in ``os._exit``, never returning into the worker's code."""
-    modules = [name for name in modules or () if isinstance(name, str)]
+    # each module once, in the order given (the first is the first a node task executes)
+    modules = list(dict.fromkeys(name for name in modules or () if isinstance(name, str)))
     pid = child.fork() if modules else None
     if pid != 0:
         return pid  # (None, no fork: each node task builds its payload as it always did)

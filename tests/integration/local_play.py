@@ -1,5 +1,6 @@
 """A playbook run on localhost through the real ansible-playbook, in an Ansible home and a local temporary directory of
 its own under the test's tmp_path: what the integration tests share that check an action plugin as Ansible runs it."""
+import json
 import os
 import subprocess
 import sys
@@ -16,3 +17,13 @@ def run_play(tmp_path, text, env=None):
     return subprocess.run([os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), str(playbook)],
                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True, env=full,
                           cwd=str(tmp_path), timeout=300, check=False)
+
+
+def written(tmp_path, text, **fields):
+    """What a play wrote to tmp_path/out.json (its last task copies what it registered there as JSON), once the run
+    ended with 0: ``text`` is formatted with ``fields`` and ``out``, that file's path."""
+    out = tmp_path / "out.json"
+    proc = run_play(tmp_path, text.format(out=out, **fields))
+    assert proc.returncode == 0, proc.stdout[-4000:]
+    with open(str(out)) as handle:
+        return json.load(handle)

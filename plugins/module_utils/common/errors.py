@@ -65,6 +65,13 @@ class KubevolError(Exception):
         return result
 
 
+class PlanRecordFailed(KubevolError):
+    """The run's plan record (run/plan_record.py) could not be written, or what a later step of the run read back is
+    not what its plan step wrote: the message names the record's run, the part and where it is kept, and what to do.
+    Nothing was done from it on a node."""
+    code = "KV-PLAN-RECORD"
+
+
 class InvalidInput(KubevolError):
     message = "invalid {field}: {value!r}: {reason}"
 

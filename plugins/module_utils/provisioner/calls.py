@@ -36,9 +36,19 @@ class UnknownOperation(InvalidInput):
     another one comes from a role and modules of different kubevol.volumes versions, or from a hand-made call. That
     operation is refused; the host's other operations run."""
     code = "KV-UNKNOWN-OPERATION"
-    message = ("operation {position} of {count} on host {host} refused: unknown operation {value!r} "
+    message = ("operation {position} of {count} on host {host}{subject} refused: unknown operation {value!r} "
                "(volume_provision_calls knows {known}); give one of those, or run the reconcile role with the "
                "modules of its own kubevol.volumes collection")
+
+
+def _subject(op):
+    """What an operation kubevol does not know names, said after its host: the claim, volume or snapshot it is for,
+    and its driver (each only when given)."""
+    named = ["%s %s" % (what, op[key]) for key, what in (("claim", "claim"), ("pv_name", "PV"), ("name", "volume"),
+                                                         ("snapshot", "VolumeSnapshot"),
+                                                         ("content_name", "VolumeSnapshotContent"), ("driver", "driver"))
+             if op.get(key) is not None]
+    return " (%s)" % ", ".join(named) if named else ""
 
 
 def _loop_driver(runner, kubelet_dir, host, name, driver_options):
@@ -80,7 +90,7 @@ def run_operations(runner, kubelet_dir, host, operations, driver_options, secret
         try:
             if op.get("op") not in OPS:
                 raise UnknownOperation(field="op", value=op.get("op"), host=host, position=position + 1,
-                                       count=len(operations), known=", ".join(OPS))
+                                       count=len(operations), known=", ".join(OPS), subject=_subject(op))
             secret = (secrets or [])[position] if position < len(secrets or []) else None
             entry.update(run_operation(runner.for_volume(op.get("name") or op.get("pv_name")), kubelet_dir, host, op,
                                        driver_options, secret, check_mode))

@@ -35,7 +35,7 @@ import tempfile
 import time
 import uuid
 
-from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import KubevolError
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import PlanRecordFailed
 from ansible_collections.kubevol.volumes.plugins.module_utils.common.words import setting
 from ansible_collections.kubevol.volumes.plugins.module_utils.run import plan_record_parts as parts
 from ansible_collections.kubevol.volumes.plugins.module_utils.run.plan_record_parts import (  # noqa: F401 (this module's names too)
@@ -113,7 +113,7 @@ def write(plan_result, directory, run_id=None, keep=KEEP, nodes=None, connection
     in check mode reads the rest alone (start_of)."""
     run_id = run_id or new_run_id()
     if not RUN_ID.match(run_id):
-        raise KubevolError("plan record: run id %r is not of the form 20261125T232600Z-1a2b3c4d" % run_id)
+        raise PlanRecordFailed("plan record: run id %r is not of the form 20261125T232600Z-1a2b3c4d" % run_id)
     hosts = None if nodes is None else frozenset(node for node in nodes if isinstance(node, str))
     kind = _kind(directory)
     outline = outline and kind is _FileRecords and local_copy is None
@@ -142,8 +142,8 @@ class _FileRecords:
     def manifest(handle, _connection):
         found = _read(os.path.join(handle["path"], MANIFEST), handle["digest"], MANIFEST, handle)
         if found.get("version") != VERSION or found.get("run_id") != handle["run_id"]:
-            raise KubevolError("plan record %s: written by another version or run (%s, version %s); run the "
-                               "reconcile again" % (handle["path"], found.get("run_id"), found.get("version")))
+            raise PlanRecordFailed("plan record %s: written by another version or run (%s, version %s); run the "
+                                   "reconcile again" % (handle["path"], found.get("run_id"), found.get("version")))
         return found
 
     @staticmethod
@@ -194,8 +194,8 @@ def _write_files(rest, shares, directory, run_id):
         temp = tempfile.mkdtemp(prefix=".%s." % run_id, dir=directory)
     except OSError as err:
         # the run's plan is written there for its later steps
-        raise KubevolError("plan record: cannot create %s (%s): make it writable, or set %s to a directory on the "
-                           "controller" % (directory, err, setting("plan_record_dir")))
+        raise PlanRecordFailed("plan record: cannot create %s (%s): make it writable, or set %s to a directory on the "
+                               "controller" % (directory, err, setting("plan_record_dir")))
     try:
         os.mkdir(os.path.join(temp, "nodes"))
         manifest = {"version": VERSION, "run_id": run_id, "nodes": {}}
@@ -224,9 +224,9 @@ def _write_files(rest, shares, directory, run_id):
         os.rename(temp, final)
     except OSError as err:
         shutil.rmtree(temp, ignore_errors=True)
-        raise KubevolError("plan record: cannot write %s (%s), so nothing was changed in the cluster: free space "
-                           "there, or set %s to another directory on the controller"
-                           % (os.path.join(directory, run_id), err, setting("plan_record_dir")))
+        raise PlanRecordFailed("plan record: cannot write %s (%s), so nothing was changed in the cluster: free space "
+                               "there, or set %s to another directory on the controller"
+                               % (os.path.join(directory, run_id), err, setting("plan_record_dir")))
     return final, _digest(data)
 
 
@@ -287,26 +287,26 @@ def _read(path, digest, what, handle, decode=None):
             data = stream.read()
     except OSError as err:
         # the record is written by this run's plan task and kept until two later runs have planned
-        raise KubevolError("plan record of run %s: cannot read %s (%s): run the reconcile again"
-                           % (handle.get("run_id"), path, err))
+        raise PlanRecordFailed("plan record of run %s: cannot read %s (%s): run the reconcile again"
+                               % (handle.get("run_id"), path, err))
     if _digest(data) != digest:
-        raise KubevolError("plan record of run %s: %s is not the one this run wrote (its sha256 differs), so it is not "
-                           "used: run the reconcile again" % (handle.get("run_id"), what))
+        raise PlanRecordFailed("plan record of run %s: %s is not the one this run wrote (its sha256 differs), so it is "
+                               "not used: run the reconcile again" % (handle.get("run_id"), what))
     if decode is None:
         return json.loads(data.decode("utf-8"))
     try:
         return decode(data)
     except (ValueError, EOFError, TypeError) as err:
-        raise KubevolError("plan record of run %s: %s cannot be read (%s): run the reconcile again"
-                           % (handle.get("run_id"), what, err))
+        raise PlanRecordFailed("plan record of run %s: %s cannot be read (%s): run the reconcile again"
+                               % (handle.get("run_id"), what, err))
 
 
 def _checked(handle):
     """(record kind, handle) to read ``handle``'s record with: its copy on this controller when there is one (write's
     ``local_copy``), else the record itself."""
     if not is_handle(handle):
-        raise KubevolError("plan record: %r is not a plan record handle ({path, run_id, digest}, the record of a "
-                           "volume_reconcile_plan result with output=record)" % (handle,))
+        raise PlanRecordFailed("plan record: %r is not a plan record handle ({path, run_id, digest}, the record of a "
+                               "volume_reconcile_plan result with output=record)" % (handle,))
     local = handle.get("local")
     if is_handle(local) and local["run_id"] == handle["run_id"] and os.path.isdir(local["path"]):
         return _FileRecords, local
@@ -325,9 +325,9 @@ def read_plan(handle, connection=None, outline=False):
     kind, handle = _checked(handle)
     result = kind.read_plan(handle, connection)
     if result.get(parts.OUTLINE) and not outline:
-        raise KubevolError("plan record of run %s was written by a check-mode run: it keeps only an outline of the "
-                           "steps of the nodes outside that run's hosts, so it is not read as the whole plan; print "
-                           "the plan result's table, or plan with output=full" % handle.get("run_id"))
+        raise PlanRecordFailed("plan record of run %s was written by a check-mode run: it keeps only an outline of "
+                               "the steps of the nodes outside that run's hosts, so it is not read as the whole plan; "
+                               "print the plan result's table, or plan with output=full" % handle.get("run_id"))
     return result
 
 

@@ -43,7 +43,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
-from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import KubevolError
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.errors import KubevolError, PlanRecordFailed
 from ansible_collections.kubevol.volumes.plugins.module_utils.run import plan_record_parts as parts
 from ansible_collections.kubevol.volumes.plugins.module_utils.run.plan_record_parts import (
     RUN_ID, STALE_TEMP_SECONDS, UNFINISHED_SECONDS, VERSION, _digest, _dumps, _started)
@@ -94,9 +94,9 @@ class _Api:
 
     def __init__(self, connection, namespace, run_id=None):
         if not isinstance(connection, dict):
-            raise KubevolError("plan record %s: it is kept in the Kubernetes API, and reading or writing it needs the "
-                               "API's connection options (none were given): %s"
-                               % (location(namespace) + ("/" + run_id if run_id else ""), CONNECTION_HINT))
+            raise PlanRecordFailed("plan record %s: it is kept in the Kubernetes API, and reading or writing it needs "
+                                   "the API's connection options (none were given): %s"
+                                   % (location(namespace) + ("/" + run_id if run_id else ""), CONNECTION_HINT))
         names = {}
         for key, spec in CLUSTER_STORE_ARGSPEC.items():
             for name in [key] + list(spec.get("aliases") or ()):
@@ -104,8 +104,8 @@ class _Api:
         given = dict((k, v) for k, v in connection.items() if k in names and k not in ("cluster_source", "cluster_state"))
         validated = ArgumentSpecValidator(CLUSTER_STORE_ARGSPEC).validate(given)
         if validated.error_messages:
-            raise KubevolError("plan record in %s: the API's options are not valid: %s; %s"
-                               % (location(namespace), "; ".join(validated.error_messages), CONNECTION_HINT))
+            raise PlanRecordFailed("plan record in %s: the API's options are not valid: %s; %s"
+                                   % (location(namespace), "; ".join(validated.error_messages), CONNECTION_HINT))
         params = validated.validated_parameters
         options = dict((k, v) for k, v in params.items() if k not in ("cluster_source", "cluster_state")
                        and v is not None and not (k == "page_size" and v == CLUSTER_STORE_ARGSPEC[k].get("default")))
@@ -131,9 +131,10 @@ class _Api:
         if data is not None:
             body["data"] = data
         if not cms.create(self.store, self.namespace, body) and not marker:
-            raise KubevolError("plan record of run %s: ConfigMap %s/%s exists already (another writer with this run "
-                               "id?): nothing was changed in the cluster; run the reconcile again (a new run id)"
-                               % (run_id, self.namespace, name))
+            raise PlanRecordFailed("plan record of run %s: ConfigMap %s/%s exists already (another writer with this "
+                                   "run id?): nothing was changed in the cluster; run the reconcile again (a new run "
+                                   "id)"
+                                   % (run_id, self.namespace, name))
 
     def get(self, name):
         return cms.get(self.store, self.namespace, name)
@@ -150,8 +151,8 @@ def _put(api, run_id, part, data):
 
 def _refused(handle, what, why):
     # the record is written by this run's plan task and kept until two later runs have planned
-    return KubevolError("plan record of run %s: %s %s, so it is not used: run the reconcile again (it plans anew)"
-                        % (handle["run_id"], what, why))
+    return PlanRecordFailed("plan record of run %s: %s %s, so it is not used: run the reconcile again (it plans anew)"
+                            % (handle["run_id"], what, why))
 
 
 def _get(api, handle, part, entry):

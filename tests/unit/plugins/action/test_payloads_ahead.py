@@ -54,6 +54,7 @@ def test_a_build_no_task_uses_is_stopped_and_reaped(tmp_path):
         time.sleep(60)
 
     pid = payloads.build_ahead(_Action(behave), ["kubevol.volumes.__internal.node_volume_setup"], {})
+    assert pid and pid != os.getpid()
     deadline = time.monotonic() + 30
     while not started.exists() and time.monotonic() < deadline:
         time.sleep(0.01)
@@ -64,10 +65,24 @@ def test_a_build_no_task_uses_is_stopped_and_reaped(tmp_path):
     except OSError:
         pass
     else:
-        raise AssertionError("the child %d is still there" % pid)
+        raise AssertionError("the child %s is still there" % pid)
     payloads.cancel(None)  # no child: nothing to stop
 
 
 def test_nothing_to_build_forks_nothing():
     assert payloads.build_ahead(_Action(lambda name: None), [], {}) is None
     assert payloads.build_ahead(_Action(lambda name: None), None, {}) is None
+
+
+def test_each_module_is_built_once_in_the_order_given(tmp_path):
+    asked = tmp_path / "asked"
+
+    def behave(name):
+        with open(str(asked), "a") as handle:
+            handle.write(name + "\n")
+        raise RuntimeError("stop before the build")
+
+    pid = payloads.build_ahead(_Action(behave), ["kubevol.volumes.b", "kubevol.volumes.a", "kubevol.volumes.b"], {})
+    assert pid and pid != os.getpid()
+    assert os.WIFEXITED(_status(pid))
+    assert asked.read_text().split() == ["kubevol.volumes.b", "kubevol.volumes.a"]

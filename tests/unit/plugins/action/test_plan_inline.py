@@ -22,5 +22,10 @@ def test_inline_objects_become_plain_json_types():
 
 
 def test_a_value_of_no_plain_type_is_refused_by_name():
-    with pytest.raises(InvalidInput, match="invalid records: .*not a value of plain data"):
-        native([{"type": "attached", "device_path": object()}], "records")
+    with pytest.raises(InvalidInput, match=r"invalid records\[1\]\.device_path: .*not a value of plain data"):
+        native([{"type": "attached"}, {"type": "attached", "device_path": object()}], "records")
+
+
+def test_the_refusal_names_the_place_of_the_value_inside_the_objects():
+    with pytest.raises(InvalidInput, match=r"invalid cluster\.items\[0\]\.spec\.capacity\.storage: "):
+        native({"items": [{"metadata": {"name": "pv-a"}, "spec": {"capacity": {"storage": {1, 2}}}}]}, "cluster")

@@ -92,8 +92,11 @@ def test_reconcile_run_reads_the_plan_by_handle_as_it_took_the_plan(state, tmp_p
 def test_a_changed_or_foreign_record_is_refused(state):
     recorded = plan_task.run(params(state, output="record"), utc_now())
     handle = recorded["record"]
-    with pytest.raises(KubevolError, match="not the one this run wrote"):
+    with pytest.raises(KubevolError, match="not the one this run wrote") as refused:
         plan_record.read_plan(dict(handle, digest="0" * 64))
+    # its code ends the message once: docs/errors.md says why the run stops there and what to do
+    assert refused.value.code == "KV-PLAN-RECORD" and refused.value.msg.endswith(" [KV-PLAN-RECORD]")
+    assert refused.value.msg.count("[KV-") == 1
     node = sorted(plan_record.manifest(handle)["nodes"])[0]
     with open(os.path.join(handle["path"], "nodes", "n-%s.json" % node), "a") as stream:
         stream.write(" ")

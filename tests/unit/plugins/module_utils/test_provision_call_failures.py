@@ -20,7 +20,8 @@ def _create(name, capacity, parameters=None):
 
 
 def test_a_refused_operation_carries_its_code_and_no_grpc_code(tmp_path):
-    ops = [_create("pvc-a", 0), _create("pvc-b", 1 << 20, {"replicas": "3"}), {"op": "resize", "driver": "x"}]
+    ops = [_create("pvc-a", 0), _create("pvc-b", 1 << 20, {"replicas": "3"}),
+           {"op": "resize", "driver": "x", "pv_name": "pv-c"}]
     results, failures = run_operations(Runner(_no_command, node="node1"), str(tmp_path), "node1", ops, {})
     assert results == [] and len(failures) == 3
     for failure in failures[:2]:
@@ -30,7 +31,8 @@ def test_a_refused_operation_carries_its_code_and_no_grpc_code(tmp_path):
     assert "requests no storage size" in failures[0]["msg"] and "replicas" in failures[1]["msg"]
     assert "unknown operation 'resize'" in failures[2]["msg"]  # the others went on
     # a refusal of its own, with its code, not said as a DeleteVolume it is not
-    assert failures[2]["msg"].startswith("operation 3 of 3 on host node1 refused: unknown operation 'resize' "), \
+    assert failures[2]["msg"].startswith("operation 3 of 3 on host node1 (PV pv-c, driver x) refused: unknown "
+                                         "operation 'resize' "), \
         failures[2]
     assert failures[2]["msg"].endswith("modules of its own kubevol.volumes collection [KV-UNKNOWN-OPERATION]")
     assert failures[2]["code"] == "KV-UNKNOWN-OPERATION" and failures[2]["msg"].count("[KV-") == 1
