@@ -24,6 +24,7 @@ import time
 
 from ansible_collections.kubevol.volumes.plugins.module_utils.cluster.flat import CODECS
 from ansible_collections.kubevol.volumes.plugins.module_utils.common import child
+from ansible_collections.kubevol.volumes.plugins.module_utils.common.host_limits import usable_cpus, usable_memory
 from ansible_collections.kubevol.volumes.plugins.module_utils.cluster.objects import KIND_BUILDERS, Cluster
 from ansible_collections.kubevol.volumes.plugins.module_utils.stores.file_text import list_items_from
 
@@ -39,61 +40,6 @@ MIN_PATIENCE = 30.0
 _JSON_OBJECT = re.compile(r"\s*\{").match  # a JSON List's start (YAML is parsed whole: no child)
 _ITEM_AFTER_COMMA = re.compile(r'\}\s*,\s*(\{)\s*"apiVersion"\s*:')
 _READ_BYTES = 1 << 20
-
-
-def _read_numbers(path):
-    try:
-        with open(path) as handle:
-            return handle.read().split()
-    except (IOError, OSError):
-        return None
-
-
-def _cgroup_cpu_quota():
-    """[quota, period] of this process's cgroup (v2's cpu.max, else v1's cfs files): "max" or "-1" is no quota."""
-    found = _read_numbers("/sys/fs/cgroup/cpu.max")
-    if found:
-        return found[:2]
-    return (_read_numbers("/sys/fs/cgroup/cpu/cpu.cfs_quota_us") or []) + (
-        _read_numbers("/sys/fs/cgroup/cpu/cpu.cfs_period_us") or [])
-
-
-def usable_cpus():
-    """CPUs this process may run on: its affinity, bounded by its cgroup's CPU quota (a container's limit)."""
-    try:
-        cpus = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        cpus = os.cpu_count() or 1
-    quota = _cgroup_cpu_quota()
-    if len(quota) == 2 and quota[0] not in ("max", "-1"):
-        try:
-            cpus = min(cpus, int(quota[0]) // int(quota[1]))
-        except (ValueError, ZeroDivisionError):
-            pass
-    return cpus
-
-
-def usable_memory():
-    """Bytes this process may still take: the kernel's MemAvailable, bounded by what its cgroup's memory limit leaves
-    (v2's memory.max less memory.current, else v1's limit less usage); None when the kernel does not say."""
-    found = None
-    try:
-        with open("/proc/meminfo") as handle:
-            for line in handle:
-                if line.startswith("MemAvailable:"):
-                    found = int(line.split()[1]) * 1024
-                    break
-    except (IOError, OSError, ValueError, IndexError):
-        pass
-    for limit_path, usage_path in (("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory.current"),
-                                   ("/sys/fs/cgroup/memory/memory.limit_in_bytes",
-                                    "/sys/fs/cgroup/memory/memory.usage_in_bytes")):
-        limit, usage = _read_numbers(limit_path), _read_numbers(usage_path)
-        if limit and usage and limit[0].isdigit() and usage[0].isdigit():
-            left = int(limit[0]) - int(usage[0])
-            found = left if found is None else min(found, left)
-            break
-    return found
 
 
 class SplitRead(object):

@@ -228,11 +228,3 @@ def test_one_cpu_little_memory_yaml_or_a_small_file_reads_in_one_process(tmp_pat
     assert load_split.SplitRead.start(open(EXAMPLE).read()) is None  # YAML: parsed whole, no child
     monkeypatch.setattr(load_split, "usable_memory", lambda: load_split.MEMORY_PER_CHAR * len(text) - 1)
     assert load_split.SplitRead.start(text) is None
-
-
-def test_a_cgroup_quota_bounds_the_cpus(monkeypatch):
-    for quota, cpus in ((["max", "100000"], 8), (["-1", "100000"], 8), (["150000", "100000"], 1),
-                        (["200000", "100000"], 2), ([], 8)):
-        monkeypatch.setattr(load_split, "_cgroup_cpu_quota", lambda quota=quota: quota)
-        monkeypatch.setattr(load_split.os, "sched_getaffinity", lambda _pid: set(range(8)))
-        assert load_split.usable_cpus() == cpus, quota
