@@ -33,7 +33,7 @@ class ActionModule(InProcessAction):
             params = dict(params, cluster=native(params["cluster"], "cluster"))
         # A reconcile run's plan (output=record with the nodes' facts: the reconcile role's) is followed by its node
         # tasks, whose setup runs node_volume_setup on each node that attaches and mounts: its payload is built while
-        # this plans, on what the controller leaves of its CPUs, and dropped when the plan has nothing to do.
+        # this plans, on what the controller leaves of its CPUs, and dropped when no node of the plan will run it.
         ahead = payloads.build_ahead(self, [phases.SETUP_MODULE], self.task_vars) if (
             params.get("output") == "record" and params.get("node_facts") is not None) else None
         try:
@@ -44,6 +44,6 @@ class ActionModule(InProcessAction):
         except BaseException:
             payloads.cancel(ahead)
             raise
-        if not (result.get("counts") or {}).get("steps"):
+        if not (result.get("counts") or {}).get("steps") or not phases.setup_module_wanted(result.get("summary")):
             payloads.cancel(ahead)
         return result

@@ -87,6 +87,14 @@ def task_modules(names):
     return modules
 
 
+def setup_module_wanted(summary):
+    """Whether some node may run SETUP_MODULE for a plan of ``summary`` (the planner's steps per action, over every
+    node): only a node with work in more than one setup phase runs it, so a plan with steps of one setup action at most
+    (a teardown, pods mounted on devices already staged) runs none. Never false where a node will run it."""
+    actions = set(kind[0] for name in SETUP_PHASES for kind in BY_NAME[name].step_kinds)
+    return sum(1 for action in actions if (summary or {}).get(action)) > 1
+
+
 def in_order(names):
     """``names`` (phase names, each once) sorted in the table's order; an unknown name raises ValueError."""
     unknown = [name for name in names if name not in BY_NAME]

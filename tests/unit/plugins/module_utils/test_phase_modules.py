@@ -16,3 +16,18 @@ def test_the_modules_a_node_task_runs_are_those_node_phases_executes():
                                     {"action": "attach", "target": "device", "node": "b"},
                                     {"action": "mount", "target": "device", "node": "b"}])["sequence"]:
         assert phases.task_modules(task["phases"]), task
+
+
+def test_the_setup_module_is_wanted_only_where_a_node_may_have_work_in_two_setup_phases():
+    """The plan task keeps its build of node_volume_setup only for a plan some node will run it for (the summary
+    counts steps per action over every node: it may keep a build no node uses, never drop one a node uses)."""
+    assert phases.setup_module_wanted({"attach": 2, "mount": 4, "detach": 0})
+    assert phases.setup_module_wanted({"mount": 1, "expand": 1})
+    assert not phases.setup_module_wanted({"unmount": 3, "detach": 3, "attach": 0, "mount": 0})
+    assert not phases.setup_module_wanted({"mount": 5, "unmount": 1})
+    assert not phases.setup_module_wanted({"expand": 2})
+    assert not phases.setup_module_wanted(None)
+    plan = [{"action": "attach", "target": "device", "node": "b"}, {"action": "mount", "target": "device", "node": "b"}]
+    setup = [task for task in executor.run_tasks(plan)["sequence"] if phases.SETUP_MODULE in
+             phases.task_modules(task["phases"])]
+    assert setup and phases.setup_module_wanted({"attach": 1, "mount": 1})
