@@ -106,6 +106,13 @@ def hold_volume_lock(kv, node, seconds):
     busy = "/run/kubevol/locks/%s.lock" % hashlib.sha256(DB_UNIQUE.encode("utf-8")).hexdigest()
     kv.ssh(node, "mkdir -p /run/kubevol/locks && (setsid flock %s sleep %d </dev/null >/dev/null 2>&1 &)" % (
         busy, seconds))
+    return busy
+
+
+def release_volume_lock(kv, node, busy):
+    """End hold_volume_lock's holder on ``node`` before its time: its flock and the sleep that inherited the locked
+    file, the whole process group setsid gave them ([f]: not this shell, whose own command line holds the pattern)."""
+    kv.ssh(node, "for leader in $(pgrep -f '[f]lock %s sleep'); do kill -- -$leader; done; true" % busy)
 
 
 def finish(proc, timeout=300):
@@ -235,24 +242,29 @@ def node_python(kv, node):
 
 def test_a_killed_node_module_is_reported_with_its_volumes_and_the_next_run_converges(kv):
     """SIGKILL of the node module on the node while it sets the volume up: the run fails naming the node and the
-    volume, and the next run converges with the data intact."""
+    volume, and the next run converges with the data intact. The volume's node lock is held on the target, so the
+    module is still at work there (waiting for it) whenever the kill lands, never already done."""
     source = db_node(kv)
     target = [n for n in kv.nodes if n != source][0]
     assert kv.edit("move-pod", DB_POD, target) == "changed"
-    proc, log = kv.start_reconcile()
-    killed = []
-    deadline = time.time() + 120
-    while not killed and time.time() < deadline and proc.poll() is None:
-        if "TASK [kubevol.volumes.reconcile : Set up" in open(log).read():
-            for pid in node_python(kv, target):
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                    killed.append(pid)
-                except OSError:
-                    pass
-        time.sleep(0.005)
-    assert killed, "the node module never ran on %s; log: %s" % (target, log)
-    assert finish(proc) != 0
+    busy = hold_volume_lock(kv, target, 120)
+    try:
+        proc, log = kv.start_reconcile(["-e", "kubevol_lock_timeout=120"])
+        killed = []
+        deadline = time.time() + 120
+        while not killed and time.time() < deadline and proc.poll() is None:
+            if "TASK [kubevol.volumes.reconcile : Set up" in open(log).read():
+                for pid in node_python(kv, target):
+                    try:
+                        os.kill(pid, signal.SIGKILL)
+                        killed.append(pid)
+                    except OSError:
+                        pass
+            time.sleep(0.005)
+        assert killed, "the node module never ran on %s; log: %s" % (target, log)
+        assert finish(proc) != 0
+    finally:
+        release_volume_lock(kv, target, busy)
     text = open(log).read()
     # the node's setup task failed there, naming the volume; the last step fails that host
     setup = text.split("TASK [kubevol.volumes.reconcile : Set up")[-1].split("TASK [")[0]
