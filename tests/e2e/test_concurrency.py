@@ -240,13 +240,12 @@ def node_python(kv, node):
     return found
 
 
-def _setup_done(log, node):
-    """Whether the run's log shows ``node``'s result of the setup task."""
-    with open(log) as handle:
-        text = handle.read()
-    if "TASK [kubevol.volumes.reconcile : Set up" not in text:
-        return False
-    setup = text.split("TASK [kubevol.volumes.reconcile : Set up")[-1]
+SETUP_BANNER = "TASK [kubevol.volumes.reconcile : Set up"
+
+
+def _setup_done(text, node):
+    """Whether the run's log ``text`` shows ``node``'s result of the setup task."""
+    setup = text.split(SETUP_BANNER)[-1]
     return any(("%s: [%s]" % (word, node)) in setup for word in ("ok", "changed", "fatal", "failed"))
 
 
@@ -266,8 +265,12 @@ def test_a_killed_node_module_is_reported_with_its_volumes_and_the_next_run_conv
         deadline = time.time() + 120
         # every Python process that starts in the node during its setup task is killed, until the task has the
         # node's result: the module waits there for the held lock, so it is among them whatever else runs there
-        while time.time() < deadline and proc.poll() is None and not _setup_done(log, target):
-            if "TASK [kubevol.volumes.reconcile : Set up" in open(log).read():
+        while time.time() < deadline and proc.poll() is None:
+            with open(log) as handle:
+                text = handle.read()
+            if SETUP_BANNER in text:
+                if _setup_done(text, target):
+                    break
                 for pid, line in node_python(kv, target).items():
                     if before.get(pid) == line:
                         continue
@@ -284,7 +287,7 @@ def test_a_killed_node_module_is_reported_with_its_volumes_and_the_next_run_conv
     text = open(log).read()
     # the node's setup task failed there, naming the volume, because its module died (not on the held lock's
     # timeout); the last step fails that host
-    setup = text.split("TASK [kubevol.volumes.reconcile : Set up")[-1].split("TASK [")[0]
+    setup = text.split(SETUP_BANNER)[-1].split("TASK [")[0]
     assert "fatal: [%s]" % target in setup and "volumes not done: pv-db-data" in setup, text
     assert "locked by another kubevol run" not in setup, text
     assert "fatal: [%s -> localhost]" % target in text.split("Fail each host whose node failed")[-1], text

@@ -39,6 +39,8 @@ BY_NAME = dict((phase.name, phase) for phase in PHASES)
 NAMES = tuple(phase.name for phase in PHASES)
 # the setup phases, in order: what one node_volume_setup execution runs
 SETUP_PHASES = tuple(phase.name for phase in PHASES if not phase.teardown)
+# the plan actions of the setup phases' steps (attach, mount, expand), as the planner's summary counts them
+SETUP_ACTIONS = frozenset(kind[0] for phase in PHASES if not phase.teardown for kind in phase.step_kinds)
 # the node module that runs a node's setup phases in one execution, when the node has work in more than one of them
 SETUP_MODULE = "kubevol.volumes.__internal.node_volume_setup"
 # every step kind the planner emits, in the order it emits them (and a run carries them out)
@@ -91,8 +93,7 @@ def setup_module_wanted(summary):
     """Whether some node may run SETUP_MODULE for a plan of ``summary`` (the planner's steps per action, over every
     node): only a node with work in more than one setup phase runs it, so a plan with steps of one setup action at most
     (a teardown, pods mounted on devices already staged) runs none. Never false where a node will run it."""
-    actions = set(kind[0] for name in SETUP_PHASES for kind in BY_NAME[name].step_kinds)
-    return sum(1 for action in actions if (summary or {}).get(action)) > 1
+    return sum(1 for action in SETUP_ACTIONS if (summary or {}).get(action)) > 1
 
 
 def in_order(names):

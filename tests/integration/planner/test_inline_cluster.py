@@ -2,7 +2,6 @@
 own tagged types, and a date YAML leaves unquoted as a datetime. volume_reconcile_plan's inline objects (``cluster``)
 plan as the same objects read from a file; cluster_volume_record's records are written to the state file
 (tests/unit/plugins/action/test_plan_inline.py: a value of no plain type is refused by name)."""
-import json
 import os
 import sys
 
@@ -10,7 +9,7 @@ import yaml
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from local_play import run_play  # noqa: E402
+from local_play import run_play, written  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 EXAMPLE = os.path.join(REPO, "examples", "cluster.yaml")
@@ -42,10 +41,7 @@ def test_objects_given_inline_plan_as_the_same_objects_read_from_a_file(tmp_path
     data["items"][0].setdefault("metadata", {})["creationTimestamp"] = "__STAMP__"
     inline = tmp_path / "inline.yaml"
     inline.write_text(yaml.safe_dump(data).replace("'__STAMP__'", "2026-11-01T10:00:00Z"))
-    out = tmp_path / "out.json"
-    proc = run_play(tmp_path, PLAY.format(inline=inline, example=EXAMPLE, out=out))
-    assert proc.returncode == 0, proc.stdout[-4000:]
-    found = json.loads(out.read_text())
+    found = written(tmp_path, PLAY, inline=inline, example=EXAMPLE)
     assert not found["inline"].get("failed"), found["inline"]
     assert found["inline"]["summary"] == found["from_file"]["summary"] and found["inline"]["summary"]["attach"] == 4
     assert found["inline"]["table"] == found["from_file"]["table"]
